@@ -1,0 +1,36 @@
+"""dpevolve: differentially private synthetic tables by Private Evolution.
+
+>>> from dpevolve import Synthesizer, load_schema
+>>> model = Synthesizer(load_schema("schema.yaml"), epsilon=1.0, delta=1e-5)  # doctest: +SKIP
+>>> synthetic = model.fit(private_df).sample()                                 # doctest: +SKIP
+>>> model.ledger_.to_dict()["epsilon"]                                         # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dpevolve.errors import DPEvolveError, InputError
+from dpevolve.schema import Schema, load_schema
+
+if TYPE_CHECKING:
+    from dpevolve.policy import Policy
+    from dpevolve.synthesizer import Synthesizer
+
+__all__ = ["DPEvolveError", "InputError", "Schema", "Synthesizer", "load_policy", "load_schema"]
+
+
+def load_policy(path: str, schema: Schema) -> Policy:
+    """Read a Blowfish policy YAML file, validated against ``schema``."""
+    from dpevolve.policy import load_policy as _load
+
+    return _load(path, schema)
+
+
+def __getattr__(name: str) -> Any:
+    # The engine pulls in scipy and dp-accounting; import it on first use only.
+    if name == "Synthesizer":
+        from dpevolve.synthesizer import Synthesizer
+
+        return Synthesizer
+    raise AttributeError(name)

@@ -1,0 +1,40 @@
+"""Voting on this machine, chunk by chunk: memory O(chunk x population), never n x m."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from dpevolve.backends.base import PrivateData
+from dpevolve.distance import Distance
+from dpevolve.encoding import Records
+from dpevolve.votes import Vote
+
+
+def chunks(private: PrivateData, rows: int) -> Iterator[Records]:
+    """Private records in blocks of at most ``rows`` (a stream of batches is re-chunked)."""
+    batches = [private] if isinstance(private, Records) else private
+    for batch in batches:
+        for start in range(0, len(batch), rows):
+            yield batch.take(slice(start, start + rows))
+
+
+class LocalBackend:
+    """The reference backend: ``distance.pairwise`` then ``vote.histogram`` per chunk.
+
+    ``chunk_cells`` caps the size of one distance block (rows x candidates), so the
+    private chunk shrinks as the population grows.
+    """
+
+    def __init__(self, chunk_cells: int = 2_000_000) -> None:
+        self.chunk_cells = int(chunk_cells)
+
+    def vote(
+        self, private: PrivateData, population: Records, distance: Distance, vote: Vote
+    ) -> np.ndarray:
+        rows = max(1, self.chunk_cells // max(1, len(population)))
+        histogram = np.zeros(len(population), dtype=np.float64)
+        for chunk in chunks(private, rows):
+            histogram += vote.histogram(distance.pairwise(chunk, population))
+        return histogram

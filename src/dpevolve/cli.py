@@ -1,0 +1,242 @@
+"""The command line, thin over the Python API.
+
+Exit status: 0 on success, 2 on bad input or usage (one line on stderr naming the
+problem), 1 on an internal error. Outputs are written atomically and never replace an
+existing file without ``--force``.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import click
+import typer
+
+from dpevolve.errors import InputError
+from dpevolve.io import TABLE_SUFFIXES, check_writable, read_table, write_json, write_table
+
+app = typer.Typer(
+    name="dpevolve",
+    help="Differentially private synthetic tables by Private Evolution.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+schema_app = typer.Typer(help="Write and check schemas.", no_args_is_help=True)
+app.add_typer(schema_app, name="schema")
+
+
+class OnInvalid(str, Enum):
+    error = "error"
+    drop = "drop"
+    clip = "clip"
+
+
+def ledger_path(output: Path) -> Path:
+    """``OUT.csv`` -> ``OUT.ledger.json`` (the table suffix replaced)."""
+    name = output.name
+    for suffix in sorted(TABLE_SUFFIXES, key=len, reverse=True):
+        if name.lower().endswith(suffix):
+            return output.with_name(name[: -len(suffix)] + ".ledger.json")
+    return output.with_name(name + ".ledger.json")
+
+
+def _say(quiet: bool, message: str) -> None:
+    if not quiet:
+        typer.echo(message, err=True)
+
+
+Seed = Annotated[int | None, typer.Option("--seed", help="Random seed (same seed, same output).")]
+Force = Annotated[bool, typer.Option("--force", help="Overwrite existing outputs.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or messages.")]
+
+
+@app.command()
+def synth(
+    private: Annotated[Path, typer.Argument(help="Private table (.csv, .csv.gz or .parquet).")],
+    schema: Annotated[Path, typer.Option("--schema", "-s", help="Schema YAML.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Synthetic table to write.")],
+    epsilon: Annotated[float | None, typer.Option("--epsilon", "-e")] = None,
+    delta: Annotated[float | None, typer.Option("--delta", "-d",
+                                                help="Default 1/(n ln n).")] = None,
+    rho: Annotated[float | None, typer.Option("--rho", help="zCDP budget instead of eps.")] = None,
+    preset: Annotated[str, typer.Option("--preset", "-p", help="bfsoft or tabpe.")] = "bfsoft",
+    vote: Annotated[str | None, typer.Option("--vote", help="hard or soft.")] = None,
+    temperature: Annotated[float | None, typer.Option("--temperature", "-t")] = None,
+    policy: Annotated[Path | None, typer.Option("--policy", help="Blowfish policy YAML.")] = None,
+    public: Annotated[Path | None, typer.Option("--public", help="Public table.")] = None,
+    population: Annotated[int | None, typer.Option("--population", help="Override N.")] = None,
+    rounds: Annotated[int | None, typer.Option("--rounds", help="Override rounds.")] = None,
+    on_invalid: Annotated[OnInvalid, typer.Option("--on-invalid")] = OnInvalid.error,
+    secure_noise: Annotated[bool, typer.Option("--secure-noise",
+                                               help="OS randomness for noise; not reproducible.")]
+    = False,
+    seed: Seed = None,
+    force: Force = False,
+    quiet: Quiet = False,
+) -> None:
+    """Synthesize a DP table from PRIVATE; the ledger goes to OUT.ledger.json."""
+    from dpevolve.schema import Schema
+    from dpevolve.synthesizer import Synthesizer
+
+    ledger_out = ledger_path(output)
+    check_writable(output, force)
+    check_writable(ledger_out, force)
+    if epsilon is None and rho is None:
+        raise InputError("give a budget: --epsilon (with --delta) or --rho")
+    table_schema = Schema.load(schema)
+    private_table = read_table(private, "private table")
+    public_table = read_table(public, "public table") if public is not None else None
+    model = Synthesizer(
+        table_schema, epsilon=epsilon, delta=delta, rho=rho, preset=preset, vote=vote,
+        temperature=temperature, policy=policy, public=public_table,
+        population_size=population, rounds=rounds, random_state=seed,
+        on_invalid=on_invalid.value, secure_noise=secure_noise, progress=not quiet,
+    ).fit(private_table)
+    write_table(model.synthetic_, output)
+    write_json(model.ledger_.to_dict(), ledger_out)
+    result = model.ledger_.result()
+    _say(quiet, f"wrote {output} ({len(model.synthetic_)} rows) and {ledger_out}: "
+                f"(epsilon={result.epsilon:.4g}, delta={result.delta:.3g})")
+
+
+@schema_app.command("infer")
+def schema_infer(
+    public: Annotated[Path, typer.Argument(help="PUBLIC table (.csv or .parquet).")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Schema YAML to write.")],
+    label: Annotated[str | None, typer.Option("--label", help="Label column.")] = None,
+    max_categories: Annotated[int, typer.Option("--max-categories")] = 50,
+    force: Force = False,
+) -> None:
+    """Write a schema from PUBLIC data (never run this on private data)."""
+    from dpevolve.io import atomic_write
+    from dpevolve.schema import Schema
+
+    check_writable(output, force)
+    table = read_table(public, "public table")
+    if label is not None and label not in table.columns:
+        raise InputError(f"label '{label}' is not a column of {public}")
+    inferred = Schema.infer(table, label=label, max_categories=max_categories)
+    text = ("# Inferred from public data: " + str(public) +
+            "\n# Check every declared range and value list before using it.\n" + inferred.to_yaml())
+    atomic_write(output, lambda tmp: tmp.write_text(text))
+    typer.echo(f"wrote {output} ({len(inferred)} columns)", err=True)
+
+
+@schema_app.command("check")
+def schema_check(
+    table: Annotated[Path, typer.Argument(help="Table to check.")],
+    schema: Annotated[Path, typer.Option("--schema", "-s")],
+) -> None:
+    """Check that TABLE fits SCHEMA (one line per problem found, exit 2 on the first)."""
+    from dpevolve.schema import Schema
+
+    frame, _ = Schema.load(schema).validate(read_table(table), on_invalid="error")
+    typer.echo(f"{table}: {len(frame)} rows fit the schema")
+
+
+@app.command()
+def evaluate(
+    real: Annotated[Path, typer.Argument(help="Real table.")],
+    synthetic: Annotated[Path, typer.Argument(help="Synthetic table.")],
+    schema: Annotated[Path, typer.Option("--schema", "-s")],
+    label: Annotated[str | None, typer.Option("--label", help="Label column for TSTR.")] = None,
+    test: Annotated[Path | None, typer.Option("--test", help="Held-out real test table.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="JSON to write.")] = None,
+    force: Force = False,
+) -> None:
+    """k-way marginal TV (k = 1, 2, 3) and train-on-synthetic-test-on-real scores."""
+    from dpevolve.evaluation import evaluate as run_evaluation
+    from dpevolve.evaluation import format_report
+    from dpevolve.schema import Schema
+
+    if output is not None:
+        check_writable(output, force)
+    result = run_evaluation(
+        read_table(real, "real table"), read_table(synthetic, "synthetic table"),
+        Schema.load(schema), label=label,
+        test=read_table(test, "test table") if test is not None else None,
+    )
+    typer.echo(format_report(result))
+    if output is not None:
+        write_json(result, output)
+
+
+@app.command()
+def demo(
+    output: Annotated[Path, typer.Option("--output", "-o", help="Folder for the outputs.")]
+    = Path("demo-output"),
+    dataset: Annotated[str, typer.Option("--dataset", help="demo (built in), adult, ...")]
+    = "demo",
+    epsilon: Annotated[float, typer.Option("--epsilon", "-e")] = 1.0,
+    delta: Annotated[float, typer.Option("--delta", "-d")] = 1e-5,
+    preset: Annotated[str, typer.Option("--preset", "-p")] = "bfsoft",
+    seed: Seed = 0,
+    force: Force = False,
+    quiet: Quiet = False,
+) -> None:
+    """The main job end to end: synthesize, write the ledger, evaluate, report."""
+    from dpevolve import datasets
+    from dpevolve.evaluation import evaluate as run_evaluation
+    from dpevolve.evaluation import format_report
+    from dpevolve.synthesizer import Synthesizer
+
+    output.mkdir(parents=True, exist_ok=True)
+    table_out = output / "synthetic.csv"
+    ledger_out = ledger_path(table_out)
+    eval_out = output / "evaluation.json"
+    for path in (table_out, ledger_out, eval_out):
+        check_writable(path, force)
+    data = datasets.load(dataset)
+    test = _maybe_test_split(dataset)
+    _say(quiet, f"{data.name}: {len(data.frame)} private rows, {len(data.schema)} columns; "
+                f"epsilon={epsilon}, delta={delta}, preset={preset}")
+    model = Synthesizer(data.schema, epsilon=epsilon, delta=delta, preset=preset,
+                        random_state=seed, progress=not quiet).fit(data.frame)
+    write_table(model.synthetic_, table_out)
+    write_json(model.ledger_.to_dict(), ledger_out)
+    result = run_evaluation(data.frame, model.synthetic_, data.schema, label=data.label,
+                            test=test)
+    write_json(result, eval_out)
+    _say(quiet, format_report(result))
+    _say(quiet, f"wrote {table_out}, {ledger_out} and {eval_out}")
+
+
+def _maybe_test_split(name: str) -> Any:
+    from dpevolve import datasets
+
+    try:
+        return datasets.load(name, split="test").frame
+    except InputError:
+        return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point: maps errors to exit codes 2 (input) and 1 (internal)."""
+    try:
+        app(args=argv, standalone_mode=False)
+    except InputError as exc:
+        typer.echo(f"dpevolve: error: {exc}", err=True)
+        return 2
+    except click.exceptions.Abort:
+        typer.echo("dpevolve: aborted", err=True)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return 2
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        typer.echo("dpevolve: interrupted", err=True)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the one place internal errors are reported
+        typer.echo(f"dpevolve: internal error: {type(exc).__name__}: {exc}", err=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+"""The Private Evolution loop (spec §6), and nothing else.
+
+Each round: the backend sums private votes over the population (the only step that
+reads private records), the release turns that histogram into parents (the only step
+that spends privacy), and variation makes the next population from the parents
+(post-processing). The loop knows votes, releases and backends only through their
+small interfaces, so a new vote or mechanism is one new class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpevolve.backends.base import Backend, PrivateData
+from dpevolve.distance import Distance
+from dpevolve.encoding import Records
+from dpevolve.errors import InputError
+from dpevolve.release.base import Release, Selection, SelectionMode
+from dpevolve.variation import Variation, mutation_rate
+from dpevolve.votes import Vote
+
+
+@dataclass(frozen=True)
+class Stage:
+    """``rounds`` consecutive rounds that select the same way.
+
+    ``sample`` draws parents in proportion to the clipped noisy counts and mutates each
+    once; ``rank`` keeps the top parents (``keep_selected``) and adds ``mutations``
+    mutated children of each, so the next population is ``(1 + mutations) N``.
+    """
+
+    mode: SelectionMode
+    rounds: int
+    keep_selected: bool = False
+    mutations: int = 1
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("sample", "rank"):
+            raise InputError(f"selection mode must be sample or rank, got '{self.mode}'")
+        if self.rounds < 1 or self.mutations < 1:
+            raise InputError("a stage needs at least one round and one mutation per parent")
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Population size ``N`` and the stages; ``rounds`` DP rounds in all."""
+
+    population: int
+    stages: tuple[Stage, ...]
+
+    def __post_init__(self) -> None:
+        if self.population < 1:
+            raise InputError(f"population size must be at least 1, got {self.population}")
+        if not self.stages:
+            raise InputError("a schedule needs at least one stage")
+
+    @property
+    def rounds(self) -> int:
+        return sum(s.rounds for s in self.stages)
+
+    def stage(self, t: int) -> Stage:
+        """The stage of round ``t`` (1-based)."""
+        for stage in self.stages:
+            if t <= stage.rounds:
+                return stage
+            t -= stage.rounds
+        raise IndexError(t)
+
+
+RoundCallback = Callable[[int, Selection, Records], None]
+
+
+class Evolution:
+    """Runs the schedule: vote, release, vary; returns the last round's parents."""
+
+    def __init__(
+        self,
+        distance: Distance,
+        vote: Vote,
+        release: Release,
+        schedule: Schedule,
+        variation: Variation,
+        backend: Backend,
+    ) -> None:
+        self.distance = distance
+        self.vote = vote
+        self.release = release
+        self.schedule = schedule
+        self.variation = variation
+        self.backend = backend
+
+    def run(
+        self,
+        private: PrivateData | Callable[[], PrivateData],
+        initial: Records,
+        rng: np.random.Generator,
+        on_round: RoundCallback | None = None,
+    ) -> Records:
+        """Evolve ``initial`` for ``schedule.rounds`` rounds.
+
+        ``private`` may be a callable returning a fresh stream of record batches, so a
+        table larger than memory is read once per round.
+        """
+        total = self.schedule.rounds
+        size = self.schedule.population
+        population = initial
+        for t in range(1, total + 1):
+            stage = self.schedule.stage(t)
+            data = private() if callable(private) else private
+            histogram = self.backend.vote(data, population, self.distance, self.vote)
+            selection = self.release.select(histogram, size, rng, population=population,
+                                            mode=stage.mode)
+            if on_round is not None:
+                on_round(t, selection, population)
+            parents = population.take(selection.parents)
+            if t == total:
+                return parents
+            population = self._next_population(parents, self.schedule.stage(t + 1),
+                                               mutation_rate(t, total), rng)
+        raise AssertionError("a schedule has at least one round")
+
+    def _next_population(
+        self, parents: Records, stage: Stage, rate: float, rng: np.random.Generator
+    ) -> Records:
+        if stage.keep_selected:
+            repeated = parents.take(np.repeat(np.arange(len(parents)), stage.mutations))
+            return Records.concat([parents, self.variation.mutate(repeated, rate, rng)])
+        if stage.mutations > 1:
+            parents = parents.take(np.repeat(np.arange(len(parents)), stage.mutations))
+        return self.variation.mutate(parents, rate, rng)

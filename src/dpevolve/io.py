@@ -1,0 +1,101 @@
+"""Reading tables and writing outputs safely.
+
+Tables are ``.csv`` (optionally ``.gz``) or ``.parquet``. Outputs are written
+atomically (a temporary file in the same folder, then a rename) and never replace an
+existing file unless ``force`` is set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dpevolve.errors import InputError
+
+TABLE_SUFFIXES = (".csv", ".csv.gz", ".parquet", ".pq")
+
+
+def _suffix(path: Path) -> str:
+    name = path.name.lower()
+    for suffix in TABLE_SUFFIXES:
+        if name.endswith(suffix):
+            return suffix
+    raise InputError(f"{path}: unsupported table format (use .csv, .csv.gz or .parquet)")
+
+
+def read_table(path: str | Path, what: str = "table") -> pd.DataFrame:
+    """Read a CSV or Parquet table with a one-line error for every failure."""
+    path = Path(path)
+    suffix = _suffix(path)
+    if not path.is_file():
+        raise InputError(f"{what} file not found: {path}")
+    try:
+        if suffix in (".parquet", ".pq"):
+            return pd.read_parquet(path)
+        return pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{what} {path} is empty") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{what} {path} could not be read: {first}") from None
+
+
+def iter_table(path: str | Path, batch_rows: int = 500_000) -> Iterator[pd.DataFrame]:
+    """Stream a CSV or Parquet table in row batches (memory bounded by ``batch_rows``)."""
+    path = Path(path)
+    suffix = _suffix(path)
+    if not path.is_file():
+        raise InputError(f"table file not found: {path}")
+    if suffix in (".parquet", ".pq"):
+        import pyarrow.parquet as pq
+
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_rows):
+            yield batch.to_pandas()
+    else:
+        yield from pd.read_csv(path, chunksize=batch_rows)
+
+
+def check_writable(path: str | Path, force: bool) -> Path:
+    """Refuse to replace an existing output unless ``force``; the folder must exist."""
+    path = Path(path)
+    if path.exists() and not force:
+        raise InputError(f"{path} already exists (use --force to overwrite)")
+    if not path.parent.exists():
+        raise InputError(f"output folder does not exist: {path.parent}")
+    return path
+
+
+def atomic_write(path: str | Path, write: Callable[[Path], None]) -> None:
+    """Call ``write(tmp)`` then rename ``tmp`` onto ``path`` (no partial file on failure)."""
+    path = Path(path)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def write_table(frame: pd.DataFrame, path: str | Path) -> None:
+    """Atomically write a table as CSV or Parquet, by the path's suffix."""
+    path = Path(path)
+    suffix = _suffix(path)
+    if suffix in (".parquet", ".pq"):
+        atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
+    else:
+        compression = "gzip" if suffix == ".csv.gz" else None
+        atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False, compression=compression))
+
+
+def write_json(obj: Any, path: str | Path) -> None:
+    """Atomically write JSON (indented, keys in insertion order)."""
+    atomic_write(Path(path), lambda tmp: tmp.write_text(json.dumps(obj, indent=2, default=str)))

@@ -1,0 +1,60 @@
+"""Named configurations of the engine (spec §6).
+
+* ``tabpe``: Tab-PE's released Adult setting. N = 1000, 30 generations (29 DP rounds;
+  the random generation 0 costs nothing): rounds 1-4 sample parents in proportion to
+  the clipped noisy count with one mutation each; from round 5 keep the top N by noisy
+  count plus 3 mutations of each (pool 4N) and rank-select N. One-hot/L2 distance,
+  hard votes, threshold H = 0.
+* ``bfsoft``: the BF-Soft study setting. 512-record releases, 8 rounds of sampling
+  selection, Gower distance; hard votes unless a soft vote is asked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dpevolve.errors import InputError
+from dpevolve.evolution import Schedule, Stage
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    schedule: Schedule
+    distance: str
+    vote: str
+    threshold: float = 0.0
+
+    def with_overrides(self, population: int | None = None, rounds: int | None = None) -> Preset:
+        """Change N, or the number of rounds (the last stage absorbs the change)."""
+        stages = list(self.schedule.stages)
+        if rounds is not None:
+            before = sum(s.rounds for s in stages[:-1])
+            if rounds <= before:
+                stages = [Stage(stages[0].mode, rounds, stages[0].keep_selected,
+                                stages[0].mutations)]
+            else:
+                last = stages[-1]
+                stages[-1] = Stage(last.mode, rounds - before, last.keep_selected, last.mutations)
+        size = self.schedule.population if population is None else population
+        return Preset(self.name, Schedule(size, tuple(stages)), self.distance, self.vote,
+                      self.threshold)
+
+
+PRESETS: dict[str, Preset] = {
+    "tabpe": Preset(
+        "tabpe",
+        Schedule(1000, (Stage("sample", 4), Stage("rank", 25, keep_selected=True, mutations=3))),
+        distance="tabpe",
+        vote="hard",
+    ),
+    "bfsoft": Preset("bfsoft", Schedule(512, (Stage("sample", 8),)), distance="gower",
+                     vote="hard"),
+}
+
+
+def get_preset(name: str) -> Preset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise InputError(f"unknown preset '{name}' (choose {', '.join(PRESETS)})") from None

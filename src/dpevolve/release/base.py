@@ -1,0 +1,39 @@
+"""The release interface: the one step that turns private votes into something released."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+from dpevolve.encoding import Records
+
+SelectionMode = Literal["sample", "rank"]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Parents chosen in one round, the privacy event that paid for them, and details
+    (all derived from the released output only) for the ledger and the history."""
+
+    parents: np.ndarray
+    event: Any
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class Release(Protocol):
+    """Chooses ``k`` parents from the private vote histogram over ``population``."""
+
+    name: str
+
+    def select(
+        self,
+        histogram: np.ndarray,
+        k: int,
+        rng: np.random.Generator,
+        *,
+        population: Records,
+        mode: SelectionMode,
+    ) -> Selection:
+        ...

@@ -1,0 +1,507 @@
+"""Schemas: the declared domain of every column (spec §1).
+
+A schema names each column's type and domain *before* any private record is read:
+numeric columns carry a declared range ``[lo, hi]`` (so ``R_k = hi - lo`` never comes
+from private data), categorical columns a declared list of values and, optionally, a
+hierarchy tree over them. Each column may carry an explicit Gower weight ``w_k``;
+columns without one share ``1/K`` (explicit weights are not renormalised).
+
+YAML form::
+
+    label: income                 # optional
+    columns:
+      age: {type: numeric, lo: 17, hi: 90, integer: true}
+      workclass:
+        type: categorical
+        values: [Private, Self-emp, State-gov, Without-pay]
+        hierarchy:                # optional tree: inner node -> children
+          employed: [Private, Self-emp, State-gov]
+          not-working: [Without-pay]
+      income: {type: categorical, values: ["<=50K", ">50K"], weight: 0.2}
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from dpevolve.errors import InputError
+
+Scalar = str | int | float | bool
+
+
+@dataclass(frozen=True)
+class NumericColumn:
+    """A numeric column on the declared range ``[lo, hi]``; ``d_k(a, b) = |a - b| / (hi - lo)``."""
+
+    name: str
+    lo: float
+    hi: float
+    integer: bool = False
+    weight: float | None = None
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.lo) and math.isfinite(self.hi)):
+            raise InputError(f"column '{self.name}': lo and hi must be finite numbers")
+        if not self.hi > self.lo:
+            raise InputError(
+                f"column '{self.name}': hi must be greater than lo, got [{self.lo}, {self.hi}]"
+            )
+        _check_weight(self.name, self.weight)
+
+    @property
+    def range(self) -> float:
+        """The declared range ``R_k = hi - lo``."""
+        return self.hi - self.lo
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "numeric", "lo": _plain(self.lo), "hi": _plain(self.hi)}
+        if self.integer:
+            out["integer"] = True
+        if self.weight is not None:
+            out["weight"] = self.weight
+        return out
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    """A tree over a categorical column's values (the leaves).
+
+    ``treepath(a, b)`` counts the edges between two leaves through their lowest common
+    ancestor; ``d_k(a, b) = treepath(a, b) / maxpath`` with ``maxpath`` the largest
+    treepath between two leaves (spec §1). A two-level tree gives siblings 0.5 and
+    cousins 1.
+
+    Parameters
+    ----------
+    parent
+        Maps every node but the (implicit) root to its parent; leaves are the values.
+    """
+
+    parent: Mapping[str, str]
+    spec: Any = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def from_nested(cls, column: str, tree: Any, values: Sequence[str]) -> Hierarchy:
+        """Build from the YAML form: ``{inner: [leaf, ...] | {inner: ...}}``."""
+        parent: dict[str, str] = {}
+        root = "\x00root"
+
+        def walk(node: str, children: Any) -> None:
+            if isinstance(children, Mapping):
+                items: Iterable[tuple[str, Any]] = children.items()
+            elif isinstance(children, list):
+                items = ((str(c), None) for c in children)
+            else:
+                raise InputError(
+                    f"column '{column}': hierarchy nodes must map to a list or a mapping"
+                )
+            for child, grandchildren in items:
+                child = str(child)
+                if child in parent:
+                    raise InputError(f"column '{column}': hierarchy repeats node '{child}'")
+                parent[child] = node
+                if grandchildren is not None:
+                    walk(child, grandchildren)
+
+        walk(root, tree)
+        leaves = {p for p in parent if p not in set(parent.values())}
+        declared = {str(v) for v in values}
+        if leaves != declared:
+            missing = sorted(declared - leaves)
+            extra = sorted(leaves - declared)
+            problem = f"values not in the tree: {missing}" if missing else f"leaves not in values: {extra}"
+            raise InputError(f"column '{column}': hierarchy leaves must equal its values ({problem})")
+        return cls(parent=parent, spec=tree)
+
+    def _ancestors(self, leaf: str) -> list[str]:
+        chain = [leaf]
+        while chain[-1] in self.parent:
+            chain.append(self.parent[chain[-1]])
+        return chain
+
+    def treepath(self, a: str, b: str) -> int:
+        """Edges on the path between leaves ``a`` and ``b`` through their lowest common ancestor."""
+        up_a = self._ancestors(a)
+        up_b = self._ancestors(b)
+        depth_b = {node: i for i, node in enumerate(up_b)}
+        for i, node in enumerate(up_a):
+            if node in depth_b:
+                return i + depth_b[node]
+        raise AssertionError("a tree always has a common root")
+
+    def path_matrix(self, values: Sequence[str]) -> np.ndarray:
+        """``treepath`` between every pair of leaves, in the order of ``values``."""
+        keys = [str(v) for v in values]
+        return np.array([[self.treepath(a, b) for b in keys] for a in keys], dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class CategoricalColumn:
+    """A categorical column over declared ``values`` (flat, or with a hierarchy tree)."""
+
+    name: str
+    values: tuple[Scalar, ...]
+    hierarchy: Hierarchy | None = None
+    weight: float | None = None
+
+    def __post_init__(self) -> None:
+        if len(self.values) == 0:
+            raise InputError(f"column '{self.name}': a categorical column needs at least one value")
+        keys = [str(v) for v in self.values]
+        if len(set(keys)) != len(keys):
+            raise InputError(f"column '{self.name}': categorical values must be distinct")
+        _check_weight(self.name, self.weight)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Values as strings: how table cells are matched against the declared set."""
+        return tuple(str(v) for v in self.values)
+
+    def distance_matrix(self) -> np.ndarray:
+        """``d_k`` between every pair of values: flat 0/1, or tree path over maxpath."""
+        size = len(self.values)
+        if self.hierarchy is None:
+            return 1.0 - np.eye(size)
+        paths = self.hierarchy.path_matrix(self.keys)
+        maxpath = paths.max()
+        return paths / maxpath if maxpath > 0 else paths
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "categorical", "values": [_plain(v) for v in self.values]}
+        if self.hierarchy is not None:
+            out["hierarchy"] = self.hierarchy.spec
+        if self.weight is not None:
+            out["weight"] = self.weight
+        return out
+
+
+Column = NumericColumn | CategoricalColumn
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    """What validation changed: rows dropped and cells clipped, per column.
+
+    The counts are computed from the private table. They are for the data steward's
+    ledger, which stays with the data; they are not privatised.
+    """
+
+    mode: str
+    rows_in: int
+    rows_out: int
+    dropped: Mapping[str, int]
+    clipped: Mapping[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "on_invalid": self.mode,
+            "rows_in": self.rows_in,
+            "rows_out": self.rows_out,
+            "dropped_by_column": dict(self.dropped),
+            "clipped_by_column": dict(self.clipped),
+        }
+
+    @property
+    def changed(self) -> bool:
+        return self.rows_in != self.rows_out or any(self.clipped.values())
+
+
+@dataclass(frozen=True)
+class Schema:
+    """Ordered columns with declared domains, Gower weights and an optional label."""
+
+    columns: tuple[Column, ...]
+    label: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.columns:
+            raise InputError("schema declares no columns")
+        names = [c.name for c in self.columns]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise InputError(f"schema declares column '{dup[0]}' twice")
+        if self.label is not None and self.label not in names:
+            raise InputError(f"schema label '{self.label}' is not one of its columns")
+        if self.label is not None and not isinstance(self[self.label], CategoricalColumn):
+            raise InputError(f"schema label '{self.label}' must be a categorical column")
+
+    # ----------------------------------------------------------------- access
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def __getitem__(self, name: str) -> Column:
+        for column in self.columns:
+            if column.name == name:
+                return column
+        raise InputError(f"unknown column '{name}' (schema has: {', '.join(self.names)})")
+
+    def __contains__(self, name: object) -> bool:
+        return any(c.name == name for c in self.columns)
+
+    def __len__(self) -> int:
+        return len(self.columns)
+
+    @property
+    def weights(self) -> np.ndarray:
+        """Gower weights ``w_k``: explicit ones as given, the rest ``1/K``."""
+        default = 1.0 / len(self.columns)
+        return np.array([default if c.weight is None else c.weight for c in self.columns])
+
+    @property
+    def numeric_mask(self) -> np.ndarray:
+        return np.array([isinstance(c, NumericColumn) for c in self.columns])
+
+    def select(self, names: Sequence[str]) -> Schema:
+        """A schema over a subset of columns (weights kept as declared)."""
+        label = self.label if self.label in names else None
+        return Schema(tuple(self[n] for n in names), label=label)
+
+    # ------------------------------------------------------------- YAML I/O
+    @classmethod
+    def from_dict(cls, spec: Mapping[str, Any]) -> Schema:
+        if not isinstance(spec, Mapping) or "columns" not in spec:
+            raise InputError("schema must be a mapping with a 'columns' key")
+        raw = spec["columns"]
+        if isinstance(raw, list):  # also accept a list of {name: ..., type: ...}
+            raw = {str(c.get("name")): c for c in raw if isinstance(c, Mapping)}
+        if not isinstance(raw, Mapping) or not raw:
+            raise InputError("schema 'columns' must map column names to their declarations")
+        columns = tuple(_column_from_dict(str(name), decl) for name, decl in raw.items())
+        label = spec.get("label")
+        return cls(columns, label=None if label is None else str(label))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.label is not None:
+            out["label"] = self.label
+        out["columns"] = {c.name: c.to_dict() for c in self.columns}
+        return out
+
+    @classmethod
+    def load(cls, path: str | Path) -> Schema:
+        path = Path(path)
+        if not path.exists():
+            raise InputError(f"schema file not found: {path}")
+        try:
+            spec = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" (line {mark.line + 1})" if mark is not None else ""
+            raise InputError(f"schema file {path} is not valid YAML{where}") from None
+        return cls.from_dict(spec or {})
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
+
+    # ------------------------------------------------------------ validation
+    def validate(
+        self,
+        table: pd.DataFrame,
+        on_invalid: Literal["error", "drop", "clip"] = "error",
+        what: str = "table",
+    ) -> tuple[pd.DataFrame, ValidationReport]:
+        """Check ``table`` against the declared domains.
+
+        ``error`` raises :class:`InputError` naming the first bad column and how many rows
+        are bad; ``drop`` removes rows with any bad cell; ``clip`` clips numeric cells to
+        the declared range and drops rows it cannot repair (NaN, undeclared categories).
+        Returns the table in schema column order with canonical dtypes.
+        """
+        if on_invalid not in ("error", "drop", "clip"):
+            raise InputError(f"on_invalid must be error, drop or clip, got '{on_invalid}'")
+        if not isinstance(table, pd.DataFrame):
+            raise InputError(f"{what} must be a pandas DataFrame, got {type(table).__name__}")
+        unknown = [c for c in table.columns if str(c) not in self]
+        if unknown:
+            raise InputError(
+                f"{what} has column '{unknown[0]}' that the schema does not declare "
+                "(drop it or add it to the schema)"
+            )
+        missing = [n for n in self.names if n not in table.columns]
+        if missing:
+            raise InputError(f"{what} lacks column '{missing[0]}' declared in the schema")
+        if len(table) == 0:
+            raise InputError(f"{what} is empty (0 rows)")
+
+        bad_rows = np.zeros(len(table), dtype=bool)
+        dropped: dict[str, int] = {}
+        clipped: dict[str, int] = {}
+        out: dict[str, Any] = {}
+        for column in self.columns:
+            values = table[column.name]
+            if isinstance(column, NumericColumn):
+                numeric = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
+                not_number = np.isnan(numeric) & values.notna().to_numpy()
+                if not_number.any():
+                    self._fail_or_mark(on_invalid, what, column.name, not_number,
+                                       "are not numbers", values, bad_rows, dropped)
+                nan = values.isna().to_numpy()
+                if nan.any():
+                    self._fail_or_mark(on_invalid, what, column.name, nan, "are missing (NaN)",
+                                       values, bad_rows, dropped)
+                finite = np.isfinite(numeric)
+                outside = ~finite & ~np.isnan(numeric) | (finite & ((numeric < column.lo) | (numeric > column.hi)))
+                if outside.any():
+                    if on_invalid == "clip":
+                        clipped[column.name] = int(outside.sum())
+                        numeric = np.clip(numeric, column.lo, column.hi)
+                    else:
+                        self._fail_or_mark(
+                            on_invalid, what, column.name, outside,
+                            f"lie outside the declared range [{_plain(column.lo)}, {_plain(column.hi)}]",
+                            values, bad_rows, dropped,
+                        )
+                if column.integer:
+                    numeric = np.round(numeric)
+                out[column.name] = numeric
+            else:
+                nan = values.isna().to_numpy()
+                if nan.any():
+                    self._fail_or_mark(on_invalid, what, column.name, nan, "are missing (NaN)",
+                                       values, bad_rows, dropped)
+                keys = _as_keys(values)
+                undeclared = ~np.isin(keys, np.array(column.keys, dtype=object)) & ~nan
+                if undeclared.any():
+                    self._fail_or_mark(on_invalid, what, column.name, undeclared,
+                                       "hold values outside the declared set", values, bad_rows,
+                                       dropped)
+                out[column.name] = keys
+        frame = pd.DataFrame(out, index=table.index)
+        if bad_rows.any():
+            frame = frame.loc[~bad_rows]
+            if len(frame) == 0:
+                raise InputError(f"{what} has no valid rows left after on_invalid={on_invalid}")
+        frame = frame.reset_index(drop=True)
+        report = ValidationReport(on_invalid, len(table), len(frame), dropped, clipped)
+        return frame, report
+
+    @staticmethod
+    def _fail_or_mark(
+        mode: str,
+        what: str,
+        name: str,
+        mask: np.ndarray,
+        problem: str,
+        values: pd.Series,
+        bad_rows: np.ndarray,
+        dropped: dict[str, int],
+    ) -> None:
+        if mode == "error":
+            first = int(np.flatnonzero(mask)[0])
+            example = values.iloc[first]
+            raise InputError(
+                f"{what} column '{name}': {int(mask.sum())} of {len(mask)} rows {problem} "
+                f"(first at row {first}: {example!r}); fix them or use --on-invalid drop|clip"
+            )
+        dropped[name] = dropped.get(name, 0) + int(mask.sum())
+        bad_rows |= mask
+
+    # -------------------------------------------------------------- inference
+    @classmethod
+    def infer(
+        cls,
+        public: pd.DataFrame,
+        label: str | None = None,
+        max_categories: int = 50,
+        categorical: Sequence[str] = (),
+    ) -> Schema:
+        """Declare a schema from **public** data: ranges are public minima/maxima.
+
+        A column is numeric when its values are numbers with more than ``max_categories``
+        distinct values (or any non-integer value); otherwise categorical with its
+        observed values. Never call this on private data: the declared domain would leak.
+        """
+        if len(public) == 0:
+            raise InputError("public table is empty (0 rows); cannot infer a schema")
+        columns: list[Column] = []
+        for name in public.columns:
+            values = public[name].dropna()
+            if len(values) == 0:
+                raise InputError(f"public column '{name}' has only missing values")
+            numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
+            if numeric and name not in categorical and name != label:
+                as_float = values.to_numpy(dtype=np.float64)
+                integral = bool(np.all(np.equal(np.round(as_float), as_float)))
+                if values.nunique() > max_categories or not integral:
+                    lo, hi = float(as_float.min()), float(as_float.max())
+                    if hi == lo:
+                        hi = lo + 1.0
+                    columns.append(NumericColumn(str(name), lo, hi, integer=integral))
+                    continue
+            uniques = sorted(pd.unique(values), key=lambda v: (str(type(v)), v))
+            columns.append(CategoricalColumn(str(name), tuple(_plain(v) for v in uniques)))
+        return cls(tuple(columns), label=label)
+
+
+def _column_from_dict(name: str, decl: Any) -> Column:
+    if not isinstance(decl, Mapping):
+        raise InputError(f"column '{name}': declaration must be a mapping with a 'type'")
+    kind = decl.get("type")
+    known = {"type", "lo", "hi", "integer", "weight", "values", "hierarchy", "name"}
+    extra = sorted(set(decl) - known)
+    if extra:
+        raise InputError(f"column '{name}': unknown key '{extra[0]}'")
+    weight = decl.get("weight")
+    if weight is not None:
+        weight = _number(name, "weight", weight)
+    if kind in ("numeric", "int", "integer", "float"):
+        for key in ("lo", "hi"):
+            if key not in decl:
+                raise InputError(f"column '{name}': numeric columns need a declared '{key}'")
+        integer = bool(decl.get("integer", kind in ("int", "integer")))
+        return NumericColumn(
+            name, _number(name, "lo", decl["lo"]), _number(name, "hi", decl["hi"]), integer, weight
+        )
+    if kind == "categorical":
+        values = decl.get("values")
+        if not isinstance(values, list) or not values:
+            raise InputError(f"column '{name}': categorical columns need a non-empty 'values' list")
+        if any(isinstance(v, (list, dict)) or v is None for v in values):
+            raise InputError(f"column '{name}': categorical values must be plain scalars")
+        tree = decl.get("hierarchy")
+        hierarchy = None if tree is None else Hierarchy.from_nested(name, tree, [str(v) for v in values])
+        return CategoricalColumn(name, tuple(values), hierarchy, weight)
+    raise InputError(f"column '{name}': type must be numeric or categorical, got {kind!r}")
+
+
+def _number(column: str, key: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"column '{column}': '{key}' must be a number, got {value!r}")
+    return float(value)
+
+
+def _check_weight(name: str, weight: float | None) -> None:
+    if weight is not None and not (math.isfinite(weight) and weight > 0):
+        raise InputError(f"column '{name}': weight must be a positive number, got {weight}")
+
+
+def _plain(value: Any) -> Scalar:
+    """numpy scalars to Python ones (for YAML), integral floats to int."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value  # type: ignore[no-any-return]
+
+
+def _as_keys(values: pd.Series) -> np.ndarray:
+    """Cells as the strings categorical values are matched by (``1.0`` reads as ``1``)."""
+    if pd.api.types.is_float_dtype(values):
+        filled = values.fillna(0.0).to_numpy(dtype=np.float64)
+        if np.all(np.isfinite(filled) & (filled == np.round(filled))):
+            return filled.astype(np.int64).astype(str).astype(object)
+    return values.astype(str).to_numpy(dtype=object)
+
+
+def load_schema(path: str | Path) -> Schema:
+    """Read a schema YAML file (see the module docstring for the format)."""
+    return Schema.load(path)

@@ -1,0 +1,307 @@
+"""The scikit-learn style entry point: ``Synthesizer(...).fit(private).sample(n)``."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from dpevolve.accounting import Accountant, Budget, Ledger, calibrate_gaussian
+from dpevolve.backends import Backend, LocalBackend
+from dpevolve.distance import Distance, make_distance
+from dpevolve.encoding import Layout, Records, decode, encode
+from dpevolve.errors import InputError
+from dpevolve.evolution import Evolution
+from dpevolve.presets import Preset, get_preset
+from dpevolve.release.base import Release, Selection
+from dpevolve.release.gaussian import GaussianRelease, SystemNoise
+from dpevolve.schema import Schema, ValidationReport
+from dpevolve.variation import Variation
+from dpevolve.votes import Vote, make_vote
+
+
+def package_version() -> str:
+    try:
+        return version("dpevolve")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+class Synthesizer:
+    """Differentially private synthetic tables by Private Evolution.
+
+    Parameters
+    ----------
+    schema
+        A :class:`~dpevolve.schema.Schema` or the path of its YAML file. Declared
+        ranges and categories come from here, never from the private table.
+    epsilon, delta
+        The (epsilon, delta) guarantee of the whole run. ``delta`` defaults to
+        ``1 / (n ln n)``: ``n``, the private row count, is public under replace-one
+        adjacency.
+    rho
+        Alternatively, a zCDP budget (``epsilon`` then reports the guarantee at ``delta``,
+        default 1e-5).
+    preset
+        ``bfsoft`` (512 records, 8 rounds, Gower) or ``tabpe`` (Tab-PE's Adult setting).
+    vote
+        ``hard`` (nearest candidate) or ``soft`` (softmax at ``temperature``).
+    temperature
+        The soft vote's ``tau``.
+    policy
+        A Blowfish policy (object or YAML path); ``None`` protects whole records.
+    public
+        Public records from the same domain: the initial population is drawn from them.
+    population_size, rounds, distance, threshold
+        Override the preset.
+    random_state
+        Seed of the run. ``None`` draws one and records it in the ledger.
+    on_invalid
+        ``error``, ``drop`` or ``clip`` for private cells outside the schema.
+    secure_noise
+        Draw release noise from the operating system's secure source (runs are then not
+        reproducible).
+    progress
+        Show a progress bar with the privacy spent so far.
+
+    Attributes
+    ----------
+    population_ : Records
+        The final released population (encoded).
+    synthetic_ : pandas.DataFrame
+        The final population as a table.
+    ledger_ : Ledger
+        Every release and the guarantee of the run.
+    history_ : list of dict
+        Per-round facts derived from released quantities only.
+    """
+
+    def __init__(
+        self,
+        schema: Schema | str | Path,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        rho: float | None = None,
+        preset: str = "bfsoft",
+        vote: str | None = None,
+        temperature: float | None = None,
+        policy: Any = None,
+        public: pd.DataFrame | None = None,
+        population_size: int | None = None,
+        rounds: int | None = None,
+        distance: str | None = None,
+        threshold: float | None = None,
+        random_state: int | None = None,
+        on_invalid: Literal["error", "drop", "clip"] = "error",
+        backend: Backend | None = None,
+        secure_noise: bool = False,
+        progress: bool = False,
+    ) -> None:
+        self.schema = schema
+        self.epsilon = epsilon
+        self.delta = delta
+        self.rho = rho
+        self.preset = preset
+        self.vote = vote
+        self.temperature = temperature
+        self.policy = policy
+        self.public = public
+        self.population_size = population_size
+        self.rounds = rounds
+        self.distance = distance
+        self.threshold = threshold
+        self.random_state = random_state
+        self.on_invalid = on_invalid
+        self.backend = backend
+        self.secure_noise = secure_noise
+        self.progress = progress
+
+    # ------------------------------------------------------------ configuration
+    def _schema(self) -> Schema:
+        if isinstance(self.schema, Schema):
+            return self.schema
+        return Schema.load(self.schema)
+
+    def _preset(self) -> Preset:
+        return get_preset(self.preset).with_overrides(self.population_size, self.rounds)
+
+    def _budget(self, n: int) -> Budget:
+        delta = self.delta
+        if delta is None:
+            delta = 1e-5 if self.rho is not None else 1.0 / (n * math.log(n)) if n > 2 else 1e-5
+        return Budget.from_args(epsilon=self.epsilon, delta=delta, rho=self.rho)
+
+    def _policy(self, schema: Schema) -> Any:
+        if self.policy is None:
+            return None
+        from dpevolve.policy import Policy
+
+        if isinstance(self.policy, Policy):
+            return self.policy
+        return Policy.load(self.policy, schema)
+
+    def _vote(self, preset: Preset) -> Vote:
+        name = self.vote or preset.vote
+        if name == "soft" and self.temperature is None:
+            raise InputError("a soft vote needs a temperature (temperature=TAU)")
+        return make_vote(name, self.temperature)
+
+    def describe(self) -> dict[str, Any]:
+        """The run's configuration as the ledger records it."""
+        return {
+            "preset": self.preset,
+            "vote": self.vote,
+            "temperature": self.temperature,
+            "population_size": self.population_size,
+            "rounds": self.rounds,
+            "distance": self.distance,
+            "threshold": self.threshold,
+            "on_invalid": self.on_invalid,
+            "secure_noise": self.secure_noise,
+        }
+
+    # --------------------------------------------------------------------- fit
+    def fit(self, X: pd.DataFrame, y: Any = None) -> Synthesizer:
+        """Run Private Evolution on the private table ``X`` (``y`` is ignored)."""
+        del y
+        schema = self._schema()
+        frame, report = schema.validate(X, on_invalid=self.on_invalid, what="private table")
+        private = encode(frame, schema)
+        return self._fit_records(private, schema, report)
+
+    def _fit_records(
+        self,
+        private: Records | Callable[[], Any],
+        schema: Schema,
+        report: ValidationReport | None,
+        n: int | None = None,
+    ) -> Synthesizer:
+        preset = self._preset()
+        n = len(private) if isinstance(private, Records) else n
+        if n is None or n < 1:
+            raise InputError("the private table is empty (0 rows)")
+        budget = self._budget(n)
+        distance: Distance = make_distance(self.distance or preset.distance, schema)
+        vote = self._vote(preset)
+        policy = self._policy(schema)
+        reach = distance.diameter() if policy is None else policy.reach(distance)
+        sensitivity = vote.l2_sensitivity(reach)
+        rounds = preset.schedule.rounds
+        multiplier = calibrate_gaussian(rounds, budget)
+        sigma = multiplier * sensitivity
+        threshold = preset.threshold if self.threshold is None else self.threshold
+        release: Release = GaussianRelease(
+            sigma, sensitivity, threshold, noise=SystemNoise() if self.secure_noise else None
+        )
+
+        seed = np.random.SeedSequence(self.random_state)
+        fit_seed, sample_seed = seed.spawn(2)
+        rng = np.random.default_rng(fit_seed)
+        self._sample_rng = np.random.default_rng(sample_seed)
+
+        ledger = Ledger(budget.delta if budget.delta is not None else 1e-5, metadata={
+            "dpevolve_version": package_version(),
+            "seed": seed.entropy,
+            "reproducible": not self.secure_noise,
+            "adjacency": "replace-one (bounded DP): the private row count n is public",
+            "private_rows": n,
+            "budget": {"epsilon": budget.epsilon, "delta": budget.delta, "rho": budget.rho},
+            "preset": preset.name,
+            "schedule": {
+                "population": preset.schedule.population,
+                "rounds": rounds,
+                "stages": [vars(s) for s in preset.schedule.stages],
+            },
+            "distance": distance.name,
+            "vote": {"name": vote.name, "temperature": getattr(vote, "temperature", None)},
+            "policy": None if policy is None else policy.to_dict(),
+            "reach": reach,
+            "l2_sensitivity": sensitivity,
+            "noise_multiplier": multiplier,
+            "sigma": sigma,
+            "schema": schema.to_dict(),
+            "validation": None if report is None else report.to_dict(),
+        })
+        if report is not None and report.changed:
+            ledger.note(
+                f"on_invalid={report.mode} changed the private table: {report.rows_in} rows in, "
+                f"{report.rows_out} rows out, clipped cells {dict(report.clipped)}. These counts "
+                "come from the private data and are not privatised: keep this ledger with the data."
+            )
+
+        layout = Layout.of(schema)
+        variation = Variation(layout)
+        if self.public is not None:
+            public_frame, _ = schema.validate(self.public, on_invalid="error", what="public table")
+            initial = variation.from_public(encode(public_frame, schema),
+                                            preset.schedule.population, rng)
+        else:
+            initial = variation.random(preset.schedule.population, rng)
+
+        engine = Evolution(distance, vote, release, preset.schedule, variation,
+                           self.backend or LocalBackend())
+        history: list[dict[str, Any]] = []
+        accountant = Accountant(ledger.delta)
+        events: list[Any] = []
+
+        with _progress(self.progress, rounds) as advance:
+            def on_round(t: int, selection: Selection, population: Records) -> None:
+                events.append(selection.event)
+                spent = accountant.epsilon(events).epsilon
+                ledger.record(selection.event, round=t, population=len(population),
+                              **selection.info)
+                history.append({"round": t, "population": len(population),
+                                "epsilon_spent": spent, **selection.info})
+                advance(t, spent)
+
+            final = engine.run(private, initial, rng, on_round)
+
+        self.population_ = final
+        self.synthetic_ = decode(final, schema)
+        self.ledger_ = ledger
+        self.history_ = history
+        self.schema_ = schema
+        self.n_private_ = n
+        return self
+
+    # ------------------------------------------------------------------ sample
+    def sample(self, n: int | None = None) -> pd.DataFrame:
+        """Rows of the released population (post-processing: no privacy cost).
+
+        ``None`` returns the whole final population; otherwise ``n`` rows drawn from it,
+        without replacement when ``n`` does not exceed the population.
+        """
+        if not hasattr(self, "synthetic_"):
+            raise InputError("call fit() before sample()")
+        if n is None:
+            return self.synthetic_.copy()
+        if n < 0:
+            raise InputError(f"n must be non-negative, got {n}")
+        size = len(self.synthetic_)
+        index = self._sample_rng.choice(size, size=n, replace=n > size)
+        return self.synthetic_.iloc[index].reset_index(drop=True)
+
+
+@contextmanager
+def _progress(enabled: bool, rounds: int) -> Iterator[Callable[[int, float], None]]:
+    if not enabled:
+        yield lambda t, spent: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("[bold]round"),
+        MofNCompleteColumn(),
+        BarColumn(),
+        TextColumn("ε spent {task.fields[spent]:.4g}"),
+        TimeElapsedColumn(),
+        transient=False,
+    ) as bar:
+        task = bar.add_task("evolve", total=rounds, spent=0.0)
+        yield lambda t, spent: bar.update(task, completed=t, spent=spent)

@@ -1,0 +1,64 @@
+"""Random and variation APIs (spec §6): where candidates come from. Post-processing only.
+
+* random API: each column independently uniform over its declared values or range
+  (integers rounded), or a sample of public records;
+* variation API: mutation rate ``r_t = 0.5 - 0.49 (t / T)^0.2``; per cell, a categorical
+  value is resampled uniformly with probability ``r_t``; a numeric one moves by
+  ``U(-r_t, r_t) * R`` (``U(-r_t, r_t)`` in scaled units), clipped to the range and
+  rounded for integer columns.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpevolve.encoding import Layout, Records
+
+
+def mutation_rate(t: int, rounds: int, start: float = 0.5, end: float = 0.01,
+                  power: float = 0.2) -> float:
+    """Tab-PE's schedule ``r_t = start - (start - end) (t / T)^power``."""
+    return start - (start - end) * (t / rounds) ** power
+
+
+class Variation:
+    """Samples fresh candidates and mutates parents, within the schema's domain."""
+
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+        self._integer = layout.integer_mask
+        self._ranges = layout.ranges
+        self._lo = np.array([c.lo for c in layout.numeric], dtype=np.float64)
+        self._cards = layout.cardinalities
+
+    def _snap(self, numeric: np.ndarray) -> np.ndarray:
+        """Clip to [0, 1] and round integer columns on their raw scale."""
+        numeric = np.clip(numeric, 0.0, 1.0)
+        if self._integer.any():
+            cols = self._integer
+            raw = np.round(self._lo[cols] + numeric[:, cols] * self._ranges[cols])
+            numeric[:, cols] = (raw - self._lo[cols]) / self._ranges[cols]
+        return numeric
+
+    def random(self, size: int, rng: np.random.Generator) -> Records:
+        """``size`` records uniform over the declared domain."""
+        numeric = self._snap(rng.random((size, len(self.layout.numeric))))
+        codes = np.empty((size, len(self._cards)), dtype=np.int32)
+        for k, card in enumerate(self._cards):
+            codes[:, k] = rng.integers(0, card, size=size)
+        return Records(numeric, codes)
+
+    def from_public(self, public: Records, size: int, rng: np.random.Generator) -> Records:
+        """``size`` records drawn with replacement from public records."""
+        return public.take(rng.integers(0, len(public), size=size))
+
+    def mutate(self, parents: Records, rate: float, rng: np.random.Generator) -> Records:
+        """One mutated child per parent at mutation rate ``rate``."""
+        size = len(parents)
+        step = rng.uniform(-rate, rate, size=parents.numeric.shape)
+        numeric = self._snap(parents.numeric + step)
+        codes = parents.codes.copy()
+        for k, card in enumerate(self._cards):
+            flip = rng.random(size) < rate
+            codes[flip, k] = rng.integers(0, card, size=int(flip.sum()))
+        return Records(numeric, codes)

@@ -1,0 +1,48 @@
+"""Shared fixtures: small schemas and tables built in code (no data files needed)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpevolve.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _data_folder() -> None:
+    if not os.environ.get("DPEVOLVE_DATA") and SHARED_DATA.is_dir():
+        os.environ["DPEVOLVE_DATA"] = str(SHARED_DATA)
+
+
+@pytest.fixture(scope="session")
+def small_schema() -> Schema:
+    job_tree = {"white": ["admin", "manager"], "blue": ["builder", "driver"], "none": ["retired"]}
+    return Schema(
+        (
+            NumericColumn("age", 17, 90, integer=True),
+            CategoricalColumn("job", ("admin", "manager", "builder", "driver", "retired"),
+                              Hierarchy.from_nested("job", job_tree,
+                                                    ["admin", "manager", "builder", "driver",
+                                                     "retired"])),
+            NumericColumn("hours", 1, 99, integer=True),
+            CategoricalColumn("income", ("<=50K", ">50K")),
+        ),
+        label="income",
+    )
+
+
+@pytest.fixture
+def small_table(small_schema: Schema) -> pd.DataFrame:
+    rng = np.random.default_rng(7)
+    n = 400
+    age = rng.integers(17, 91, n)
+    job = rng.choice(["admin", "manager", "builder", "driver", "retired"], n)
+    hours = np.where(job == "retired", rng.integers(1, 10, n), rng.integers(30, 60, n))
+    income = np.where((age > 40) & (hours > 40), ">50K", "<=50K")
+    return pd.DataFrame({"age": age, "job": job, "hours": hours, "income": income})

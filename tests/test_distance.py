@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpevolve.backends.local import LocalBackend
+from dpevolve.distance import Gower, TabPEEmbedding
+from dpevolve.encoding import Layout, Records
+from dpevolve.schema import Schema
+from dpevolve.variation import Variation
+from dpevolve.votes import HardVote, SoftVote
+
+
+def _records(schema: Schema, seed: int, size: int) -> Records:
+    return Variation(Layout.of(schema)).random(size, np.random.default_rng(seed))
+
+
+def test_gower_matches_the_formula(small_schema: Schema) -> None:
+    gower = Gower(small_schema)
+    x, c = _records(small_schema, 1, 5), _records(small_schema, 2, 4)
+    d = gower.pairwise(x, c)
+    job = small_schema["job"].distance_matrix()  # type: ignore[union-attr]
+    for i in range(5):
+        for j in range(4):
+            expected = 0.25 * (
+                abs(x.numeric[i, 0] - c.numeric[j, 0])
+                + abs(x.numeric[i, 1] - c.numeric[j, 1])
+                + job[x.codes[i, 0], c.codes[j, 0]]
+                + (x.codes[i, 1] != c.codes[j, 1])
+            )
+            assert math.isclose(d[i, j], expected, abs_tol=1e-12)
+
+
+def test_embedding_distance_equals_l2_of_the_explicit_embedding(small_schema: Schema) -> None:
+    emb = TabPEEmbedding(small_schema)
+    x, c = _records(small_schema, 3, 6), _records(small_schema, 4, 5)
+    ex, ec = emb.embed(x), emb.embed(c)
+    direct = np.linalg.norm(ex[:, None, :] - ec[None, :, :], axis=2)
+    assert np.allclose(emb.pairwise(x, c), direct, atol=1e-12)
+    assert math.isclose(emb.diameter(), math.sqrt(2 + 2 * 2 / 9))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000))
+def test_triangle_inequality(small_schema: Schema, seed: int) -> None:
+    pts = _records(small_schema, seed, 12)
+    for dist in (Gower(small_schema), TabPEEmbedding(small_schema)):
+        d = dist.pairwise(pts, pts)
+        # d(a, c) <= d(a, b) + d(b, c) for all triples
+        assert np.all(d[:, None, :] <= d[:, :, None] + d[None, :, :] + 1e-12)
+        assert np.allclose(np.diag(d), 0.0)
+        assert d.max() <= dist.diameter() + 1e-12
+
+
+def test_chunked_histogram_equals_one_block(small_schema: Schema) -> None:
+    private, population = _records(small_schema, 5, 1000), _records(small_schema, 6, 37)
+    gower = Gower(small_schema)
+    for vote in (HardVote(), SoftVote(0.05)):
+        whole = vote.histogram(gower.pairwise(private, population))
+        chunked = LocalBackend(chunk_cells=37 * 13).vote(private, population, gower, vote)
+        assert np.allclose(whole, chunked, rtol=0, atol=1e-9)
+        streamed = LocalBackend(chunk_cells=10_000).vote(
+            [private.take(slice(0, 400)), private.take(slice(400, None))], population, gower, vote)
+        assert np.allclose(whole, streamed, rtol=0, atol=1e-9)
+        assert math.isclose(whole.sum(), 1000.0)
