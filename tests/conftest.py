@@ -26,10 +26,13 @@ def small_schema() -> Schema:
     return Schema(
         (
             NumericColumn("age", 17, 90, integer=True),
-            CategoricalColumn("job", ("admin", "manager", "builder", "driver", "retired"),
-                              Hierarchy.from_nested("job", job_tree,
-                                                    ["admin", "manager", "builder", "driver",
-                                                     "retired"])),
+            CategoricalColumn(
+                "job",
+                ("admin", "manager", "builder", "driver", "retired"),
+                Hierarchy.from_nested(
+                    "job", job_tree, ["admin", "manager", "builder", "driver", "retired"]
+                ),
+            ),
             NumericColumn("hours", 1, 99, integer=True),
             CategoricalColumn("income", ("<=50K", ">50K")),
         ),

@@ -39,7 +39,7 @@ def test_embedding_distance_equals_l2_of_the_explicit_embedding(small_schema: Sc
     x, c = _records(small_schema, 3, 6), _records(small_schema, 4, 5)
     ex, ec = emb.embed(x), emb.embed(c)
     direct = np.linalg.norm(ex[:, None, :] - ec[None, :, :], axis=2)
-    assert np.allclose(emb.pairwise(x, c), direct, atol=1e-12)
+    assert np.allclose(emb.pairwise(x, c), direct, atol=1e-7)
     assert math.isclose(emb.diameter(), math.sqrt(2 + 2 * 2 / 9))
 
 
@@ -47,12 +47,13 @@ def test_embedding_distance_equals_l2_of_the_explicit_embedding(small_schema: Sc
 @given(st.integers(0, 10_000))
 def test_triangle_inequality(small_schema: Schema, seed: int) -> None:
     pts = _records(small_schema, seed, 12)
-    for dist in (Gower(small_schema), TabPEEmbedding(small_schema)):
+    # The embedding goes through ||x||^2 + ||c||^2 - 2 x.c, exact to ~1e-8 after the sqrt.
+    for dist, tol in ((Gower(small_schema), 1e-12), (TabPEEmbedding(small_schema), 1e-7)):
         d = dist.pairwise(pts, pts)
         # d(a, c) <= d(a, b) + d(b, c) for all triples
-        assert np.all(d[:, None, :] <= d[:, :, None] + d[None, :, :] + 1e-12)
-        assert np.allclose(np.diag(d), 0.0)
-        assert d.max() <= dist.diameter() + 1e-12
+        assert np.all(d[:, None, :] <= d[:, :, None] + d[None, :, :] + tol)
+        assert np.allclose(np.diag(d), 0.0, atol=tol)
+        assert d.max() <= dist.diameter() + tol
 
 
 def test_chunked_histogram_equals_one_block(small_schema: Schema) -> None:
@@ -63,6 +64,7 @@ def test_chunked_histogram_equals_one_block(small_schema: Schema) -> None:
         chunked = LocalBackend(chunk_cells=37 * 13).vote(private, population, gower, vote)
         assert np.allclose(whole, chunked, rtol=0, atol=1e-9)
         streamed = LocalBackend(chunk_cells=10_000).vote(
-            [private.take(slice(0, 400)), private.take(slice(400, None))], population, gower, vote)
+            [private.take(slice(0, 400)), private.take(slice(400, None))], population, gower, vote
+        )
         assert np.allclose(whole, streamed, rtol=0, atol=1e-9)
         assert math.isclose(whole.sum(), 1000.0)

@@ -42,8 +42,7 @@ def test_default_weights_are_one_over_k_and_explicit_ones_kept() -> None:
         (lambda t: t.assign(age=t["age"].where(t.index != 3, 200)), "outside the declared range"),
         (lambda t: t.assign(job=t["job"].where(t.index != 5, "pilot")), "outside the declared set"),
         (lambda t: t.assign(hours=t["hours"].astype(float).where(t.index != 2)), "NaN"),
-        (lambda t: t.assign(age=t["age"].astype(object).where(t.index != 1, "old")),
-         "not numbers"),
+        (lambda t: t.assign(age=t["age"].astype(object).where(t.index != 1, "old")), "not numbers"),
     ],
 )
 def test_bad_tables_give_one_line_errors(small_schema, small_table, edit, needle) -> None:
@@ -99,16 +98,27 @@ def test_infer_uses_public_data_only_and_roundtrips() -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.integers(17, 90), st.sampled_from(["admin", "driver", "retired"]),
-                          st.integers(1, 99), st.sampled_from(["<=50K", ">50K"])),
-                min_size=1, max_size=30))
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(17, 90),
+            st.sampled_from(["admin", "driver", "retired"]),
+            st.integers(1, 99),
+            st.sampled_from(["<=50K", ">50K"]),
+        ),
+        min_size=1,
+        max_size=30,
+    )
+)
 def test_encode_decode_round_trip(rows) -> None:
-    schema = Schema((
-        NumericColumn("age", 17, 90, integer=True),
-        CategoricalColumn("job", ("admin", "driver", "retired")),
-        NumericColumn("hours", 1, 99, integer=True),
-        CategoricalColumn("income", ("<=50K", ">50K")),
-    ))
+    schema = Schema(
+        (
+            NumericColumn("age", 17, 90, integer=True),
+            CategoricalColumn("job", ("admin", "driver", "retired")),
+            NumericColumn("hours", 1, 99, integer=True),
+            CategoricalColumn("income", ("<=50K", ">50K")),
+        )
+    )
     table = pd.DataFrame(rows, columns=["age", "job", "hours", "income"])
     frame, _ = schema.validate(table)
     back = decode(encode(frame, schema), schema)

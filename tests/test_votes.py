@@ -11,8 +11,11 @@ from hypothesis.extra.numpy import arrays
 from dpevolve.errors import InputError
 from dpevolve.votes import HardVote, SoftVote, make_vote, noise_ratio
 
-distances = arrays(np.float64, st.tuples(st.integers(1, 8), st.integers(1, 9)),
-                   elements=st.floats(0, 50, allow_nan=False))
+distances = arrays(
+    np.float64,
+    st.tuples(st.integers(1, 8), st.integers(1, 9)),
+    elements=st.floats(0, 50, allow_nan=False),
+)
 
 
 @settings(max_examples=100, deadline=None)

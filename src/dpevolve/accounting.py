@@ -69,6 +69,10 @@ _XTOL = 1e-14
 # below 1e-30); more than this is a caller bug, not pruning.
 _MAX_PMF_DEFICIT = 1e-3
 _MAX_PMF_EXCESS = 1e-6
+# A pair's least likely outcomes, up to this much mass per direction, are charged as
+# infinite loss when its PLD is built: pessimistic (each event adds at most this to
+# delta, like dp_accounting's own tail truncation) and it halves the loss range.
+_PAIR_TAIL_MASS = 1e-15
 
 
 # ----------------------------------------------------------------------------- checks
@@ -133,6 +137,16 @@ def _jsonable(obj: Any) -> Any:
     if isinstance(obj, Path):
         return str(obj)
     return obj
+
+
+def _json_checked(what: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    # Fail when the value is recorded, not at the end of a run when the ledger is written.
+    out: dict[str, Any] = _jsonable(values)
+    try:
+        json.dumps(out, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what} must be JSON-serialisable: {exc}") from None
+    return out
 
 
 # ----------------------------------------------------------------------------- budget
@@ -255,34 +269,48 @@ class _LossTable:
     """
 
     losses: np.ndarray
+    p: np.ndarray
     p_suffix: np.ndarray
     q_suffix: np.ndarray
     inf_mass: float
 
     @classmethod
-    def build(cls, log_p: Mapping[Hashable, float], log_q: Mapping[Hashable, float]) -> _LossTable:
-        losses: list[float] = []
-        ps: list[float] = []
-        qs: list[float] = []
-        inf_mass = max(0.0, 1.0 - _total_mass(log_p))  # unlisted P mass: assume the worst
-        for outcome, lp in log_p.items():
-            if lp == -math.inf:
-                continue
-            lq = log_q.get(outcome, -math.inf)
-            if lq == -math.inf:
-                inf_mass += math.exp(lp)
-            else:
-                losses.append(lp - lq)
-                ps.append(math.exp(lp))
-                qs.append(math.exp(lq))
+    def build(
+        cls,
+        log_p: Mapping[Hashable, float],
+        log_q: Mapping[Hashable, float],
+        tail_mass: float = 0.0,
+    ) -> _LossTable:
+        """Tabulate ``(P, Q)``; the least likely outcomes, up to ``tail_mass`` of P in
+        total, are charged as infinite loss (pessimistic, shortens the loss range)."""
+        keys = [o for o, lp in log_p.items() if lp > -math.inf]
+        lp = np.array([log_p[o] for o in keys], dtype=float)
+        lq = np.array([log_q.get(o, -math.inf) for o in keys], dtype=float)
+        p = np.exp(lp)
+        # Unlisted P mass (pruned cells) and outcomes Q cannot produce: infinite loss.
+        inf_mass = max(0.0, 1.0 - _total_mass(log_p)) + float(p[np.isneginf(lq)].sum())
+        finite = ~np.isneginf(lq)
+        if tail_mass > 0.0 and finite.any():
+            idx = np.flatnonzero(finite)
+            by_mass = idx[np.argsort(p[idx], kind="stable")]
+            dropped = by_mass[np.cumsum(p[by_mass]) <= tail_mass]
+            inf_mass += float(p[dropped].sum())
+            finite[dropped] = False
+        losses = lp[finite] - lq[finite]
         order = np.argsort(losses, kind="stable")
-        loss_arr = np.asarray(losses, dtype=float)[order]
-        p_arr = np.asarray(ps, dtype=float)[order]
-        q_arr = np.asarray(qs, dtype=float)[order]
-        # Summing from the small tail upwards keeps the tail sums accurate.
-        p_suffix = np.append(np.cumsum(p_arr[::-1])[::-1], 0.0)
-        q_suffix = np.append(np.cumsum(q_arr[::-1])[::-1], 0.0)
-        return cls(loss_arr, p_suffix, q_suffix, min(1.0, inf_mass))
+        p_sorted = p[finite][order]
+        q_sorted = np.exp(lq[finite])[order]
+        # Suffix sums: the P and Q mass of outcomes with loss above each point.
+        p_suffix = np.append(np.cumsum(p_sorted[::-1])[::-1], 0.0)
+        q_suffix = np.append(np.cumsum(q_sorted[::-1])[::-1], 0.0)
+        return cls(losses[order], p_sorted, p_suffix, q_suffix, min(1.0, inf_mass))
+
+    def rounded_pmf(self, disc: float) -> dict[int, float]:
+        """P-mass of each loss rounded up to a multiple of ``disc`` (pessimistic)."""
+        rounded = np.ceil(self.losses / disc).astype(np.int64)
+        values, inverse = np.unique(rounded, return_inverse=True)
+        mass = np.bincount(inverse, weights=self.p, minlength=values.size)
+        return {int(v): float(m) for v, m in zip(values, mass, strict=True)}
 
     def hockey_stick(self, epsilon: np.ndarray) -> np.ndarray:
         eps = np.asarray(epsilon, dtype=float)
@@ -372,7 +400,9 @@ class PrivacyLossPairEvent:
         has_up = self.reverse_log_pmf_upper is not None
         has_low = self.reverse_log_pmf_lower is not None
         if has_up != has_low:
-            raise InputError("give both reverse_log_pmf_upper and reverse_log_pmf_lower, or neither")
+            raise InputError(
+                "give both reverse_log_pmf_upper and reverse_log_pmf_lower, or neither"
+            )
         if has_up and self.symmetric:
             raise InputError("a symmetric pair takes no reverse direction")
         if self.reverse_log_pmf_upper is not None and self.reverse_log_pmf_lower is not None:
@@ -525,7 +555,9 @@ def _cks_epsilon(rho: float, log_inv_delta: float) -> float:
     )
     # The classical optimum alpha = 1 + sqrt(log(1/delta)/rho) is a safe extra candidate.
     t_classic = 0.5 * (math.log(log_inv_delta) - math.log(rho))
-    best = min(float(res.fun), float(values[i]), float(_cks_objective(t_classic, rho, log_inv_delta)))
+    best = min(
+        float(res.fun), float(values[i]), float(_cks_objective(t_classic, rho, log_inv_delta))
+    )
     return max(0.0, best)
 
 
@@ -606,24 +638,29 @@ def rho_for_epsilon(epsilon: float, delta: float, method: ConversionMethod = "ex
     e = _positive("epsilon", epsilon)
     d = _open_unit("delta", delta)
     log_inv_delta = -math.log(d)
+    if method not in ("simple", "cks", "exact"):
+        raise InputError(f"method must be 'simple', 'cks' or 'exact', got {method!r}")
     rho_simple = (math.sqrt(log_inv_delta + e) - math.sqrt(log_inv_delta)) ** 2
     if method == "simple":
-        return rho_simple
-    rho_exact = _mu_for_epsilon(e, d) ** 2 / 2.0
-    if method == "exact":
-        return rho_exact
-    if method == "cks":
+        rho = rho_simple
+    else:
+        rho_exact = _mu_for_epsilon(e, d) ** 2 / 2.0
+        rho = rho_exact
+        if method == "cks":
 
-        def f(rho: float) -> float:
-            return _cks_epsilon(rho, log_inv_delta) - e
+            def f(r: float) -> float:
+                return _cks_epsilon(r, log_inv_delta) - e
 
-        lo, hi = rho_simple, rho_exact
-        if f(lo) >= 0.0:
-            return lo
-        if f(hi) <= 0.0:
-            return hi
-        return float(optimize.brentq(f, lo, hi, xtol=1e-15, rtol=1e-13))
-    raise InputError(f"method must be 'simple', 'cks' or 'exact', got {method!r}")
+            if f(rho_simple) >= 0.0:
+                rho = rho_simple
+            elif f(rho_exact) > 0.0:
+                rho = float(optimize.brentq(f, rho_simple, rho_exact, xtol=1e-300, rtol=1e-14))
+    # Root finders land within a few ulps of either side; a calibration must not overspend.
+    for _ in range(64):
+        if epsilon_from_rho(rho, d, method) <= e:
+            break
+        rho *= 1.0 - 1e-12
+    return rho
 
 
 # ------------------------------------------------------------------------- accountant
@@ -751,8 +788,8 @@ class Accountant:
             if m == "gaussian_exact":
                 by_method[m] = self._gaussian_exact(active)
             elif m == "pld":
-                by_method[m] = self._pld(active).get_epsilon_for_delta(self.delta)
-                by_method[m] = max(0.0, float(by_method[m]))
+                pld_eps = self._pld(active).get_epsilon_for_delta(self.delta)
+                by_method[m] = max(0.0, float(pld_eps))
             elif m == "rdp":
                 by_method[m] = self._rdp(active)
             elif m == "zcdp":
@@ -773,8 +810,13 @@ class Accountant:
         return AccountingResult(competing[best], delta, best, by_method)
 
     def delta_for_epsilon(self, events: Sequence[Event], epsilon: float) -> float:
-        """Smallest delta the run certifies at ``epsilon`` (exact Gaussian or PLD)."""
-        eps = _nonnegative("epsilon", epsilon)
+        """Smallest delta the run certifies at ``epsilon`` (exact Gaussian or PLD).
+
+        ``epsilon`` may be negative: the whole curve is what dominance is about.
+        """
+        eps = _as_float("epsilon", epsilon)
+        if math.isinf(eps):
+            raise InputError(f"epsilon must be finite, got {epsilon}")
         active = [e for e in _check_events(events) if not _costless(e)]
         if not active:
             return 0.0
@@ -913,26 +955,28 @@ def _pair_pld(event: PrivacyLossPairEvent, disc: float) -> PrivacyLossDistributi
     from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
     directions = event.directions()
-    if len(directions) == 1 or event.orientation == "fixed":
-        # dp_accounting charges pruned upper mass nowhere: a private outcome absent
-        # from the lower pmf carries it as infinite loss.
-        pmfs = []
-        for up, low in directions:
-            pld = pld_lib.from_two_probability_mass_functions(
-                log_probability_mass_function_lower=low,
-                log_probability_mass_function_upper=_with_deficit(up),
-                value_discretization_interval=disc,
-                symmetric=True,
-            )
-            pmfs.append(pld._pmf_remove)  # noqa: SLF001 - the add/remove pair is the API
-        if len(pmfs) == 1:
-            return pld_lib.PrivacyLossDistribution(pmfs[0])
-        # "remove" composes with "remove", "add" with "add": one direction per chain.
-        return pld_lib.PrivacyLossDistribution(pmf_remove=pmfs[0], pmf_add=pmfs[1])
-
-    # Symmetrised profile delta(eps) = max over the directions; it is the profile of a
-    # symmetric dominating pair, discretised pessimistically by connect-the-dots.
-    tables = [_LossTable.build(up, low) for up, low in directions]
+    tables = [_LossTable.build(up, low, _PAIR_TAIL_MASS) for up, low in directions]
+    if len(tables) == 1:
+        return pld_lib.PrivacyLossDistribution.create_from_rounded_probability(
+            tables[0].rounded_pmf(disc), tables[0].inf_mass, disc
+        )
+    if event.orientation == "fixed":
+        # dp_accounting's add/remove pair: "remove" composes with "remove" and "add"
+        # with "add", one direction per chain, and delta(eps) is the max of the two.
+        fwd, rev = tables
+        return pld_lib.PrivacyLossDistribution.create_from_rounded_probability(
+            fwd.rounded_pmf(disc),
+            fwd.inf_mass,
+            disc,
+            pessimistic_estimate=True,
+            rounded_probability_mass_function_add=rev.rounded_pmf(disc),
+            infinity_mass_add=rev.inf_mass,
+            symmetric=False,
+        )
+    # Symmetrised profile delta(eps) = max over the directions, on a grid covering every
+    # finite loss of both signs: it is convex in e^eps, so connect-the-dots gives a pair
+    # whose profile is above it at every eps (negative ones included), hence one that
+    # dominates both directions and composes whatever direction each round takes.
     finite = np.concatenate([t.losses for t in tables])
     lmax = float(np.max(np.abs(finite))) if finite.size else 0.0
     hi = math.ceil(lmax / disc) + 1
@@ -946,25 +990,6 @@ def _pair_pld(event: PrivacyLossPairEvent, disc: float) -> PrivacyLossDistributi
     deltas = np.minimum.accumulate(deltas)  # remove float noise; the profile is monotone
     pmf = pld_pmf.create_pmf_pessimistic_connect_dots(disc, grid, deltas)
     return pld_lib.PrivacyLossDistribution(pmf)
-
-
-class _Deficit:
-    """Marker outcome carrying the probability a pmf leaves unlisted."""
-
-    def __repr__(self) -> str:
-        return "<unlisted mass>"
-
-
-_DEFICIT = _Deficit()
-
-
-def _with_deficit(log_pmf: Mapping[Hashable, float]) -> Mapping[Hashable, float]:
-    missing = 1.0 - _total_mass(log_pmf)
-    if missing <= 0.0:
-        return log_pmf
-    out = dict(log_pmf)
-    out[_DEFICIT] = math.log(missing)
-    return out
 
 
 # ------------------------------------------------------------------------ calibration
@@ -1048,28 +1073,23 @@ class Ledger:
         if metadata:
             self.add_metadata(**metadata)
 
-    def record(self, event: Event, round: int | None = None, **info: Any) -> None:  # noqa: A002
+    def record(self, event: Event, round: int | None = None, **info: Any) -> None:
         """Append one release. ``round`` defaults to the previous round + 1."""
         if not isinstance(event, _EVENT_TYPES):
             raise TypeError(f"not a privacy event: {type(event).__name__}")
         if round is None:
             prev = self._entries[-1]["round"] if self._entries else 0
-            round = (prev if isinstance(prev, int) else 0) + 1  # noqa: A001
+            round = (prev if isinstance(prev, int) else 0) + 1
         clash = (_RESERVED_EVENT | event.to_dict().keys()) & info.keys()
         if clash:
             raise InputError(f"ledger info may not override {sorted(clash)}")
-        try:
-            json.dumps(_jsonable(info), allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"ledger info must be JSON-serialisable: {exc}") from None
+        entry = {"round": int(round), **_json_checked("ledger info", info)}
         self._events.append(event)
-        self._entries.append({"round": int(round), **_jsonable(info)})
+        self._entries.append(entry)
         if self._all_gaussian and (isinstance(event, GaussianEvent) or _costless(event)):
             if isinstance(event, GaussianEvent):
                 self._inv_z2 += event.mu**2
-            self._gaussian_running.append(
-                _epsilon_for_mu(math.sqrt(self._inv_z2), self.delta)
-            )
+            self._gaussian_running.append(_epsilon_for_mu(math.sqrt(self._inv_z2), self.delta))
         else:
             self._all_gaussian = False
         self._cache = None
@@ -1079,7 +1099,7 @@ class Ledger:
         clash = _RESERVED_TOP & kv.keys()
         if clash:
             raise InputError(f"metadata may not use the reserved keys {sorted(clash)}")
-        self._metadata.update(_jsonable(kv))
+        self._metadata.update(_json_checked("ledger metadata", kv))
 
     def note(self, text: str) -> None:
         """Add a one-line note, e.g. ``"on_invalid=drop removed 3 rows"``."""
@@ -1161,4 +1181,3 @@ class Ledger:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-

@@ -103,13 +103,13 @@ class TabPEEmbedding:
         self._mismatch = 2.0 * self.CATEGORY_WEIGHT**2
 
     def squared(self, x: Records, c: Records) -> np.ndarray:
-        out = np.zeros((len(x), len(c)), dtype=np.float64)
-        for k in range(x.numeric.shape[1]):
-            diff = x.numeric[:, k, None] - c.numeric[None, :, k]
-            out += diff * diff
-        for k in range(x.codes.shape[1]):
-            out += self._mismatch * (x.codes[:, k, None] != c.codes[None, :, k])
-        return out
+        """``||e(x) - e(c)||^2`` as ``||e(x)||^2 + ||e(c)||^2 - 2 e(x).e(c)`` (one BLAS call)."""
+        ex, ec = self.embed(x), self.embed(c)
+        out = ex @ ec.T
+        out *= -2.0
+        out += np.einsum("ij,ij->i", ex, ex)[:, None]
+        out += np.einsum("ij,ij->i", ec, ec)[None, :]
+        return np.maximum(out, 0.0, out=out)
 
     def pairwise(self, x: Records, c: Records) -> np.ndarray:
         return np.sqrt(self.squared(x, c))

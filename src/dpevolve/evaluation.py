@@ -87,7 +87,8 @@ class MarginalReport:
             "mean": self.mean,
             "max": self.max,
             "sets": len(self.per_set),
-            "worst": list(self.worst),
+            # With every TV zero there is no worst set worth naming.
+            "worst": list(self.worst) if self.max > 0 else [],
         }
 
 
@@ -294,6 +295,11 @@ class TSTRReport:
 
 _MODELS = ("hgb",)
 
+# Below this many training rows the classifier runs on one thread: OpenMP start-up costs
+# more than it saves on small tables, and on a busy machine (CI, a shared server) idle
+# threads spinning for a core made a 600-row fit 10-40x slower than the 1-thread fit.
+_SINGLE_THREAD_ROWS = 100_000
+
 
 def tstr(
     synth_train: pd.DataFrame,
@@ -302,6 +308,7 @@ def tstr(
     label: str,
     model: str = "hgb",
     random_state: int = 0,
+    n_threads: int | None = None,
 ) -> TSTRReport:
     """Train on synthetic, test on real (spec §7).
 
@@ -331,6 +338,9 @@ def tstr(
         Classifier; only ``"hgb"`` (histogram gradient boosting).
     random_state
         Seed of the classifier.
+    n_threads
+        OpenMP threads for the classifier; ``None``: one below 100,000 training rows,
+        else all cores.
 
     Returns
     -------
@@ -348,7 +358,7 @@ def tstr(
         raise InputError(f"unknown TSTR model '{model}' (known: {', '.join(_MODELS)})")
     train, _ = schema.validate(synth_train, on_invalid="error", what="synthetic table")
     test, _ = schema.validate(real_test, on_invalid="error", what="real test table")
-    return _tstr(train, test, schema, column, random_state)
+    return _tstr(train, test, schema, column, random_state, n_threads)
 
 
 def baseline(real_test: pd.DataFrame, schema: Schema, label: str) -> float:
@@ -408,9 +418,11 @@ def _tstr(
     schema: Schema,
     column: CategoricalColumn,
     random_state: int,
+    n_threads: int | None = None,
 ) -> TSTRReport:
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.metrics import f1_score
+    from threadpoolctl import threadpool_limits
 
     n_classes = len(column.values)
     X_train, categorical, notes = _features(train, schema, column.name)
@@ -432,11 +444,14 @@ def _tstr(
         clf = HistGradientBoostingClassifier(
             categorical_features=categorical, random_state=random_state
         )
-        clf.fit(X_train, y_train)
-        y_pred = np.asarray(clf.predict(X_test), dtype=np.int64)
-        # Probabilities over all declared classes; classes absent from training get 0.
-        proba = np.zeros((len(y_test), n_classes))
-        proba[:, np.asarray(clf.classes_, dtype=np.int64)] = clf.predict_proba(X_test)
+        if n_threads is None and len(y_train) < _SINGLE_THREAD_ROWS:
+            n_threads = 1
+        with threadpool_limits(limits=n_threads, user_api="openmp"):
+            clf.fit(X_train, y_train)
+            y_pred = np.asarray(clf.predict(X_test), dtype=np.int64)
+            # Probabilities over all declared classes; classes absent from training get 0.
+            proba = np.zeros((len(y_test), n_classes))
+            proba[:, np.asarray(clf.classes_, dtype=np.int64)] = clf.predict_proba(X_test)
 
     auc = math.nan
     if len(test_classes) < 2:
@@ -478,6 +493,7 @@ def evaluate(
     test: pd.DataFrame | None = None,
     ks: Iterable[int] = (1, 2, 3),
     random_state: int = 0,
+    n_threads: int | None = None,
 ) -> dict[str, Any]:
     """All spec §7 measures of ``synth`` against ``real``, as a JSON-ready dict.
 
@@ -502,6 +518,8 @@ def evaluate(
         Marginal orders to report.
     random_state
         Seed of the TSTR classifier.
+    n_threads
+        OpenMP threads of the TSTR classifier (see :func:`tstr`).
 
     Returns
     -------
@@ -545,7 +563,7 @@ def evaluate(
         else:
             test_frame, _ = schema.validate(test, on_invalid="error", what="real test table")
             own = None
-        report_tstr = _tstr(synth_frame, test_frame, schema, column, random_state)
+        report_tstr = _tstr(synth_frame, test_frame, schema, column, random_state, n_threads)
         tstr_dict = report_tstr.to_dict()
         tstr_dict["test"] = "real" if test is None else "held-out"
         notes = [n for n in (own, report_tstr.note) if n]
@@ -642,9 +660,8 @@ def plot_marginals(
         tv = 0.5 * float(np.abs(p - q).sum())
         if isinstance(col, NumericColumn):
             edges = np.linspace(col.lo, col.hi, NUMERIC_BINS + 1)
-            width = edges[1] - edges[0]
-            ax.bar(edges[:-1], p, width=width, align="edge", alpha=0.5, label="real")
-            ax.bar(edges[:-1], q, width=width, align="edge", alpha=0.5, label="synthetic")
+            ax.stairs(p, edges, fill=True, alpha=0.45, color="C0", label="real")
+            ax.stairs(q, edges, linewidth=1.5, color="C1", label="synthetic")
             title = name
         else:
             order = np.arange(size)
@@ -653,14 +670,14 @@ def plot_marginals(
                 order = np.argsort(-(p + q), kind="stable")[:max_categories]
                 title = f"{name} (top {max_categories} of {size})"
             x = np.arange(len(order))
-            ax.bar(x - 0.2, p[order], width=0.4, label="real")
-            ax.bar(x + 0.2, q[order], width=0.4, label="synthetic")
+            ax.bar(x - 0.2, p[order], width=0.4, color="C0", label="real")
+            ax.bar(x + 0.2, q[order], width=0.4, color="C1", label="synthetic")
             ax.set_xticks(x)
             ax.set_xticklabels(
                 [_short(col.keys[i]) for i in order], rotation=60, ha="right", fontsize=7
             )
         ax.set_title(f"{title}  TV={tv:.3f}", fontsize=9)
-        ax.tick_params(axis="y", labelsize=7)
+        ax.tick_params(labelsize=7)
     for ax in list(axes.flat)[len(names) :]:
         ax.set_visible(False)
     axes.flat[0].legend(fontsize=7)

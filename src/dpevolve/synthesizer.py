@@ -16,7 +16,7 @@ from dpevolve.accounting import Accountant, Budget, Ledger, calibrate_gaussian
 from dpevolve.backends import Backend, LocalBackend
 from dpevolve.distance import Distance, make_distance
 from dpevolve.encoding import Layout, Records, decode, encode
-from dpevolve.errors import InputError
+from dpevolve.errors import InputError, PrivacyError
 from dpevolve.evolution import Evolution
 from dpevolve.presets import Preset, get_preset
 from dpevolve.release.base import Release, Selection
@@ -247,13 +247,12 @@ class Synthesizer:
         engine = Evolution(distance, vote, release, preset.schedule, variation,
                            self.backend or LocalBackend())
         history: list[dict[str, Any]] = []
-        accountant = Accountant(ledger.delta)
         events: list[Any] = []
 
         with _progress(self.progress, rounds) as advance:
             def on_round(t: int, selection: Selection, population: Records) -> None:
                 events.append(selection.event)
-                spent = accountant.epsilon(events).epsilon
+                spent = _epsilon_so_far(events, ledger.delta)
                 ledger.record(selection.event, round=t, population=len(population),
                               **selection.info)
                 history.append({"round": t, "population": len(population),
@@ -286,6 +285,15 @@ class Synthesizer:
         size = len(self.synthetic_)
         index = self._sample_rng.choice(size, size=n, replace=n > size)
         return self.synthetic_.iloc[index].reset_index(drop=True)
+
+
+def _epsilon_so_far(events: list[Any], delta: float) -> float:
+    """The running epsilon for the progress bar: the exact closed form when it applies
+    (all Gaussian), else the full accountant."""
+    try:
+        return Accountant(delta, methods=("gaussian_exact",)).epsilon(events).epsilon
+    except PrivacyError:
+        return Accountant(delta).epsilon(events).epsilon
 
 
 @contextmanager

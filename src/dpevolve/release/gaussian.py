@@ -91,6 +91,5 @@ class GaussianRelease:
             total = clipped.sum()
             weights = clipped / total if total > 0 else None
             parents = rng.choice(len(noisy), size=k, replace=True, p=weights)
-        info = {"sigma": self.sigma, "sensitivity": self.sensitivity,
-                "kept_candidates": int(np.count_nonzero(clipped))}
+        info = {"kept_candidates": int(np.count_nonzero(clipped))}
         return Selection(parents=np.asarray(parents, dtype=np.int64), event=self.event(), info=info)

@@ -1,0 +1,456 @@
+"""Floor raising of a public histogram (spec §5).
+
+Raise every entry of the public histogram A (d bins, sums to 1) to a floor t in
+[0, 1/d]; the deficit
+
+    D(t) = sum_i (t - A_i)_+
+
+is taken from entries above t, none going below t.  Every floor raising B has
+``TV(A, B) = D(t)``.  Two ways to take the deficit:
+
+* WF (water-filling): ``B_i = max(t, A_i - s)`` with s >= 0 such that ``sum B = 1``; this
+  is the Euclidean projection of A onto ``{B >= t, sum B = 1}``.
+* MIFR (maximum invariance): keep as much mass unchanged as possible.  Choose donors S
+  among the entries above t minimising ``sum_S A_i`` subject to
+  ``sum_S (A_i - t) >= D(t)`` (a covering knapsack), then split the deficit among the
+  donors in proportion to their spare capacity ``A_i - t``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dpevolve.errors import InputError
+
+__all__ = [
+    "FEASIBILITY_TOL",
+    "DonorChoice",
+    "deficit",
+    "invariant_mass",
+    "max_invariance_donors",
+    "max_invariance_fill",
+    "water_fill",
+]
+
+FEASIBILITY_TOL = 1e-12
+"""Donors cover the deficit when ``sum_S (A_i - t) >= D(t) - FEASIBILITY_TOL``."""
+
+# Sums of a probability vector are trusted to this absolute error.
+_SUM_TOL = 1e-9
+# The exact integer DP holds one bit-array of length ~N_pub per item bundle; above this
+# many cells, branch and bound on value classes is used instead.
+_DP_MAX_CELLS = 400_000_000
+# Branch-and-bound nodes before handing over to HiGHS.
+_BNB_MAX_NODES = 2_000_000
+
+Solver = Literal["auto", "dp", "bnb", "milp"]
+
+
+def _as_histogram(A: ArrayLike) -> NDArray[np.float64]:
+    arr = np.asarray(A, dtype=np.float64)
+    if arr.ndim != 1 or arr.size == 0:
+        raise InputError(f"the public histogram must be a non-empty 1-D array, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise InputError("the public histogram must have finite, non-negative entries")
+    total = float(arr.sum())
+    if abs(total - 1.0) > _SUM_TOL:
+        raise InputError(f"the public histogram must sum to 1 (normalise it first), got {total}")
+    return arr
+
+
+def _check_floor(t: float, d: int) -> float:
+    t = float(t)
+    # Allow t = 1/d computed as (1/d) * (k/k) etc.: a relative slack of a few ulps.
+    if not (math.isfinite(t) and 0.0 <= t <= (1.0 / d) * (1.0 + 1e-12)):
+        raise InputError(f"the floor t must lie in [0, 1/d] = [0, {1.0 / d}], got {t}")
+    return min(t, 1.0 / d)
+
+
+def deficit(A: ArrayLike, t: float) -> float:
+    """Mass needed to raise A to the floor t: ``D(t) = sum_i (t - A_i)_+`` (spec §5)."""
+    arr = np.asarray(A, dtype=np.float64)
+    return float(np.maximum(float(t) - arr, 0.0).sum())
+
+
+def invariant_mass(A: ArrayLike, B: ArrayLike) -> float:
+    """Mass left unchanged by a floor raising: ``sum_{i: B_i = A_i} A_i``."""
+    a = np.asarray(A, dtype=np.float64)
+    b = np.asarray(B, dtype=np.float64)
+    return float(a[a == b].sum())
+
+
+def water_fill(A: ArrayLike, t: float) -> NDArray[np.float64]:
+    """Water-filling floor raising ``B_i = max(t, A_i - s)``, ``sum B = 1`` (spec §5).
+
+    B is the Euclidean projection of A onto ``{B >= t, sum B = 1}`` (KKT: ``B_i - A_i =
+    nu_i - s`` with ``nu_i >= 0`` active only where ``B_i = t``).  With A sorted in
+    decreasing order ``u_1 >= ... >= u_d`` and ``S_k = u_1 + ... + u_k``,
+
+        s_k = (S_k + (d - k) t - 1) / k,   rho = max {k : u_k - s_k > t},   s = s_rho,
+
+    the usual simplex-projection argument applied to ``A - t`` on the simplex of radius
+    ``1 - d t``.
+
+    Parameters
+    ----------
+    A : array_like
+        Public histogram, non-negative, sums to 1.
+    t : float
+        Floor in [0, 1/d].
+
+    Returns
+    -------
+    numpy.ndarray
+        B >= t with sum 1 and ``TV(A, B) = D(t)``.
+    """
+    arr = _as_histogram(A)
+    d = arr.size
+    t = _check_floor(t, d)
+    if deficit(arr, t) == 0.0:
+        # s = 0: returning A itself keeps every entry bit-for-bit invariant.
+        return arr.copy()
+    u = np.sort(arr)[::-1]
+    k = np.arange(1, d + 1)
+    s = (np.cumsum(u) + (d - k) * t - 1.0) / k
+    above = np.flatnonzero(u - s > t)
+    if above.size == 0:
+        # Only when t = 1/d: the feasible set is the single point B = t.
+        return np.full(d, t)
+    return np.maximum(t, arr - s[above[-1]])
+
+
+@dataclass(frozen=True)
+class DonorChoice:
+    """An optimal donor set for MIFR.
+
+    Attributes
+    ----------
+    donors : tuple[int, ...]
+        Indices of the donors, increasing.
+    donated_mass : float
+        ``sum_S A_i``, the mass that stops being invariant.
+    capacity : float
+        ``sum_S (A_i - t)``, at least ``D(t)`` (up to FEASIBILITY_TOL).
+    solver : str
+        "dp", "bnb", "milp", or "none" when ``D(t) = 0``.
+    """
+
+    donors: tuple[int, ...]
+    donated_mass: float
+    capacity: float
+    solver: str
+
+
+def max_invariance_fill(
+    A: ArrayLike,
+    t: float,
+    *,
+    counts: ArrayLike | None = None,
+    solver: Solver = "auto",
+) -> NDArray[np.float64]:
+    """Maximum-invariance floor raising (MIFR) of A to the floor t (spec §5).
+
+    Entries below t are raised to t; donors S (see :func:`max_invariance_donors`) give
+    ``D(t)`` in proportion to their spare capacity,
+
+        B_i = t + (A_i - t) (1 - D(t) / sum_S (A_j - t))   for i in S,
+
+    and every other entry keeps ``B_i = A_i``.  The invariant mass ``sum_{B_i = A_i} A_i``
+    is the largest of all floor raisings to t.
+
+    Parameters
+    ----------
+    A : array_like
+        Public histogram, non-negative, sums to 1.
+    t : float
+        Floor in [0, 1/d].
+    counts : array_like of int, optional
+        The integer counts A was normalised from (``A = counts / counts.sum()``); enables
+        the exact integer dynamic program.
+    solver : {"auto", "dp", "bnb", "milp"}
+        See :func:`max_invariance_donors`.
+
+    Returns
+    -------
+    numpy.ndarray
+        B >= t with sum 1 and ``TV(A, B) = D(t)``.
+    """
+    arr = _as_histogram(A)
+    t = _check_floor(t, arr.size)
+    need = deficit(arr, t)
+    if need == 0.0:
+        return arr.copy()
+    choice = max_invariance_donors(arr, t, counts=counts, solver=solver)
+    out = arr.copy()
+    out[arr < t] = t
+    idx = np.asarray(choice.donors, dtype=np.int64)
+    spare = arr[idx] - t
+    # The factor is clipped at 0 so a donor never goes below t, even when the cover is
+    # short of D(t) by the feasibility tolerance.
+    keep = max(0.0, 1.0 - need / float(spare.sum()))
+    out[idx] = t + spare * keep
+    return out
+
+
+def max_invariance_donors(
+    A: ArrayLike,
+    t: float,
+    *,
+    counts: ArrayLike | None = None,
+    solver: Solver = "auto",
+) -> DonorChoice:
+    """Solve the MIFR covering knapsack exactly (spec §5).
+
+    ``min_S sum_{i in S} A_i  subject to  sum_{i in S} (A_i - t) >= D(t)``, S among the
+    entries with ``A_i > t``.  Neither smallest-first nor largest-first greedy is optimal.
+
+    Solvers
+    -------
+    dp
+        Needs ``counts`` (A = c / N).  With ``T = N t`` the constraint reads
+        ``sum_S c_i - T |S| >= N D(t)``; for a fixed count sum s a smaller |S| is always
+        better, so a dynamic program for ``kmin(s)``, the fewest cells with counts summing
+        to exactly s, solves it: the optimum is the least s with
+        ``s - T kmin(s) >= N D(t)``.  Cells with equal counts are interchangeable and are
+        handled as one bounded item (binary splitting).  Exact; memory ~ bundles x N bits.
+    bnb
+        Depth-first branch and bound over the distinct values of A (each with its
+        multiplicity), bounded by the fractional (LP) cover, which takes values in
+        decreasing order since the cost per unit of capacity ``A_i / (A_i - t)`` falls as
+        ``A_i`` grows.  Exact in floating point; exponential in the worst case, so it
+        hands over to ``milp`` after 2e6 nodes.
+    milp
+        scipy.optimize.milp (HiGHS) with zero relative gap; exact up to HiGHS's
+        feasibility tolerance (the cover row is scaled to right-hand side 1 and tightened
+        by 1e-9 so the returned set is feasible in floating point).
+    auto
+        ``dp`` when counts are given (and memory allows), else ``bnb``.
+
+    Returns
+    -------
+    DonorChoice
+    """
+    arr = _as_histogram(A)
+    t = _check_floor(t, arr.size)
+    need = deficit(arr, t)
+    if need == 0.0:
+        return DonorChoice((), 0.0, 0.0, "none")
+    cand = np.flatnonzero(arr > t)
+    if solver not in ("auto", "dp", "bnb", "milp"):
+        raise InputError(f"solver must be one of auto, dp, bnb, milp; got {solver!r}")
+    chosen: NDArray[np.int64] | None = None
+    used = solver
+    if solver in ("auto", "dp") and counts is not None:
+        c = _as_counts(counts, arr)
+        chosen = _donors_by_count_dp(c, arr, t, need, cand, strict=solver == "dp")
+        used = "dp"
+    elif solver == "dp":
+        raise InputError("the exact integer DP for MIFR needs counts= (integer public counts)")
+    if chosen is None and solver in ("auto", "bnb", "dp"):
+        chosen = _donors_by_bnb(arr, t, need, cand)
+        used = "bnb"
+    if chosen is None:
+        chosen = _donors_by_milp(arr, t, need, cand)
+        used = "milp"
+    chosen = np.sort(chosen)
+    return DonorChoice(
+        donors=tuple(int(i) for i in chosen),
+        donated_mass=float(arr[chosen].sum()),
+        capacity=float((arr[chosen] - t).sum()),
+        solver=used,
+    )
+
+
+def _as_counts(counts: ArrayLike, arr: NDArray[np.float64]) -> NDArray[np.int64]:
+    raw = np.asarray(counts)
+    if raw.shape != arr.shape:
+        raise InputError(f"counts must have the histogram's shape {arr.shape}, got {raw.shape}")
+    if not np.all(np.isfinite(raw)) or np.any(raw < 0) or np.any(raw != np.round(raw)):
+        raise InputError("counts must be non-negative integers")
+    c = raw.astype(np.int64)
+    total = int(c.sum())
+    if total == 0 or not np.allclose(c / total, arr, rtol=0.0, atol=1e-12):
+        raise InputError("the histogram must equal counts / counts.sum()")
+    return c
+
+
+def _greedy_cover(weights: NDArray[np.float64], need: float) -> int:
+    """Number of leading entries (weights sorted decreasingly) that cover ``need``."""
+    reach = np.cumsum(weights)
+    k = int(np.searchsorted(reach, need - FEASIBILITY_TOL, side="left")) + 1
+    return min(k, weights.size)
+
+
+def _donors_by_count_dp(
+    c: NDArray[np.int64],
+    arr: NDArray[np.float64],
+    t: float,
+    need: float,
+    cand: NDArray[np.int64],
+    *,
+    strict: bool,
+) -> NDArray[np.int64] | None:
+    total = int(c.sum())
+    T = total * t
+    # In count units; the tolerance scales with N so feasibility means the same as in
+    # probability units.
+    need_c = total * need - total * FEASIBILITY_TOL
+    cc = c[cand]
+    values, mult = np.unique(cc, return_counts=True)
+    # Upper bound on the optimal count sum: the largest-first greedy cover.
+    order = np.sort(cc)[::-1]
+    k = _greedy_cover((order - T).astype(np.float64), total * need)
+    upper = int(order[:k].sum())
+    bundles: list[tuple[int, int, int]] = []  # (value, copies, class index)
+    for j, (v, n_v) in enumerate(zip(values.tolist(), mult.tolist(), strict=True)):
+        q = 1
+        left = n_v
+        while left > 0:
+            take = min(q, left)
+            bundles.append((v, take, j))
+            left -= take
+            q *= 2
+    if len(bundles) * (upper + 1) > _DP_MAX_CELLS:
+        if strict:
+            raise InputError(
+                f"the MIFR integer DP would need {len(bundles) * (upper + 1)} cells; "
+                "use solver='bnb' or 'milp'"
+            )
+        return None
+    big = np.iinfo(np.int64).max // 4
+    kmin = np.full(upper + 1, big, dtype=np.int64)
+    kmin[0] = 0
+    took = np.zeros((len(bundles), upper + 1), dtype=bool)
+    for b, (v, q, _) in enumerate(bundles):
+        w = v * q
+        if w > upper:
+            continue
+        cand_k = kmin[:-w] + q if w > 0 else kmin + q
+        better = cand_k < kmin[w:]
+        kmin[w:] = np.where(better, cand_k, kmin[w:])
+        took[b, w:] = better
+    s_grid = np.arange(upper + 1)
+    ok = (kmin < big) & (s_grid - T * kmin >= need_c)
+    hits = np.flatnonzero(ok)
+    if hits.size == 0:  # pragma: no cover - the greedy cover is feasible by construction
+        raise AssertionError("MIFR DP found no cover below the greedy bound")
+    s = int(hits[0])
+    per_class = np.zeros(values.size, dtype=np.int64)
+    for b in range(len(bundles) - 1, -1, -1):
+        if took[b, s]:
+            v, q, j = bundles[b]
+            per_class[j] += q
+            s -= v * q
+    picks = [cand[cc == values[j]][:x] for j, x in enumerate(per_class.tolist()) if x > 0]
+    return np.concatenate(picks) if picks else np.zeros(0, dtype=np.int64)
+
+
+def _donors_by_bnb(
+    arr: NDArray[np.float64],
+    t: float,
+    need: float,
+    cand: NDArray[np.int64],
+) -> NDArray[np.int64] | None:
+    values, mult = np.unique(arr[cand], return_counts=True)
+    values = values[::-1].copy()
+    mult = mult[::-1].copy()
+    w = values - t
+    n_cls = values.size
+    cap_prefix = np.concatenate([[0.0], np.cumsum(mult * w)])
+    cost_prefix = np.concatenate([[0.0], np.cumsum(mult * values)])
+    tol = FEASIBILITY_TOL
+
+    def lp_bound(j: int, left: float) -> float:
+        """Fractional cover of ``left`` by classes j.. taken in decreasing value."""
+        target = cap_prefix[j] + left - tol
+        if target > cap_prefix[n_cls]:
+            return math.inf
+        jj = int(np.searchsorted(cap_prefix, target, side="left")) - 1
+        jj = max(jj, j)
+        covered = cap_prefix[jj] - cap_prefix[j]
+        return float(cost_prefix[jj] - cost_prefix[j]) + max(0.0, left - covered) * (
+            values[jj] / w[jj]
+        )
+
+    def x_max(j: int, left: float) -> int:
+        return int(min(mult[j], max(0, math.ceil((left - tol) / w[j]))))
+
+    # Incumbent: largest-first greedy.
+    best = math.inf
+    best_x: dict[int, int] = {}
+    left = need
+    greedy: dict[int, int] = {}
+    cost = 0.0
+    for j in range(n_cls):
+        x = x_max(j, left)
+        if x:
+            greedy[j] = x
+            left -= x * w[j]
+            cost += x * values[j]
+        if left <= tol:
+            best, best_x = cost, greedy
+            break
+
+    # Frames: [class j, deficit left, cost so far, next multiplicity to try (descending)].
+    frames: list[list[float]] = [[0, need, 0.0, x_max(0, need)]]
+    nodes = 0
+    while frames:
+        nodes += 1
+        if nodes > _BNB_MAX_NODES:
+            return None
+        frame = frames[-1]
+        j = int(frame[0])
+        left, cost, x = frame[1], frame[2], int(frame[3])
+        if x < 0:
+            frames.pop()
+            continue
+        frame[3] = x - 1
+        left2 = left - x * w[j]
+        cost2 = cost + x * values[j]
+        if left2 <= tol:
+            if cost2 < best:
+                best = cost2
+                best_x = {int(f[0]): int(f[3]) + 1 for f in frames}
+            continue
+        bound = cost2 + lp_bound(j + 1, left2) if j + 1 < n_cls else math.inf
+        if bound >= best:
+            # Fewer copies of class j only raise the bound: later classes cover a unit
+            # of capacity at a higher price than class j.
+            frames.pop()
+            continue
+        frames.append([j + 1, left2, cost2, x_max(j + 1, left2)])
+
+    picks = [cand[arr[cand] == values[j]][:x] for j, x in sorted(best_x.items()) if x > 0]
+    return np.concatenate(picks) if picks else np.zeros(0, dtype=np.int64)
+
+
+def _donors_by_milp(
+    arr: NDArray[np.float64],
+    t: float,
+    need: float,
+    cand: NDArray[np.int64],
+) -> NDArray[np.int64]:
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    values, mult = np.unique(arr[cand], return_counts=True)
+    w = values - t
+    row = w / need
+    res = milp(
+        c=values,
+        constraints=LinearConstraint(row[None, :], lb=1.0 + 1e-9, ub=np.inf),
+        integrality=np.ones(values.size),
+        bounds=Bounds(np.zeros(values.size), mult.astype(np.float64)),
+        options={"mip_rel_gap": 0.0},
+    )
+    if res.x is None:  # pragma: no cover - taking every candidate is feasible
+        raise AssertionError(f"HiGHS found no MIFR cover: {res.message}")
+    x = np.round(res.x).astype(np.int64)
+    if float((x * w).sum()) < need - FEASIBILITY_TOL:  # pragma: no cover
+        raise AssertionError("HiGHS returned a cover short of the deficit")
+    picks = [cand[arr[cand] == values[j]][:k] for j, k in enumerate(x.tolist()) if k > 0]
+    return np.concatenate(picks) if picks else np.zeros(0, dtype=np.int64)

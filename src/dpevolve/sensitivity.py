@@ -1,0 +1,626 @@
+"""Vote sensitivity (spec §3): closed-form bounds and an exact search for audits.
+
+Closed forms, given the policy's reach ``r`` (see :mod:`dpevolve.policy`)::
+
+    soft:  ||v(x') - v(x)||_1 <= 2 tanh(r / (2 tau)),   ||.||_2 <= sqrt(2) tanh(r / (2 tau))
+    hard:  ||.||_1 <= 2,  ||.||_2 <= sqrt(2)            (0 when r = 0)
+
+The soft bound follows from the lemma ``||softmax(z) - softmax(z + e)||_1 <= 2 tanh(D / 4)``
+for logit shifts with spread ``max(e) - min(e) <= D = 2 r / tau``; it is attained by the
+population ``C = [x', x]`` of a protected edge carrying the reach.
+
+The exact search computes, for a fixed (public) population ``C``::
+
+    S = max over records x, protected neighbours x' of x of ||vote(x') - vote(x)||
+
+where ``x`` ranges over the full product domain (numeric columns on a grid: their integer
+values by default) or a supplied record set, and ``x'`` over the protected substitutions
+of ``x`` (spec §2). It is meant for audits on small or moderate domains; the population
+is public, so running it costs no privacy budget.
+
+Validity of an exact value as a *calibration* needs every record the private table can
+hold to be in the searched set: the full domain of integer/categorical columns is, a
+grid over a continuous column or a sample of records is not.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+from dpevolve.distance import Distance
+from dpevolve.encoding import Layout, Records
+from dpevolve.errors import InputError
+from dpevolve.policy import Policy, SecretGraph, Threshold
+from dpevolve.schema import Column, NumericColumn
+from dpevolve.votes import SoftVote
+
+Norm = Literal["l1", "l2"]
+
+# Floats per working block of the search: keeps memory near 32 MB whatever the domain.
+_BLOCK_CELLS = 1 << 22
+DEFAULT_MAX_DOMAIN = 1_000_000
+
+
+# ----------------------------------------------------------------- closed forms
+def _check_norm(norm: str) -> None:
+    if norm not in ("l1", "l2"):
+        raise InputError(f"norm must be l1 or l2, got {norm!r}")
+
+
+def _check_reach(reach: float) -> None:
+    if not (math.isfinite(reach) and reach >= 0):
+        raise InputError(f"reach must be a non-negative number, got {reach}")
+
+
+def soft_bound(reach: float, tau: float, norm: Norm = "l2") -> float:
+    """Soft-vote sensitivity bound (spec §3).
+
+    ``L1: 2 tanh(r / (2 tau))``; ``L2: sqrt(2) tanh(r / (2 tau))`` (the change sums to
+    zero, so ``||v||_2 <= ||v||_1 / sqrt(2)``). Tight for every ``r`` and ``tau``.
+    """
+    _check_norm(norm)
+    _check_reach(reach)
+    if not (math.isfinite(tau) and tau > 0):
+        raise InputError(f"temperature must be a positive number, got {tau}")
+    q = math.tanh(reach / (2.0 * tau))
+    return 2.0 * q if norm == "l1" else math.sqrt(2.0) * q
+
+
+def hard_bound(reach: float, norm: Norm = "l2") -> float:
+    """Hard-vote sensitivity bound: ``L1 = 2``, ``L2 = sqrt(2)``; 0 when ``r = 0`` (spec §3)."""
+    _check_norm(norm)
+    _check_reach(reach)
+    if reach == 0:
+        return 0.0
+    return 2.0 if norm == "l1" else math.sqrt(2.0)
+
+
+# ----------------------------------------------------------------- search result
+@dataclass(frozen=True)
+class SearchResult:
+    """The outcome of an exact sensitivity search.
+
+    Attributes
+    ----------
+    value
+        ``max ||vote(x') - vote(x)||`` over the protected edges searched.
+    edges_checked
+        Number of ``(x, x')`` pairs evaluated (an unordered edge counts once when the
+        full domain is searched; a hard search stops at the first argmin change).
+    seconds
+        Wall time of the search.
+    worst
+        ``(x, x')`` as one-row :class:`Records` attaining ``value``; ``None`` if no edge
+        changes the vote.
+    attribute
+        The attribute substituted in ``worst`` (``"participation"`` for whole records).
+    """
+
+    value: float
+    edges_checked: int
+    seconds: float
+    worst: tuple[Records, Records] | None
+    attribute: str | None
+    vote: str
+    norm: str
+
+    @property
+    def edges_per_second(self) -> float:
+        return self.edges_checked / self.seconds if self.seconds > 0 else float("inf")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "vote": self.vote,
+            "norm": self.norm,
+            "value": self.value,
+            "edges_checked": self.edges_checked,
+            "seconds": self.seconds,
+            "attribute": self.attribute,
+        }
+        if self.worst is not None:
+            out["worst"] = [
+                {"numeric": r.numeric[0].tolist(), "codes": r.codes[0].tolist()} for r in self.worst
+            ]
+        return out
+
+
+# ----------------------------------------------------------------------- votes
+class _Scorer(Protocol):
+    """How a vote is compared along an edge: features of a record, then a pair value."""
+
+    ceiling: float
+
+    def features(self, distances: np.ndarray) -> np.ndarray: ...
+
+    def compare(self, a: np.ndarray, b: np.ndarray) -> np.ndarray: ...
+
+
+class _SoftScorer:
+    def __init__(self, tau: float, norm: Norm) -> None:
+        self.vote = SoftVote(tau)
+        self.ord = 1 if norm == "l1" else 2
+        # Soft values approach but must not be cut short at the bound: search everything.
+        self.ceiling = math.inf
+
+    def features(self, distances: np.ndarray) -> np.ndarray:
+        m = distances.shape[-1]
+        return self.vote.row_votes(distances.reshape(-1, m)).reshape(distances.shape)
+
+    def compare(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        diff = a - b
+        if self.ord == 1:
+            return np.abs(diff, out=diff).sum(axis=-1)
+        return np.sqrt(np.einsum("...i,...i->...", diff, diff))
+
+
+class _HardScorer:
+    def __init__(self, norm: Norm) -> None:
+        self.ceiling = 2.0 if norm == "l1" else math.sqrt(2.0)
+
+    def features(self, distances: np.ndarray) -> np.ndarray:
+        # np.argmin breaks ties to the lowest index, as HardVote does.
+        return np.argmin(distances, axis=-1)
+
+    def compare(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.where(a != b, self.ceiling, 0.0)
+
+
+# ---------------------------------------------------------------------- domain
+def numeric_grid(column: NumericColumn, grids: Mapping[str, Sequence[float]] | None) -> np.ndarray:
+    """Raw grid values of a numeric column: the given grid, else its integers in [lo, hi]."""
+    if grids is not None and column.name in grids:
+        grid = np.unique(np.asarray(grids[column.name], dtype=np.float64))
+        if grid.size == 0:
+            raise InputError(f"grid for '{column.name}' is empty")
+        if grid[0] < column.lo or grid[-1] > column.hi:
+            raise InputError(
+                f"grid for '{column.name}' leaves the declared range [{column.lo:g}, {column.hi:g}]"
+            )
+        return grid
+    if not column.integer:
+        raise InputError(
+            f"column '{column.name}' is not integer: give a grid for it (grids={{name: values}})"
+        )
+    return np.arange(math.ceil(column.lo), math.floor(column.hi) + 1, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class _Slot:
+    """One column's place in :class:`Records` and its enumerated values."""
+
+    column: Column
+    numeric: bool
+    index: int  # column index inside Records.numeric or Records.codes
+    raw: np.ndarray  # values the secret graph compares (raw numbers, or codes)
+    encoded: np.ndarray  # the same values as stored in Records
+
+
+def _slots(
+    layout: Layout, grids: Mapping[str, Sequence[float]] | None, need: set[str] | None
+) -> list[_Slot]:
+    """Enumerated values of every column (``need``: only those; others get empty grids)."""
+    out: list[_Slot] = []
+    for j, num in enumerate(layout.numeric):
+        if need is None or num.name in need:
+            raw = numeric_grid(num, grids)
+            out.append(_Slot(num, True, j, raw, (raw - num.lo) / num.range))
+        else:
+            out.append(_Slot(num, True, j, np.empty(0), np.empty(0)))
+    for j, cat in enumerate(layout.categorical):
+        codes = np.arange(len(cat.values))
+        out.append(_Slot(cat, False, j, codes, codes.astype(np.int32)))
+    if grids is not None:
+        names = {slot.column.name for slot in out}
+        unknown = sorted(set(grids) - names)
+        if unknown:
+            raise InputError(f"grid names unknown column '{unknown[0]}'")
+    return out
+
+
+def _build(slots: Sequence[_Slot], layout: Layout, coords: np.ndarray) -> Records:
+    """Records from value indices ``coords`` (n, K) into each slot's enumeration."""
+    n = coords.shape[0]
+    numeric = np.empty((n, len(layout.numeric)), dtype=np.float64)
+    codes = np.empty((n, len(layout.categorical)), dtype=np.int32)
+    for k, slot in enumerate(slots):
+        target = numeric if slot.numeric else codes
+        target[:, slot.index] = slot.encoded[coords[:, k]]
+    return Records(numeric, codes)
+
+
+def _domain_size(slots: Sequence[_Slot], max_domain: int) -> int:
+    size = math.prod(len(s.raw) for s in slots)
+    if size > max_domain:
+        raise InputError(
+            f"the full domain has {size} records (more than max_domain={max_domain}); "
+            "pass records=..., coarser grids, or raise max_domain"
+        )
+    return size
+
+
+def enumerate_domain(
+    layout: Layout,
+    grids: Mapping[str, Sequence[float]] | None = None,
+    max_domain: int = DEFAULT_MAX_DOMAIN,
+) -> Records:
+    """Every record of the product domain (numeric columns on their grids), in C order."""
+    slots = _slots(layout, grids, None)
+    size = _domain_size(slots, max_domain)
+    coords = np.stack(np.unravel_index(np.arange(size), [len(s.raw) for s in slots]), axis=1)
+    return _build(slots, layout, coords)
+
+
+def _raw_values(slot: _Slot, records: Records) -> np.ndarray:
+    if slot.numeric:
+        col = slot.column
+        assert isinstance(col, NumericColumn)
+        return np.asarray(col.lo + records.numeric[:, slot.index] * col.range)
+    return np.asarray(records.codes[:, slot.index])
+
+
+def _replace(records: Records, slot: _Slot) -> Records:
+    """Each record repeated once per value of ``slot``, with that value substituted."""
+    g = len(slot.encoded)
+    numeric = np.repeat(records.numeric, g, axis=0)
+    codes = np.repeat(records.codes, g, axis=0)
+    target = numeric if slot.numeric else codes
+    target[:, slot.index] = np.tile(slot.encoded, len(records))
+    return Records(numeric, codes)
+
+
+# ---------------------------------------------------------------------- search
+class _Best:
+    """Running maximum over edges, keeping how to rebuild the worst pair lazily."""
+
+    def __init__(self) -> None:
+        self.value = 0.0
+        self.pair: tuple[Records, Records] | None = None
+        self.attribute: str | None = None
+        self.edges = 0
+
+    def offer(self, value: float, attribute: str, make: Any) -> None:
+        if value > self.value:
+            self.value = value
+            self.attribute = attribute
+            self.pair = make()
+
+
+def _edge_groups(ia: np.ndarray, ib: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, int | None]]:
+    """Edges grouped by ``ib - ia``; a group whose ``ia`` are consecutive gets its step.
+
+    Threshold edges on a grid are diagonals ``(a, a + step)``: comparing them through
+    slices (views) instead of fancy indexing (copies) halves the memory traffic.
+    """
+    groups: list[tuple[np.ndarray, np.ndarray, int | None]] = []
+    steps = ib - ia
+    for step in np.unique(steps):
+        a, b = ia[steps == step], ib[steps == step]
+        contiguous = a.size > 0 and a[-1] - a[0] + 1 == a.size
+        groups.append((a, b, int(step) if contiguous else None))
+    return groups
+
+
+def _search_fibers(
+    slots: Sequence[_Slot],
+    layout: Layout,
+    s: int,
+    graph: SecretGraph,
+    distance: Distance,
+    population: Records,
+    scorer: _Scorer,
+    best: _Best,
+) -> None:
+    """Full-domain search along attribute slot ``s``.
+
+    The domain splits into fibers (all columns fixed but ``s``); each fiber's points are
+    scored once and every edge inside it compared, so distances cost O(domain) per
+    protected attribute instead of O(edges).
+    """
+    slot = slots[s]
+    adjacency = graph.adjacent(slot.column, slot.raw, slot.raw)
+    groups = _edge_groups(*np.nonzero(np.triu(adjacency | adjacency.T, k=1)))
+    if not groups:
+        return
+    ia = np.concatenate([a for a, _, _ in groups])
+    ib = np.concatenate([b for _, b, _ in groups])
+    g, m = len(slot.raw), len(population)
+    others = [len(t.raw) for k, t in enumerate(slots) if k != s]
+    n_fibers = math.prod(others)
+    widest = max(g, *(a.size for a, _, _ in groups))
+    chunk = max(1, _BLOCK_CELLS // (widest * max(m, 1)))
+    for start in range(0, n_fibers, chunk):
+        stop = min(n_fibers, start + chunk)
+        other = np.stack(np.unravel_index(np.arange(start, stop), others), axis=1)
+        coords = np.insert(
+            np.repeat(other, g, axis=0), s, np.tile(np.arange(g), stop - start), axis=1
+        )
+        points = _build(slots, layout, coords)
+        feats = scorer.features(distance.pairwise(points, population).reshape(stop - start, g, m))
+        values = np.concatenate(
+            [
+                scorer.compare(feats[:, a], feats[:, b])
+                if step is None
+                else scorer.compare(
+                    feats[:, a[0] : a[-1] + 1], feats[:, a[0] + step : a[-1] + 1 + step]
+                )
+                for a, b, step in groups
+            ],
+            axis=1,
+        )
+        best.edges += values.size
+        flat = int(np.argmax(values))
+        f, e = divmod(flat, ia.size)
+
+        def make(f: int = f, e: int = e, coords: np.ndarray = coords) -> tuple[Records, Records]:
+            rows = coords[f * g : (f + 1) * g]
+            return (
+                _build(slots, layout, rows[ia[e] : ia[e] + 1]),
+                _build(slots, layout, rows[ib[e] : ib[e] + 1]),
+            )
+
+        best.offer(float(values.flat[flat]), slot.column.name, make)
+        if best.value >= scorer.ceiling:
+            return
+
+
+def _search_records(
+    slots: Sequence[_Slot],
+    s: int,
+    graph: SecretGraph,
+    distance: Distance,
+    population: Records,
+    records: Records,
+    scorer: _Scorer,
+    best: _Best,
+) -> None:
+    """Search from supplied records ``x`` to their neighbours ``x'`` on the grid of ``s``."""
+    slot = slots[s]
+    g, m = len(slot.raw), len(population)
+    chunk = max(1, _BLOCK_CELLS // (g * max(m, 1)))
+    for start in range(0, len(records), chunk):
+        block = records.take(slice(start, start + chunk))
+        mask = graph.adjacent(slot.column, _raw_values(slot, block), slot.raw)
+        if not mask.any():
+            continue
+        here = scorer.features(distance.pairwise(block, population))
+        moved = _replace(block, slot)
+        there = scorer.features(distance.pairwise(moved, population).reshape(len(block), g, m))
+        values = np.where(mask, scorer.compare(here[:, None], there), -np.inf)
+        best.edges += int(mask.sum())
+        flat = int(np.argmax(values))
+        i, j = divmod(flat, g)
+
+        def make(
+            i: int = i, j: int = j, block: Records = block, moved: Records = moved
+        ) -> tuple[Records, Records]:
+            return block.take(slice(i, i + 1)), moved.take(slice(i * g + j, i * g + j + 1))
+
+        best.offer(float(values.flat[flat]), slot.column.name, make)
+        if best.value >= scorer.ceiling:
+            return
+
+
+def _search_participation(
+    slots: Sequence[_Slot],
+    layout: Layout,
+    distance: Distance,
+    population: Records,
+    records: Records | None,
+    max_domain: int,
+    scorer: _Scorer,
+    best: _Best,
+) -> None:
+    """Whole-record replacement: every x against every domain record (quadratic)."""
+    domain = enumerate_domain(
+        layout, {s.column.name: s.raw.tolist() for s in slots if s.numeric}, max_domain
+    )
+    sources = domain if records is None else records
+    m = len(population)
+    if len(sources) * len(domain) * max(m, 1) > 1000 * _BLOCK_CELLS:
+        raise InputError(
+            f"participation search compares {len(sources)} x {len(domain)} records; "
+            "too large for an exact search (use fewer records or coarser grids)"
+        )
+    target = scorer.features(distance.pairwise(domain, population))
+    origin = target if records is None else scorer.features(distance.pairwise(records, population))
+    chunk = max(1, _BLOCK_CELLS // (len(domain) * max(m, 1)))
+    for start in range(0, len(sources), chunk):
+        stop = min(len(sources), start + chunk)
+        values = scorer.compare(origin[start:stop, None], target[None, :])
+        if records is None:  # an unordered pair once: keep j > i
+            values = np.where(
+                np.arange(len(domain))[None, :] > np.arange(start, stop)[:, None], values, -np.inf
+            )
+            best.edges += int(np.isfinite(values).sum())
+        else:
+            best.edges += values.size
+        flat = int(np.argmax(values))
+        i, j = divmod(flat, len(domain))
+
+        def make(i: int = start + i, j: int = j) -> tuple[Records, Records]:
+            return sources.take(slice(i, i + 1)), domain.take(slice(j, j + 1))
+
+        best.offer(float(values.flat[flat]), "participation", make)
+        if best.value >= scorer.ceiling:
+            return
+
+
+def _exact(
+    policy: Policy,
+    distance: Distance,
+    population: Records,
+    records: Records | None,
+    grids: Mapping[str, Sequence[float]] | None,
+    max_domain: int,
+    scorer: _Scorer,
+    vote: str,
+    norm: Norm,
+) -> SearchResult:
+    started = time.perf_counter()
+    if len(population) == 0:
+        raise InputError("the population is empty: nothing to vote for")
+    layout = distance.layout
+    protected = list(policy.columns(layout))  # validates the policy against the columns
+    best = _Best()
+    if policy.participation:
+        slots = _slots(layout, grids, None)
+        _search_participation(
+            slots, layout, distance, population, records, max_domain, scorer, best
+        )
+    elif protected:
+        need = None if records is None else {name for name, _, _ in protected}
+        slots = _slots(layout, grids, need)
+        position = {slot.column.name: k for k, slot in enumerate(slots)}
+        if records is None:
+            _domain_size(slots, max_domain)
+        for name, _, graph in protected:
+            if records is None:
+                _search_fibers(
+                    slots, layout, position[name], graph, distance, population, scorer, best
+                )
+            else:
+                _search_records(
+                    slots, position[name], graph, distance, population, records, scorer, best
+                )
+            if best.value >= scorer.ceiling:
+                break
+    return SearchResult(
+        value=best.value,
+        edges_checked=best.edges,
+        seconds=time.perf_counter() - started,
+        worst=best.pair,
+        attribute=best.attribute,
+        vote=vote,
+        norm=norm,
+    )
+
+
+def exact_soft_sensitivity(
+    policy: Policy,
+    distance: Distance,
+    population: Records,
+    tau: float,
+    records: Records | None = None,
+    norm: Norm = "l2",
+    *,
+    grids: Mapping[str, Sequence[float]] | None = None,
+    max_domain: int = DEFAULT_MAX_DOMAIN,
+) -> SearchResult:
+    """Exact soft-vote sensitivity for a fixed population, by search over protected edges.
+
+    ``S = max_{x, x' ~ x} ||softmax(-d(x', C) / tau) - softmax(-d(x, C) / tau)||`` (spec §3),
+    with ``x`` over the full product domain (``records=None``; numeric columns on
+    ``grids``, default their integers) or over ``records``, and ``x'`` over the protected
+    neighbours of ``x`` (numeric threshold neighbours: grid values ``b`` with
+    ``0 < |a - b| <= theta``). Always ``<= soft_bound(policy.reach(distance), tau, norm)``.
+
+    Parameters
+    ----------
+    population
+        The candidates ``C`` (public).
+    records
+        Records ``x`` to search from instead of the whole domain.
+    norm
+        ``"l2"`` (what Gaussian noise is calibrated to) or ``"l1"``.
+    grids
+        Raw grid values per numeric column name (needed for non-integer columns).
+    max_domain
+        Refuse to enumerate a larger product domain.
+    """
+    _check_norm(norm)
+    return _exact(
+        policy, distance, population, records, grids, max_domain,
+        _SoftScorer(tau, norm), "soft", norm,
+    )  # fmt: skip
+
+
+def exact_hard_sensitivity(
+    policy: Policy,
+    distance: Distance,
+    population: Records,
+    records: Records | None = None,
+    norm: Norm = "l2",
+    *,
+    grids: Mapping[str, Sequence[float]] | None = None,
+    max_domain: int = DEFAULT_MAX_DOMAIN,
+) -> SearchResult:
+    """Exact hard-vote sensitivity for a fixed population: ``sqrt(2)`` (L2) or 2 (L1) if
+    any protected edge changes ``argmin_j d(x, c_j)`` (ties to the lowest index), else 0.
+
+    Same domain and neighbour rules as :func:`exact_soft_sensitivity`; the search stops
+    at the first edge that changes the argmin.
+    """
+    _check_norm(norm)
+    return _exact(
+        policy, distance, population, records, grids, max_domain,
+        _HardScorer(norm), "hard", norm,
+    )  # fmt: skip
+
+
+def per_round_hard_sensitivity(
+    policy: Policy,
+    distance: Distance,
+    population: Records,
+    domain: Records | None = None,
+    *,
+    grids: Mapping[str, Sequence[float]] | None = None,
+    norm: Norm = "l2",
+) -> float:
+    """Hard-vote L2 sensitivity for this round's population, for exact per-round calibration.
+
+    The population is public, so the search costs no budget (spec §3). ``domain`` must
+    hold every record the private table could contain (default: the full product
+    domain); a sample of records does not give a valid sensitivity.
+    """
+    return exact_hard_sensitivity(policy, distance, population, domain, norm, grids=grids).value
+
+
+def reach_edge(policy: Policy, distance: Distance, attribute: str) -> tuple[Records, Records]:
+    """``(x, x')`` one-row records of an edge of ``attribute`` carrying its reach.
+
+    With population ``C = [x', x]`` the soft vote's change along this edge equals the
+    closed-form bound exactly (spec §3, tightness). Other columns sit at their first
+    value (numeric: lo).
+    """
+    layout = distance.layout
+    column = next(c for name, c, _ in policy.columns(layout) if name == attribute)
+    graph = policy.attributes[attribute]
+    numeric = np.zeros((1, len(layout.numeric)))
+    codes = np.zeros((1, len(layout.categorical)), dtype=np.int32)
+    x, x_prime = Records(numeric, codes), Records(numeric.copy(), codes.copy())
+    if isinstance(column, NumericColumn):
+        j = [c.name for c in layout.numeric].index(attribute)
+        # A numeric column has two graph kinds: threshold, or complete (span the range).
+        theta = graph.theta if isinstance(graph, Threshold) else column.range
+        span = min(theta, column.range) / column.range
+        x_prime.numeric[0, j] = span
+        return x, x_prime
+    j = [c.name for c in layout.categorical].index(attribute)
+    codes_all = np.arange(len(column.values))
+    edges = np.argwhere(graph.adjacent(column, codes_all, codes_all))
+    if edges.size == 0:
+        raise InputError(f"attribute '{attribute}' has no protected edge")
+    lengths = [distance.edge_length(attribute, int(a), int(b)) for a, b in edges]
+    a, b = edges[int(np.argmax(lengths))]
+    x.codes[0, j], x_prime.codes[0, j] = a, b
+    return x, x_prime
+
+
+__all__ = [
+    "DEFAULT_MAX_DOMAIN",
+    "SearchResult",
+    "enumerate_domain",
+    "exact_hard_sensitivity",
+    "exact_soft_sensitivity",
+    "hard_bound",
+    "numeric_grid",
+    "per_round_hard_sensitivity",
+    "reach_edge",
+    "soft_bound",
+]
