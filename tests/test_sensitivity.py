@@ -224,6 +224,13 @@ def test_hard_ties_go_to_lowest_index() -> None:
     population = Records.concat([row(3, 0, 0), row(3, 1, 0)])
     assert exact_hard_sensitivity(Policy({"n": Threshold(6)}), g, population).value == 0.0
     assert exact_hard_sensitivity(Policy({"c": Complete()}), g, population).value == math.sqrt(2)
+    # c0 has c=y, c1 has c=z; the edge x ~ y moves a record from a tie (c=x: both one
+    # mismatch away, so c0 by the lowest index) to c0 outright: the argmin never changes.
+    # Breaking ties to the highest index instead would flip it (sensitivity sqrt(2)).
+    population = Records.concat([row(3, 1, 0), row(3, 2, 0)])
+    policy = Policy({"c": Partition([["x", "y"]])})
+    assert exact_hard_sensitivity(policy, g, population).value == 0.0
+    assert brute_force(policy, g, population) == 0.0
 
 
 def test_no_edges_gives_zero() -> None:

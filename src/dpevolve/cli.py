@@ -12,7 +12,6 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 
 from dpevolve.errors import InputError
@@ -221,14 +220,16 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         typer.echo(f"dpevolve: error: {exc}", err=True)
         return 2
-    except click.exceptions.Abort:
+    except typer.Abort:
         typer.echo("dpevolve: aborted", err=True)
         return 130
-    except click.ClickException as exc:
-        exc.show()
-        return 2
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         return int(exc.exit_code)
+    except typer.TyperException as exc:  # usage errors: bad option, missing argument
+        format_message = getattr(exc, "format_message", None)
+        text = format_message() if format_message is not None else str(exc)
+        typer.echo(f"dpevolve: error: {' '.join(text.split())} (see --help)", err=True)
+        return 2
     except KeyboardInterrupt:
         typer.echo("dpevolve: interrupted", err=True)
         return 130

@@ -264,13 +264,11 @@ def _raw_values(slot: _Slot, records: Records) -> np.ndarray:
     return np.asarray(records.codes[:, slot.index])
 
 
-def _replace(records: Records, slot: _Slot) -> Records:
-    """Each record repeated once per value of ``slot``, with that value substituted."""
-    g = len(slot.encoded)
-    numeric = np.repeat(records.numeric, g, axis=0)
-    codes = np.repeat(records.codes, g, axis=0)
+def _replace(records: Records, slot: _Slot, rows: np.ndarray, values_at: np.ndarray) -> Records:
+    """Records ``rows`` with ``slot`` set to its enumerated values ``values_at`` (pairwise)."""
+    numeric, codes = records.numeric[rows], records.codes[rows]
     target = numeric if slot.numeric else codes
-    target[:, slot.index] = np.tile(slot.encoded, len(records))
+    target[:, slot.index] = slot.encoded[values_at]
     return Records(numeric, codes)
 
 
@@ -379,29 +377,34 @@ def _search_records(
     scorer: _Scorer,
     best: _Best,
 ) -> None:
-    """Search from supplied records ``x`` to their neighbours ``x'`` on the grid of ``s``."""
+    """Search from supplied records ``x`` to their neighbours ``x'`` on the grid of ``s``.
+
+    Only the neighbours themselves are built and scored (not the whole grid per record):
+    a threshold touches a few grid values out of many.
+    """
     slot = slots[s]
     g, m = len(slot.raw), len(population)
     chunk = max(1, _BLOCK_CELLS // (g * max(m, 1)))
     for start in range(0, len(records), chunk):
         block = records.take(slice(start, start + chunk))
-        mask = graph.adjacent(slot.column, _raw_values(slot, block), slot.raw)
-        if not mask.any():
+        rows, values_at = np.nonzero(
+            graph.adjacent(slot.column, _raw_values(slot, block), slot.raw)
+        )
+        if rows.size == 0:
             continue
         here = scorer.features(distance.pairwise(block, population))
-        moved = _replace(block, slot)
-        there = scorer.features(distance.pairwise(moved, population).reshape(len(block), g, m))
-        values = np.where(mask, scorer.compare(here[:, None], there), -np.inf)
-        best.edges += int(mask.sum())
-        flat = int(np.argmax(values))
-        i, j = divmod(flat, g)
+        moved = _replace(block, slot, rows, values_at)
+        there = scorer.features(distance.pairwise(moved, population))
+        values = scorer.compare(here[rows], there)
+        best.edges += int(rows.size)
+        e = int(np.argmax(values))
 
         def make(
-            i: int = i, j: int = j, block: Records = block, moved: Records = moved
+            i: int = int(rows[e]), e: int = e, block: Records = block, moved: Records = moved
         ) -> tuple[Records, Records]:
-            return block.take(slice(i, i + 1)), moved.take(slice(i * g + j, i * g + j + 1))
+            return block.take(slice(i, i + 1)), moved.take(slice(e, e + 1))
 
-        best.offer(float(values.flat[flat]), slot.column.name, make)
+        best.offer(float(values[e]), slot.column.name, make)
         if best.value >= scorer.ceiling:
             return
 

@@ -1,0 +1,197 @@
+"""The command line: exit codes, one-line errors, no partial or overwritten outputs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dpevolve.cli import ledger_path, main
+
+FAST = ["--population", "30", "--rounds", "2", "--quiet"]
+
+
+@pytest.fixture
+def files(tmp_path: Path, small_schema, small_table):
+    schema = tmp_path / "schema.yaml"
+    schema.write_text(small_schema.to_yaml())
+    private = tmp_path / "private.csv"
+    small_table.to_csv(private, index=False)
+    return tmp_path, schema, private
+
+
+def run(argv: list[str], capsys) -> tuple[int, str]:
+    code = main([str(a) for a in argv])
+    return code, capsys.readouterr().err
+
+
+def test_synth_writes_table_and_ledger(files, capsys) -> None:
+    folder, schema, private = files
+    out = folder / "synthetic.csv"
+    code, err = run(["synth", private, "--schema", schema, "--epsilon", "1", "--delta", "1e-5",
+                     "-o", out, "--seed", "3", *FAST], capsys)
+    assert code == 0, err
+    ledger = json.loads((folder / "synthetic.ledger.json").read_text())
+    assert {"epsilon", "delta", "events"} <= set(ledger)
+    assert len(ledger["events"]) == 2 and ledger["epsilon"] <= 1 + 1e-9
+    assert len(pd.read_csv(out)) == 30
+    # the same seed gives the same file
+    again = folder / "again.parquet"
+    code, _ = run(["synth", private, "--schema", schema, "--epsilon", "1", "--delta", "1e-5",
+                   "-o", again, "--seed", "3", *FAST], capsys)
+    assert code == 0
+    pd.testing.assert_frame_equal(pd.read_parquet(again), pd.read_csv(out), check_dtype=False)
+
+
+def test_existing_output_is_never_overwritten_without_force(files, capsys) -> None:
+    folder, schema, private = files
+    out = folder / "synthetic.csv"
+    out.write_text("keep me")
+    args = ["synth", private, "--schema", schema, "--epsilon", "1", "--delta", "1e-5", "-o", out,
+            *FAST]
+    code, err = run(args, capsys)
+    assert code == 2 and "--force" in err
+    assert out.read_text() == "keep me"
+    assert not ledger_path(out).exists()
+    code, err = run([*args, "--force"], capsys)
+    assert code == 0, err
+    assert out.read_text() != "keep me"
+
+
+def _bad_tables(table: pd.DataFrame) -> list[pd.DataFrame]:
+    nan = table.astype({"hours": float}).copy()
+    nan.loc[3, "hours"] = np.nan
+    outside = table.copy()
+    outside.loc[1, "age"] = 300
+    unknown = table.copy()
+    unknown.loc[2, "job"] = "astronaut"
+    return [nan, outside, unknown, table.assign(extra=1), table.drop(columns="job"),
+            table.iloc[:0]]
+
+
+def test_malformed_tables_exit_2_with_one_line_and_no_output(files, small_table, capsys) -> None:
+    folder, schema, _ = files
+    for i, bad in enumerate(_bad_tables(small_table)):
+        private = folder / f"bad{i}.csv"
+        bad.to_csv(private, index=False)
+        out = folder / f"out{i}.csv"
+        code, err = run(["synth", private, "--schema", schema, "--epsilon", "1", "--delta",
+                         "1e-5", "-o", out, *FAST], capsys)
+        assert code == 2, err
+        assert err.startswith("dpevolve: error: ") and err.count("\n") == 1, err
+        assert not out.exists() and not ledger_path(out).exists()
+        assert not list(folder.glob(".*tmp"))
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["--epsilon", "0", "--delta", "1e-5"], "epsilon"),
+        (["--epsilon", "-2", "--delta", "1e-5"], "epsilon"),
+        (["--epsilon", "1", "--delta", "1.5"], "delta"),
+        ([], "budget"),
+        (["--epsilon", "1", "--delta", "1e-5", "--preset", "nope"], "preset"),
+        (["--epsilon", "1", "--delta", "1e-5", "--vote", "soft"], "temperature"),
+        (["--epsilon", "1", "--delta", "1e-5", "--temperature", "-1", "--vote", "soft"],
+         "temperature"),
+        (["--epsilon", "nan", "--delta", "1e-5"], "epsilon"),
+        (["--epsilon", "1", "--delta", "1e-5", "--on-invalid", "fix"], "on-invalid"),
+        (["--epsilon", "1", "--delta", "1e-5", "--population", "0"], "population"),
+    ],
+)
+def test_bad_arguments(files, capsys, extra, needle) -> None:
+    folder, schema, private = files
+    out = folder / "o.csv"
+    code, err = run(["synth", private, "--schema", schema, "-o", out, "--quiet", *extra], capsys)
+    assert code == 2, err
+    assert needle in err and err.count("\n") == 1, err
+    assert not out.exists()
+
+
+def test_missing_files_and_formats(files, capsys) -> None:
+    folder, schema, private = files
+    base = ["--epsilon", "1", "--delta", "1e-5", *FAST]
+    cases = [
+        (["synth", folder / "nope.csv", "--schema", schema, "-o", folder / "a.csv", *base],
+         "not found"),
+        (["synth", private, "--schema", folder / "nope.yaml", "-o", folder / "a.csv", *base],
+         "not found"),
+        (["synth", private, "--schema", schema, "-o", folder / "a.xlsx", *base], "format"),
+        (["synth", private, "--schema", schema, "-o", folder / "no" / "a.csv", *base],
+         "folder"),
+    ]
+    for argv, needle in cases:
+        code, err = run(argv, capsys)
+        assert code == 2 and needle in err, err
+
+
+schema_values = st.one_of(st.none(), st.integers(), st.text(max_size=5), st.lists(st.integers()),
+                          st.dictionaries(st.text(max_size=4), st.integers(), max_size=2))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.dictionaries(st.sampled_from(["type", "lo", "hi", "values", "weight", "hierarchy",
+                                        "integer"]), schema_values, max_size=4))
+def test_fuzzed_schemas_give_one_line_errors(files, capsys, decl) -> None:
+    folder, _, private = files
+    bad = folder / "fuzz.yaml"
+    bad.write_text(yaml.safe_dump({"columns": {"age": decl}}))
+    out = folder / "fuzz_out.csv"
+    code, err = run(["synth", private, "--schema", bad, "--epsilon", "1", "--delta", "1e-5",
+                     "-o", out, *FAST], capsys)
+    assert code == 2, err
+    assert err.startswith("dpevolve: error: ") and err.count("\n") == 1, err
+    assert not out.exists()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=200))
+def test_garbage_private_files(files, capsys, blob) -> None:
+    folder, schema, _ = files
+    private = folder / "garbage.csv"
+    private.write_bytes(blob)
+    out = folder / "g_out.csv"
+    code, err = run(["synth", private, "--schema", schema, "--epsilon", "1", "--delta", "1e-5",
+                     "-o", out, *FAST], capsys)
+    assert code == 2, err
+    assert err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_schema_infer_and_evaluate(files, small_table, capsys) -> None:
+    folder, schema, private = files
+    inferred = folder / "inferred.yaml"
+    code, err = run(["schema", "infer", private, "-o", inferred, "--label", "income"], capsys)
+    assert code == 0, err
+    assert "columns" in yaml.safe_load(inferred.read_text())
+    code, err = run(["schema", "infer", private, "-o", inferred], capsys)
+    assert code == 2 and "--force" in err
+    report = folder / "eval.json"
+    code, err = run(["evaluate", private, private, "--schema", schema, "--label", "income",
+                     "-o", report], capsys)
+    assert code == 0, err
+    result = json.loads(report.read_text())
+    assert result["marginals"]["1"]["mean"] == 0.0
+
+
+def test_usage_errors_exit_2(capsys) -> None:
+    assert main(["synth"]) == 2
+    assert main(["no-such-command"]) == 2
+
+
+def test_console_script_exit_codes(files, tmp_path: Path) -> None:
+    folder, schema, private = files
+    exe = Path(sys.executable).with_name("dpevolve")
+    proc = subprocess.run([str(exe), "synth", str(private), "--schema", str(schema),
+                           "--epsilon", "-1", "-o", str(folder / "x.csv")],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith("dpevolve: error:")

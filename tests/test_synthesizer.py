@@ -1,0 +1,154 @@
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dpevolve import Synthesizer
+from dpevolve.errors import InputError
+from dpevolve.evolution import Schedule, Stage
+from dpevolve.presets import get_preset
+from dpevolve.variation import mutation_rate
+
+FAST = {"population_size": 40, "rounds": 3}
+
+
+def test_fit_returns_self_and_sets_fitted_attributes(small_schema, small_table) -> None:
+    model = Synthesizer(small_schema, epsilon=1.0, delta=1e-5, random_state=0, **FAST)
+    assert model.fit(small_table) is model
+    assert len(model.synthetic_) == 40
+    assert list(model.synthetic_.columns) == small_schema.names
+    frame, _ = small_schema.validate(model.synthetic_)  # the output stays in the domain
+    assert len(frame) == 40
+    ledger = model.ledger_.to_dict()
+    assert len(ledger["events"]) == 3
+    assert ledger["epsilon"] <= 1.0 + 1e-9
+    assert ledger["delta"] == 1e-5
+    assert ledger["seed"] == 0
+    assert model.history_[-1]["epsilon_spent"] == pytest.approx(ledger["epsilon"])
+    json.dumps(ledger)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), preset=st.sampled_from(["bfsoft", "tabpe"]),
+       vote=st.sampled_from(["hard", "soft"]))
+def test_same_seed_same_output(small_schema, small_table, seed, preset, vote) -> None:
+    def run() -> pd.DataFrame:
+        return Synthesizer(small_schema, epsilon=2.0, delta=1e-5, preset=preset, vote=vote,
+                           temperature=0.05, random_state=seed, population_size=30,
+                           rounds=6).fit(small_table).sample(50)
+
+    pd.testing.assert_frame_equal(run(), run())
+
+
+def test_different_seeds_differ(small_schema, small_table) -> None:
+    a = Synthesizer(small_schema, epsilon=1.0, delta=1e-5, random_state=1, **FAST).fit(small_table)
+    b = Synthesizer(small_schema, epsilon=1.0, delta=1e-5, random_state=2, **FAST).fit(small_table)
+    assert not a.synthetic_.equals(b.synthetic_)
+
+
+def test_rho_budget_and_default_delta(small_schema, small_table) -> None:
+    model = Synthesizer(small_schema, rho=0.05, random_state=0, **FAST).fit(small_table)
+    events = model.ledger_.to_dict()["events"]
+    assert sum(e["rho"] for e in events) == pytest.approx(0.05)
+    n = len(small_table)
+    model = Synthesizer(small_schema, epsilon=1.0, random_state=0, **FAST).fit(small_table)
+    assert model.ledger_.to_dict()["delta"] == pytest.approx(1 / (n * math.log(n)))
+
+
+def test_sample_draws_from_the_population(small_schema, small_table) -> None:
+    model = Synthesizer(small_schema, epsilon=1.0, delta=1e-5, random_state=0, **FAST)
+    model.fit(small_table)
+    rows = model.sample(200)
+    assert len(rows) == 200
+    released = {tuple(r) for r in model.synthetic_.itertuples(index=False)}
+    assert all(tuple(r) in released for r in rows.itertuples(index=False))
+    with pytest.raises(InputError, match="fit"):
+        Synthesizer(small_schema, epsilon=1.0).sample(3)
+
+
+def test_public_data_seeds_the_population(small_schema, small_table) -> None:
+    public = small_table.iloc[:50]
+    model = Synthesizer(small_schema, epsilon=1.0, delta=1e-5, public=public, random_state=0,
+                        population_size=20, rounds=1).fit(small_table.iloc[50:])
+    assert len(model.synthetic_) == 20
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"epsilon": -1.0, "delta": 1e-5}, "epsilon"),
+        ({"epsilon": 1.0, "delta": 2.0}, "delta"),
+        ({}, "budget"),
+        ({"epsilon": 1.0, "delta": 1e-5, "preset": "fast"}, "unknown preset"),
+        ({"epsilon": 1.0, "delta": 1e-5, "vote": "soft"}, "temperature"),
+    ],
+)
+def test_bad_configuration(small_schema, small_table, kwargs, needle) -> None:
+    with pytest.raises(InputError, match=needle):
+        Synthesizer(small_schema, random_state=0, **FAST, **kwargs).fit(small_table)
+
+
+def test_noise_matches_the_calibration(small_schema, small_table) -> None:
+    model = Synthesizer(small_schema, epsilon=1.0, delta=1e-5, random_state=0, **FAST)
+    meta = model.fit(small_table).ledger_.to_dict()
+    assert meta["l2_sensitivity"] == pytest.approx(math.sqrt(2))  # hard vote
+    assert meta["sigma"] == pytest.approx(meta["noise_multiplier"] * math.sqrt(2))
+
+
+def test_tabpe_schedule_follows_the_spec() -> None:
+    schedule = get_preset("tabpe").schedule
+    assert schedule.population == 1000 and schedule.rounds == 29
+    assert [schedule.stage(t).mode for t in (1, 4, 5, 29)] == ["sample", "sample", "rank", "rank"]
+    assert schedule.stage(5).keep_selected and schedule.stage(5).mutations == 3
+    assert get_preset("bfsoft").schedule.rounds == 8
+    assert mutation_rate(0, 29) == 0.5 and math.isclose(mutation_rate(29, 29), 0.01)
+
+
+def test_rank_stage_population_is_four_n(small_schema, small_table) -> None:
+    model = Synthesizer(small_schema, epsilon=1.0, delta=1e-5, preset="tabpe", random_state=0,
+                        population_size=25, rounds=6).fit(small_table)
+    sizes = [h["population"] for h in model.history_]
+    assert sizes == [25, 25, 25, 25, 100, 100]
+    assert len(model.synthetic_) == 25
+
+
+def test_the_loop_improves_on_random(small_schema, small_table) -> None:
+    from dpevolve.evaluation import marginal_tv
+
+    model = Synthesizer(small_schema, rho=10.0, random_state=0, population_size=200,
+                        rounds=8).fit(small_table)
+    random_only = Synthesizer(small_schema, rho=10.0, random_state=0, population_size=200,
+                              rounds=1).fit(small_table)
+    evolved = marginal_tv(small_table, model.synthetic_, small_schema, 2).mean
+    start = marginal_tv(small_table, random_only.synthetic_, small_schema, 2).mean
+    assert evolved < start
+
+
+def test_schedule_validation() -> None:
+    with pytest.raises(InputError):
+        Stage("median", 2)
+    with pytest.raises(InputError):
+        Schedule(0, (Stage("sample", 1),))
+
+
+def test_secure_noise_is_flagged_not_reproducible(small_schema, small_table) -> None:
+    model = Synthesizer(small_schema, epsilon=1.0, delta=1e-5, random_state=0, secure_noise=True,
+                        **FAST).fit(small_table)
+    assert model.ledger_.to_dict()["reproducible"] is False
+
+
+def test_counts_of_repairs_reach_the_ledger(small_schema, small_table) -> None:
+    bad = small_table.copy()
+    bad.loc[0, "age"] = 500
+    model = Synthesizer(small_schema, epsilon=1.0, delta=1e-5, random_state=0, on_invalid="clip",
+                        **FAST).fit(bad)
+    ledger = model.ledger_.to_dict()
+    assert ledger["validation"]["clipped_by_column"] == {"age": 1}
+    assert any("clip" in note for note in ledger["notes"])
+    assert np.isfinite(ledger["epsilon"])
