@@ -8,6 +8,7 @@ existing file without ``--force``.
 from __future__ import annotations
 
 import sys
+import warnings
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -26,6 +27,10 @@ app = typer.Typer(
 )
 schema_app = typer.Typer(help="Write and check schemas.", no_args_is_help=True)
 app.add_typer(schema_app, name="schema")
+policy_app = typer.Typer(help="Blowfish policies: reach, bounds, savings.", no_args_is_help=True)
+app.add_typer(policy_app, name="policy")
+datasets_app = typer.Typer(help="Built-in datasets and their schemas.", no_args_is_help=True)
+app.add_typer(datasets_app, name="datasets")
 
 
 class OnInvalid(str, Enum):
@@ -64,7 +69,9 @@ def synth(
     rho: Annotated[float | None, typer.Option("--rho", help="zCDP budget instead of eps.")] = None,
     preset: Annotated[str, typer.Option("--preset", "-p", help="bfsoft or tabpe.")] = "bfsoft",
     vote: Annotated[str | None, typer.Option("--vote", help="hard or soft.")] = None,
-    temperature: Annotated[float | None, typer.Option("--temperature", "-t")] = None,
+    temperature: Annotated[str | None, typer.Option(
+        "--temperature", "-t", help="Soft-vote tau, or 'auto' (public pilot; needs --public).")]
+    = None,
     policy: Annotated[Path | None, typer.Option("--policy", help="Blowfish policy YAML.")] = None,
     public: Annotated[Path | None, typer.Option("--public", help="Public table.")] = None,
     population: Annotated[int | None, typer.Option("--population", help="Override N.")] = None,
@@ -89,17 +96,37 @@ def synth(
     table_schema = Schema.load(schema)
     private_table = read_table(private, "private table")
     public_table = read_table(public, "public table") if public is not None else None
+    if policy is not None:
+        from dpevolve.distance import make_distance
+        from dpevolve.policy import Policy
+        from dpevolve.presets import get_preset
+
+        loaded = Policy.load(policy, table_schema)
+        for warning in loaded.warnings(make_distance(get_preset(preset).distance, table_schema)):
+            _say(quiet, f"warning: {warning}")
     model = Synthesizer(
         table_schema, epsilon=epsilon, delta=delta, rho=rho, preset=preset, vote=vote,
-        temperature=temperature, policy=policy, public=public_table,
+        temperature=_temperature(temperature), policy=policy, public=public_table,
         population_size=population, rounds=rounds, random_state=seed,
         on_invalid=on_invalid.value, secure_noise=secure_noise, progress=not quiet,
-    ).fit(private_table)
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # already said above
+        model.fit(private_table)
     write_table(model.synthetic_, output)
     write_json(model.ledger_.to_dict(), ledger_out)
     result = model.ledger_.result()
     _say(quiet, f"wrote {output} ({len(model.synthetic_)} rows) and {ledger_out}: "
                 f"(epsilon={result.epsilon:.4g}, delta={result.delta:.3g})")
+
+
+def _temperature(text: str | None) -> float | str | None:
+    if text is None or text == "auto":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise InputError(f"temperature must be a number or 'auto', got '{text}'") from None
 
 
 @schema_app.command("infer")
@@ -202,6 +229,82 @@ def demo(
     write_json(result, eval_out)
     _say(quiet, format_report(result))
     _say(quiet, f"wrote {table_out}, {ledger_out} and {eval_out}")
+
+
+@policy_app.command("show")
+def policy_show(
+    policy: Annotated[Path, typer.Argument(help="Policy YAML.")],
+    schema: Annotated[Path, typer.Option("--schema", "-s")],
+    temperature: Annotated[list[float] | None, typer.Option(
+        "--temperature", "-t", help="Soft-vote temperature (repeatable).")] = None,
+    distance: Annotated[str, typer.Option("--distance", help="gower or tabpe.")] = "gower",
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+) -> None:
+    """Per-attribute and record reach, soft-vote bounds, q and the budget saving (1/q^2)."""
+    import json
+
+    from dpevolve.distance import make_distance
+    from dpevolve.policy import Policy, summarize
+    from dpevolve.schema import Schema
+
+    table_schema = Schema.load(schema)
+    temperatures = tuple(temperature) if temperature else (0.015, 0.03, 0.06)
+    for tau in temperatures:
+        if not tau > 0:
+            raise InputError(f"temperature must be > 0, got {tau}")
+    summary = summarize(Policy.load(policy, table_schema),
+                        make_distance(distance, table_schema), temperatures)
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2))
+        return
+    typer.echo(f"record reach r = {summary['reach']:.6g}  ({distance} distance)")
+    for name, info in summary["attributes"].items():
+        typer.echo(f"  {name:20s} {info['graph']:28s} r_k = {info['reach']:.6g}")
+    typer.echo(f"{'tau':>8} {'q':>8} {'L1 bound':>10} {'L2 bound':>10} {'saving 1/q^2':>13}")
+    for row in summary["temperatures"]:
+        saving = row["budget_saving"]
+        typer.echo(f"{row['tau']:8.4g} {row['q']:8.4f} {row['l1_bound']:10.4f} "
+                   f"{row['l2_bound']:10.4f} {'inf' if saving is None else f'{saving:.3g}':>13}")
+    for warning in summary.get("warnings", []):
+        typer.echo(f"warning: {warning}", err=True)
+
+
+@datasets_app.command("list")
+def datasets_list() -> None:
+    """Dataset names, their splits and column presets."""
+    from dpevolve import datasets
+
+    for name in datasets.names():
+        presets = ", ".join(datasets.presets(name)) or "-"
+        typer.echo(f"{name:24s} splits: {', '.join(datasets.splits(name)):16s} presets: {presets}")
+
+
+@datasets_app.command("fetch")
+def datasets_fetch(
+    name: Annotated[str, typer.Argument(help="Dataset name (see `dpevolve datasets list`).")],
+    force: Force = False,
+) -> None:
+    """Download a dataset from its original source into the cache and check its sha256."""
+    from dpevolve import datasets
+
+    for path in datasets.fetch(name, force=force):
+        typer.echo(f"ok {path}")
+
+
+@datasets_app.command("schema")
+def datasets_schema(
+    name: Annotated[str, typer.Argument(help="Dataset name.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Schema YAML to write.")],
+    columns: Annotated[str | None, typer.Option("--columns", help="Column preset.")] = None,
+    force: Force = False,
+) -> None:
+    """Write a dataset's shipped schema (documented domains) to a YAML file."""
+    from dpevolve import datasets
+    from dpevolve.io import atomic_write
+
+    check_writable(output, force)
+    text = datasets.schema(name, columns=columns).to_yaml()
+    atomic_write(output, lambda tmp: tmp.write_text(text))
 
 
 def _maybe_test_split(name: str) -> Any:

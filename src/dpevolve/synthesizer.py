@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
@@ -12,7 +13,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from dpevolve.accounting import Accountant, Budget, Ledger, calibrate_gaussian
+from dpevolve.accounting import Accountant, Budget, Ledger, ZeroCostEvent, calibrate_gaussian
 from dpevolve.backends import Backend, LocalBackend
 from dpevolve.distance import Distance, make_distance
 from dpevolve.encoding import Layout, Records, decode, encode
@@ -53,7 +54,9 @@ class Synthesizer:
     vote
         ``hard`` (nearest candidate) or ``soft`` (softmax at ``temperature``).
     temperature
-        The soft vote's ``tau``.
+        The soft vote's ``tau``, or ``"auto"``: a pilot on the public data picks the
+        temperature (or the hard vote, if it forecasts that hard wins) without spending
+        private budget; the ledger records the forecast.
     policy
         A Blowfish policy (object or YAML path); ``None`` protects whole records.
     public
@@ -90,7 +93,7 @@ class Synthesizer:
         rho: float | None = None,
         preset: str = "bfsoft",
         vote: str | None = None,
-        temperature: float | None = None,
+        temperature: float | Literal["auto"] | None = None,
         policy: Any = None,
         public: pd.DataFrame | None = None,
         population_size: int | None = None,
@@ -146,11 +149,24 @@ class Synthesizer:
             return self.policy
         return Policy.load(self.policy, schema)
 
-    def _vote(self, preset: Preset) -> Vote:
+    def _vote(self, preset: Preset, schema: Schema, budget: Budget, n: int) -> tuple[Vote, Any]:
+        """The vote; ``temperature="auto"`` asks the public pilot (no private budget)."""
         name = self.vote or preset.vote
-        if name == "soft" and self.temperature is None:
-            raise InputError("a soft vote needs a temperature (temperature=TAU)")
-        return make_vote(name, self.temperature)
+        if self.temperature != "auto":
+            if name == "soft" and self.temperature is None:
+                raise InputError("a soft vote needs a temperature (temperature=TAU)")
+            return make_vote(name, self.temperature), None
+        if self.public is None:
+            raise InputError("temperature 'auto' needs public data (--public) for the pilot")
+        from dpevolve.pilot import run_pilot
+
+        result = run_pilot(
+            schema, self.public, n, budget, public_init=True, preset=self.preset,
+            policy=self.policy, population_size=self.population_size, rounds=self.rounds,
+            distance=self.distance, threshold=self.threshold, backend=self.backend,
+        )
+        vote = make_vote("soft", result.best_temperature) if result.soft_wins else make_vote("hard")
+        return vote, result
 
     def describe(self) -> dict[str, Any]:
         """The run's configuration as the ledger records it."""
@@ -188,9 +204,15 @@ class Synthesizer:
             raise InputError("the private table is empty (0 rows)")
         budget = self._budget(n)
         distance: Distance = make_distance(self.distance or preset.distance, schema)
-        vote = self._vote(preset)
+        vote, pilot = self._vote(preset, schema, budget, n)
         policy = self._policy(schema)
         reach = distance.diameter() if policy is None else policy.reach(distance)
+        if not reach > 0:
+            raise InputError("the policy protects no substitution (reach 0): votes would be "
+                             "released without noise; protect at least one attribute")
+        policy_warnings = [] if policy is None else policy.warnings(distance)
+        for warning in policy_warnings:  # said before any budget is spent
+            warnings.warn(f"policy: {warning}", UserWarning, stacklevel=3)
         sensitivity = vote.l2_sensitivity(reach)
         rounds = preset.schedule.rounds
         multiplier = calibrate_gaussian(rounds, budget)
@@ -228,6 +250,15 @@ class Synthesizer:
             "schema": schema.to_dict(),
             "validation": None if report is None else report.to_dict(),
         })
+        for warning in policy_warnings:
+            ledger.note(f"policy: {warning}")
+        if pilot is not None:
+            ledger.add_metadata(pilot=pilot.to_dict())
+            ledger.record(ZeroCostEvent(
+                "public_pilot",
+                f"temperature chosen on public data only: {vote.name} vote"
+                + (f" at tau={pilot.best_temperature}" if pilot.soft_wins else "")
+                + "; no private budget spent"), round=0)
         if report is not None and report.changed:
             ledger.note(
                 f"on_invalid={report.mode} changed the private table: {report.rows_in} rows in, "
@@ -267,6 +298,7 @@ class Synthesizer:
         self.history_ = history
         self.schema_ = schema
         self.n_private_ = n
+        self.warnings_ = policy_warnings
         return self
 
     # ------------------------------------------------------------------ sample
