@@ -195,3 +195,47 @@ def test_console_script_exit_codes(files, tmp_path: Path) -> None:
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("dpevolve: error:")
+
+
+def test_policy_show_reproduces_the_spec_table(tmp_path: Path, capsys) -> None:
+    from dpevolve.schema import CategoricalColumn, NumericColumn, Schema
+
+    schema = Schema((
+        NumericColumn("age", 17, 90, integer=True),
+        CategoricalColumn("workclass", ("Private", "Self-emp", "Gov")),
+        CategoricalColumn("sex", ("Male", "Female")),
+        NumericColumn("hours-per-week", 1, 99, integer=True),
+        CategoricalColumn("income", ("<=50K", ">50K")),
+    ), label="income")
+    schema_file = tmp_path / "adult5.yaml"
+    schema_file.write_text(schema.to_yaml())
+    expected = {
+        "age": (0.019178, [0.5644, 0.3092, 0.1585]),
+        "hours": (0.016327, [0.4962, 0.2656, 0.1352]),
+        "both": (0.019178, [0.5644, 0.3092, 0.1585]),
+        "income": (0.2, [1.0000, 0.9975, 0.9311]),
+    }
+    policies = {
+        "age": {"age": {"threshold": 7}},
+        "hours": {"hours-per-week": {"threshold": 8}},
+        "both": {"age": {"threshold": 7}, "hours-per-week": {"threshold": 8}},
+        "income": {"age": {"threshold": 7}, "hours-per-week": {"threshold": 8},
+                   "income": "complete"},
+    }
+    for name, attributes in policies.items():
+        policy_file = tmp_path / f"{name}.yaml"
+        policy_file.write_text(yaml.safe_dump({"attributes": attributes}))
+        code = main(["policy", "show", str(policy_file), "--schema", str(schema_file),
+                     "--temperature", "0.015", "--temperature", "0.03", "--temperature", "0.06",
+                     "--json"])
+        out = capsys.readouterr().out
+        assert code == 0
+        summary = json.loads(out)
+        reach, qs = expected[name]
+        assert summary["reach"] == pytest.approx(reach, abs=5e-7)
+        assert [round(t["q"], 4) for t in summary["temperatures"]] == qs
+        assert set(summary) >= {"reach", "attributes", "temperatures"}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"attributes": {"salary": {"threshold": 3}}}))
+    code, err = run(["policy", "show", bad, "--schema", schema_file], capsys)
+    assert code == 2 and "salary" in err

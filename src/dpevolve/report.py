@@ -620,8 +620,8 @@ def _utility_plots(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema) 
         _img(
             data,
             "1-way marginals, real versus synthetic",
-            "Share of rows per value or bin: real (filled, computed from the private "
-            "table) and synthetic. Panel titles give each column's TV.",
+            "Share of rows per value or bin: real (blue, computed from the private "
+            "table) and synthetic (orange). Panel titles give each column's TV.",
         )
     )
     if len(schema) >= 2:

@@ -1,0 +1,621 @@
+"""Private tables larger than memory: validate and encode them batch by batch.
+
+A :class:`StreamedTable` is a private table on disk (``.csv``, ``.csv.gz`` or
+``.parquet``) read with pyarrow in batches of at most ``batch_rows`` rows. Every batch is
+validated against the schema and encoded to :class:`~dpevolve.encoding.Records`, so the
+memory a pass needs is bounded by the batch size, not by the table.
+
+The first pass (run when the table is opened) reads the whole file once: it counts the
+rows ``n`` (public under replace-one adjacency) and validates every batch, adding the
+drop and clip counts of all batches into one
+:class:`~dpevolve.schema.ValidationReport`. :meth:`StreamedTable.batches` then returns
+a fresh iterator over the encoded batches each call, so the method itself is the
+zero-argument callable :meth:`dpevolve.evolution.Evolution.run` reads once per round::
+
+    from dpevolve import Synthesizer
+    from dpevolve.streaming import fit_file
+
+    model = fit_file(Synthesizer("schema.yaml", epsilon=1.0, random_state=0),
+                     "private.parquet", batch_rows=250_000)
+    model.sample()
+
+Streaming gives what :meth:`Synthesizer.fit <dpevolve.synthesizer.Synthesizer.fit>` on
+the table read by pandas gives: the same encoded records, the same validation report
+and, in ``on_invalid="error"`` mode, the same error (column, count of bad rows, first
+bad row counted over the whole file). CSV columns are read with types forced from the
+schema (categorical as text, numeric as float64) because a streaming reader that
+guessed types from the first block would fail on a later one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from dpevolve.encoding import Layout, Records, encode
+from dpevolve.errors import InputError
+from dpevolve.io import _suffix
+from dpevolve.schema import CategoricalColumn, NumericColumn, Schema, ValidationReport
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from dpevolve.synthesizer import Synthesizer
+
+OnInvalid = Literal["error", "drop", "clip"]
+
+DEFAULT_BATCH_ROWS = 250_000
+
+# pandas' default missing-value markers (``pandas.read_csv``), so a streamed CSV has the
+# same missing cells as the same file read whole with pandas.
+_NA_VALUES = [
+    "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
+    "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
+]  # fmt: skip
+
+# The order in which Schema.validate checks one column: the in-memory error names the
+# first problem of the first bad column, so a streamed error must rank them the same way.
+_PROBLEM_RANK = ("are not numbers", "are missing (NaN)")
+
+_CSV_CONVERSION = re.compile(r"In CSV column #(\d+): .*CSV conversion error")
+
+
+# --------------------------------------------------------------------------- validation
+@dataclass(frozen=True)
+class _Recorder(Schema):
+    """A schema whose validation records every problem instead of acting on it.
+
+    ``Schema.validate`` hands each bad-cell mask to ``_fail_or_mark``; recording them
+    (and leaving the rows in) reuses its exact checks, clipping and key matching while
+    the drop decision and the error move to the caller, who sees the whole file.
+    """
+
+    found: list[tuple[str, str, np.ndarray, Any]] = field(
+        default_factory=list, compare=False, repr=False
+    )
+
+    def _fail_or_mark(  # type: ignore[override]
+        self,
+        mode: str,
+        what: str,
+        name: str,
+        mask: np.ndarray,
+        problem: str,
+        values: pd.Series,
+        bad_rows: np.ndarray,
+        dropped: dict[str, int],
+    ) -> None:
+        del mode, what, bad_rows, dropped
+        first = int(np.flatnonzero(mask)[0])
+        self.found.append((name, problem, mask.copy(), values.iloc[first]))
+
+
+@dataclass(frozen=True)
+class BatchTally:
+    """What validating one batch found (small: shipped from Dask workers to the driver).
+
+    ``problems`` holds ``(column, problem, count, first row in the batch, example)``.
+    """
+
+    rows_in: int
+    rows_out: int
+    problems: tuple[tuple[str, str, int, int, Any], ...] = ()
+    clipped: tuple[tuple[str, int], ...] = ()
+
+
+def validate_batch(
+    frame: pd.DataFrame, schema: Schema, on_invalid: OnInvalid, what: str = "private table"
+) -> tuple[pd.DataFrame, BatchTally]:
+    """Validate one batch as :meth:`Schema.validate` would, without raising on bad cells.
+
+    Parameters
+    ----------
+    frame
+        One batch of the raw table (any row index).
+    schema
+        The declared domains.
+    on_invalid
+        ``error``, ``drop`` or ``clip``. In ``error`` mode bad rows are dropped too; the
+        caller raises once it has seen every batch (:class:`Tally`).
+    what
+        How messages name the table.
+
+    Returns
+    -------
+    frame : pandas.DataFrame
+        The valid rows, in schema column order with canonical dtypes.
+    tally : BatchTally
+        Row counts, every problem found and the clipped cells.
+    """
+    if on_invalid not in ("error", "drop", "clip"):
+        raise InputError(f"on_invalid must be error, drop or clip, got '{on_invalid}'")
+    if len(frame) == 0:
+        return frame.reindex(columns=schema.names), BatchTally(0, 0)
+    recorder = _Recorder(schema.columns, schema.label)
+    clean, report = recorder.validate(
+        frame, on_invalid="clip" if on_invalid == "clip" else "drop", what=what
+    )
+    bad = np.zeros(len(clean), dtype=bool)
+    problems = []
+    for name, problem, mask, example in recorder.found:
+        bad |= mask
+        problems.append((name, problem, int(mask.sum()), int(np.flatnonzero(mask)[0]), example))
+    if bad.any():
+        clean = clean.loc[~bad].reset_index(drop=True)
+    tally = BatchTally(
+        rows_in=len(frame),
+        rows_out=len(clean),
+        problems=tuple(problems),
+        clipped=tuple((k, int(v)) for k, v in report.clipped.items()),
+    )
+    return clean, tally
+
+
+@dataclass
+class _Problem:
+    count: int
+    first_row: int
+    example: Any
+
+
+class Tally:
+    """Validation counts added over batches, and the whole-table verdict.
+
+    Batches must be added in file order: the first bad row an error names is counted
+    from the start of the table.
+    """
+
+    def __init__(self, schema: Schema, on_invalid: OnInvalid, what: str = "private table") -> None:
+        self.schema = schema
+        self.on_invalid = on_invalid
+        self.what = what
+        self.rows_in = 0
+        self.rows_out = 0
+        self.clipped: dict[str, int] = {}
+        self.problems: dict[tuple[str, str], _Problem] = {}
+
+    def add(self, batch: BatchTally) -> None:
+        """Add the next batch (in file order)."""
+        for name, problem, count, first, example in batch.problems:
+            seen = self.problems.get((name, problem))
+            if seen is None:
+                self.problems[(name, problem)] = _Problem(count, self.rows_in + first, example)
+            else:
+                seen.count += count
+        for name, count in batch.clipped:
+            self.clipped[name] = self.clipped.get(name, 0) + count
+        self.rows_in += batch.rows_in
+        self.rows_out += batch.rows_out
+
+    def report(self) -> ValidationReport:
+        """The report :meth:`Schema.validate` gives on the whole table.
+
+        Raises
+        ------
+        InputError
+            The in-memory error: an empty table; in ``error`` mode the first bad column
+            (schema order) with its count of bad rows; otherwise no valid row left.
+        """
+        if self.rows_in == 0:
+            raise InputError(f"{self.what} is empty (0 rows)")
+        order = {name: k for k, name in enumerate(self.schema.names)}
+
+        def rank(key: tuple[str, str]) -> tuple[int, int]:
+            name, problem = key
+            kind = _PROBLEM_RANK.index(problem) if problem in _PROBLEM_RANK else len(_PROBLEM_RANK)
+            return order.get(name, len(order)), kind
+
+        ranked = sorted(self.problems, key=rank)
+        if self.on_invalid == "error" and ranked:
+            name, problem = ranked[0]
+            found = self.problems[ranked[0]]
+            raise InputError(
+                f"{self.what} column '{name}': {found.count} of {self.rows_in} rows {problem} "
+                f"(first at row {found.first_row}: {_plain(found.example)!r}); fix them or use "
+                "--on-invalid drop|clip"
+            )
+        if self.rows_out == 0:
+            raise InputError(f"{self.what} has no valid rows left after on_invalid={self.on_invalid}")
+        dropped: dict[str, int] = {}
+        for name, problem in ranked:
+            dropped[name] = dropped.get(name, 0) + self.problems[(name, problem)].count
+        clipped = {n: self.clipped[n] for n in sorted(self.clipped, key=lambda n: order.get(n, 0))}
+        return ValidationReport(self.on_invalid, self.rows_in, self.rows_out, dropped, clipped)
+
+
+def _plain(value: Any) -> Any:
+    """A cell as a plain Python value, so messages read the same for CSV and Parquet."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def empty_records(schema: Schema) -> Records:
+    """Zero encoded rows with the schema's layout."""
+    layout = Layout.of(schema)
+    return Records(
+        np.empty((0, len(layout.numeric)), dtype=np.float64),
+        np.empty((0, len(layout.categorical)), dtype=np.int32),
+    )
+
+
+def encode_batch(
+    frame: pd.DataFrame, schema: Schema, on_invalid: OnInvalid, what: str = "private table"
+) -> tuple[Records, BatchTally]:
+    """:func:`validate_batch` then :func:`~dpevolve.encoding.encode`."""
+    clean, tally = validate_batch(frame, schema, on_invalid, what)
+    if len(clean) == 0:
+        return empty_records(schema), tally
+    return encode(clean, schema), tally
+
+
+def check_columns(names: Sequence[str], schema: Schema, what: str) -> None:
+    """The in-memory column checks, from a file's header alone."""
+    unknown = [c for c in names if c not in schema]
+    if unknown:
+        raise InputError(
+            f"{what} has column '{unknown[0]}' that the schema does not declare "
+            "(drop it or add it to the schema)"
+        )
+    missing = [n for n in schema.names if n not in names]
+    if missing:
+        raise InputError(f"{what} lacks column '{missing[0]}' declared in the schema")
+
+
+# ------------------------------------------------------------------------------ reading
+class _TextNumeric(Exception):  # noqa: N818 - control flow, never reaches the user
+    """A numeric CSV column holds text: re-read it as text and let validation judge it."""
+
+    def __init__(self, column: str) -> None:
+        super().__init__(column)
+        self.column = column
+
+
+def _rebatch(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
+    """Re-cut record batches of any size into tables of exactly ``rows`` (the last less)."""
+    import pyarrow as pa
+
+    pending: list[pa.RecordBatch] = []
+    count = 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        pending.append(batch)
+        count += batch.num_rows
+        while count >= rows:
+            table = pa.Table.from_batches(pending)
+            yield table.slice(0, rows)
+            rest = table.slice(rows)
+            pending, count = rest.to_batches(), rest.num_rows
+    if count:
+        yield pa.Table.from_batches(pending)
+
+
+def _canonical_keys(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+    """Read CSV category text the way pandas' type inference would have.
+
+    pandas reads a column of numbers as numbers, so ``1.0`` (how pandas writes an integer
+    column with gaps) matches the declared value ``1``; a text reader sees ``"1.0"``.
+    Only cells outside the declared set are looked at, so clean tables pay nothing.
+    """
+    for column in schema.columns:
+        if not isinstance(column, CategoricalColumn):
+            continue
+        values = frame[column.name]
+        outside = values.notna() & ~values.isin(column.keys)
+        if not outside.any():
+            continue
+        number = pd.to_numeric(values[outside], errors="coerce")
+        number = number[np.isfinite(number.to_numpy(dtype=np.float64))]
+        if len(number) == 0:
+            continue
+        as_key = [str(int(v)) if float(v).is_integer() else str(float(v)) for v in number]
+        declared = set(column.keys)
+        fixed = pd.Series(as_key, index=number.index, dtype=object)
+        fixed = fixed[fixed.isin(declared)]
+        if len(fixed):
+            values = values.astype(object)
+            values.loc[fixed.index] = fixed
+            frame[column.name] = values
+    return frame
+
+
+class StreamedTable:
+    """A private table on disk, validated and encoded in batches of ``batch_rows``.
+
+    Opening the table reads it once: it counts the rows, validates every batch and
+    raises the error :meth:`Schema.validate` would raise on the whole table.
+
+    Parameters
+    ----------
+    path
+        A ``.csv``, ``.csv.gz`` or ``.parquet`` file.
+    schema
+        The declared domains (never inferred from the private table).
+    batch_rows
+        Rows per batch: the memory of a pass is a few batches.
+    on_invalid
+        ``error``, ``drop`` or ``clip``, as in :meth:`Schema.validate`.
+    what
+        How error messages name the table.
+
+    Attributes
+    ----------
+    rows : int
+        Valid rows ``n`` (after ``on_invalid``).
+    report : ValidationReport
+        Drop and clip counts over the whole table.
+
+    Raises
+    ------
+    InputError
+        Missing or unreadable file, a column the schema does not declare (or lacks), an
+        empty table, or (``on_invalid="error"``) cells outside the schema, naming the
+        column and how many rows.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        schema: Schema,
+        batch_rows: int = DEFAULT_BATCH_ROWS,
+        on_invalid: OnInvalid = "error",
+        what: str = "private table",
+    ) -> None:
+        if isinstance(batch_rows, bool) or not isinstance(batch_rows, (int, np.integer)):
+            raise InputError(f"batch_rows must be a positive integer, got {batch_rows!r}")
+        if batch_rows < 1:
+            raise InputError(f"batch_rows must be a positive integer, got {batch_rows}")
+        if on_invalid not in ("error", "drop", "clip"):
+            raise InputError(f"on_invalid must be error, drop or clip, got '{on_invalid}'")
+        self.path = Path(path)
+        self.schema = schema
+        self.batch_rows = int(batch_rows)
+        self.on_invalid: OnInvalid = on_invalid
+        self.what = what
+        self.format = "parquet" if _suffix(self.path) in (".parquet", ".pq") else "csv"
+        if not self.path.is_file():
+            raise InputError(f"{what} file not found: {self.path}")
+        # Numeric CSV columns found to hold text: read as text so validation can count
+        # the non-numbers exactly as pandas would (instead of the reader failing).
+        self._text_columns: set[str] = set()
+        self._stamp = self._file_stamp()
+        self.report = self._scan()
+        self.rows = self.report.rows_out
+
+    def __repr__(self) -> str:
+        return (
+            f"StreamedTable({str(self.path)!r}, rows={self.rows}, batch_rows={self.batch_rows}, "
+            f"on_invalid={self.on_invalid!r})"
+        )
+
+    def __len__(self) -> int:
+        return self.rows
+
+    # ------------------------------------------------------------------ passes
+    def batches(self) -> TableStream:
+        """A fresh pass over the encoded valid rows, one :class:`Records` per batch.
+
+        Nothing is read until the first batch is asked for. Pass the bound method
+        (``table.batches``) where a zero-argument callable is wanted.
+
+        Raises
+        ------
+        InputError
+            The file changed since it was first read (its row count and validation
+            report, which the run's budget and ledger use, would be stale).
+        """
+        return TableStream(self)
+
+    def frames(self) -> Iterator[pd.DataFrame]:
+        """A fresh pass over the validated batches as tables (schema column order)."""
+        for frame, _ in self._validated():
+            if len(frame):
+                yield frame
+
+    def _records(self) -> Iterator[Records]:
+        self._check_unchanged()
+        rows = 0
+        for frame, _ in self._validated():
+            if len(frame):
+                rows += len(frame)
+                yield encode(frame, self.schema)
+        if rows != self.rows:
+            raise InputError(
+                f"{self.what} {self.path} changed while being read: {rows} valid rows now, "
+                f"{self.rows} on the first pass"
+            )
+
+    def _scan(self) -> ValidationReport:
+        while True:
+            tally = Tally(self.schema, self.on_invalid, self.what)
+            try:
+                for _, batch in self._validated():
+                    tally.add(batch)
+            except _TextNumeric as retry:
+                self._text_columns.add(retry.column)
+                continue
+            return tally.report()
+
+    def _validated(self) -> Iterator[tuple[pd.DataFrame, BatchTally]]:
+        for table in _rebatch(self._arrow_batches(), self.batch_rows):
+            frame = table.to_pandas()
+            if self.format == "csv":
+                frame = _canonical_keys(frame, self.schema)
+            yield validate_batch(frame, self.schema, self.on_invalid, self.what)
+
+    # ----------------------------------------------------------------- readers
+    def _arrow_batches(self) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        try:
+            if self.format == "parquet":
+                yield from self._parquet_batches()
+            else:
+                yield from self._csv_batches()
+        except (pa.ArrowException, OSError) as exc:
+            raise InputError(f"{self.what} {self.path} could not be read: {_first_line(exc)}") from None
+
+    def _parquet_batches(self) -> Iterator[pa.RecordBatch]:
+        import pyarrow.parquet as pq
+
+        with pq.ParquetFile(self.path) as source:
+            # pandas stores a non-default index as extra columns: not part of the table.
+            names = [n for n in source.schema_arrow.names if not n.startswith("__index_level_")]
+            check_columns(names, self.schema, self.what)
+            yield from source.iter_batches(batch_size=self.batch_rows, columns=self.schema.names)
+
+    def _csv_batches(self) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+        import pyarrow.csv as pcsv
+
+        types = {
+            c.name: pa.float64()
+            if isinstance(c, NumericColumn) and c.name not in self._text_columns
+            else pa.string()
+            for c in self.schema.columns
+        }
+        # Blocks of about one batch keep the reader's buffers proportional to batch_rows.
+        block = int(min(max(self.batch_rows * 128, 1 << 20), 64 << 20))
+        try:
+            reader = pcsv.open_csv(
+                self.path,
+                read_options=pcsv.ReadOptions(block_size=block),
+                convert_options=pcsv.ConvertOptions(
+                    column_types=types,
+                    null_values=_NA_VALUES,
+                    strings_can_be_null=True,
+                    quoted_strings_can_be_null=True,
+                ),
+            )
+        except pa.ArrowInvalid as exc:
+            if "Empty CSV file" in str(exc):
+                raise InputError(f"{self.what} {self.path} is empty") from None
+            self._raise_text_numeric(exc, self._header())
+            raise
+        names = reader.schema.names
+        check_columns(names, self.schema, self.what)
+        try:
+            with reader:
+                yield from reader
+        except pa.ArrowInvalid as exc:
+            self._raise_text_numeric(exc, names)
+            raise
+
+    def _header(self) -> list[str]:
+        import pyarrow as pa
+        import pyarrow.csv as pcsv
+
+        types = {c.name: pa.string() for c in self.schema.columns}
+        probe = pcsv.open_csv(
+            self.path,
+            read_options=pcsv.ReadOptions(block_size=1 << 20),
+            convert_options=pcsv.ConvertOptions(column_types=types),
+        )
+        with probe:
+            names = list(probe.schema.names)
+        check_columns(names, self.schema, self.what)
+        return names
+
+    def _raise_text_numeric(self, exc: Exception, names: Sequence[str]) -> None:
+        match = _CSV_CONVERSION.search(str(exc))
+        if match is None:
+            return
+        index = int(match.group(1))
+        if index < len(names) and names[index] not in self._text_columns:
+            raise _TextNumeric(names[index]) from None
+
+    # -------------------------------------------------------------- integrity
+    def _file_stamp(self) -> tuple[int, int]:
+        stat = os.stat(self.path)
+        return stat.st_size, stat.st_mtime_ns
+
+    def _check_unchanged(self) -> None:
+        try:
+            stamp = self._file_stamp()
+        except OSError:
+            raise InputError(f"{self.what} file disappeared: {self.path}") from None
+        if stamp != self._stamp:
+            raise InputError(
+                f"{self.what} {self.path} changed since it was first read; "
+                "its row count and validation report are stale (start the run again)"
+            )
+
+
+class TableStream(Iterator[Records]):
+    """One pass over a :class:`StreamedTable`; the file is opened on the first ``next``.
+
+    ``table`` lets a distributed backend recognise the source and ship it to its
+    workers once instead of once per round.
+    """
+
+    def __init__(self, table: StreamedTable) -> None:
+        self.table = table
+        self._records: Iterator[Records] | None = None
+
+    def __iter__(self) -> TableStream:
+        return self
+
+    def __next__(self) -> Records:
+        if self._records is None:
+            self._records = self.table._records()
+        return next(self._records)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# ------------------------------------------------------------------------------ fitting
+def fit_file(
+    model: Synthesizer,
+    path: str | Path,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+) -> Synthesizer:
+    """Fit ``model`` on a private table file without loading it into memory.
+
+    The table is validated with the model's ``on_invalid`` and read once per round, in
+    batches of ``batch_rows``. With the same seed the result is the one
+    ``model.fit(read_table(path))`` gives.
+
+    Parameters
+    ----------
+    model
+        An unfitted :class:`~dpevolve.synthesizer.Synthesizer`.
+    path
+        A ``.csv``, ``.csv.gz`` or ``.parquet`` file.
+    batch_rows
+        Rows per batch.
+
+    Returns
+    -------
+    Synthesizer
+        ``model``, fitted.
+    """
+    schema = model._schema()
+    table = StreamedTable(path, schema, batch_rows=batch_rows, on_invalid=model.on_invalid)
+    return model._fit_records(table.batches, schema, table.report, n=table.rows)
+
+
+__all__ = [
+    "DEFAULT_BATCH_ROWS",
+    "BatchTally",
+    "StreamedTable",
+    "TableStream",
+    "Tally",
+    "check_columns",
+    "empty_records",
+    "encode_batch",
+    "fit_file",
+    "validate_batch",
+]
