@@ -58,8 +58,15 @@ def scores(train, test, synthetic, schema, label) -> dict[str, float]:
     return {"tv1": tv1, "tv2": tv2, "tv_mean_1_2": (tv1 + tv2) / 2, "accuracy": accuracy}
 
 
-def run_dataset(name: str, columns: Any, seeds: int, epsilon: float, delta: float,
-                backend: str, rounds: int | None) -> dict[str, Any]:
+def run_dataset(
+    name: str,
+    columns: Any,
+    seeds: int,
+    epsilon: float,
+    delta: float,
+    backend: str,
+    rounds: int | None,
+) -> dict[str, Any]:
     train = datasets.load(name, split="train", columns=columns)
     test = datasets.load(name, split="test", columns=columns)
     schema, label = train.schema, train.label
@@ -67,15 +74,26 @@ def run_dataset(name: str, columns: Any, seeds: int, epsilon: float, delta: floa
     for seed in range(seeds):
         tracemalloc.start()
         start = time.perf_counter()
-        model = Synthesizer(schema, epsilon=epsilon, delta=delta, preset="tabpe",
-                            random_state=seed, rounds=rounds, backend=make_backend(backend))
+        model = Synthesizer(
+            schema,
+            epsilon=epsilon,
+            delta=delta,
+            preset="tabpe",
+            random_state=seed,
+            rounds=rounds,
+            backend=make_backend(backend),
+        )
         model.fit(train.frame)
         seconds = time.perf_counter() - start
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-        row = {"seed": seed, "seconds": seconds, "peak_python_mb": peak / 2**20,
-               "epsilon": model.ledger_.result().epsilon,
-               **scores(train.frame, test.frame, model.synthetic_, schema, label)}
+        row = {
+            "seed": seed,
+            "seconds": seconds,
+            "peak_python_mb": peak / 2**20,
+            "epsilon": model.ledger_.result().epsilon,
+            **scores(train.frame, test.frame, model.synthetic_, schema, label),
+        }
         print(f"{name} seed {seed}: {row}", flush=True)
         runs.append(row)
 
@@ -86,8 +104,9 @@ def run_dataset(name: str, columns: Any, seeds: int, epsilon: float, delta: floa
         "real_train_1000_rows": scores(train.frame, test.frame, real_sample, schema, label),
         "real_train_all_rows": {"accuracy": tstr(train.frame, test.frame, schema, label).accuracy},
         "uniform_random": scores(train.frame, test.frame, uniform, schema, label),
-        "majority_class": {"accuracy": float(
-            (test.frame[label] == train.frame[label].mode()[0]).mean())},
+        "majority_class": {
+            "accuracy": float((test.frame[label] == train.frame[label].mode()[0]).mean())
+        },
     }
 
     def mean(key: str) -> float:
@@ -98,14 +117,25 @@ def run_dataset(name: str, columns: Any, seeds: int, epsilon: float, delta: floa
             return float("nan")
         from scipy import stats
 
-        return float(stats.t.ppf(0.975, len(runs) - 1) * statistics.stdev(r[key] for r in runs)
-                     / len(runs) ** 0.5)
+        return float(
+            stats.t.ppf(0.975, len(runs) - 1)
+            * statistics.stdev(r[key] for r in runs)
+            / len(runs) ** 0.5
+        )
 
-    summary = {k: {"mean": mean(k), "ci95_half_width": half_width(k)}
-               for k in ("seconds", "peak_python_mb", "tv1", "tv2", "tv_mean_1_2", "accuracy")}
-    return {"dataset": name, "columns": schema.names, "n_train": len(train.frame),
-            "n_test": len(test.frame), "runs": runs, "summary": summary,
-            "baselines": baselines}
+    summary = {
+        k: {"mean": mean(k), "ci95_half_width": half_width(k)}
+        for k in ("seconds", "peak_python_mb", "tv1", "tv2", "tv_mean_1_2", "accuracy")
+    }
+    return {
+        "dataset": name,
+        "columns": schema.names,
+        "n_train": len(train.frame),
+        "n_test": len(test.frame),
+        "runs": runs,
+        "summary": summary,
+        "baselines": baselines,
+    }
 
 
 def main() -> None:
@@ -118,25 +148,45 @@ def main() -> None:
     args = parser.parse_args()
     seeds, rounds = (1, 6) if args.quick else (args.seeds, None)
 
-    adult = run_dataset("adult", "adult-tabpe", seeds, args.epsilon, args.delta, args.backend,
-                        rounds)
+    adult = run_dataset(
+        "adult", "adult-tabpe", seeds, args.epsilon, args.delta, args.backend, rounds
+    )
     xor = run_dataset("xor3", None, seeds, args.epsilon, args.delta, args.backend, rounds)
     ours = adult["summary"]
     comparison = {
-        ref: {"time_ratio_ours_over_ref": ours["seconds"]["mean"] / v["seconds"],
-              "accuracy_gap_ours_minus_ref": ours["accuracy"]["mean"] - v["accuracy"],
-              "tv_ours_vs_ref": [ours["tv_mean_1_2"]["mean"], v["tv"]]}
+        ref: {
+            "time_ratio_ours_over_ref": ours["seconds"]["mean"] / v["seconds"],
+            "accuracy_gap_ours_minus_ref": ours["accuracy"]["mean"] - v["accuracy"],
+            "tv_ours_vs_ref": [ours["tv_mean_1_2"]["mean"], v["tv"]],
+        }
         for ref, v in REFERENCE.items()
     }
     peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    out = {"epsilon": args.epsilon, "delta": args.delta, "backend": args.backend,
-           "quick": args.quick, "adult": adult, "xor3": xor, "reference": REFERENCE,
-           "comparison": comparison, "peak_rss_mb": peak_rss_mb}
+    out = {
+        "epsilon": args.epsilon,
+        "delta": args.delta,
+        "backend": args.backend,
+        "quick": args.quick,
+        "adult": adult,
+        "xor3": xor,
+        "reference": REFERENCE,
+        "comparison": comparison,
+        "peak_rss_mb": peak_rss_mb,
+    }
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "adult_tabpe.json").write_text(json.dumps(out, indent=2))
     plot(out, RESULTS / "adult_tabpe.png")
-    print(json.dumps({"adult": ours, "xor3": xor["summary"], "comparison": comparison,
-                      "peak_rss_mb": peak_rss_mb}, indent=2))
+    print(
+        json.dumps(
+            {
+                "adult": ours,
+                "xor3": xor["summary"],
+                "comparison": comparison,
+                "peak_rss_mb": peak_rss_mb,
+            },
+            indent=2,
+        )
+    )
 
 
 def plot(out: dict[str, Any], path: Path) -> None:
@@ -148,17 +198,29 @@ def plot(out: dict[str, Any], path: Path) -> None:
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     adult = out["adult"]
     names = ["dpevolve tabpe", "AIM (ref)", "MST (ref)", "uniform", "real 1000 rows"]
-    acc = [adult["summary"]["accuracy"]["mean"], REFERENCE["AIM"]["accuracy"],
-           REFERENCE["MST"]["accuracy"], adult["baselines"]["uniform_random"]["accuracy"],
-           adult["baselines"]["real_train_1000_rows"]["accuracy"]]
-    tv = [adult["summary"]["tv_mean_1_2"]["mean"], REFERENCE["AIM"]["tv"], REFERENCE["MST"]["tv"],
-          adult["baselines"]["uniform_random"]["tv_mean_1_2"],
-          adult["baselines"]["real_train_1000_rows"]["tv_mean_1_2"]]
-    secs = [adult["summary"]["seconds"]["mean"], REFERENCE["AIM"]["seconds"],
-            REFERENCE["MST"]["seconds"]]
+    acc = [
+        adult["summary"]["accuracy"]["mean"],
+        REFERENCE["AIM"]["accuracy"],
+        REFERENCE["MST"]["accuracy"],
+        adult["baselines"]["uniform_random"]["accuracy"],
+        adult["baselines"]["real_train_1000_rows"]["accuracy"],
+    ]
+    tv = [
+        adult["summary"]["tv_mean_1_2"]["mean"],
+        REFERENCE["AIM"]["tv"],
+        REFERENCE["MST"]["tv"],
+        adult["baselines"]["uniform_random"]["tv_mean_1_2"],
+        adult["baselines"]["real_train_1000_rows"]["tv_mean_1_2"],
+    ]
+    secs = [
+        adult["summary"]["seconds"]["mean"],
+        REFERENCE["AIM"]["seconds"],
+        REFERENCE["MST"]["seconds"],
+    ]
     axes[0].bar(names, acc, color="C0")
-    axes[0].axhline(adult["baselines"]["majority_class"]["accuracy"], color="k", ls="--",
-                    label="majority class")
+    axes[0].axhline(
+        adult["baselines"]["majority_class"]["accuracy"], color="k", ls="--", label="majority class"
+    )
     axes[0].set_ylim(0.5, 0.9)
     axes[0].set_title("Adult TSTR accuracy")
     axes[0].legend()

@@ -36,8 +36,24 @@ def run(argv: list[str], capsys) -> tuple[int, str]:
 def test_synth_writes_table_and_ledger(files, capsys) -> None:
     folder, schema, private = files
     out = folder / "synthetic.csv"
-    code, err = run(["synth", private, "--schema", schema, "--epsilon", "1", "--delta", "1e-5",
-                     "-o", out, "--seed", "3", *FAST], capsys)
+    code, err = run(
+        [
+            "synth",
+            private,
+            "--schema",
+            schema,
+            "--epsilon",
+            "1",
+            "--delta",
+            "1e-5",
+            "-o",
+            out,
+            "--seed",
+            "3",
+            *FAST,
+        ],
+        capsys,
+    )
     assert code == 0, err
     ledger = json.loads((folder / "synthetic.ledger.json").read_text())
     assert {"epsilon", "delta", "events"} <= set(ledger)
@@ -45,8 +61,24 @@ def test_synth_writes_table_and_ledger(files, capsys) -> None:
     assert len(pd.read_csv(out)) == 30
     # the same seed gives the same file
     again = folder / "again.parquet"
-    code, _ = run(["synth", private, "--schema", schema, "--epsilon", "1", "--delta", "1e-5",
-                   "-o", again, "--seed", "3", *FAST], capsys)
+    code, _ = run(
+        [
+            "synth",
+            private,
+            "--schema",
+            schema,
+            "--epsilon",
+            "1",
+            "--delta",
+            "1e-5",
+            "-o",
+            again,
+            "--seed",
+            "3",
+            *FAST,
+        ],
+        capsys,
+    )
     assert code == 0
     pd.testing.assert_frame_equal(pd.read_parquet(again), pd.read_csv(out), check_dtype=False)
 
@@ -55,8 +87,19 @@ def test_existing_output_is_never_overwritten_without_force(files, capsys) -> No
     folder, schema, private = files
     out = folder / "synthetic.csv"
     out.write_text("keep me")
-    args = ["synth", private, "--schema", schema, "--epsilon", "1", "--delta", "1e-5", "-o", out,
-            *FAST]
+    args = [
+        "synth",
+        private,
+        "--schema",
+        schema,
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-5",
+        "-o",
+        out,
+        *FAST,
+    ]
     code, err = run(args, capsys)
     assert code == 2 and "--force" in err
     assert out.read_text() == "keep me"
@@ -73,8 +116,7 @@ def _bad_tables(table: pd.DataFrame) -> list[pd.DataFrame]:
     outside.loc[1, "age"] = 300
     unknown = table.copy()
     unknown.loc[2, "job"] = "astronaut"
-    return [nan, outside, unknown, table.assign(extra=1), table.drop(columns="job"),
-            table.iloc[:0]]
+    return [nan, outside, unknown, table.assign(extra=1), table.drop(columns="job"), table.iloc[:0]]
 
 
 def test_malformed_tables_exit_2_with_one_line_and_no_output(files, small_table, capsys) -> None:
@@ -83,8 +125,22 @@ def test_malformed_tables_exit_2_with_one_line_and_no_output(files, small_table,
         private = folder / f"bad{i}.csv"
         bad.to_csv(private, index=False)
         out = folder / f"out{i}.csv"
-        code, err = run(["synth", private, "--schema", schema, "--epsilon", "1", "--delta",
-                         "1e-5", "-o", out, *FAST], capsys)
+        code, err = run(
+            [
+                "synth",
+                private,
+                "--schema",
+                schema,
+                "--epsilon",
+                "1",
+                "--delta",
+                "1e-5",
+                "-o",
+                out,
+                *FAST,
+            ],
+            capsys,
+        )
         assert code == 2, err
         assert err.startswith("dpevolve: error: ") and err.count("\n") == 1, err
         assert not out.exists() and not ledger_path(out).exists()
@@ -100,8 +156,10 @@ def test_malformed_tables_exit_2_with_one_line_and_no_output(files, small_table,
         ([], "budget"),
         (["--epsilon", "1", "--delta", "1e-5", "--preset", "nope"], "preset"),
         (["--epsilon", "1", "--delta", "1e-5", "--vote", "soft"], "temperature"),
-        (["--epsilon", "1", "--delta", "1e-5", "--temperature", "-1", "--vote", "soft"],
-         "temperature"),
+        (
+            ["--epsilon", "1", "--delta", "1e-5", "--temperature", "-1", "--vote", "soft"],
+            "temperature",
+        ),
         (["--epsilon", "nan", "--delta", "1e-5"], "epsilon"),
         (["--epsilon", "1", "--delta", "1e-5", "--on-invalid", "fix"], "on-invalid"),
         (["--epsilon", "1", "--delta", "1e-5", "--population", "0"], "population"),
@@ -120,47 +178,80 @@ def test_missing_files_and_formats(files, capsys) -> None:
     folder, schema, private = files
     base = ["--epsilon", "1", "--delta", "1e-5", *FAST]
     cases = [
-        (["synth", folder / "nope.csv", "--schema", schema, "-o", folder / "a.csv", *base],
-         "not found"),
-        (["synth", private, "--schema", folder / "nope.yaml", "-o", folder / "a.csv", *base],
-         "not found"),
+        (
+            ["synth", folder / "nope.csv", "--schema", schema, "-o", folder / "a.csv", *base],
+            "not found",
+        ),
+        (
+            ["synth", private, "--schema", folder / "nope.yaml", "-o", folder / "a.csv", *base],
+            "not found",
+        ),
         (["synth", private, "--schema", schema, "-o", folder / "a.xlsx", *base], "format"),
-        (["synth", private, "--schema", schema, "-o", folder / "no" / "a.csv", *base],
-         "folder"),
+        (["synth", private, "--schema", schema, "-o", folder / "no" / "a.csv", *base], "folder"),
     ]
     for argv, needle in cases:
         code, err = run(argv, capsys)
         assert code == 2 and needle in err, err
 
 
-schema_values = st.one_of(st.none(), st.integers(), st.text(max_size=5), st.lists(st.integers()),
-                          st.dictionaries(st.text(max_size=4), st.integers(), max_size=2))
+schema_values = st.one_of(
+    st.none(),
+    st.integers(),
+    st.text(max_size=5),
+    st.lists(st.integers()),
+    st.dictionaries(st.text(max_size=4), st.integers(), max_size=2),
+)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.dictionaries(st.sampled_from(["type", "lo", "hi", "values", "weight", "hierarchy",
-                                        "integer"]), schema_values, max_size=4))
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.dictionaries(
+        st.sampled_from(["type", "lo", "hi", "values", "weight", "hierarchy", "integer"]),
+        schema_values,
+        max_size=4,
+    )
+)
 def test_fuzzed_schemas_give_one_line_errors(files, capsys, decl) -> None:
     folder, _, private = files
     bad = folder / "fuzz.yaml"
     bad.write_text(yaml.safe_dump({"columns": {"age": decl}}))
     out = folder / "fuzz_out.csv"
-    code, err = run(["synth", private, "--schema", bad, "--epsilon", "1", "--delta", "1e-5",
-                     "-o", out, *FAST], capsys)
+    code, err = run(
+        ["synth", private, "--schema", bad, "--epsilon", "1", "--delta", "1e-5", "-o", out, *FAST],
+        capsys,
+    )
     assert code == 2, err
     assert err.startswith("dpevolve: error: ") and err.count("\n") == 1, err
     assert not out.exists()
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.binary(max_size=200))
 def test_garbage_private_files(files, capsys, blob) -> None:
     folder, schema, _ = files
     private = folder / "garbage.csv"
     private.write_bytes(blob)
     out = folder / "g_out.csv"
-    code, err = run(["synth", private, "--schema", schema, "--epsilon", "1", "--delta", "1e-5",
-                     "-o", out, *FAST], capsys)
+    code, err = run(
+        [
+            "synth",
+            private,
+            "--schema",
+            schema,
+            "--epsilon",
+            "1",
+            "--delta",
+            "1e-5",
+            "-o",
+            out,
+            *FAST,
+        ],
+        capsys,
+    )
     assert code == 2, err
     assert err.count("\n") == 1
     assert not out.exists()
@@ -175,8 +266,10 @@ def test_schema_infer_and_evaluate(files, small_table, capsys) -> None:
     code, err = run(["schema", "infer", private, "-o", inferred], capsys)
     assert code == 2 and "--force" in err
     report = folder / "eval.json"
-    code, err = run(["evaluate", private, private, "--schema", schema, "--label", "income",
-                     "-o", report], capsys)
+    code, err = run(
+        ["evaluate", private, private, "--schema", schema, "--label", "income", "-o", report],
+        capsys,
+    )
     assert code == 0, err
     result = json.loads(report.read_text())
     assert result["marginals"]["1"]["mean"] == 0.0
@@ -190,9 +283,22 @@ def test_usage_errors_exit_2(capsys) -> None:
 def test_console_script_exit_codes(files, tmp_path: Path) -> None:
     folder, schema, private = files
     exe = Path(sys.executable).with_name("dpevolve")
-    proc = subprocess.run([str(exe), "synth", str(private), "--schema", str(schema),
-                           "--epsilon", "-1", "-o", str(folder / "x.csv")],
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [
+            str(exe),
+            "synth",
+            str(private),
+            "--schema",
+            str(schema),
+            "--epsilon",
+            "-1",
+            "-o",
+            str(folder / "x.csv"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("dpevolve: error:")
 
@@ -200,13 +306,16 @@ def test_console_script_exit_codes(files, tmp_path: Path) -> None:
 def test_policy_show_reproduces_the_spec_table(tmp_path: Path, capsys) -> None:
     from dpevolve.schema import CategoricalColumn, NumericColumn, Schema
 
-    schema = Schema((
-        NumericColumn("age", 17, 90, integer=True),
-        CategoricalColumn("workclass", ("Private", "Self-emp", "Gov")),
-        CategoricalColumn("sex", ("Male", "Female")),
-        NumericColumn("hours-per-week", 1, 99, integer=True),
-        CategoricalColumn("income", ("<=50K", ">50K")),
-    ), label="income")
+    schema = Schema(
+        (
+            NumericColumn("age", 17, 90, integer=True),
+            CategoricalColumn("workclass", ("Private", "Self-emp", "Gov")),
+            CategoricalColumn("sex", ("Male", "Female")),
+            NumericColumn("hours-per-week", 1, 99, integer=True),
+            CategoricalColumn("income", ("<=50K", ">50K")),
+        ),
+        label="income",
+    )
     schema_file = tmp_path / "adult5.yaml"
     schema_file.write_text(schema.to_yaml())
     expected = {
@@ -219,15 +328,31 @@ def test_policy_show_reproduces_the_spec_table(tmp_path: Path, capsys) -> None:
         "age": {"age": {"threshold": 7}},
         "hours": {"hours-per-week": {"threshold": 8}},
         "both": {"age": {"threshold": 7}, "hours-per-week": {"threshold": 8}},
-        "income": {"age": {"threshold": 7}, "hours-per-week": {"threshold": 8},
-                   "income": "complete"},
+        "income": {
+            "age": {"threshold": 7},
+            "hours-per-week": {"threshold": 8},
+            "income": "complete",
+        },
     }
     for name, attributes in policies.items():
         policy_file = tmp_path / f"{name}.yaml"
         policy_file.write_text(yaml.safe_dump({"attributes": attributes}))
-        code = main(["policy", "show", str(policy_file), "--schema", str(schema_file),
-                     "--temperature", "0.015", "--temperature", "0.03", "--temperature", "0.06",
-                     "--json"])
+        code = main(
+            [
+                "policy",
+                "show",
+                str(policy_file),
+                "--schema",
+                str(schema_file),
+                "--temperature",
+                "0.015",
+                "--temperature",
+                "0.03",
+                "--temperature",
+                "0.06",
+                "--json",
+            ]
+        )
         out = capsys.readouterr().out
         assert code == 0
         summary = json.loads(out)

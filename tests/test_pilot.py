@@ -12,16 +12,33 @@ from dpevolve.policy import Policy
 def test_pilot_forecast_and_auto_temperature(small_schema, small_table) -> None:
     public, private = small_table.iloc[:200], small_table.iloc[200:]
     policy = Policy.from_dict({"attributes": {"age": {"threshold": 5}}}, small_schema)
-    result = run_pilot(small_schema, public, len(private), Budget(rho=1e-3, delta=1e-5),
-                       temperatures=(0.01, 0.05), seeds=(0,), policy=policy,
-                       population_size=30, rounds=2)
+    result = run_pilot(
+        small_schema,
+        public,
+        len(private),
+        Budget(rho=1e-3, delta=1e-5),
+        temperatures=(0.01, 0.05),
+        seeds=(0,),
+        policy=policy,
+        population_size=30,
+        rounds=2,
+    )
     assert set(result.soft_errors) == {0.01, 0.05}
     assert result.best_temperature in (0.01, 0.05)
     assert result.noise_scale == pytest.approx(200 / 200)
     assert result.to_dict()["private_budget_spent"] == 0.0
 
-    model = Synthesizer(small_schema, rho=1e-3, policy=policy, vote="soft", temperature="auto",
-                        public=public, population_size=30, rounds=2, random_state=0).fit(private)
+    model = Synthesizer(
+        small_schema,
+        rho=1e-3,
+        policy=policy,
+        vote="soft",
+        temperature="auto",
+        public=public,
+        population_size=30,
+        rounds=2,
+        random_state=0,
+    ).fit(private)
     ledger = model.ledger_.to_dict()
     assert "pilot" in ledger
     pilot_events = [e for e in ledger["events"] if e["mechanism"] == "public_pilot"]
@@ -32,24 +49,28 @@ def test_pilot_forecast_and_auto_temperature(small_schema, small_table) -> None:
 
 def test_auto_temperature_needs_public_data(small_schema, small_table) -> None:
     with pytest.raises(InputError, match="public"):
-        Synthesizer(small_schema, rho=1e-3, vote="soft", temperature="auto",
-                    population_size=30, rounds=2).fit(small_table)
+        Synthesizer(
+            small_schema, rho=1e-3, vote="soft", temperature="auto", population_size=30, rounds=2
+        ).fit(small_table)
 
 
 def test_empty_policy_is_refused(small_schema, small_table) -> None:
-    policy = Policy.from_dict({"attributes": {"job": {"partition": [["admin"], ["driver"]]}}},
-                              small_schema)
+    policy = Policy.from_dict(
+        {"attributes": {"job": {"partition": [["admin"], ["driver"]]}}}, small_schema
+    )
     with pytest.raises(InputError, match="reach 0"):
-        Synthesizer(small_schema, rho=1e-3, policy=policy, population_size=30,
-                    rounds=2).fit(small_table)
+        Synthesizer(small_schema, rho=1e-3, policy=policy, population_size=30, rounds=2).fit(
+            small_table
+        )
 
 
 def test_soft_vote_under_policy_needs_less_noise(small_schema, small_table) -> None:
     policy = Policy.from_dict({"attributes": {"age": {"threshold": 7}}}, small_schema)
     common = {"rho": 1e-3, "population_size": 30, "rounds": 2, "random_state": 0}
     hard = Synthesizer(small_schema, policy=policy, **common).fit(small_table)
-    soft = Synthesizer(small_schema, policy=policy, vote="soft", temperature=0.03,
-                       **common).fit(small_table)
+    soft = Synthesizer(small_schema, policy=policy, vote="soft", temperature=0.03, **common).fit(
+        small_table
+    )
     q = soft.ledger_.to_dict()["sigma"] / hard.ledger_.to_dict()["sigma"]
     reach = 0.25 * 7 / 73
     import math

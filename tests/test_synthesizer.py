@@ -34,14 +34,31 @@ def test_fit_returns_self_and_sets_fitted_attributes(small_schema, small_table) 
     json.dumps(ledger)
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 2**32 - 1), preset=st.sampled_from(["bfsoft", "tabpe"]),
-       vote=st.sampled_from(["hard", "soft"]))
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    preset=st.sampled_from(["bfsoft", "tabpe"]),
+    vote=st.sampled_from(["hard", "soft"]),
+)
 def test_same_seed_same_output(small_schema, small_table, seed, preset, vote) -> None:
     def run() -> pd.DataFrame:
-        return Synthesizer(small_schema, epsilon=2.0, delta=1e-5, preset=preset, vote=vote,
-                           temperature=0.05, random_state=seed, population_size=30,
-                           rounds=6).fit(small_table).sample(50)
+        return (
+            Synthesizer(
+                small_schema,
+                epsilon=2.0,
+                delta=1e-5,
+                preset=preset,
+                vote=vote,
+                temperature=0.05,
+                random_state=seed,
+                population_size=30,
+                rounds=6,
+            )
+            .fit(small_table)
+            .sample(50)
+        )
 
     pd.testing.assert_frame_equal(run(), run())
 
@@ -74,8 +91,15 @@ def test_sample_draws_from_the_population(small_schema, small_table) -> None:
 
 def test_public_data_seeds_the_population(small_schema, small_table) -> None:
     public = small_table.iloc[:50]
-    model = Synthesizer(small_schema, epsilon=1.0, delta=1e-5, public=public, random_state=0,
-                        population_size=20, rounds=1).fit(small_table.iloc[50:])
+    model = Synthesizer(
+        small_schema,
+        epsilon=1.0,
+        delta=1e-5,
+        public=public,
+        random_state=0,
+        population_size=20,
+        rounds=1,
+    ).fit(small_table.iloc[50:])
     assert len(model.synthetic_) == 20
 
 
@@ -111,8 +135,15 @@ def test_tabpe_schedule_follows_the_spec() -> None:
 
 
 def test_rank_stage_population_is_four_n(small_schema, small_table) -> None:
-    model = Synthesizer(small_schema, epsilon=1.0, delta=1e-5, preset="tabpe", random_state=0,
-                        population_size=25, rounds=6).fit(small_table)
+    model = Synthesizer(
+        small_schema,
+        epsilon=1.0,
+        delta=1e-5,
+        preset="tabpe",
+        random_state=0,
+        population_size=25,
+        rounds=6,
+    ).fit(small_table)
     sizes = [h["population"] for h in model.history_]
     assert sizes == [25, 25, 25, 25, 100, 100]
     assert len(model.synthetic_) == 25
@@ -121,10 +152,12 @@ def test_rank_stage_population_is_four_n(small_schema, small_table) -> None:
 def test_the_loop_improves_on_random(small_schema, small_table) -> None:
     from dpevolve.evaluation import marginal_tv
 
-    model = Synthesizer(small_schema, rho=10.0, random_state=0, population_size=200,
-                        rounds=8).fit(small_table)
-    random_only = Synthesizer(small_schema, rho=10.0, random_state=0, population_size=200,
-                              rounds=1).fit(small_table)
+    model = Synthesizer(small_schema, rho=10.0, random_state=0, population_size=200, rounds=8).fit(
+        small_table
+    )
+    random_only = Synthesizer(
+        small_schema, rho=10.0, random_state=0, population_size=200, rounds=1
+    ).fit(small_table)
     evolved = marginal_tv(small_table, model.synthetic_, small_schema, 2).mean
     start = marginal_tv(small_table, random_only.synthetic_, small_schema, 2).mean
     assert evolved < start
@@ -138,16 +171,18 @@ def test_schedule_validation() -> None:
 
 
 def test_secure_noise_is_flagged_not_reproducible(small_schema, small_table) -> None:
-    model = Synthesizer(small_schema, epsilon=1.0, delta=1e-5, random_state=0, secure_noise=True,
-                        **FAST).fit(small_table)
+    model = Synthesizer(
+        small_schema, epsilon=1.0, delta=1e-5, random_state=0, secure_noise=True, **FAST
+    ).fit(small_table)
     assert model.ledger_.to_dict()["reproducible"] is False
 
 
 def test_counts_of_repairs_reach_the_ledger(small_schema, small_table) -> None:
     bad = small_table.copy()
     bad.loc[0, "age"] = 500
-    model = Synthesizer(small_schema, epsilon=1.0, delta=1e-5, random_state=0, on_invalid="clip",
-                        **FAST).fit(bad)
+    model = Synthesizer(
+        small_schema, epsilon=1.0, delta=1e-5, random_state=0, on_invalid="clip", **FAST
+    ).fit(bad)
     ledger = model.ledger_.to_dict()
     assert ledger["validation"]["clipped_by_column"] == {"age": 1}
     assert any("clip" in note for note in ledger["notes"])

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import sys
 import warnings
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -33,7 +33,7 @@ datasets_app = typer.Typer(help="Built-in datasets and their schemas.", no_args_
 app.add_typer(datasets_app, name="datasets")
 
 
-class OnInvalid(str, Enum):
+class OnInvalid(StrEnum):
     error = "error"
     drop = "drop"
     clip = "clip"
@@ -64,22 +64,26 @@ def synth(
     schema: Annotated[Path, typer.Option("--schema", "-s", help="Schema YAML.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Synthetic table to write.")],
     epsilon: Annotated[float | None, typer.Option("--epsilon", "-e")] = None,
-    delta: Annotated[float | None, typer.Option("--delta", "-d",
-                                                help="Default 1/(n ln n).")] = None,
+    delta: Annotated[
+        float | None, typer.Option("--delta", "-d", help="Default 1/(n ln n).")
+    ] = None,
     rho: Annotated[float | None, typer.Option("--rho", help="zCDP budget instead of eps.")] = None,
     preset: Annotated[str, typer.Option("--preset", "-p", help="bfsoft or tabpe.")] = "bfsoft",
     vote: Annotated[str | None, typer.Option("--vote", help="hard or soft.")] = None,
-    temperature: Annotated[str | None, typer.Option(
-        "--temperature", "-t", help="Soft-vote tau, or 'auto' (public pilot; needs --public).")]
-    = None,
+    temperature: Annotated[
+        str | None,
+        typer.Option(
+            "--temperature", "-t", help="Soft-vote tau, or 'auto' (public pilot; needs --public)."
+        ),
+    ] = None,
     policy: Annotated[Path | None, typer.Option("--policy", help="Blowfish policy YAML.")] = None,
     public: Annotated[Path | None, typer.Option("--public", help="Public table.")] = None,
     population: Annotated[int | None, typer.Option("--population", help="Override N.")] = None,
     rounds: Annotated[int | None, typer.Option("--rounds", help="Override rounds.")] = None,
     on_invalid: Annotated[OnInvalid, typer.Option("--on-invalid")] = OnInvalid.error,
-    secure_noise: Annotated[bool, typer.Option("--secure-noise",
-                                               help="OS randomness for noise; not reproducible.")]
-    = False,
+    secure_noise: Annotated[
+        bool, typer.Option("--secure-noise", help="OS randomness for noise; not reproducible.")
+    ] = False,
     seed: Seed = None,
     force: Force = False,
     quiet: Quiet = False,
@@ -105,10 +109,21 @@ def synth(
         for warning in loaded.warnings(make_distance(get_preset(preset).distance, table_schema)):
             _say(quiet, f"warning: {warning}")
     model = Synthesizer(
-        table_schema, epsilon=epsilon, delta=delta, rho=rho, preset=preset, vote=vote,
-        temperature=_temperature(temperature), policy=policy, public=public_table,
-        population_size=population, rounds=rounds, random_state=seed,
-        on_invalid=on_invalid.value, secure_noise=secure_noise, progress=not quiet,
+        table_schema,
+        epsilon=epsilon,
+        delta=delta,
+        rho=rho,
+        preset=preset,
+        vote=vote,
+        temperature=_temperature(temperature),
+        policy=policy,
+        public=public_table,
+        population_size=population,
+        rounds=rounds,
+        random_state=seed,
+        on_invalid=on_invalid.value,
+        secure_noise=secure_noise,
+        progress=not quiet,
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # already said above
@@ -116,13 +131,18 @@ def synth(
     write_table(model.synthetic_, output)
     write_json(model.ledger_.to_dict(), ledger_out)
     result = model.ledger_.result()
-    _say(quiet, f"wrote {output} ({len(model.synthetic_)} rows) and {ledger_out}: "
-                f"(epsilon={result.epsilon:.4g}, delta={result.delta:.3g})")
+    _say(
+        quiet,
+        f"wrote {output} ({len(model.synthetic_)} rows) and {ledger_out}: "
+        f"(epsilon={result.epsilon:.4g}, delta={result.delta:.3g})",
+    )
 
 
-def _temperature(text: str | None) -> float | str | None:
-    if text is None or text == "auto":
-        return text
+def _temperature(text: str | None) -> float | Literal["auto"] | None:
+    if text is None:
+        return None
+    if text == "auto":
+        return "auto"
     try:
         return float(text)
     except ValueError:
@@ -146,8 +166,12 @@ def schema_infer(
     if label is not None and label not in table.columns:
         raise InputError(f"label '{label}' is not a column of {public}")
     inferred = Schema.infer(table, label=label, max_categories=max_categories)
-    text = ("# Inferred from public data: " + str(public) +
-            "\n# Check every declared range and value list before using it.\n" + inferred.to_yaml())
+    text = (
+        "# Inferred from public data: "
+        + str(public)
+        + "\n# Check every declared range and value list before using it.\n"
+        + inferred.to_yaml()
+    )
     atomic_write(output, lambda tmp: tmp.write_text(text))
     typer.echo(f"wrote {output} ({len(inferred)} columns)", err=True)
 
@@ -182,8 +206,10 @@ def evaluate(
     if output is not None:
         check_writable(output, force)
     result = run_evaluation(
-        read_table(real, "real table"), read_table(synthetic, "synthetic table"),
-        Schema.load(schema), label=label,
+        read_table(real, "real table"),
+        read_table(synthetic, "synthetic table"),
+        Schema.load(schema),
+        label=label,
         test=read_table(test, "test table") if test is not None else None,
     )
     typer.echo(format_report(result))
@@ -193,10 +219,10 @@ def evaluate(
 
 @app.command()
 def demo(
-    output: Annotated[Path, typer.Option("--output", "-o", help="Folder for the outputs.")]
-    = Path("demo-output"),
-    dataset: Annotated[str, typer.Option("--dataset", help="demo (built in), adult, ...")]
-    = "demo",
+    output: Annotated[Path, typer.Option("--output", "-o", help="Folder for the outputs.")] = Path(
+        "demo-output"
+    ),
+    dataset: Annotated[str, typer.Option("--dataset", help="demo (built in), adult, ...")] = "demo",
     epsilon: Annotated[float, typer.Option("--epsilon", "-e")] = 1.0,
     delta: Annotated[float, typer.Option("--delta", "-d")] = 1e-5,
     preset: Annotated[str, typer.Option("--preset", "-p")] = "bfsoft",
@@ -218,14 +244,22 @@ def demo(
         check_writable(path, force)
     data = datasets.load(dataset)
     test = _maybe_test_split(dataset)
-    _say(quiet, f"{data.name}: {len(data.frame)} private rows, {len(data.schema)} columns; "
-                f"epsilon={epsilon}, delta={delta}, preset={preset}")
-    model = Synthesizer(data.schema, epsilon=epsilon, delta=delta, preset=preset,
-                        random_state=seed, progress=not quiet).fit(data.frame)
+    _say(
+        quiet,
+        f"{data.name}: {len(data.frame)} private rows, {len(data.schema)} columns; "
+        f"epsilon={epsilon}, delta={delta}, preset={preset}",
+    )
+    model = Synthesizer(
+        data.schema,
+        epsilon=epsilon,
+        delta=delta,
+        preset=preset,
+        random_state=seed,
+        progress=not quiet,
+    ).fit(data.frame)
     write_table(model.synthetic_, table_out)
     write_json(model.ledger_.to_dict(), ledger_out)
-    result = run_evaluation(data.frame, model.synthetic_, data.schema, label=data.label,
-                            test=test)
+    result = run_evaluation(data.frame, model.synthetic_, data.schema, label=data.label, test=test)
     write_json(result, eval_out)
     _say(quiet, format_report(result))
     _say(quiet, f"wrote {table_out}, {ledger_out} and {eval_out}")
@@ -235,8 +269,10 @@ def demo(
 def policy_show(
     policy: Annotated[Path, typer.Argument(help="Policy YAML.")],
     schema: Annotated[Path, typer.Option("--schema", "-s")],
-    temperature: Annotated[list[float] | None, typer.Option(
-        "--temperature", "-t", help="Soft-vote temperature (repeatable).")] = None,
+    temperature: Annotated[
+        list[float] | None,
+        typer.Option("--temperature", "-t", help="Soft-vote temperature (repeatable)."),
+    ] = None,
     distance: Annotated[str, typer.Option("--distance", help="gower or tabpe.")] = "gower",
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
 ) -> None:
@@ -252,8 +288,9 @@ def policy_show(
     for tau in temperatures:
         if not tau > 0:
             raise InputError(f"temperature must be > 0, got {tau}")
-    summary = summarize(Policy.load(policy, table_schema),
-                        make_distance(distance, table_schema), temperatures)
+    summary = summarize(
+        Policy.load(policy, table_schema), make_distance(distance, table_schema), temperatures
+    )
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
         return
@@ -263,8 +300,10 @@ def policy_show(
     typer.echo(f"{'tau':>8} {'q':>8} {'L1 bound':>10} {'L2 bound':>10} {'saving 1/q^2':>13}")
     for row in summary["temperatures"]:
         saving = row["budget_saving"]
-        typer.echo(f"{row['tau']:8.4g} {row['q']:8.4f} {row['l1_bound']:10.4f} "
-                   f"{row['l2_bound']:10.4f} {'inf' if saving is None else f'{saving:.3g}':>13}")
+        typer.echo(
+            f"{row['tau']:8.4g} {row['q']:8.4f} {row['l1_bound']:10.4f} "
+            f"{row['l2_bound']:10.4f} {'inf' if saving is None else f'{saving:.3g}':>13}"
+        )
     for warning in summary.get("warnings", []):
         typer.echo(f"warning: {warning}", err=True)
 
@@ -336,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         typer.echo("dpevolve: interrupted", err=True)
         return 130
-    except Exception as exc:  # noqa: BLE001 - the one place internal errors are reported
+    except Exception as exc:
         typer.echo(f"dpevolve: internal error: {type(exc).__name__}: {exc}", err=True)
         return 1
     return 0

@@ -111,15 +111,17 @@ class Evolution:
             stage = self.schedule.stage(t)
             data = private() if callable(private) else private
             histogram = self.backend.vote(data, population, self.distance, self.vote)
-            selection = self.release.select(histogram, size, rng, population=population,
-                                            mode=stage.mode)
+            selection = self.release.select(
+                histogram, size, rng, population=population, mode=stage.mode
+            )
             if on_round is not None:
                 on_round(t, selection, population)
             parents = population.take(selection.parents)
             if t == total:
                 return parents
-            population = self._next_population(parents, self.schedule.stage(t + 1),
-                                               mutation_rate(t, total), rng)
+            population = self._next_population(
+                parents, self.schedule.stage(t + 1), mutation_rate(t, total), rng
+            )
         raise AssertionError("a schedule has at least one round")
 
     def _next_population(

@@ -71,7 +71,7 @@ def check_writable(path: str | Path, force: bool) -> Path:
     return path
 
 
-def atomic_write(path: str | Path, write: Callable[[Path], None]) -> None:
+def atomic_write(path: str | Path, write: Callable[[Path], object]) -> None:
     """Call ``write(tmp)`` then rename ``tmp`` onto ``path`` (no partial file on failure)."""
     path = Path(path)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -96,8 +96,10 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> None:
     if suffix in (".parquet", ".pq"):
         atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
     else:
-        compression = "gzip" if suffix == ".csv.gz" else None
-        atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False, compression=compression))
+        gzip = suffix == ".csv.gz"
+        atomic_write(
+            path, lambda tmp: frame.to_csv(tmp, index=False, compression="gzip" if gzip else None)
+        )
 
 
 def write_json(obj: Any, path: str | Path) -> None:

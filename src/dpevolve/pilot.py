@@ -28,8 +28,9 @@ from dpevolve.schema import Schema
 DEFAULT_TEMPERATURES = (0.015, 0.03, 0.06)
 
 
-def pilot_error(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema,
-                ks: Sequence[int] = (1, 2, 3)) -> float:
+def pilot_error(
+    real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema, ks: Sequence[int] = (1, 2, 3)
+) -> float:
     """Mean over ``k`` of the mean k-way marginal TV (spec §7); the pilot's yardstick."""
     ks = [k for k in ks if k <= len(schema)]
     return statistics.fmean(marginal_tv(real, synthetic, schema, k).mean for k in ks)
@@ -109,7 +110,8 @@ def run_pilot(
     if len(frame) < 2:
         raise InputError("the pilot needs a public table of at least 4 rows")
     preset = get_preset(synth_options.get("preset", "bfsoft")).with_overrides(
-        synth_options.get("population_size"), synth_options.get("rounds"))
+        synth_options.get("population_size"), synth_options.get("rounds")
+    )
     rounds = preset.schedule.rounds
     multiplier = calibrate_gaussian(rounds, budget)
     noise_scale = len(frame) / n_private
@@ -118,8 +120,15 @@ def run_pilot(
     options = {k: v for k, v in synth_options.items() if k not in ("vote", "temperature")}
 
     def error(vote: str, tau: float | None, seed: int) -> float:
-        model = Synthesizer(schema, rho=pilot_rho, vote=vote, temperature=tau, public=seed_pool,
-                            random_state=seed, **options).fit(frame)
+        model = Synthesizer(
+            schema,
+            rho=pilot_rho,
+            vote=vote,
+            temperature=tau,
+            public=seed_pool,
+            random_state=seed,
+            **options,
+        ).fit(frame)
         return pilot_error(frame, model.synthetic_, schema)
 
     per_seed: dict[str, list[float]] = {"hard": [error("hard", None, s) for s in seeds]}

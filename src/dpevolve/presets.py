@@ -31,14 +31,16 @@ class Preset:
         if rounds is not None:
             before = sum(s.rounds for s in stages[:-1])
             if rounds <= before:
-                stages = [Stage(stages[0].mode, rounds, stages[0].keep_selected,
-                                stages[0].mutations)]
+                stages = [
+                    Stage(stages[0].mode, rounds, stages[0].keep_selected, stages[0].mutations)
+                ]
             else:
                 last = stages[-1]
                 stages[-1] = Stage(last.mode, rounds - before, last.keep_selected, last.mutations)
         size = self.schedule.population if population is None else population
-        return Preset(self.name, Schedule(size, tuple(stages)), self.distance, self.vote,
-                      self.threshold)
+        return Preset(
+            self.name, Schedule(size, tuple(stages)), self.distance, self.vote, self.threshold
+        )
 
 
 PRESETS: dict[str, Preset] = {
@@ -48,8 +50,7 @@ PRESETS: dict[str, Preset] = {
         distance="tabpe",
         vote="hard",
     ),
-    "bfsoft": Preset("bfsoft", Schedule(512, (Stage("sample", 8),)), distance="gower",
-                     vote="hard"),
+    "bfsoft": Preset("bfsoft", Schedule(512, (Stage("sample", 8),)), distance="gower", vote="hard"),
 }
 
 

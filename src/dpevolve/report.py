@@ -314,10 +314,10 @@ def _guarantee_section(led: Mapping[str, Any], public_safe: bool) -> list[str]:
             "<p>Epsilon at the same &delta; under every accounting method that applies. "
             "The report uses the tightest valid one; the others cross-check it.</p>"
         )
-        out.append(_table(["method", "epsilon"], rows))
+        out.append(_table(["method", "epsilon"], rows, "accounting"))
 
     out.append("<h3>Run</h3>")
-    out.append(_kv_table(_run_facts(led, public_safe)))
+    out.append(_kv_table(_run_facts(led, public_safe), "run"))
     policy = led.get("policy")
     if isinstance(policy, Mapping) and policy.get("attributes"):
         out.append("<h3>Blowfish policy</h3>")
@@ -335,13 +335,13 @@ def _guarantee_section(led: Mapping[str, Any], public_safe: bool) -> list[str]:
             )
             + "</p>"
         )
-        out.append(_table(["attribute", "secret graph"], rows))
+        out.append(_table(["attribute", "secret graph"], rows, "policy"))
     return out
 
 
 def _statement(led: Mapping[str, Any]) -> str:
     eps = _upper(led.get("epsilon"))
-    delta = _pretty_sci(_upper(led.get("delta"), digits=3))
+    delta = _pretty_sci(_upper(led.get("delta"), digits=3, sci=True))
     n = led.get("private_rows")
     n_text = f" n = {_e(_num(n))}" if isinstance(n, int) else " n"
     policy = led.get("policy")
@@ -683,7 +683,7 @@ def _other_fields_section(led: Mapping[str, Any]) -> list[str]:
         return []
     return [
         "<h2>Other ledger fields</h2>",
-        _kv_table([(str(k), f"<code>{_e(_compact(v))}</code>") for k, v in rest.items()]),
+        _kv_table([(str(k), f"<code>{_e(_compact(v))}</code>") for k, v in rest.items()], "other"),
     ]
 
 
@@ -762,9 +762,10 @@ def _table(
     return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _kv_table(rows: Sequence[tuple[str, str]]) -> str:
+def _kv_table(rows: Sequence[tuple[str, str]], table_id: str) -> str:
+    """Label/value rows; values are already-escaped HTML."""
     body = "".join(f"<tr><th>{_e(k)}</th><td>{v}</td></tr>" for k, v in rows)
-    return f'<table class="kv"><tbody>{body}</tbody></table>'
+    return f'<table class="kv" id="{_e(table_id)}"><tbody>{body}</tbody></table>'
 
 
 def _num_cell(value: Any, digits: int = 4) -> str:
@@ -794,10 +795,11 @@ def _exact(value: Any) -> str:
     return _num(value)
 
 
-def _upper(value: Any, digits: int = 4) -> str:
+def _upper(value: Any, digits: int = 4, sci: bool = False) -> str:
     """``value`` to ``digits`` significant digits, rounded *up*: a stated guarantee must
     never be smaller than the computed one. Excess below 1e-9 (relative) is float noise
-    from calibration, which lands a few ulps above the target, and is dropped."""
+    from calibration, which lands a few ulps above the target, and is dropped. ``sci``
+    writes values below 0.01 in e-notation (``4.18e-04``, ``1e-05``)."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return "∞" if value is None else str(value)
     x = float(value)
@@ -806,6 +808,10 @@ def _upper(value: Any, digits: int = 4) -> str:
     exponent = math.floor(math.log10(x))
     scale = 10.0 ** (digits - 1 - exponent)
     rounded = math.ceil(x * scale * (1 - 1e-9)) / scale
+    if sci and rounded < 0.01:
+        mantissa, power = f"{rounded:.{digits - 1}e}".split("e")
+        mantissa = mantissa.rstrip("0").rstrip(".")
+        return f"{mantissa}e{power}"
     return f"{rounded:.{digits}g}"
 
 

@@ -117,8 +117,14 @@ class Hierarchy:
         if leaves != declared:
             missing = sorted(declared - leaves)
             extra = sorted(leaves - declared)
-            problem = f"values not in the tree: {missing}" if missing else f"leaves not in values: {extra}"
-            raise InputError(f"column '{column}': hierarchy leaves must equal its values ({problem})")
+            problem = (
+                f"values not in the tree: {missing}"
+                if missing
+                else f"leaves not in values: {extra}"
+            )
+            raise InputError(
+                f"column '{column}': hierarchy leaves must equal its values ({problem})"
+            )
         return cls(parent=parent, spec=tree)
 
     def _ancestors(self, leaf: str) -> list[str]:
@@ -342,23 +348,47 @@ class Schema:
                 numeric = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
                 not_number = np.isnan(numeric) & values.notna().to_numpy()
                 if not_number.any():
-                    self._fail_or_mark(on_invalid, what, column.name, not_number,
-                                       "are not numbers", values, bad_rows, dropped)
+                    self._fail_or_mark(
+                        on_invalid,
+                        what,
+                        column.name,
+                        not_number,
+                        "are not numbers",
+                        values,
+                        bad_rows,
+                        dropped,
+                    )
                 nan = values.isna().to_numpy()
                 if nan.any():
-                    self._fail_or_mark(on_invalid, what, column.name, nan, "are missing (NaN)",
-                                       values, bad_rows, dropped)
+                    self._fail_or_mark(
+                        on_invalid,
+                        what,
+                        column.name,
+                        nan,
+                        "are missing (NaN)",
+                        values,
+                        bad_rows,
+                        dropped,
+                    )
                 finite = np.isfinite(numeric)
-                outside = ~finite & ~np.isnan(numeric) | (finite & ((numeric < column.lo) | (numeric > column.hi)))
+                outside = ~finite & ~np.isnan(numeric) | (
+                    finite & ((numeric < column.lo) | (numeric > column.hi))
+                )
                 if outside.any():
                     if on_invalid == "clip":
                         clipped[column.name] = int(outside.sum())
                         numeric = np.clip(numeric, column.lo, column.hi)
                     else:
                         self._fail_or_mark(
-                            on_invalid, what, column.name, outside,
-                            f"lie outside the declared range [{_plain(column.lo)}, {_plain(column.hi)}]",
-                            values, bad_rows, dropped,
+                            on_invalid,
+                            what,
+                            column.name,
+                            outside,
+                            "lie outside the declared range "
+                            f"[{_plain(column.lo)}, {_plain(column.hi)}]",
+                            values,
+                            bad_rows,
+                            dropped,
                         )
                 if column.integer:
                     numeric = np.round(numeric)
@@ -366,14 +396,29 @@ class Schema:
             else:
                 nan = values.isna().to_numpy()
                 if nan.any():
-                    self._fail_or_mark(on_invalid, what, column.name, nan, "are missing (NaN)",
-                                       values, bad_rows, dropped)
+                    self._fail_or_mark(
+                        on_invalid,
+                        what,
+                        column.name,
+                        nan,
+                        "are missing (NaN)",
+                        values,
+                        bad_rows,
+                        dropped,
+                    )
                 keys = _as_keys(values)
                 undeclared = ~np.isin(keys, np.array(column.keys, dtype=object)) & ~nan
                 if undeclared.any():
-                    self._fail_or_mark(on_invalid, what, column.name, undeclared,
-                                       "hold values outside the declared set", values, bad_rows,
-                                       dropped)
+                    self._fail_or_mark(
+                        on_invalid,
+                        what,
+                        column.name,
+                        undeclared,
+                        "hold values outside the declared set",
+                        values,
+                        bad_rows,
+                        dropped,
+                    )
                 out[column.name] = keys
         frame = pd.DataFrame(out, index=table.index)
         if bad_rows.any():
@@ -427,7 +472,9 @@ class Schema:
             values = public[name].dropna()
             if len(values) == 0:
                 raise InputError(f"public column '{name}' has only missing values")
-            numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
+            numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(
+                values
+            )
             if numeric and name not in categorical and name != label:
                 as_float = values.to_numpy(dtype=np.float64)
                 integral = bool(np.all(np.equal(np.round(as_float), as_float)))
@@ -468,7 +515,9 @@ def _column_from_dict(name: str, decl: Any) -> Column:
         if any(isinstance(v, (list, dict)) or v is None for v in values):
             raise InputError(f"column '{name}': categorical values must be plain scalars")
         tree = decl.get("hierarchy")
-        hierarchy = None if tree is None else Hierarchy.from_nested(name, tree, [str(v) for v in values])
+        hierarchy = (
+            None if tree is None else Hierarchy.from_nested(name, tree, [str(v) for v in values])
+        )
         return CategoricalColumn(name, tuple(values), hierarchy, weight)
     raise InputError(f"column '{name}': type must be numeric or categorical, got {kind!r}")
 
@@ -490,7 +539,7 @@ def _plain(value: Any) -> Scalar:
         value = value.item()
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _as_keys(values: pd.Series) -> np.ndarray:

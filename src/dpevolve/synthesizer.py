@@ -161,9 +161,18 @@ class Synthesizer:
         from dpevolve.pilot import run_pilot
 
         result = run_pilot(
-            schema, self.public, n, budget, public_init=True, preset=self.preset,
-            policy=self.policy, population_size=self.population_size, rounds=self.rounds,
-            distance=self.distance, threshold=self.threshold, backend=self.backend,
+            schema,
+            self.public,
+            n,
+            budget,
+            public_init=True,
+            preset=self.preset,
+            policy=self.policy,
+            population_size=self.population_size,
+            rounds=self.rounds,
+            distance=self.distance,
+            threshold=self.threshold,
+            backend=self.backend,
         )
         vote = make_vote("soft", result.best_temperature) if result.soft_wins else make_vote("hard")
         return vote, result
@@ -208,8 +217,10 @@ class Synthesizer:
         policy = self._policy(schema)
         reach = distance.diameter() if policy is None else policy.reach(distance)
         if not reach > 0:
-            raise InputError("the policy protects no substitution (reach 0): votes would be "
-                             "released without noise; protect at least one attribute")
+            raise InputError(
+                "the policy protects no substitution (reach 0): votes would be "
+                "released without noise; protect at least one attribute"
+            )
         policy_warnings = [] if policy is None else policy.warnings(distance)
         for warning in policy_warnings:  # said before any budget is spent
             warnings.warn(f"policy: {warning}", UserWarning, stacklevel=3)
@@ -227,38 +238,45 @@ class Synthesizer:
         rng = np.random.default_rng(fit_seed)
         self._sample_rng = np.random.default_rng(sample_seed)
 
-        ledger = Ledger(budget.delta if budget.delta is not None else 1e-5, metadata={
-            "dpevolve_version": package_version(),
-            "seed": seed.entropy,
-            "reproducible": not self.secure_noise,
-            "adjacency": "replace-one (bounded DP): the private row count n is public",
-            "private_rows": n,
-            "budget": {"epsilon": budget.epsilon, "delta": budget.delta, "rho": budget.rho},
-            "preset": preset.name,
-            "schedule": {
-                "population": preset.schedule.population,
-                "rounds": rounds,
-                "stages": [vars(s) for s in preset.schedule.stages],
+        ledger = Ledger(
+            budget.delta if budget.delta is not None else 1e-5,
+            metadata={
+                "dpevolve_version": package_version(),
+                "seed": seed.entropy,
+                "reproducible": not self.secure_noise,
+                "adjacency": "replace-one (bounded DP): the private row count n is public",
+                "private_rows": n,
+                "budget": {"epsilon": budget.epsilon, "delta": budget.delta, "rho": budget.rho},
+                "preset": preset.name,
+                "schedule": {
+                    "population": preset.schedule.population,
+                    "rounds": rounds,
+                    "stages": [vars(s) for s in preset.schedule.stages],
+                },
+                "distance": distance.name,
+                "vote": {"name": vote.name, "temperature": getattr(vote, "temperature", None)},
+                "policy": None if policy is None else policy.to_dict(),
+                "reach": reach,
+                "l2_sensitivity": sensitivity,
+                "noise_multiplier": multiplier,
+                "sigma": sigma,
+                "schema": schema.to_dict(),
+                "validation": None if report is None else report.to_dict(),
             },
-            "distance": distance.name,
-            "vote": {"name": vote.name, "temperature": getattr(vote, "temperature", None)},
-            "policy": None if policy is None else policy.to_dict(),
-            "reach": reach,
-            "l2_sensitivity": sensitivity,
-            "noise_multiplier": multiplier,
-            "sigma": sigma,
-            "schema": schema.to_dict(),
-            "validation": None if report is None else report.to_dict(),
-        })
+        )
         for warning in policy_warnings:
             ledger.note(f"policy: {warning}")
         if pilot is not None:
             ledger.add_metadata(pilot=pilot.to_dict())
-            ledger.record(ZeroCostEvent(
-                "public_pilot",
-                f"temperature chosen on public data only: {vote.name} vote"
-                + (f" at tau={pilot.best_temperature}" if pilot.soft_wins else "")
-                + "; no private budget spent"), round=0)
+            ledger.record(
+                ZeroCostEvent(
+                    "public_pilot",
+                    f"temperature chosen on public data only: {vote.name} vote"
+                    + (f" at tau={pilot.best_temperature}" if pilot.soft_wins else "")
+                    + "; no private budget spent",
+                ),
+                round=0,
+            )
         if report is not None and report.changed:
             ledger.note(
                 f"on_invalid={report.mode} changed the private table: {report.rows_in} rows in, "
@@ -270,24 +288,34 @@ class Synthesizer:
         variation = Variation(layout)
         if self.public is not None:
             public_frame, _ = schema.validate(self.public, on_invalid="error", what="public table")
-            initial = variation.from_public(encode(public_frame, schema),
-                                            preset.schedule.population, rng)
+            initial = variation.from_public(
+                encode(public_frame, schema), preset.schedule.population, rng
+            )
         else:
             initial = variation.random(preset.schedule.population, rng)
 
-        engine = Evolution(distance, vote, release, preset.schedule, variation,
-                           self.backend or LocalBackend())
+        engine = Evolution(
+            distance, vote, release, preset.schedule, variation, self.backend or LocalBackend()
+        )
         history: list[dict[str, Any]] = []
         events: list[Any] = []
 
         with _progress(self.progress, rounds) as advance:
+
             def on_round(t: int, selection: Selection, population: Records) -> None:
                 events.append(selection.event)
                 spent = _epsilon_so_far(events, ledger.delta)
-                ledger.record(selection.event, round=t, population=len(population),
-                              **selection.info)
-                history.append({"round": t, "population": len(population),
-                                "epsilon_spent": spent, **selection.info})
+                ledger.record(
+                    selection.event, round=t, population=len(population), **selection.info
+                )
+                history.append(
+                    {
+                        "round": t,
+                        "population": len(population),
+                        "epsilon_spent": spent,
+                        **selection.info,
+                    }
+                )
                 advance(t, spent)
 
             final = engine.run(private, initial, rng, on_round)

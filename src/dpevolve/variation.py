@@ -15,8 +15,9 @@ import numpy as np
 from dpevolve.encoding import Layout, Records
 
 
-def mutation_rate(t: int, rounds: int, start: float = 0.5, end: float = 0.01,
-                  power: float = 0.2) -> float:
+def mutation_rate(
+    t: int, rounds: int, start: float = 0.5, end: float = 0.01, power: float = 0.2
+) -> float:
     """Tab-PE's schedule ``r_t = start - (start - end) (t / T)^power``."""
     return start - (start - end) * (t / rounds) ** power
 

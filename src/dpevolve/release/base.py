@@ -35,5 +35,4 @@ class Release(Protocol):
         *,
         population: Records,
         mode: SelectionMode,
-    ) -> Selection:
-        ...
+    ) -> Selection: ...
