@@ -31,6 +31,7 @@ import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -74,15 +75,21 @@ def generate_chunk(rng: np.random.Generator, rows: int) -> dict[str, np.ndarray]
     education_num = edu_index + 1.0
     sex = np.where(rng.random(rows) < 0.67, "Male", "Female").astype(object)
     married = rng.random(rows) < np.clip((age - 18) / 30, 0.05, 0.65)
-    marital = np.where(married, "Married-civ-spouse",
-                       pick("marital-status", [0, 0.3, 0.6, 0.06, 0.06, 0.03, 0.01]))
-    relationship = np.where(married, np.where(sex == "Male", "Husband", "Wife"),
-                            pick("relationship", [0, 0.3, 0, 0.45, 0.05, 0.2]))
+    marital = np.where(
+        married, "Married-civ-spouse", pick("marital-status", [0, 0.3, 0.6, 0.06, 0.06, 0.03, 0.01])
+    )
+    relationship = np.where(
+        married,
+        np.where(sex == "Male", "Husband", "Wife"),
+        pick("relationship", [0, 0.3, 0, 0.45, 0.05, 0.2]),
+    )
     hours = np.clip(np.round(rng.normal(40, 12, rows) + 3 * (sex == "Male")), 1, 99)
-    gain = np.where(rng.random(rows) < 0.08,
-                    np.clip(np.round(rng.lognormal(8.5, 1.0, rows)), 0, 99999), 0.0)
-    loss = np.where(rng.random(rows) < 0.05,
-                    np.clip(np.round(rng.normal(1870, 380, rows)), 0, 4356), 0.0)
+    gain = np.where(
+        rng.random(rows) < 0.08, np.clip(np.round(rng.lognormal(8.5, 1.0, rows)), 0, 99999), 0.0
+    )
+    loss = np.where(
+        rng.random(rows) < 0.05, np.clip(np.round(rng.normal(1870, 380, rows)), 0, 4356), 0.0
+    )
     logit = (-8.5 + 0.35 * education_num + 0.04 * np.minimum(age, 60) + 0.03 * hours
              + 0.8 * (sex == "Male") + 1.2 * married + 2.0 * (gain > 5000))  # fmt: skip
     income = np.where(rng.random(rows) < 1 / (1 + np.exp(-logit)), ">50K", "<=50K").astype(object)
@@ -149,8 +156,14 @@ def peak_rss_mb() -> float:
 def model(args: argparse.Namespace) -> Any:
     from dpevolve import Synthesizer, datasets
 
-    return Synthesizer(datasets.schema("adult"), epsilon=args.epsilon, preset="bfsoft",
-                       vote="hard", random_state=args.seed, backend=make_backend(args.backend))
+    return Synthesizer(
+        datasets.schema("adult"),
+        epsilon=args.epsilon,
+        preset="bfsoft",
+        vote="hard",
+        random_state=args.seed,
+        backend=make_backend(args.backend),
+    )
 
 
 def run_streamed(path: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -184,7 +197,7 @@ def run_streamed(path: Path, args: argparse.Namespace) -> dict[str, Any]:
         "first_pass_s": round(scanned - start, 2),
         "fit_s": round(end - scanned, 2),
         "total_s": round(end - start, 2),
-        "round_s": [round(b - a, 2) for a, b in zip(marks, marks[1:], strict=False)],
+        "round_s": [round(b - a, 2) for a, b in pairwise(marks)],
         "peak_rss_mb": round(peak_rss_mb(), 1),
         "tracemalloc_peak_mb": round(heap_peak / 2**20, 1),
         "encoded_table_mb": round(encoded_mb, 1),
@@ -232,8 +245,11 @@ def main() -> None:
     parser.add_argument("--backend", choices=("local", "fused"), default="local")
     parser.add_argument("--scratch", type=Path, default=SCRATCH)
     parser.add_argument("--keep", action="store_true", help="keep the generated table")
-    parser.add_argument("--in-memory", action="store_true",
-                        help="also fit the table read whole with pandas (child process)")
+    parser.add_argument(
+        "--in-memory",
+        action="store_true",
+        help="also fit the table read whole with pandas (child process)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "large_table.json")
     parser.add_argument("--child-in-memory", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -252,8 +268,13 @@ def main() -> None:
         generated_s = round(time.perf_counter() - start, 2)
 
     result: dict[str, Any] = {
-        "table": {"rows": rows, "columns": 15, "file_mb": round(path.stat().st_size / 2**20, 1),
-                  "generated_s": generated_s, "schema": "adult (shipped, all 15 columns)"},
+        "table": {
+            "rows": rows,
+            "columns": 15,
+            "file_mb": round(path.stat().st_size / 2**20, 1),
+            "generated_s": generated_s,
+            "schema": "adult (shipped, all 15 columns)",
+        },
         "preset": "bfsoft (hard votes, 8 rounds, population 512, Gower)",
         "streamed": run_streamed(path, args),
     }

@@ -84,6 +84,9 @@ def synth(
     secure_noise: Annotated[
         bool, typer.Option("--secure-noise", help="OS randomness for noise; not reproducible.")
     ] = False,
+    report: Annotated[Path | None, typer.Option(
+        "--report", help="Also write an HTML report (utility measured on the private table: "
+        "for the data owner).")] = None,
     seed: Seed = None,
     force: Force = False,
     quiet: Quiet = False,
@@ -95,6 +98,8 @@ def synth(
     ledger_out = ledger_path(output)
     check_writable(output, force)
     check_writable(ledger_out, force)
+    if report is not None:
+        check_writable(report, force)
     if epsilon is None and rho is None:
         raise InputError("give a budget: --epsilon (with --delta) or --rho")
     table_schema = Schema.load(schema)
@@ -130,6 +135,15 @@ def synth(
         model.fit(private_table)
     write_table(model.synthetic_, output)
     write_json(model.ledger_.to_dict(), ledger_out)
+    if report is not None:
+        from dpevolve.evaluation import evaluate as run_evaluation
+        from dpevolve.report import write_report
+
+        evaluation = run_evaluation(private_table, model.synthetic_, table_schema,
+                                    label=table_schema.label)
+        write_report(report, ledger=model.ledger_.to_dict(), evaluation=evaluation,
+                     real=private_table, synthetic=model.synthetic_, schema=table_schema,
+                     force=force)
     result = model.ledger_.result()
     _say(
         quiet,
@@ -234,13 +248,15 @@ def demo(
     from dpevolve import datasets
     from dpevolve.evaluation import evaluate as run_evaluation
     from dpevolve.evaluation import format_report
+    from dpevolve.report import write_report
     from dpevolve.synthesizer import Synthesizer
 
     output.mkdir(parents=True, exist_ok=True)
     table_out = output / "synthetic.csv"
     ledger_out = ledger_path(table_out)
     eval_out = output / "evaluation.json"
-    for path in (table_out, ledger_out, eval_out):
+    report_out = output / "report.html"
+    for path in (table_out, ledger_out, eval_out, report_out):
         check_writable(path, force)
     data = datasets.load(dataset)
     test = _maybe_test_split(dataset)
@@ -261,8 +277,11 @@ def demo(
     write_json(model.ledger_.to_dict(), ledger_out)
     result = run_evaluation(data.frame, model.synthetic_, data.schema, label=data.label, test=test)
     write_json(result, eval_out)
+    write_report(report_out, ledger=model.ledger_.to_dict(), evaluation=result, real=data.frame,
+                 synthetic=model.synthetic_, schema=data.schema,
+                 title=f"dpevolve demo: {data.name}", force=force)
     _say(quiet, format_report(result))
-    _say(quiet, f"wrote {table_out}, {ledger_out} and {eval_out}")
+    _say(quiet, f"wrote {table_out}, {ledger_out}, {eval_out} and {report_out}")
 
 
 @policy_app.command("show")

@@ -158,7 +158,10 @@ def render_report(
     """
     led = _ledger_dict(ledger)
     plot_tables = None
-    if not public_safe:
+    if public_safe:
+        # Filtered here, once, so that no section can show a private field by mistake.
+        led = {k: v for k, v in led.items() if k in _PUBLIC_KEYS}
+    else:
         plot_tables = _plot_inputs(led, real, synthetic, schema)
 
     body: list[str] = [f"<h1>{_e(title)}</h1>"]

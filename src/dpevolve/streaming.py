@@ -222,7 +222,9 @@ class Tally:
                 "--on-invalid drop|clip"
             )
         if self.rows_out == 0:
-            raise InputError(f"{self.what} has no valid rows left after on_invalid={self.on_invalid}")
+            raise InputError(
+                f"{self.what} has no valid rows left after on_invalid={self.on_invalid}"
+            )
         dropped: dict[str, int] = {}
         for name, problem in ranked:
             dropped[name] = dropped.get(name, 0) + self.problems[(name, problem)].count
@@ -272,7 +274,7 @@ def check_columns(names: Sequence[str], schema: Schema, what: str) -> None:
 
 
 # ------------------------------------------------------------------------------ reading
-class _TextNumeric(Exception):  # noqa: N818 - control flow, never reaches the user
+class _TextNumeric(Exception):
     """A numeric CSV column holds text: re-read it as text and let validation judge it."""
 
     def __init__(self, column: str) -> None:
@@ -298,6 +300,46 @@ def _rebatch(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.Table]
             pending, count = rest.to_batches(), rest.num_rows
     if count:
         yield pa.Table.from_batches(pending)
+
+
+def encode_clean(table: pa.Table, schema: Schema) -> Records | None:
+    """Encode a batch straight from Arrow when every cell is valid; ``None`` otherwise.
+
+    Equals ``encode(schema.validate(frame)[0], schema)`` on such a batch (the tests check
+    it) at a fraction of the cost: no Python strings, a hash lookup per category.
+    Anything unusual (a missing or out-of-range cell, a category stored as a number)
+    returns ``None`` and takes the pandas path, which counts and reports problems.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    layout = Layout.of(schema)
+    rows = table.num_rows
+    numeric = np.empty((rows, len(layout.numeric)), dtype=np.float64)
+    for j, col in enumerate(layout.numeric):
+        cells = table.column(col.name)
+        kind = cells.type
+        if cells.null_count or not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+            return None
+        values = cells.to_numpy().astype(np.float64, copy=False)
+        if not (np.isfinite(values).all() and values.min() >= col.lo and values.max() <= col.hi):
+            return None
+        if col.integer:
+            values = np.round(values)
+        numeric[:, j] = (values - col.lo) / col.range
+    codes = np.empty((rows, len(layout.categorical)), dtype=np.int32)
+    for j, cat in enumerate(layout.categorical):
+        cells = table.column(cat.name)
+        kind = cells.type
+        if pa.types.is_dictionary(kind):
+            kind = kind.value_type
+        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+            return None
+        index = pc.index_in(cells, value_set=pa.array(cat.keys, type=pa.string()))
+        if index.null_count:  # a missing cell or a value outside the declared set
+            return None
+        codes[:, j] = index.to_numpy()
+    return Records(numeric, codes)
 
 
 def _canonical_keys(frame: pd.DataFrame, schema: Schema) -> pd.DataFrame:
@@ -416,19 +458,16 @@ class StreamedTable:
         """
         return TableStream(self)
 
-    def frames(self) -> Iterator[pd.DataFrame]:
-        """A fresh pass over the validated batches as tables (schema column order)."""
-        for frame, _ in self._validated():
-            if len(frame):
-                yield frame
-
     def _records(self) -> Iterator[Records]:
         self._check_unchanged()
         rows = 0
-        for frame, _ in self._validated():
-            if len(frame):
-                rows += len(frame)
-                yield encode(frame, self.schema)
+        try:
+            for records, _ in self._encoded():
+                if len(records):
+                    rows += len(records)
+                    yield records
+        except _TextNumeric:
+            rows = -1
         if rows != self.rows:
             raise InputError(
                 f"{self.what} {self.path} changed while being read: {rows} valid rows now, "
@@ -439,19 +478,23 @@ class StreamedTable:
         while True:
             tally = Tally(self.schema, self.on_invalid, self.what)
             try:
-                for _, batch in self._validated():
+                for _, batch in self._encoded():
                     tally.add(batch)
             except _TextNumeric as retry:
                 self._text_columns.add(retry.column)
                 continue
             return tally.report()
 
-    def _validated(self) -> Iterator[tuple[pd.DataFrame, BatchTally]]:
+    def _encoded(self) -> Iterator[tuple[Records, BatchTally]]:
         for table in _rebatch(self._arrow_batches(), self.batch_rows):
+            records = encode_clean(table, self.schema)
+            if records is not None:
+                yield records, BatchTally(len(records), len(records))
+                continue
             frame = table.to_pandas()
             if self.format == "csv":
                 frame = _canonical_keys(frame, self.schema)
-            yield validate_batch(frame, self.schema, self.on_invalid, self.what)
+            yield encode_batch(frame, self.schema, self.on_invalid, self.what)
 
     # ----------------------------------------------------------------- readers
     def _arrow_batches(self) -> Iterator[pa.RecordBatch]:
@@ -463,7 +506,9 @@ class StreamedTable:
             else:
                 yield from self._csv_batches()
         except (pa.ArrowException, OSError) as exc:
-            raise InputError(f"{self.what} {self.path} could not be read: {_first_line(exc)}") from None
+            raise InputError(
+                f"{self.what} {self.path} could not be read: {_first_line(exc)}"
+            ) from None
 
     def _parquet_batches(self) -> Iterator[pa.RecordBatch]:
         import pyarrow.parquet as pq
@@ -616,6 +661,7 @@ __all__ = [
     "check_columns",
     "empty_records",
     "encode_batch",
+    "encode_clean",
     "fit_file",
     "validate_batch",
 ]

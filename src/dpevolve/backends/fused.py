@@ -51,6 +51,16 @@ _TILE = 512
 _BLOCK = 256
 # numpy's pairwise-summation block (PW_BLOCKSIZE), reproduced in _pairwise_sum.
 _PW_BLOCK = 128
+# _exp_nonpositive's constants: 1/ln 2, ln 2 split so that k * _LN2_HI is exact for
+# |k| < 2^20 (fdlibm's split), Taylor coefficients 1/i!, and the smallest argument
+# whose 2^k is still a normal double.
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+_E3, _E4, _E5, _E6, _E7, _E8, _E9, _E10, _E11, _E12, _E13 = (
+    1.0 / math.factorial(i) for i in range(3, 14)
+)
+_EXP_MIN = -708.0
 
 # Rebound to numba.prange by _compile(); as plain ``range`` the kernels still run
 # (slowly) as Python, which keeps them readable to tools and debuggable.
@@ -101,79 +111,189 @@ def _pairwise_sum(a: np.ndarray, start: int, n: int) -> float:
 
 
 def _gower_tile(
-    xnum: np.ndarray,
-    xcode: np.ndarray,
-    i: int,
+    xn: np.ndarray,
+    xc: np.ndarray,
     wnum: np.ndarray,
     cnum_t: np.ndarray,
     table_rows: np.ndarray,
     offsets: np.ndarray,
-    row: np.ndarray,
+    r: np.ndarray,
     j0: int,
     j1: int,
 ) -> None:
-    """Gower distances of record ``i`` to candidates ``j0:j1`` into ``row[j0:j1]``."""
-    for j in range(j0, j1):
-        row[j] = 0.0
-    # Same terms, same order as Gower.pairwise, so every sum rounds identically.
-    for k in range(wnum.shape[0]):
-        xk = xnum[i, k]
-        wk = wnum[k]
-        ck = cnum_t[k]
-        for j in range(j0, j1):
-            row[j] += wk * abs(xk - ck[j])
-    for k in range(offsets.shape[0]):
-        tk = table_rows[offsets[k] + xcode[i, k]]
-        for j in range(j0, j1):
-            row[j] += tk[j]
+    """Gower distances of one record (``xn``, ``xc``) to candidates ``j0:j1``, into ``r``.
+
+    The terms are added in Gower.pairwise's order (numeric attributes, then categorical
+    ones), one rounding per term, so every distance is bit-identical to the reference.
+    Several attributes share one pass over the tile only to save loads and stores of
+    ``r``: ``((r + a) + b)`` in one loop rounds exactly as two loops would.
+    """
+    size = j1 - j0
+    for j in range(size):
+        r[j] = 0.0
+    kn = wnum.shape[0]
+    k = 0
+    while k + 2 <= kn:
+        x0, w0, c0 = xn[k], wnum[k], cnum_t[k, j0:j1]
+        x1, w1, c1 = xn[k + 1], wnum[k + 1], cnum_t[k + 1, j0:j1]
+        for j in range(size):
+            r[j] = (r[j] + w0 * abs(x0 - c0[j])) + w1 * abs(x1 - c1[j])
+        k += 2
+    if k < kn:
+        x0, w0, c0 = xn[k], wnum[k], cnum_t[k, j0:j1]
+        for j in range(size):
+            r[j] += w0 * abs(x0 - c0[j])
+    kc = offsets.shape[0]
+    k = 0
+    while k + 4 <= kc:
+        t0 = table_rows[offsets[k] + xc[k], j0:j1]
+        t1 = table_rows[offsets[k + 1] + xc[k + 1], j0:j1]
+        t2 = table_rows[offsets[k + 2] + xc[k + 2], j0:j1]
+        t3 = table_rows[offsets[k + 3] + xc[k + 3], j0:j1]
+        for j in range(size):
+            r[j] = (((r[j] + t0[j]) + t1[j]) + t2[j]) + t3[j]
+        k += 4
+    if k + 2 <= kc:
+        t0 = table_rows[offsets[k] + xc[k], j0:j1]
+        t1 = table_rows[offsets[k + 1] + xc[k + 1], j0:j1]
+        for j in range(size):
+            r[j] = (r[j] + t0[j]) + t1[j]
+        k += 2
+    if k < kc:
+        t0 = table_rows[offsets[k] + xc[k], j0:j1]
+        for j in range(size):
+            r[j] += t0[j]
 
 
 def _embed_tile(
-    xnum: np.ndarray,
-    xcode: np.ndarray,
-    i: int,
+    xn: np.ndarray,
+    xc: np.ndarray,
     cnum_t: np.ndarray,
     mismatch_rows: np.ndarray,
     offsets: np.ndarray,
     mismatch: float,
-    row: np.ndarray,
+    r: np.ndarray,
     count: np.ndarray,
     j0: int,
     j1: int,
 ) -> None:
-    """Squared embedding distances of record ``i`` to candidates ``j0:j1`` into ``row``."""
-    for j in range(j0, j1):
-        row[j] = 0.0
+    """Squared embedding distances of one record to candidates ``j0:j1``, into ``r``.
+
+    ``s = (((0 + d_1^2) + d_2^2) + ...) + n_mismatch * (2/9)``, exactly as written.
+    """
+    size = j1 - j0
+    for j in range(size):
+        r[j] = 0.0
         count[j] = 0.0
-    for k in range(cnum_t.shape[0]):
-        xk = xnum[i, k]
-        ck = cnum_t[k]
-        for j in range(j0, j1):
-            diff = xk - ck[j]
-            row[j] += diff * diff
-    # Mismatch counts are small integers, exact in float64 whatever the order.
-    for k in range(offsets.shape[0]):
-        tk = mismatch_rows[offsets[k] + xcode[i, k]]
-        for j in range(j0, j1):
-            count[j] += tk[j]
-    for j in range(j0, j1):
-        row[j] = row[j] + count[j] * mismatch
+    kn = cnum_t.shape[0]
+    k = 0
+    while k + 2 <= kn:
+        x0, c0 = xn[k], cnum_t[k, j0:j1]
+        x1, c1 = xn[k + 1], cnum_t[k + 1, j0:j1]
+        for j in range(size):
+            d0 = x0 - c0[j]
+            d1 = x1 - c1[j]
+            r[j] = (r[j] + d0 * d0) + d1 * d1
+        k += 2
+    if k < kn:
+        x0, c0 = xn[k], cnum_t[k, j0:j1]
+        for j in range(size):
+            d0 = x0 - c0[j]
+            r[j] += d0 * d0
+    # Mismatch counts are small integers, exact in float64 whatever the grouping.
+    kc = offsets.shape[0]
+    k = 0
+    while k + 4 <= kc:
+        t0 = mismatch_rows[offsets[k] + xc[k], j0:j1]
+        t1 = mismatch_rows[offsets[k + 1] + xc[k + 1], j0:j1]
+        t2 = mismatch_rows[offsets[k + 2] + xc[k + 2], j0:j1]
+        t3 = mismatch_rows[offsets[k + 3] + xc[k + 3], j0:j1]
+        for j in range(size):
+            count[j] += (t0[j] + t1[j]) + (t2[j] + t3[j])
+        k += 4
+    while k < kc:
+        t0 = mismatch_rows[offsets[k] + xc[k], j0:j1]
+        for j in range(size):
+            count[j] += t0[j]
+        k += 1
+    for j in range(size):
+        r[j] = r[j] + count[j] * mismatch
 
 
-def _soft_accumulate(row: np.ndarray, tau: float, acc: np.ndarray) -> None:
-    """Add ``softmax(-row / tau)`` to ``acc`` (overwrites ``row``)."""
+def _min_bits(bits: np.ndarray) -> int:
+    """The smallest entry of a non-negative float64 array, as its int64 bit pattern.
+
+    Non-negative doubles order like their bit patterns, and an integer min reduction
+    vectorises without fastmath (a float one does not: NaN and -0.0 semantics).
+    """
+    lo = bits[0]
+    for j in range(1, bits.shape[0]):
+        v = bits[j]
+        lo = v if v < lo else lo
+    return lo
+
+
+def _exp_nonpositive(x: np.ndarray, out: np.ndarray, scale_bits: np.ndarray) -> None:
+    """``out = exp(x)`` for ``x <= 0``, vectorisable, within 2 ulp of libm's ``exp``.
+
+    ``exp(x) = 2^k exp(r)`` with ``k = round(x / ln 2)``, ``r = x - k ln 2`` in two
+    parts (Cody-Waite; ``k * _LN2_HI`` is exact), ``exp(r)`` by its degree-13 Taylor
+    polynomial (truncation < 1e-17 relative on ``|r| <= ln(2) / 2``) and ``2^k`` built
+    from its bits. libm's ``exp`` is a scalar call and three times slower than the
+    distances; the soft votes only need ~1e-15. Below ``_EXP_MIN`` (results under
+    ~1e-307, subnormal ``2^k``) libm takes over.
+    """
+    n = x.shape[0]
+    low = 0
+    for j in range(n):
+        xj = x[j]
+        low += xj < _EXP_MIN
+        xj = xj if xj >= _EXP_MIN else _EXP_MIN
+        k = math.floor(xj * _LOG2E + 0.5)
+        t = (xj - k * _LN2_HI) - k * _LN2_LO
+        p = _E13
+        p = p * t + _E12
+        p = p * t + _E11
+        p = p * t + _E10
+        p = p * t + _E9
+        p = p * t + _E8
+        p = p * t + _E7
+        p = p * t + _E6
+        p = p * t + _E5
+        p = p * t + _E4
+        p = p * t + _E3
+        p = p * t + 0.5
+        p = p * t + 1.0
+        out[j] = p * t + 1.0
+        scale_bits[j] = (np.int64(k) + 1023) << 52
+    scale = scale_bits.view(np.float64)
+    for j in range(n):
+        out[j] *= scale[j]
+    if low:
+        for j in range(n):
+            if x[j] < _EXP_MIN:
+                out[j] = math.exp(x[j])
+
+
+def _soft_accumulate(
+    row: np.ndarray, tau: float, acc: np.ndarray, weights: np.ndarray, scratch: np.ndarray
+) -> None:
+    """Add ``softmax(-row / tau)`` to ``acc`` as SoftVote.row_votes computes it.
+
+    ``row`` (the distances) is overwritten with the logits.
+    """
     m = row.shape[0]
-    dmin = row[0]
-    for j in range(1, m):
-        if row[j] < dmin:
-            dmin = row[j]
+    low = np.empty(1, dtype=np.int64)
+    low[0] = _min_bits(row.view(np.int64))
+    dmin = low.view(np.float64)[0]
     # max_j(-d_j / tau) == -min_j(d_j) / tau exactly: division rounds monotonically.
     top = -dmin / tau
     for j in range(m):
-        row[j] = math.exp(-row[j] / tau - top)
-    total = _pairwise_sum(row, 0, m)
+        row[j] = -row[j] / tau - top
+    _exp_nonpositive(row, weights, scratch)
+    total = _pairwise_sum(weights, 0, m)
     for j in range(m):
-        acc[j] += row[j] / total
+        acc[j] += weights[j] / total
 
 
 def _gower_hard(
@@ -190,17 +310,24 @@ def _gower_hard(
     out = np.empty(n, dtype=np.int64)
     nblocks = (n + _BLOCK - 1) // _BLOCK
     for b in prange(nblocks):
-        row = np.empty(m, dtype=np.float64)
+        row = np.empty(min(m, _TILE), dtype=np.float64)
+        bits = row.view(np.int64)
         for i in range(b * _BLOCK, min(n, (b + 1) * _BLOCK)):
-            best = np.inf
+            best = np.iinfo(np.int64).max
             arg = 0
             for j0 in range(0, m, _TILE):
                 j1 = min(m, j0 + _TILE)
-                _gower_tile(xnum, xcode, i, wnum, cnum_t, table_rows, offsets, row, j0, j1)
-                for j in range(j0, j1):
-                    if row[j] < best:
-                        best = row[j]
-                        arg = j
+                size = j1 - j0
+                _gower_tile(xnum[i], xcode[i], wnum, cnum_t, table_rows, offsets, row, j0, j1)
+                low = _min_bits(bits[:size])
+                # Strictly smaller than every earlier tile: the first hit in this tile
+                # is the first index of the minimum so far.
+                if low < best:
+                    best = low
+                    for j in range(size):
+                        if bits[j] == low:
+                            arg = j0 + j
+                            break
             out[i] = arg
     return out
 
@@ -221,12 +348,16 @@ def _gower_soft(
     out = np.zeros((nblocks, m), dtype=np.float64)
     for b in prange(nblocks):
         row = np.empty(m, dtype=np.float64)
+        weights = np.empty(m, dtype=np.float64)
+        scratch = np.empty(m, dtype=np.int64)
         acc = out[b]
         for i in range(b * _BLOCK, min(n, (b + 1) * _BLOCK)):
             for j0 in range(0, m, _TILE):
                 j1 = min(m, j0 + _TILE)
-                _gower_tile(xnum, xcode, i, wnum, cnum_t, table_rows, offsets, row, j0, j1)
-            _soft_accumulate(row, tau, acc)
+                _gower_tile(
+                    xnum[i], xcode[i], wnum, cnum_t, table_rows, offsets, row[j0:j1], j0, j1
+                )
+            _soft_accumulate(row, tau, acc, weights, scratch)
     return out
 
 
@@ -244,28 +375,30 @@ def _embed_hard(
     out = np.empty(n, dtype=np.int64)
     nblocks = (n + _BLOCK - 1) // _BLOCK
     for b in prange(nblocks):
-        row = np.empty(m, dtype=np.float64)
-        count = np.empty(m, dtype=np.float64)
+        row = np.empty(min(m, _TILE), dtype=np.float64)
+        count = np.empty(min(m, _TILE), dtype=np.float64)
+        bits = row.view(np.int64)
+        low = np.empty(1, dtype=np.int64)
         for i in range(b * _BLOCK, min(n, (b + 1) * _BLOCK)):
-            best_s = np.inf
-            best_d = np.inf
+            best = np.inf
             arg = 0
             for j0 in range(0, m, _TILE):
                 j1 = min(m, j0 + _TILE)
+                size = j1 - j0
                 _embed_tile(
-                    xnum, xcode, i, cnum_t, mismatch_rows, offsets, mismatch, row, count, j0, j1
+                    xnum[i], xcode[i], cnum_t, mismatch_rows, offsets, mismatch, row, count, j0, j1
                 )
-                for j in range(j0, j1):
-                    s = row[j]
-                    # Two squared distances can round to the same square root, and the
-                    # vote is defined on the root: take the root only when s improves
-                    # (if sqrt(s) < best_d then s < best_s), so ties break as on d.
-                    if s < best_s:
-                        d = math.sqrt(s)
-                        if d < best_d:
-                            best_d = d
-                            best_s = s
-                            arg = j
+                low[0] = _min_bits(bits[:size])
+                # The vote is defined on d = sqrt(s), and two squared distances can
+                # share a root, so ties are found on the roots (rarely: only when a
+                # tile improves on the best so far).
+                d = math.sqrt(low.view(np.float64)[0])
+                if d < best:
+                    best = d
+                    for j in range(size):
+                        if math.sqrt(row[j]) == d:
+                            arg = j0 + j
+                            break
             out[i] = arg
     return out
 
@@ -286,23 +419,33 @@ def _embed_soft(
     out = np.zeros((nblocks, m), dtype=np.float64)
     for b in prange(nblocks):
         row = np.empty(m, dtype=np.float64)
-        count = np.empty(m, dtype=np.float64)
+        count = np.empty(min(m, _TILE), dtype=np.float64)
+        weights = np.empty(m, dtype=np.float64)
+        scratch = np.empty(m, dtype=np.int64)
         acc = out[b]
         for i in range(b * _BLOCK, min(n, (b + 1) * _BLOCK)):
             for j0 in range(0, m, _TILE):
                 j1 = min(m, j0 + _TILE)
+                tile = row[j0:j1]
                 _embed_tile(
-                    xnum, xcode, i, cnum_t, mismatch_rows, offsets, mismatch, row, count, j0, j1
+                    xnum[i], xcode[i], cnum_t, mismatch_rows, offsets, mismatch, tile, count, j0, j1
                 )
-                for j in range(j0, j1):
-                    row[j] = math.sqrt(row[j])
-            _soft_accumulate(row, tau, acc)
+                for j in range(j1 - j0):
+                    tile[j] = math.sqrt(tile[j])
+            _soft_accumulate(row, tau, acc, weights, scratch)
     return out
 
 
 # ------------------------------------------------------------------ compilation
 
-_HELPERS = ("_pairwise_sum", "_gower_tile", "_embed_tile", "_soft_accumulate")
+_HELPERS = (
+    "_pairwise_sum",
+    "_gower_tile",
+    "_embed_tile",
+    "_min_bits",
+    "_exp_nonpositive",
+    "_soft_accumulate",
+)
 _KERNELS = ("_gower_hard", "_gower_soft", "_embed_hard", "_embed_soft")
 _compiled = False
 _compile_lock = threading.Lock()

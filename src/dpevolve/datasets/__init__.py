@@ -3,7 +3,7 @@
 >>> from dpevolve import datasets
 >>> ds = datasets.load("demo")                    # generated, needs no files
 >>> ds.frame.shape, ds.label
-((5000, 6), 'income')
+((30000, 6), 'income')
 >>> datasets.schema("adult5").names
 ['age', 'workclass', 'sex', 'hours-per-week', 'income']
 
@@ -21,7 +21,7 @@ Data sets (:func:`names`) and their splits (default first) and column presets:
   (``train`` is not publicly retrievable).
 * ``xor1`` .. ``xor7`` -- :func:`make_xor` (``train``: 12,000 rows, seed 0; ``test``:
   3,000 rows, seed 1).
-* ``demo`` -- :func:`make_demo` (``train``: 5,000 rows, seed 0; ``test``: 2,000, seed 1).
+* ``demo`` -- :func:`make_demo` (``train``: 30,000 rows, seed 0; ``test``: 2,000, seed 1).
 
 Files are looked up in ``$DPEVOLVE_DATA`` (laid out like the project's shared data
 folder), then in the user cache (``$XDG_CACHE_HOME/dpevolve/data``, default
