@@ -100,7 +100,7 @@ def _setup(backend: str = "fused") -> dict[str, Any]:
     return _STATE
 
 
-def _fit(rho: float, method: str, seed: int, keep_population: bool = False) -> Any:
+def _fit(rho: float, method: str, seed: int) -> Any:
     from dpevolve import Synthesizer
 
     s = _STATE
@@ -123,7 +123,7 @@ def task_fit(args: tuple[str, str, int, str]) -> dict[str, Any]:
     meta = model.ledger_.to_dict().get("metadata", {})
     return {"budget": budget, "method": method, "seed": seed, "error": error,
             "seconds": seconds, "epsilon": model.ledger_.result().epsilon,
-            "sigma": meta.get("sigma"), "l2_sensitivity": meta.get("l2_sensitivity"),
+            "backend": _STATE["backend_name"], "sigma": meta.get("sigma"), "l2_sensitivity": meta.get("l2_sensitivity"),
             "kept_final": model.history_[-1].get("kept_candidates"),
             "kept_per_round": [h.get("kept_candidates") for h in model.history_]}
 
@@ -414,8 +414,6 @@ def main() -> None:
     analysis = analyse(results["fit"], results["pilot"])
     calibration = results["calibration"][0]
     snr = results["snr"][0]
-    _setup(args.backend) if False else None  # noqa: B018 (setup happens in workers)
-    from dpevolve.backends import fused as _fused  # noqa: F401  (for the record only)
 
     out = {
         "setting": {"data": "UCI Adult train (private) / test (public), adult5 columns",
@@ -423,7 +421,8 @@ def main() -> None:
                     "delta": DELTA, "budgets": BUDGETS, "temperatures": TAUS,
                     "seeds": seeds, "pilot_reps": reps, "pilot_seeds_per_rep": 2,
                     "error": "pilot_error(train, synthetic): mean over k=1,2,3 of mean k-way TV",
-                    "backend": args.backend, "workers": args.workers},
+                    "backend": args.backend, "workers": args.workers,
+                    "backend_used": sorted({r["backend"] for r in results["fit"]})},
         "published_bfsoft_study": PUBLISHED,
         "results": analysis, "calibration": calibration, "signal_to_noise": snr,
         "runs": sorted(results["fit"], key=lambda r: (r["budget"], r["method"], r["seed"])),

@@ -188,6 +188,7 @@ def run_streamed(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     _, heap_peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     marks.append(end)
+    ledger = synthesizer.ledger_.to_dict()
     layout = Layout.of(schema)
     encoded_mb = table.rows * (8 * len(layout.numeric) + 4 * len(layout.categorical)) / 2**20
     return {
@@ -201,8 +202,8 @@ def run_streamed(path: Path, args: argparse.Namespace) -> dict[str, Any]:
         "peak_rss_mb": round(peak_rss_mb(), 1),
         "tracemalloc_peak_mb": round(heap_peak / 2**20, 1),
         "encoded_table_mb": round(encoded_mb, 1),
-        "epsilon": synthesizer.ledger_.metadata["budget"]["epsilon"],
-        "sigma": synthesizer.ledger_.metadata["sigma"],
+        "epsilon": ledger["epsilon"],
+        "sigma": ledger["sigma"],
         "synthetic_rows": len(synthesizer.synthetic_),
     }
 

@@ -167,7 +167,9 @@ def test_fit_file_drop_soft_vote(tmp_path, small_schema, dirty_table):
     whole = Synthesizer(small_schema, **settings).fit(read_table(path))
     streamed_model = fit_file(Synthesizer(small_schema, **settings), path, batch_rows=50)
     pd.testing.assert_frame_equal(streamed_model.synthetic_, whole.synthetic_)
-    assert streamed_model.ledger_.to_dict()["validation"] == whole.ledger_.to_dict()["validation"]
+    validation = streamed_model.ledger_.to_dict()["validation"]
+    assert validation == whole.ledger_.to_dict()["validation"]
+    assert validation["rows_out"] == 393
 
 
 def test_batches_are_fresh_passes(tmp_path, small_schema, small_table):

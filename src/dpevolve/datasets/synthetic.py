@@ -101,7 +101,7 @@ def _draw(rng: np.random.Generator, probs: np.ndarray) -> np.ndarray:
     return np.minimum((u > cum).sum(axis=1), probs.shape[1] - 1)
 
 
-def make_demo(n: int = 5000, seed: int = 0) -> Dataset:
+def make_demo(n: int = 30_000, seed: int = 0) -> Dataset:
     """A census-like demo table with real structure, generated in code.
 
     Columns (schema ``demo.yaml``): ``age`` (17..90), ``sex``, ``education`` (five levels
