@@ -54,9 +54,13 @@ from typing import Any  # noqa: E402
 RESULTS = Path(__file__).resolve().parent / "results"
 TAUS = (0.015, 0.03, 0.06)
 BUDGETS = {"strong": 1e-4, "weak": 3e-3}
+# Diagnostics only: a budget so large the noise vanishes (the vote's own bias), and one
+# so small that selection is pure noise (what mutation and resampling alone do).
+DIAGNOSTIC_BUDGETS = {"noiseless": 1e3, "pure_noise": 1e-10}
+ALL_BUDGETS = {**BUDGETS, **DIAGNOSTIC_BUDGETS}
 DELTA = 1e-5
 POLICY = {"attributes": {"age": {"threshold": 7}}}
-METHODS = ("hard",) + tuple(f"soft{t}" for t in TAUS)
+METHODS = ("hard", *(f"soft{t}" for t in TAUS))
 # The BF-Soft study's published Adult numbers (their error measure may differ from ours).
 PUBLISHED = {
     "strong": {"rho": 1e-4, "hard": 0.696, "best_soft": 0.427,
@@ -100,14 +104,20 @@ def _setup(backend: str = "fused") -> dict[str, Any]:
     return _STATE
 
 
+def _public_init() -> bool:
+    """Whether private runs seed their population from the public split (``--init``)."""
+    return os.environ.get("BFSOFT_INIT", "public") == "public"
+
+
 def _fit(rho: float, method: str, seed: int) -> Any:
     from dpevolve import Synthesizer
 
     s = _STATE
     vote, tau = ("hard", None) if method == "hard" else ("soft", float(method[4:]))
     return Synthesizer(s["schema"], rho=rho, delta=DELTA, preset="bfsoft", vote=vote,
-                       temperature=tau, policy=s["policy"], public=s["test"],
-                       random_state=seed, backend=s["backend"]).fit(s["train"])
+                       temperature=tau, policy=s["policy"],
+                       public=s["test"] if _public_init() else None, random_state=seed,
+                       backend=s["backend"]).fit(s["train"])
 
 
 # ------------------------------------------------------------------------ tasks
@@ -117,13 +127,14 @@ def task_fit(args: tuple[str, str, int, str]) -> dict[str, Any]:
     from dpevolve.pilot import pilot_error
 
     start = time.perf_counter()
-    model = _fit(BUDGETS[budget], method, seed)
+    model = _fit(ALL_BUDGETS[budget], method, seed)
     seconds = time.perf_counter() - start
     error = pilot_error(_STATE["train"], model.synthetic_, _STATE["schema"])
-    meta = model.ledger_.to_dict().get("metadata", {})
+    meta = model.ledger_.to_dict()
     return {"budget": budget, "method": method, "seed": seed, "error": error,
             "seconds": seconds, "epsilon": model.ledger_.result().epsilon,
-            "backend": _STATE["backend_name"], "sigma": meta.get("sigma"), "l2_sensitivity": meta.get("l2_sensitivity"),
+            "backend": _STATE["backend_name"], "sigma": meta.get("sigma"),
+            "l2_sensitivity": meta.get("l2_sensitivity"),
             "kept_final": model.history_[-1].get("kept_candidates"),
             "kept_per_round": [h.get("kept_candidates") for h in model.history_]}
 
@@ -137,7 +148,8 @@ def task_pilot(args: tuple[str, int, tuple[int, ...], str]) -> dict[str, Any]:
     start = time.perf_counter()
     result = run_pilot(s["schema"], s["test"], len(s["train"]),
                        Budget.from_args(rho=BUDGETS[budget], delta=DELTA),
-                       temperatures=TAUS, seeds=seeds, public_init=True, preset="bfsoft",
+                       temperatures=TAUS, seeds=seeds, public_init=_public_init(),
+                       preset="bfsoft",
                        policy=s["policy"], backend=s["backend"])
     out = result.to_dict()
     out.update(budget=budget, rep=rep, seconds=time.perf_counter() - start)
@@ -155,13 +167,20 @@ def task_calibration(args: tuple[int, str]) -> dict[str, Any]:
     """Closed-form vs exact calibration on the final population of one hard run."""
     seed, backend = args
     s = _setup(backend)
-    from dpevolve.sensitivity import (exact_hard_sensitivity, exact_soft_sensitivity,
-                                      per_round_hard_sensitivity, soft_bound)
+    from dpevolve.sensitivity import (
+        exact_hard_sensitivity,
+        exact_soft_sensitivity,
+        numeric_grid,
+        per_round_hard_sensitivity,
+        soft_bound,
+    )
 
     policy, distance = s["policy"], s["distance"]
     model = _fit(BUDGETS["strong"], "hard", seed)
     population = model.population_
-    domain = 74 * 8 * 2 * 99 * 2
+    layout = distance.layout
+    domain = math.prod([len(numeric_grid(c, None)) for c in layout.numeric]
+                       + [len(c.values) for c in layout.categorical])
     reach = policy.reach(distance)
     # Closed form = the policy's reach (computed from the schema) + one tanh.
     closed_full = _time_call(lambda: soft_bound(policy.reach(distance), 0.03), 2000)
@@ -178,9 +197,10 @@ def task_calibration(args: tuple[int, str]) -> dict[str, Any]:
                           "edges_checked": r.edges_checked, "seconds": r.seconds,
                           "attribute": r.attribute}
     # The same search on the initial population (a public sample): the value moves.
+    import numpy as np
+
     from dpevolve.encoding import Layout, encode
     from dpevolve.variation import Variation
-    import numpy as np
 
     rng = np.random.default_rng(seed)
     initial = Variation(Layout.of(s["schema"])).from_public(encode(s["test"], s["schema"]),
@@ -188,7 +208,7 @@ def task_calibration(args: tuple[int, str]) -> dict[str, Any]:
     init_soft = exact_soft_sensitivity(policy, distance, initial, 0.03)
     t03 = soft["0.03"]
     return {
-        "population": "final population of the hard run, rho=1e-4, seed %d (512 records)" % seed,
+        "population": f"final population of the hard run, rho=1e-4, seed {seed} (512 records)",
         "domain_records": domain, "domain_searched": "full product domain (no sampling)",
         "reach": reach,
         "closed_form": {"seconds_reach_plus_tanh": closed_full, "seconds_tanh_only": closed_tanh,
@@ -229,6 +249,19 @@ def task_snr(args: tuple[int, str]) -> dict[str, Any]:
     private = encode(s["train"], s["schema"])
     reach = s["policy"].reach(s["distance"])
     out: dict[str, Any] = {"n_private": len(private), "mean_count": len(private) / 512}
+    from dpevolve.encoding import decode
+    from dpevolve.pilot import pilot_error
+
+    variation = Variation(Layout.of(s["schema"]))
+    out["baseline_errors"] = {
+        "initial_public_population_512": pilot_error(
+            s["train"], decode(population, s["schema"]), s["schema"]),
+        "uniform_random_512": pilot_error(
+            s["train"], decode(variation.random(512, rng), s["schema"]), s["schema"]),
+        "train_sample_512": pilot_error(
+            s["train"], s["train"].sample(n=512, random_state=seed), s["schema"]),
+        "whole_public_test_split": pilot_error(s["train"], s["test"], s["schema"]),
+    }
     for method in METHODS:
         vote = make_vote("hard") if method == "hard" else make_vote("soft", float(method[4:]))
         h = s["backend"].vote(private, population, s["distance"], vote)
@@ -286,7 +319,7 @@ def analyse(fits: list[dict[str, Any]], pilots: list[dict[str, Any]]) -> dict[st
                                      "mean_fit_seconds": statistics.fmean(
                                          rows[m][s]["seconds"] for s in seeds)}
             if m != "hard":
-                diffs = [a - b for a, b in zip(errors[m], errors["hard"])]
+                diffs = [a - b for a, b in zip(errors[m], errors["hard"], strict=True)]
                 d, dh = _ci(diffs)
                 entry.update(paired_diff=d, paired_ci95=[d - dh, d + dh],
                              relative_change=d / hard_mean,
@@ -368,7 +401,7 @@ def plot(analysis: dict[str, Any], calibration: dict[str, Any], path: Path) -> N
     axes[2].set_yscale("log")
     axes[2].set_ylabel("seconds per calibration (one 512-record population)")
     edges = [0, c["exact_hard"]["edges_checked"], c["exact_soft"]["0.03"]["edges_checked"]]
-    for bar, s, e in zip(bars, secs, edges):
+    for bar, s, e in zip(bars, secs, edges, strict=True):
         axes[2].annotate(f"{s:.3g}s\n{e:,} edges", (bar.get_x() + bar.get_width() / 2, s),
                          ha="center", va="bottom", fontsize=8)
     axes[2].set_title("calibration cost (full 234k-record domain)")
@@ -386,11 +419,15 @@ def main() -> None:
                         help="pilot replicates per budget (each uses 2 pilot seeds)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--backend", default="fused", choices=["fused", "local"])
+    parser.add_argument("--init", default="public", choices=["public", "random"],
+                        help="seed the population from the public split (default; the "
+                             "pilot then splits it) or at random over the schema")
     parser.add_argument("--tag", default="", help="suffix of the output file names")
     args = parser.parse_args()
     seeds = 2 if args.quick else args.seeds
     reps = 2 if args.quick else args.pilot_reps
     started = time.perf_counter()
+    os.environ["BFSOFT_INIT"] = args.init  # inherited by the spawned workers
 
     jobs: list[tuple[str, Any]] = [("calibration", (0, args.backend)),
                                    ("snr", (0, args.backend))]
@@ -398,6 +435,10 @@ def main() -> None:
              for b in BUDGETS for r in range(reps)]
     jobs += [("fit", (b, m, s, args.backend)) for b in BUDGETS for s in range(seeds)
              for m in METHODS]
+    jobs += [("fit", ("noiseless", m, s, args.backend)) for s in range(min(seeds, 3))
+             for m in METHODS]
+    jobs += [("fit", ("pure_noise", m, s, args.backend)) for s in range(min(seeds, 3))
+             for m in ("hard", "soft0.03")]
     results: dict[str, list[Any]] = {"fit": [], "pilot": [], "calibration": [], "snr": []}
     try:
         if args.workers > 1:
@@ -411,7 +452,14 @@ def main() -> None:
     finally:
         shutil.rmtree(os.environ["BFSOFT_NUMBA_ROOT"], ignore_errors=True)
 
-    analysis = analyse(results["fit"], results["pilot"])
+    main_fits = [r for r in results["fit"] if r["budget"] in BUDGETS]
+    analysis = analyse(main_fits, results["pilot"])
+    for diag in DIAGNOSTIC_BUDGETS:
+        analysis[f"{diag}_diagnostic"] = {
+            m: statistics.fmean(r["error"] for r in results["fit"]
+                                if r["budget"] == diag and r["method"] == m)
+            for m in METHODS if any(r["budget"] == diag and r["method"] == m
+                                    for r in results["fit"])}
     calibration = results["calibration"][0]
     snr = results["snr"][0]
 
@@ -421,6 +469,8 @@ def main() -> None:
                     "delta": DELTA, "budgets": BUDGETS, "temperatures": TAUS,
                     "seeds": seeds, "pilot_reps": reps, "pilot_seeds_per_rep": 2,
                     "error": "pilot_error(train, synthetic): mean over k=1,2,3 of mean k-way TV",
+                    "population_init": args.init + (" (UCI test split)" if args.init == "public"
+                                                    else " (uniform over the schema)"),
                     "backend": args.backend, "workers": args.workers,
                     "backend_used": sorted({r["backend"] for r in results["fit"]})},
         "published_bfsoft_study": PUBLISHED,
@@ -444,7 +494,8 @@ def print_summary(out: dict[str, Any]) -> None:
               f"{len(a['seeds'])} paired seeds")
         for m in METHODS:
             e = a["methods"][m]
-            line = f"  {m:10s} err {e['mean_error']:.4f} ± {e['ci95_half']:.4f}  sigma {e['sigma']:.1f}"
+            line = (f"  {m:10s} err {e['mean_error']:.4f} ± {e['ci95_half']:.4f}  "
+                    f"sigma {e['sigma']:.1f}")
             if m != "hard":
                 lo, hi = e["paired_ci95"]
                 line += (f"  diff {e['paired_diff']:+.4f} [{lo:+.4f}, {hi:+.4f}]  "
@@ -467,12 +518,18 @@ def print_summary(out: dict[str, Any]) -> None:
     print(f"  closed form {c['closed_form']['seconds_reach_plus_tanh']:.2e} s "
           f"(tanh only {c['closed_form']['seconds_tanh_only']:.2e} s)")
     h = c["exact_hard"]
-    print(f"  exact hard  {h['seconds']:.3f} s, {h['edges_checked']:,} edges, value {h['value']:.4f}")
+    print(f"  exact hard  {h['seconds']:.3f} s, {h['edges_checked']:,} edges, "
+          f"value {h['value']:.4f}")
     for t, s in c["exact_soft"].items():
         print(f"  exact soft tau={t}: {s['seconds']:.2f} s, {s['edges_checked']:,} edges, "
               f"value {s['value']:.4f} vs bound {s['bound']:.4f} ({s['exact_over_bound']:.3f})")
     for k, v in c["ratios_vs_closed_form"].items():
         print(f"  {k}: {v:.4g}")
+    for diag, rho in DIAGNOSTIC_BUDGETS.items():
+        print(f"\n{diag} (rho={rho:g}) mean error: " + ", ".join(
+            f"{m} {v:.4f}" for m, v in res[f"{diag}_diagnostic"].items()))
+    print("baselines: " + ", ".join(f"{k} {v:.4f}"
+                                    for k, v in out["signal_to_noise"]["baseline_errors"].items()))
     print("\nsignal-to-noise (noiseless histogram std / sigma, initial public population):")
     snr = out["signal_to_noise"]
     for m in METHODS:

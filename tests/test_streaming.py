@@ -34,7 +34,7 @@ def write(frame: pd.DataFrame, folder: Path, fmt: str, name: str = "private") ->
     if fmt == "parquet":
         # Parquet columns have one type: a column mixing text and numbers becomes text.
         frame = frame.copy()
-        for column in frame.columns[frame.dtypes == object]:
+        for column in frame.columns:
             kinds = {type(v) for v in frame[column] if not pd.isna(v)}
             if len(kinds) > 1:
                 frame[column] = [None if pd.isna(v) else str(v) for v in frame[column]]
@@ -195,7 +195,7 @@ def test_integer_label_written_with_gaps(tmp_path):
 def test_parquet_with_index_column(tmp_path, small_schema, small_table):
     path = tmp_path / "indexed.parquet"
     small_table.set_index(small_table.index + 1000).to_parquet(path)  # stores the index
-    table, records = streamed(path, small_schema, 64)
+    _, records = streamed(path, small_schema, 64)
     assert records.equals(in_memory(path, small_schema)[0])
 
 

@@ -78,15 +78,31 @@ def synth(
     ] = None,
     policy: Annotated[Path | None, typer.Option("--policy", help="Blowfish policy YAML.")] = None,
     public: Annotated[Path | None, typer.Option("--public", help="Public table.")] = None,
+    mechanism: Annotated[
+        str, typer.Option("--mechanism", help="gaussian, or pubmix (needs --public).")
+    ] = "gaussian",
+    pubmix_accounting: Annotated[
+        str, typer.Option("--pubmix-accounting", help="basic split or tight PLD composition.")
+    ] = "basic",
+    pubmix_noise: Annotated[str, typer.Option("--pubmix-noise", help="wf, mifr or linmix.")] = "wf",
+    gamma: Annotated[
+        float | None,
+        typer.Option("--gamma", help="Bound on TV(public, private); default from public folds."),
+    ] = None,
     population: Annotated[int | None, typer.Option("--population", help="Override N.")] = None,
     rounds: Annotated[int | None, typer.Option("--rounds", help="Override rounds.")] = None,
     on_invalid: Annotated[OnInvalid, typer.Option("--on-invalid")] = OnInvalid.error,
     secure_noise: Annotated[
         bool, typer.Option("--secure-noise", help="OS randomness for noise; not reproducible.")
     ] = False,
-    report: Annotated[Path | None, typer.Option(
-        "--report", help="Also write an HTML report (utility measured on the private table: "
-        "for the data owner).")] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            "--report",
+            help="Also write an HTML report (utility measured on the private table: "
+            "for the data owner).",
+        ),
+    ] = None,
     seed: Seed = None,
     force: Force = False,
     quiet: Quiet = False,
@@ -139,11 +155,18 @@ def synth(
         from dpevolve.evaluation import evaluate as run_evaluation
         from dpevolve.report import write_report
 
-        evaluation = run_evaluation(private_table, model.synthetic_, table_schema,
-                                    label=table_schema.label)
-        write_report(report, ledger=model.ledger_.to_dict(), evaluation=evaluation,
-                     real=private_table, synthetic=model.synthetic_, schema=table_schema,
-                     force=force)
+        evaluation = run_evaluation(
+            private_table, model.synthetic_, table_schema, label=table_schema.label
+        )
+        write_report(
+            report,
+            ledger=model.ledger_.to_dict(),
+            evaluation=evaluation,
+            real=private_table,
+            synthetic=model.synthetic_,
+            schema=table_schema,
+            force=force,
+        )
     result = model.ledger_.result()
     _say(
         quiet,
@@ -161,6 +184,58 @@ def _temperature(text: str | None) -> float | Literal["auto"] | None:
         return float(text)
     except ValueError:
         raise InputError(f"temperature must be a number or 'auto', got '{text}'") from None
+
+
+@app.command()
+def pubmix(
+    private: Annotated[Path, typer.Argument(help="Private table (.csv or .parquet).")],
+    schema: Annotated[Path, typer.Option("--schema", "-s")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Samples to write.")],
+    m: Annotated[int, typer.Option("-m", "--samples", help="Samples to release.")],
+    epsilon: Annotated[float | None, typer.Option("--epsilon", "-e")] = None,
+    delta: Annotated[float | None, typer.Option("--delta", "-d")] = None,
+    rho: Annotated[float | None, typer.Option("--rho", help="Only for --noise gaussian.")] = None,
+    public: Annotated[Path | None, typer.Option("--public", help="Public table.")] = None,
+    noise: Annotated[str, typer.Option("--noise", help="pubmix, linmix or gaussian.")] = "pubmix",
+    floor: Annotated[str, typer.Option("--floor", help="wf or mifr floor raising.")] = "wf",
+    gamma: Annotated[float | None, typer.Option("--gamma")] = None,
+    seed: Seed = None,
+    force: Force = False,
+    quiet: Quiet = False,
+) -> None:
+    """Release M DP samples of PRIVATE over the product domain of its columns."""
+    from dpevolve.accounting import Budget
+    from dpevolve.pubmix.table import sample_discrete
+    from dpevolve.schema import Schema
+
+    ledger_out = ledger_path(output)
+    check_writable(output, force)
+    check_writable(ledger_out, force)
+    if epsilon is None and rho is None:
+        raise InputError("give a budget: --epsilon (with --delta) or --rho")
+    private_table = read_table(private, "private table")
+    if delta is None and epsilon is not None:
+        import math
+
+        n = max(len(private_table), 3)
+        delta = 1.0 / (n * math.log(n))
+    release = sample_discrete(
+        private_table,
+        read_table(public, "public table") if public is not None else None,
+        Schema.load(schema),
+        m,
+        Budget.from_args(epsilon=epsilon, delta=delta, rho=rho),
+        noise=noise,  # type: ignore[arg-type]
+        floor=floor,  # type: ignore[arg-type]
+        gamma=gamma,
+        random_state=seed,
+    )
+    write_table(release.samples, output)
+    write_json(release.ledger.to_dict(), ledger_out)
+    details = ", ".join(
+        f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in release.details.items()
+    )
+    _say(quiet, f"wrote {output} ({m} samples; {details}) and {ledger_out}")
 
 
 @schema_app.command("infer")
@@ -277,9 +352,16 @@ def demo(
     write_json(model.ledger_.to_dict(), ledger_out)
     result = run_evaluation(data.frame, model.synthetic_, data.schema, label=data.label, test=test)
     write_json(result, eval_out)
-    write_report(report_out, ledger=model.ledger_.to_dict(), evaluation=result, real=data.frame,
-                 synthetic=model.synthetic_, schema=data.schema,
-                 title=f"dpevolve demo: {data.name}", force=force)
+    write_report(
+        report_out,
+        ledger=model.ledger_.to_dict(),
+        evaluation=result,
+        real=data.frame,
+        synthetic=model.synthetic_,
+        schema=data.schema,
+        title=f"dpevolve demo: {data.name}",
+        force=force,
+    )
     _say(quiet, format_report(result))
     _say(quiet, f"wrote {table_out}, {ledger_out}, {eval_out} and {report_out}")
 

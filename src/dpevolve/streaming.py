@@ -315,6 +315,8 @@ def encode_clean(table: pa.Table, schema: Schema) -> Records | None:
 
     layout = Layout.of(schema)
     rows = table.num_rows
+    if rows == 0:
+        return None
     numeric = np.empty((rows, len(layout.numeric)), dtype=np.float64)
     for j, col in enumerate(layout.numeric):
         cells = table.column(col.name)
@@ -384,7 +386,8 @@ class StreamedTable:
     schema
         The declared domains (never inferred from the private table).
     batch_rows
-        Rows per batch: the memory of a pass is a few batches.
+        Rows per batch: the memory of a pass is a few batches (for Parquet, also
+        about one row group of the file, which the reader decompresses at once).
     on_invalid
         ``error``, ``drop`` or ``clip``, as in :meth:`Schema.validate`.
     what

@@ -61,6 +61,15 @@ class Synthesizer:
         A Blowfish policy (object or YAML path); ``None`` protects whole records.
     public
         Public records from the same domain: the initial population is drawn from them.
+    mechanism
+        ``gaussian`` (noisy vote histogram) or ``pubmix`` (parents sampled from a
+        public/private mixture; needs ``public``, hard votes and an (epsilon, delta)
+        budget).
+    pubmix_accounting, pubmix_noise, gamma
+        PubMix's per-round accounting (``basic`` split, or ``tight``: the worst-case
+        pair's PLD composed over the rounds), its noise distribution (``wf``/``mifr``
+        floor-raised public votes, or ``linmix`` uniform) and the bound on
+        ``TV(P_pub, P_prv)`` (``None``: estimated from public folds).
     population_size, rounds, distance, threshold
         Override the preset.
     random_state
@@ -96,6 +105,10 @@ class Synthesizer:
         temperature: float | Literal["auto"] | None = None,
         policy: Any = None,
         public: pd.DataFrame | None = None,
+        mechanism: Literal["gaussian", "pubmix"] = "gaussian",
+        pubmix_accounting: Literal["basic", "tight"] = "basic",
+        pubmix_noise: Literal["wf", "mifr", "linmix"] = "wf",
+        gamma: float | None = None,
         population_size: int | None = None,
         rounds: int | None = None,
         distance: str | None = None,
@@ -115,6 +128,10 @@ class Synthesizer:
         self.temperature = temperature
         self.policy = policy
         self.public = public
+        self.mechanism = mechanism
+        self.pubmix_accounting = pubmix_accounting
+        self.pubmix_noise = pubmix_noise
+        self.gamma = gamma
         self.population_size = population_size
         self.rounds = rounds
         self.distance = distance
@@ -224,20 +241,21 @@ class Synthesizer:
         policy_warnings = [] if policy is None else policy.warnings(distance)
         for warning in policy_warnings:  # said before any budget is spent
             warnings.warn(f"policy: {warning}", UserWarning, stacklevel=3)
-        sensitivity = vote.l2_sensitivity(reach)
-        rounds = preset.schedule.rounds
-        multiplier = calibrate_gaussian(rounds, budget)
-        sigma = multiplier * sensitivity
-        threshold = preset.threshold if self.threshold is None else self.threshold
-        release: Release = GaussianRelease(
-            sigma, sensitivity, threshold, noise=SystemNoise() if self.secure_noise else None
-        )
 
         seed = np.random.SeedSequence(self.random_state)
         fit_seed, sample_seed = seed.spawn(2)
         rng = np.random.default_rng(fit_seed)
         self._sample_rng = np.random.default_rng(sample_seed)
+        backend = self.backend or LocalBackend()
+        public = None
+        if self.public is not None:
+            public_frame, _ = schema.validate(self.public, on_invalid="error", what="public table")
+            public = encode(public_frame, schema)
 
+        sensitivity = vote.l2_sensitivity(reach)
+        release, noise = self._release(
+            preset, budget, sensitivity, vote, distance, backend, public, n, rng
+        )
         ledger = Ledger(
             budget.delta if budget.delta is not None else 1e-5,
             metadata={
@@ -250,7 +268,7 @@ class Synthesizer:
                 "preset": preset.name,
                 "schedule": {
                     "population": preset.schedule.population,
-                    "rounds": rounds,
+                    "rounds": preset.schedule.rounds,
                     "stages": [vars(s) for s in preset.schedule.stages],
                 },
                 "distance": distance.name,
@@ -258,8 +276,8 @@ class Synthesizer:
                 "policy": None if policy is None else policy.to_dict(),
                 "reach": reach,
                 "l2_sensitivity": sensitivity,
-                "noise_multiplier": multiplier,
-                "sigma": sigma,
+                "mechanism": self.mechanism,
+                **noise,
                 "schema": schema.to_dict(),
                 "validation": None if report is None else report.to_dict(),
             },
@@ -268,12 +286,12 @@ class Synthesizer:
             ledger.note(f"policy: {warning}")
         if pilot is not None:
             ledger.add_metadata(pilot=pilot.to_dict())
+            chosen = f" at tau={pilot.best_temperature}" if pilot.soft_wins else ""
             ledger.record(
                 ZeroCostEvent(
                     "public_pilot",
-                    f"temperature chosen on public data only: {vote.name} vote"
-                    + (f" at tau={pilot.best_temperature}" if pilot.soft_wins else "")
-                    + "; no private budget spent",
+                    f"temperature chosen on public data only: {vote.name} vote{chosen}; "
+                    "no private budget spent",
                 ),
                 round=0,
             )
@@ -284,23 +302,18 @@ class Synthesizer:
                 "come from the private data and are not privatised: keep this ledger with the data."
             )
 
-        layout = Layout.of(schema)
-        variation = Variation(layout)
-        if self.public is not None:
-            public_frame, _ = schema.validate(self.public, on_invalid="error", what="public table")
-            initial = variation.from_public(
-                encode(public_frame, schema), preset.schedule.population, rng
-            )
-        else:
-            initial = variation.random(preset.schedule.population, rng)
-
-        engine = Evolution(
-            distance, vote, release, preset.schedule, variation, self.backend or LocalBackend()
+        variation = Variation(Layout.of(schema))
+        size = preset.schedule.population
+        initial = (
+            variation.random(size, rng)
+            if public is None
+            else variation.from_public(public, size, rng)
         )
+        engine = Evolution(distance, vote, release, preset.schedule, variation, backend)
         history: list[dict[str, Any]] = []
         events: list[Any] = []
 
-        with _progress(self.progress, rounds) as advance:
+        with _progress(self.progress, preset.schedule.rounds) as advance:
 
             def on_round(t: int, selection: Selection, population: Records) -> None:
                 events.append(selection.event)
@@ -328,6 +341,66 @@ class Synthesizer:
         self.n_private_ = n
         self.warnings_ = policy_warnings
         return self
+
+    def _release(
+        self,
+        preset: Preset,
+        budget: Budget,
+        sensitivity: float,
+        vote: Vote,
+        distance: Distance,
+        backend: Backend,
+        public: Records | None,
+        n: int,
+        rng: np.random.Generator,
+    ) -> tuple[Release, dict[str, Any]]:
+        """The selection step and what the ledger should say about its calibration."""
+        rounds = preset.schedule.rounds
+        if self.mechanism == "gaussian":
+            multiplier = calibrate_gaussian(rounds, budget)
+            sigma = multiplier * sensitivity
+            threshold = preset.threshold if self.threshold is None else self.threshold
+            noise = SystemNoise() if self.secure_noise else None
+            release = GaussianRelease(sigma, sensitivity, threshold, noise=noise)
+            return release, {"noise_multiplier": multiplier, "sigma": sigma}
+        if self.mechanism != "pubmix":
+            raise InputError(f"unknown mechanism '{self.mechanism}' (choose gaussian or pubmix)")
+        from dpevolve.release.pubmix import PubMixRelease
+
+        if public is None:
+            raise InputError("mechanism 'pubmix' needs public data (--public)")
+        if vote.name != "hard":
+            raise InputError(
+                "PubMix needs hard votes: soft votes break the two-bin structure its privacy "
+                "analysis rests on (use --vote hard)"
+            )
+        if budget.rho is not None:
+            raise InputError("PubMix needs an (epsilon, delta) budget, not --rho")
+        largest = max(
+            preset.schedule.population * ((1 + s.mutations) if s.keep_selected else 1)
+            for s in preset.schedule.stages
+        )
+        release = PubMixRelease(
+            public,
+            distance,
+            backend,
+            n,
+            rounds,
+            budget,
+            accounting=self.pubmix_accounting,
+            noise=self.pubmix_noise,
+            gamma=self.gamma,
+            max_candidates=largest,
+            seed=int(rng.integers(2**32)),
+        )
+        gamma = self.gamma if self.gamma is not None else "public folds (k=5, quantile 0.95)"
+        return release, {
+            "pubmix": {
+                "accounting": self.pubmix_accounting,
+                "noise": self.pubmix_noise,
+                "gamma": gamma,
+            }
+        }
 
     # ------------------------------------------------------------------ sample
     def sample(self, n: int | None = None) -> pd.DataFrame:

@@ -56,6 +56,7 @@ partitions) would change.
 from __future__ import annotations
 
 import warnings
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -97,18 +98,26 @@ def _kernel(inner: Backend | str) -> Backend:
         return inner
     if inner in ("fused", "auto"):
         try:
-            from dpevolve.backends.fused import (  # type: ignore[import-not-found,unused-ignore]
-                FusedBackend,
-                fused_available,
-            )
+            from dpevolve.backends.fused import FusedBackend, fused_available
 
             if fused_available():
-                return FusedBackend()  # type: ignore[no-any-return,unused-ignore]
+                # As many numba threads as the worker has task threads: numba's default
+                # (every core) would oversubscribe a machine running several workers.
+                return FusedBackend(threads=_worker_threads())
         except ImportError:
             pass
         if inner == "fused":
             raise InputError("the fused kernel is not available on this worker (install numba)")
     return LocalBackend()
+
+
+def _worker_threads() -> int | None:
+    try:
+        from distributed import get_worker
+
+        return int(get_worker().state.nthreads)
+    except (ImportError, ValueError, AttributeError):
+        return None  # not on a worker (the driver checking availability)
 
 
 def _partial_vote(
@@ -223,8 +232,17 @@ class DaskBackend:
         self._client = client
         self.partitions = partitions
         self.inner = inner
-        self._source: Any = None
+        # The table the cached partitions were made from, held weakly: when the caller
+        # drops it (a fit ends), a finalizer frees the workers' copy.
+        self._source: weakref.ref[Any] | None = None
         self._cached: DaskPrivate | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A client and its futures belong to one process: an unpickled backend uses the
+        # default client there and ships the private data again.
+        state = self.__dict__.copy()
+        state.update(_client=None, _source=None, _cached=None)
+        return state
 
     def __repr__(self) -> str:
         return (
@@ -382,12 +400,14 @@ class DaskBackend:
         if isinstance(private, DaskPrivate):
             return private, False
         source = private.table if isinstance(private, TableStream) else private
-        if self._cached is not None and self._source is source:
+        if self._cached is not None and self._source is not None and self._source() is source:
             return self._cached, False
         if isinstance(private, (Records, TableStream, StreamedTable)):
             self.release()
-            self._source, self._cached = source, self.persist(private)
-            return self._cached, False
+            held = self.persist(private)
+            self._source, self._cached = weakref.ref(source), held
+            weakref.finalize(source, _forget, weakref.ref(self), held)
+            return held, False
         warnings.warn(
             "DaskBackend got a stream it cannot recognise across rounds, so it ships the "
             "private batches to the workers again this round; persist() them once instead",
@@ -413,6 +433,8 @@ class DaskBackend:
     ) -> np.ndarray:
         """The vote histogram ``H`` summed over the workers' partitions (no noise)."""
         held, temporary = self._resolve(private)
+        if held.rows and not held.parts:
+            raise InputError("the private partitions were released from the workers")
         client = held.client
         try:
             # One copy of the round's small objects per worker, not one per partition.
@@ -473,6 +495,14 @@ def fit_parquet(
         return model._fit_records(held, schema, held.report, n=held.rows)
     finally:
         held.release()
+
+
+def _forget(backend: weakref.ref[DaskBackend], held: DaskPrivate) -> None:
+    """The cached table is gone: free its partitions on the workers."""
+    owner = backend()
+    if owner is not None and owner._cached is held:
+        owner._source = owner._cached = None
+    held.release()
 
 
 def _records_only(batches: Iterable[Any]) -> Iterator[Records]:

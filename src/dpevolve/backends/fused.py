@@ -45,13 +45,16 @@ from dpevolve.encoding import Records
 from dpevolve.errors import InputError
 from dpevolve.votes import HardVote, SoftVote, Vote
 
+# Kernel codes for the distance (numba specialises on neither strings nor classes).
+_GOWER = 0
+_TABPE = 1
 # Candidates per tile: every attribute pass over a tile of the row buffer hits L1.
 _TILE = 512
 # Private records per partial soft histogram (the unit of the deterministic sum).
 _BLOCK = 256
 # numpy's pairwise-summation block (PW_BLOCKSIZE), reproduced in _pairwise_sum.
 _PW_BLOCK = 128
-# _exp_nonpositive's constants: 1/ln 2, ln 2 split so that k * _LN2_HI is exact for
+# _exp_logits' constants: 1/ln 2, ln 2 split so that k * _LN2_HI is exact for
 # |k| < 2^20 (fdlibm's split), Taylor coefficients 1/i!, and the smallest argument
 # whose 2^k is still a normal double.
 _LOG2E = 1.4426950408889634
@@ -72,42 +75,84 @@ prange = range
 # features: every line below must type-check in numba's nopython mode.
 
 
-def _pairwise_sum(a: np.ndarray, start: int, n: int) -> float:
-    """numpy's pairwise sum of ``a[start:start+n]`` (same blocking, same rounding)."""
+def _pairwise_leaf(a: np.ndarray, start: int, n: int) -> float:
+    """numpy's pairwise-sum leaf (``n <= 128``): eight running sums, then a tree."""
     if n < 8:
         res = 0.0
         for i in range(start, start + n):
             res += a[i]
         return res
-    if n <= _PW_BLOCK:
-        r0 = a[start]
-        r1 = a[start + 1]
-        r2 = a[start + 2]
-        r3 = a[start + 3]
-        r4 = a[start + 4]
-        r5 = a[start + 5]
-        r6 = a[start + 6]
-        r7 = a[start + 7]
-        stop = start + n - n % 8
-        i = start + 8
-        while i < stop:
-            r0 += a[i]
-            r1 += a[i + 1]
-            r2 += a[i + 2]
-            r3 += a[i + 3]
-            r4 += a[i + 4]
-            r5 += a[i + 5]
-            r6 += a[i + 6]
-            r7 += a[i + 7]
-            i += 8
-        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-        while i < start + n:
-            res += a[i]
-            i += 1
-        return res
-    half = n // 2
-    half -= half % 8
-    return _pairwise_sum(a, start, half) + _pairwise_sum(a, start + half, n - half)
+    r0 = a[start]
+    r1 = a[start + 1]
+    r2 = a[start + 2]
+    r3 = a[start + 3]
+    r4 = a[start + 4]
+    r5 = a[start + 5]
+    r6 = a[start + 6]
+    r7 = a[start + 7]
+    stop = start + n - n % 8
+    i = start + 8
+    while i < stop:
+        r0 += a[i]
+        r1 += a[i + 1]
+        r2 += a[i + 2]
+        r3 += a[i + 3]
+        r4 += a[i + 4]
+        r5 += a[i + 5]
+        r6 += a[i + 6]
+        r7 += a[i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < start + n:
+        res += a[i]
+        i += 1
+    return res
+
+
+def _pairwise_sum(a: np.ndarray) -> float:
+    """``a.sum()`` exactly as numpy computes it (pairwise, same blocking and rounding).
+
+    numpy recurses (split at half the length, rounded down to a multiple of 8, down to
+    blocks of 128); this walks the same tree with an explicit stack, because numba's
+    on-disk cache cannot reload recursive functions.
+    """
+    starts = np.empty(128, dtype=np.int64)
+    sizes = np.empty(128, dtype=np.int64)
+    stages = np.empty(128, dtype=np.int64)
+    values = np.empty(128, dtype=np.float64)
+    depth = 0
+    nvalues = 0
+    starts[0] = 0
+    sizes[0] = a.shape[0]
+    stages[0] = 0
+    depth = 1
+    while depth > 0:
+        top = depth - 1
+        size = sizes[top]
+        if size <= _PW_BLOCK:
+            values[nvalues] = _pairwise_leaf(a, starts[top], size)
+            nvalues += 1
+            depth -= 1
+            continue
+        half = size // 2
+        half -= half % 8
+        if stages[top] == 0:
+            stages[top] = 1
+            starts[depth] = starts[top]
+            sizes[depth] = half
+            stages[depth] = 0
+            depth += 1
+        elif stages[top] == 1:
+            stages[top] = 2
+            starts[depth] = starts[top] + half
+            sizes[depth] = size - half
+            stages[depth] = 0
+            depth += 1
+        else:
+            nvalues -= 1
+            values[nvalues - 1] = values[nvalues - 1] + values[nvalues]
+            depth -= 1
+    return values[0]
 
 
 def _gower_tile(
@@ -233,24 +278,28 @@ def _min_bits(bits: np.ndarray) -> int:
     return lo
 
 
-def _exp_nonpositive(x: np.ndarray, out: np.ndarray, scale_bits: np.ndarray) -> None:
-    """``out = exp(x)`` for ``x <= 0``, vectorisable, within 2 ulp of libm's ``exp``.
+def _exp_logits(
+    d: np.ndarray, tau: float, top: float, out: np.ndarray, scale_bits: np.ndarray
+) -> None:
+    """``out = exp(-d / tau - top)``: a softmax's weights, given ``top >= -d / tau``.
 
-    ``exp(x) = 2^k exp(r)`` with ``k = round(x / ln 2)``, ``r = x - k ln 2`` in two
-    parts (Cody-Waite; ``k * _LN2_HI`` is exact), ``exp(r)`` by its degree-13 Taylor
-    polynomial (truncation < 1e-17 relative on ``|r| <= ln(2) / 2``) and ``2^k`` built
-    from its bits. libm's ``exp`` is a scalar call and three times slower than the
-    distances; the soft votes only need ~1e-15. Below ``_EXP_MIN`` (results under
-    ~1e-307, subnormal ``2^k``) libm takes over.
+    The logit ``x = -d / tau - top`` is rounded exactly as SoftVote computes it and is
+    ``<= 0``. ``exp(x) = 2^k exp(r)`` with ``k = round(x / ln 2)``, ``r = x - k ln 2``
+    in two parts (Cody-Waite; ``k * _LN2_HI`` is exact), ``exp(r)`` by its degree-13
+    Taylor polynomial (truncation < 1e-17 relative on ``|r| <= ln(2) / 2``) and ``2^k``
+    built from its bits: within 1 ulp of libm's ``exp`` over ``[-746, 0]`` (the tests
+    check it). Unlike libm's scalar call it vectorises; libm alone costs three times
+    the distances. Below ``_EXP_MIN`` (weights under ~1e-307, where ``2^k`` would be
+    subnormal) libm takes over.
     """
-    n = x.shape[0]
+    n = d.shape[0]
     low = 0
     for j in range(n):
-        xj = x[j]
-        low += xj < _EXP_MIN
-        xj = xj if xj >= _EXP_MIN else _EXP_MIN
-        k = math.floor(xj * _LOG2E + 0.5)
-        t = (xj - k * _LN2_HI) - k * _LN2_LO
+        x = -d[j] / tau - top
+        low += x < _EXP_MIN
+        x = x if x >= _EXP_MIN else _EXP_MIN
+        k = math.floor(x * _LOG2E + 0.5)
+        t = (x - k * _LN2_HI) - k * _LN2_LO
         p = _E13
         p = p * t + _E12
         p = p * t + _E11
@@ -271,16 +320,18 @@ def _exp_nonpositive(x: np.ndarray, out: np.ndarray, scale_bits: np.ndarray) -> 
         out[j] *= scale[j]
     if low:
         for j in range(n):
-            if x[j] < _EXP_MIN:
-                out[j] = math.exp(x[j])
+            x = -d[j] / tau - top
+            if x < _EXP_MIN:
+                out[j] = math.exp(x)
 
 
 def _soft_accumulate(
     row: np.ndarray, tau: float, acc: np.ndarray, weights: np.ndarray, scratch: np.ndarray
 ) -> None:
-    """Add ``softmax(-row / tau)`` to ``acc`` as SoftVote.row_votes computes it.
+    """Add ``softmax(-row / tau)`` (``row``: distances) to ``acc``, as SoftVote does.
 
-    ``row`` (the distances) is overwritten with the logits.
+    Logits ``-d / tau`` minus their maximum, ``exp``, divided by the row total (summed
+    pairwise, as numpy sums). ``weights`` and ``scratch`` are work buffers of ``m``.
     """
     m = row.shape[0]
     low = np.empty(1, dtype=np.int64)
@@ -288,21 +339,49 @@ def _soft_accumulate(
     dmin = low.view(np.float64)[0]
     # max_j(-d_j / tau) == -min_j(d_j) / tau exactly: division rounds monotonically.
     top = -dmin / tau
-    for j in range(m):
-        row[j] = -row[j] / tau - top
-    _exp_nonpositive(row, weights, scratch)
-    total = _pairwise_sum(weights, 0, m)
+    _exp_logits(row, tau, top, weights, scratch)
+    total = _pairwise_sum(weights)
     for j in range(m):
         acc[j] += weights[j] / total
 
 
-def _gower_hard(
+def _distance_tile(
+    kind: int,
+    xn: np.ndarray,
+    xc: np.ndarray,
+    wnum: np.ndarray,
+    cnum_t: np.ndarray,
+    table_rows: np.ndarray,
+    offsets: np.ndarray,
+    mismatch: float,
+    r: np.ndarray,
+    count: np.ndarray,
+    j0: int,
+    j1: int,
+    root: bool,
+) -> None:
+    """Distances of one record to candidates ``j0:j1`` into ``r``.
+
+    ``kind`` 0 is Gower; 1 the embedding, squared unless ``root``.
+    """
+    if kind == _GOWER:
+        _gower_tile(xn, xc, wnum, cnum_t, table_rows, offsets, r, j0, j1)
+    else:
+        _embed_tile(xn, xc, cnum_t, table_rows, offsets, mismatch, r, count, j0, j1)
+        if root:
+            for j in range(j1 - j0):
+                r[j] = math.sqrt(r[j])
+
+
+def _hard_kernel(
+    kind: int,
     xnum: np.ndarray,
     xcode: np.ndarray,
     wnum: np.ndarray,
     cnum_t: np.ndarray,
     table_rows: np.ndarray,
     offsets: np.ndarray,
+    mismatch: float,
     m: int,
 ) -> np.ndarray:
     """Index of the nearest candidate (first on ties) for every private record."""
@@ -311,34 +390,59 @@ def _gower_hard(
     nblocks = (n + _BLOCK - 1) // _BLOCK
     for b in prange(nblocks):
         row = np.empty(min(m, _TILE), dtype=np.float64)
+        count = np.empty(min(m, _TILE), dtype=np.float64)
         bits = row.view(np.int64)
+        low = np.empty(1, dtype=np.int64)
+        lowf = low.view(np.float64)
         for i in range(b * _BLOCK, min(n, (b + 1) * _BLOCK)):
-            best = np.iinfo(np.int64).max
+            best = np.inf
             arg = 0
             for j0 in range(0, m, _TILE):
                 j1 = min(m, j0 + _TILE)
                 size = j1 - j0
-                _gower_tile(xnum[i], xcode[i], wnum, cnum_t, table_rows, offsets, row, j0, j1)
-                low = _min_bits(bits[:size])
-                # Strictly smaller than every earlier tile: the first hit in this tile
-                # is the first index of the minimum so far.
-                if low < best:
-                    best = low
+                # The embedding stays squared here: one root per improving tile, not
+                # one per pair.
+                _distance_tile(
+                    kind,
+                    xnum[i],
+                    xcode[i],
+                    wnum,
+                    cnum_t,
+                    table_rows,
+                    offsets,
+                    mismatch,
+                    row,
+                    count,
+                    j0,
+                    j1,
+                    False,
+                )
+                low[0] = _min_bits(bits[:size])
+                d = lowf[0] if kind == _GOWER else math.sqrt(lowf[0])
+                # Strictly below every earlier tile: this tile holds the first index of
+                # the minimum so far. The vote is defined on the distance, and two
+                # squared embedding distances can share a root, so ties are found on
+                # the roots.
+                if d < best:
+                    best = d
                     for j in range(size):
-                        if bits[j] == low:
+                        dj = row[j] if kind == _GOWER else math.sqrt(row[j])
+                        if dj == d:
                             arg = j0 + j
                             break
             out[i] = arg
     return out
 
 
-def _gower_soft(
+def _soft_kernel(
+    kind: int,
     xnum: np.ndarray,
     xcode: np.ndarray,
     wnum: np.ndarray,
     cnum_t: np.ndarray,
     table_rows: np.ndarray,
     offsets: np.ndarray,
+    mismatch: float,
     m: int,
     tau: float,
 ) -> np.ndarray:
@@ -348,77 +452,6 @@ def _gower_soft(
     out = np.zeros((nblocks, m), dtype=np.float64)
     for b in prange(nblocks):
         row = np.empty(m, dtype=np.float64)
-        weights = np.empty(m, dtype=np.float64)
-        scratch = np.empty(m, dtype=np.int64)
-        acc = out[b]
-        for i in range(b * _BLOCK, min(n, (b + 1) * _BLOCK)):
-            for j0 in range(0, m, _TILE):
-                j1 = min(m, j0 + _TILE)
-                _gower_tile(
-                    xnum[i], xcode[i], wnum, cnum_t, table_rows, offsets, row[j0:j1], j0, j1
-                )
-            _soft_accumulate(row, tau, acc, weights, scratch)
-    return out
-
-
-def _embed_hard(
-    xnum: np.ndarray,
-    xcode: np.ndarray,
-    cnum_t: np.ndarray,
-    mismatch_rows: np.ndarray,
-    offsets: np.ndarray,
-    mismatch: float,
-    m: int,
-) -> np.ndarray:
-    """Index of the nearest candidate (first on ties of ``sqrt(s)``) per private record."""
-    n = xnum.shape[0]
-    out = np.empty(n, dtype=np.int64)
-    nblocks = (n + _BLOCK - 1) // _BLOCK
-    for b in prange(nblocks):
-        row = np.empty(min(m, _TILE), dtype=np.float64)
-        count = np.empty(min(m, _TILE), dtype=np.float64)
-        bits = row.view(np.int64)
-        low = np.empty(1, dtype=np.int64)
-        for i in range(b * _BLOCK, min(n, (b + 1) * _BLOCK)):
-            best = np.inf
-            arg = 0
-            for j0 in range(0, m, _TILE):
-                j1 = min(m, j0 + _TILE)
-                size = j1 - j0
-                _embed_tile(
-                    xnum[i], xcode[i], cnum_t, mismatch_rows, offsets, mismatch, row, count, j0, j1
-                )
-                low[0] = _min_bits(bits[:size])
-                # The vote is defined on d = sqrt(s), and two squared distances can
-                # share a root, so ties are found on the roots (rarely: only when a
-                # tile improves on the best so far).
-                d = math.sqrt(low.view(np.float64)[0])
-                if d < best:
-                    best = d
-                    for j in range(size):
-                        if math.sqrt(row[j]) == d:
-                            arg = j0 + j
-                            break
-            out[i] = arg
-    return out
-
-
-def _embed_soft(
-    xnum: np.ndarray,
-    xcode: np.ndarray,
-    cnum_t: np.ndarray,
-    mismatch_rows: np.ndarray,
-    offsets: np.ndarray,
-    mismatch: float,
-    m: int,
-    tau: float,
-) -> np.ndarray:
-    """Per-block soft-vote histograms on the embedding distance."""
-    n = xnum.shape[0]
-    nblocks = (n + _BLOCK - 1) // _BLOCK
-    out = np.zeros((nblocks, m), dtype=np.float64)
-    for b in prange(nblocks):
-        row = np.empty(m, dtype=np.float64)
         count = np.empty(min(m, _TILE), dtype=np.float64)
         weights = np.empty(m, dtype=np.float64)
         scratch = np.empty(m, dtype=np.int64)
@@ -426,12 +459,21 @@ def _embed_soft(
         for i in range(b * _BLOCK, min(n, (b + 1) * _BLOCK)):
             for j0 in range(0, m, _TILE):
                 j1 = min(m, j0 + _TILE)
-                tile = row[j0:j1]
-                _embed_tile(
-                    xnum[i], xcode[i], cnum_t, mismatch_rows, offsets, mismatch, tile, count, j0, j1
+                _distance_tile(
+                    kind,
+                    xnum[i],
+                    xcode[i],
+                    wnum,
+                    cnum_t,
+                    table_rows,
+                    offsets,
+                    mismatch,
+                    row[j0:j1],
+                    count,
+                    j0,
+                    j1,
+                    True,
                 )
-                for j in range(j1 - j0):
-                    tile[j] = math.sqrt(tile[j])
             _soft_accumulate(row, tau, acc, weights, scratch)
     return out
 
@@ -439,16 +481,19 @@ def _embed_soft(
 # ------------------------------------------------------------------ compilation
 
 _HELPERS = (
+    "_pairwise_leaf",
     "_pairwise_sum",
     "_gower_tile",
     "_embed_tile",
     "_min_bits",
-    "_exp_nonpositive",
+    "_exp_logits",
     "_soft_accumulate",
+    "_distance_tile",
 )
-_KERNELS = ("_gower_hard", "_gower_soft", "_embed_hard", "_embed_soft")
+_KERNELS = ("_hard_kernel", "_soft_kernel")
 _compiled = False
 _compile_lock = threading.Lock()
+_kernel_lock = threading.Lock()
 _numba_state: dict[str, Any] = {}
 
 
@@ -629,18 +674,22 @@ class FusedBackend:
         histogram = np.zeros(prepared.m, dtype=np.float64)
         blas = not self.exact and prepared.kind == "tabpe" and type(vote) is HardVote
         embed = _BlasArgmin(distance, population) if blas else None
-        previous = _set_threads(self.threads)
-        try:
-            for chunk in chunks(private, self.chunk_rows):
-                if len(chunk) == 0:
-                    continue
-                if embed is not None:
-                    nearest = embed.argmin(chunk)
-                    histogram += np.bincount(nearest, minlength=prepared.m)
-                else:
-                    histogram += _vote_chunk(chunk, prepared, vote)
-        finally:
-            _set_threads(previous)
+        for chunk in chunks(private, self.chunk_rows):
+            if len(chunk) == 0:
+                continue
+            if embed is not None:
+                nearest = embed.argmin(chunk)
+                histogram += np.bincount(nearest, minlength=prepared.m)
+            else:
+                # One kernel at a time per process: each already uses every core, and
+                # numba's workqueue threading layer aborts on concurrent parallel calls
+                # (a threaded dask worker, a user's thread pool).
+                with _kernel_lock:
+                    previous = _set_threads(self.threads)
+                    try:
+                        histogram += _vote_chunk(chunk, prepared, vote)
+                    finally:
+                        _set_threads(previous)
         return histogram
 
     def warmup(self) -> None:
@@ -663,33 +712,33 @@ def _set_threads(threads: int | None) -> int | None:
     import numba
 
     previous = int(numba.get_num_threads())
-    numba.set_num_threads(min(int(threads), int(numba.config.NUMBA_NUM_THREADS)))
+    # numba refuses more threads than its pool was started with.
+    numba.set_num_threads(min(int(threads), int(numba.config.NUMBA_NUM_THREADS)))  # type: ignore[attr-defined]
     return previous
 
 
 def _vote_chunk(chunk: Records, prepared: _Prepared, vote: Vote) -> np.ndarray:
     """One chunk's histogram from the fused kernels (numba compiled by _compile())."""
-    xnum = np.ascontiguousarray(chunk.numeric, dtype=np.float64)
-    xcode = np.ascontiguousarray(chunk.codes, dtype=np.int32)
     p = prepared
+    args = (
+        _GOWER if p.kind == "gower" else _TABPE,
+        np.ascontiguousarray(chunk.numeric, dtype=np.float64),
+        np.ascontiguousarray(chunk.codes, dtype=np.int32),
+        p.wnum,
+        p.cnum_t,
+        p.table_rows,
+        p.offsets,
+        p.mismatch,
+        p.m,
+    )
     if isinstance(vote, SoftVote):
-        tau = float(vote.temperature)
-        if p.kind == "gower":
-            parts = _gower_soft(xnum, xcode, p.wnum, p.cnum_t, p.table_rows, p.offsets, p.m, tau)
-        else:
-            parts = _embed_soft(
-                xnum, xcode, p.cnum_t, p.table_rows, p.offsets, p.mismatch, p.m, tau
-            )
+        parts = _soft_kernel(*args, float(vote.temperature))
         # Blocks added in order: the sum does not depend on thread scheduling.
         out = np.zeros(p.m, dtype=np.float64)
         for part in parts:
             out += part
         return out
-    if p.kind == "gower":
-        nearest = _gower_hard(xnum, xcode, p.wnum, p.cnum_t, p.table_rows, p.offsets, p.m)
-    else:
-        nearest = _embed_hard(xnum, xcode, p.cnum_t, p.table_rows, p.offsets, p.mismatch, p.m)
-    return np.bincount(nearest, minlength=p.m).astype(np.float64)
+    return np.bincount(_hard_kernel(*args), minlength=p.m).astype(np.float64)
 
 
 class _BlasArgmin:

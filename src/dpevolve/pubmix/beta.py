@@ -25,10 +25,21 @@ import functools
 import math
 
 import numpy as np
-from scipy.special import gammaln, xlog1py, xlogy
+from scipy.special import xlogy
 from scipy.stats import binom
 
 from dpevolve.errors import InputError
+from dpevolve.pubmix._pair import (
+    PRUNE_MASS,
+    Grid,
+    binom_logpmf,
+    cell_masses,
+    check_beta,
+    check_common,
+    check_delta,
+    grid_for,
+    support,
+)
 
 __all__ = [
     "PRUNE_MASS",
@@ -40,92 +51,19 @@ __all__ = [
     "pubmix_delta",
 ]
 
-PRUNE_MASS = 1e-30
-"""Cells whose binomial marginal is below this are dropped; their mass is added back
-as an upper bound, so pruning never lowers h1 or h2."""
-
-_LOG_PRUNE = math.log(PRUNE_MASS)
 # Bisection stops when the bracket is this narrow; beta_min returns the feasible end.
 _BETA_TOL = 1e-12
 # Cache keys keep this many significant digits, rounded in the conservative direction.
 _KEY_DIGITS = 12
 
 
-def _check_common(n: int, m: int, epsilon: float, z1: float, z2: float) -> None:
-    if int(n) != n or n < 1:
-        raise InputError(f"n (number of private records) must be a positive integer, got {n}")
-    if int(m) != m or m < 1:
-        raise InputError(f"m (number of released samples) must be a positive integer, got {m}")
-    if not (math.isfinite(epsilon) and epsilon > 0):
-        raise InputError(f"epsilon must be finite and > 0, got {epsilon}")
-    for name, z in (("z1", z1), ("z2", z2)):
-        if not (math.isfinite(z) and 0.0 <= z <= 1.0):
-            raise InputError(f"{name} (a noise-bin mass) must lie in [0, 1], got {z}")
-    if z1 + z2 > 1.0 + 1e-12:
-        raise InputError(f"z1 + z2 must be <= 1 (two bins of one distribution), got {z1 + z2}")
-
-
-def _check_beta(beta: float) -> None:
-    if not (math.isfinite(beta) and 0.0 <= beta <= 1.0):
-        raise InputError(f"beta must lie in [0, 1], got {beta}")
-
-
-def _check_delta(delta: float) -> None:
-    # delta = 0 is excluded: the pruned tail (~1e-30) is counted as privacy loss, so a
-    # pure-DP beta could not be certified anyway.
-    if not (math.isfinite(delta) and 0.0 < delta < 1.0):
-        raise InputError(f"delta must lie in (0, 1), got {delta}")
-
-
-def _cell_masses(beta: float, n: int, z1: float, z2: float) -> tuple[float, ...]:
-    g = (1.0 - beta) / n
-    a = beta * z1 + g
-    b = beta * z2
-    c = beta * z1
-    d = beta * z2 + g
-    # a + b + rest = 1 exactly in real arithmetic; clip the rounding so rest is a mass.
-    rest = max(0.0, 1.0 - beta * (z1 + z2) - g)
-    return a, b, c, d, rest
-
-
-def _binom_logpmf(log_coef: np.ndarray, m: int, p: float) -> np.ndarray:
-    k = np.arange(m + 1)
-    # xlog1py keeps log(1-p) accurate for p ~ 1/n.
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out: np.ndarray = log_coef + xlogy(k, p) + xlog1py(m - k, -p)
-    return out
-
-
-def _support(logpmf: np.ndarray) -> tuple[int, int, float]:
-    """Index range holding every pmf value >= PRUNE_MASS, and the mass outside it."""
-    keep = np.flatnonzero(logpmf >= _LOG_PRUNE)
-    if keep.size == 0:  # pragma: no cover - a pmf always has a value >= 1/(m+1)
-        raise AssertionError("binomial pmf with no mass above the prune level")
-    lo, hi = int(keep[0]), int(keep[-1])
-    outside = np.concatenate([logpmf[:lo], logpmf[hi + 1 :]])
-    tail = float(np.exp(outside).sum()) if outside.size else 0.0
-    return lo, hi, tail
-
-
-class _Grid:
-    """log m!/(k!(m-k)!) and log k! for one m, shared by every beta of a bisection."""
-
-    def __init__(self, m: int) -> None:
-        self.m = m
-        self.log_fact = gammaln(np.arange(m + 1) + 1.0)
-        self.log_coef = self.log_fact[m] - self.log_fact - self.log_fact[::-1]
-
-
-@functools.lru_cache(maxsize=8)
-def _grid(m: int) -> _Grid:
-    return _Grid(m)
-
-
-def _hockey(grid: _Grid, epsilon: float, a: float, b: float, c: float, d: float, rest: float) -> float:
+def _hockey(
+    grid: Grid, epsilon: float, a: float, b: float, c: float, d: float, rest: float
+) -> float:
     """H_eps(Mult(m; a, b, rest) || Mult(m; c, d, rest)), pruned, tail added back."""
     m = grid.m
-    lam_lo, lam_hi, tail_lam = _support(_binom_logpmf(grid.log_coef, m, a))
-    mu_lo, mu_hi, tail_mu = _support(_binom_logpmf(grid.log_coef, m, b))
+    lam_lo, lam_hi, tail_lam = support(binom_logpmf(grid.log_coef, m, a))
+    mu_lo, mu_hi, tail_mu = support(binom_logpmf(grid.log_coef, m, b))
     lam = np.arange(lam_lo, lam_hi + 1)[:, None]
     mu = np.arange(mu_lo, mu_hi + 1)[None, :]
     r = m - lam - mu
@@ -180,18 +118,21 @@ def h1(beta: float, *, n: int, m: int, epsilon: float, z1: float, z2: float) -> 
     float
         ``H_eps(P || Q)``.
     """
-    _check_common(n, m, epsilon, z1, z2)
-    _check_beta(beta)
+    check_common(n, m, epsilon, z1, z2)
+    check_beta(beta)
     return _h1_unchecked(beta, int(n), int(m), float(epsilon), float(z1), float(z2))
 
 
 def _h1_unchecked(beta: float, n: int, m: int, epsilon: float, z1: float, z2: float) -> float:
-    a, b, c, d, rest = _cell_masses(beta, n, z1, z2)
-    return _hockey(_grid(m), epsilon, a, b, c, d, rest)
+    a, b, c, d, rest = cell_masses(beta, n, z1, z2)
+    return _hockey(grid_for(m), epsilon, a, b, c, d, rest)
 
 
 def h2(beta: float, *, n: int, m: int, epsilon: float, z1: float, z2: float) -> float:
-    """``h2(beta; z1, z2) = h1(beta; z2, z1)``: the reverse direction ``H_eps(Q || P)`` (spec §5)."""
+    """``h2(beta; z1, z2) = h1(beta; z2, z1)``, the reverse direction ``H_eps(Q || P)``.
+
+    See :func:`h1` (spec §5).
+    """
     return h1(beta, n=n, m=m, epsilon=epsilon, z1=z2, z2=z1)
 
 
@@ -209,8 +150,8 @@ def pubmix_delta(beta: float, n: int, m: int, epsilon: float, z1: float, z2: flo
         The tight delta of m samples of P_syn against any replace-one neighbour, for a
         noise distribution whose two smallest masses are z1 and z2.
     """
-    _check_common(n, m, epsilon, z1, z2)
-    _check_beta(beta)
+    check_common(n, m, epsilon, z1, z2)
+    check_beta(beta)
     return _delta_unchecked(beta, int(n), int(m), float(epsilon), float(z1), float(z2))
 
 
@@ -233,18 +174,22 @@ def h1_by_sum(beta: float, *, n: int, m: int, epsilon: float, z1: float, z2: flo
 
     Used to cross-check :func:`h1`; no pruning.
     """
-    _check_common(n, m, epsilon, z1, z2)
-    _check_beta(beta)
-    a, b, c, d, _ = _cell_masses(beta, int(n), float(z1), float(z2))
+    check_common(n, m, epsilon, z1, z2)
+    check_beta(beta)
+    a, b, c, d, _ = cell_masses(beta, int(n), float(z1), float(z2))
     ab = a + b
-    if ab == 0.0:
+    if beta == 1.0 or ab == 0.0:
+        # g = 0: P and Q coincide (and log(b/d) may be 0/0).
         return 0.0
     s = np.arange(int(m) + 1)
     p = a / ab
     q = c / ab
-    with np.errstate(divide="ignore"):
-        la = math.log(a) - math.log(c) if c > 0 else math.inf  # > 0
-        lb = (math.log(b) if b > 0 else -math.inf) - math.log(d)  # < 0
+    # d >= g > 0 here, and a >= c.
+    la = math.log(a) - math.log(c) if c > 0 else math.inf
+    lb = (math.log(b) if b > 0 else -math.inf) - math.log(d)
+    if la - lb <= 0.0:
+        # a == c and b == d after rounding (g below float resolution): P == Q.
+        return 0.0
     if math.isinf(la):
         # Any lam >= 1 is impossible under Q; lam = 0 has loss s*lb <= 0 < eps.
         k = np.ones_like(s)
@@ -253,8 +198,8 @@ def h1_by_sum(beta: float, *, n: int, m: int, epsilon: float, z1: float, z2: flo
         k = np.where(s * la > epsilon, s, s + 1)
     else:
         # Smallest lam with lam*la + (s-lam)*lb > eps; ties contribute 0 either way.
-        k = np.floor((epsilon - s * lb) / (la - lb)).astype(np.int64) + 1
-        k = np.clip(k, 0, s + 1)
+        # Clipped before the cast: a tiny la - lb can push the quotient past int64.
+        k = np.clip(np.floor((epsilon - s * lb) / (la - lb)) + 1, 0, s + 1).astype(np.int64)
     inner = binom.sf(k - 1, s, p) - math.exp(epsilon) * binom.sf(k - 1, s, q)
     weights = binom.pmf(s, int(m), ab)
     return float(np.sum(weights * np.maximum(inner, 0.0)))
@@ -273,7 +218,7 @@ def beta_min_zero_floor(n: int, m: int, delta: float) -> float:
         raise InputError(f"n (number of private records) must be a positive integer, got {n}")
     if int(m) != m or m < 1:
         raise InputError(f"m (number of released samples) must be a positive integer, got {m}")
-    _check_delta(delta)
+    check_delta(delta)
     return max(0.0, 1.0 + n * math.expm1(math.log1p(-delta) / m))
 
 
@@ -304,7 +249,8 @@ def beta_min(
     the feasible end of the bracket is returned.
 
     Results are cached on the arguments rounded to 12 significant digits in the direction
-    that can only raise beta (epsilon, delta, z1 and z2 rounded down).
+    that can only raise beta: epsilon, delta, z1 and z2 rounded down (beta_min falls as
+    each of them grows; for z2 this is checked by the property tests, not proved).
 
     Parameters
     ----------
@@ -327,8 +273,8 @@ def beta_min(
     """
     if z2 is None:
         z2 = z1
-    _check_common(n, m, epsilon, z1, z2)
-    _check_delta(delta)
+    check_common(n, m, epsilon, z1, z2)
+    check_delta(delta)
     lo_z, hi_z = sorted((float(z1), float(z2)))
     return _beta_min_cached(
         int(n),

@@ -28,7 +28,7 @@ from numpy.typing import ArrayLike, NDArray
 from dpevolve.errors import InputError
 
 __all__ = [
-    "FEASIBILITY_TOL",
+    "FEASIBILITY_RTOL",
     "DonorChoice",
     "deficit",
     "invariant_mass",
@@ -37,8 +37,11 @@ __all__ = [
     "water_fill",
 ]
 
-FEASIBILITY_TOL = 1e-12
-"""Donors cover the deficit when ``sum_S (A_i - t) >= D(t) - FEASIBILITY_TOL``."""
+FEASIBILITY_RTOL = 1e-10
+"""Donors cover the deficit when ``sum_S (A_i - t) >= (1 - FEASIBILITY_RTOL) D(t)``.
+
+Relative, so that any positive deficit needs at least one donor, and wide enough that
+exact ties computed in floating point (spec §5's ``.02 - .01 >= .01``) count as covers."""
 
 # Sums of a probability vector are trusted to this absolute error.
 _SUM_TOL = 1e-9
@@ -57,7 +60,9 @@ def as_histogram(A: ArrayLike) -> NDArray[np.float64]:
     """A as a float vector, checked to be a probability vector (sum within 1e-9 of 1)."""
     arr = np.asarray(A, dtype=np.float64)
     if arr.ndim != 1 or arr.size == 0:
-        raise InputError(f"the public histogram must be a non-empty 1-D array, got shape {arr.shape}")
+        raise InputError(
+            f"the public histogram must be a non-empty 1-D array, got shape {arr.shape}"
+        )
     if not np.all(np.isfinite(arr)) or np.any(arr < 0):
         raise InputError("the public histogram must have finite, non-negative entries")
     total = float(arr.sum())
@@ -117,14 +122,18 @@ def water_fill(A: ArrayLike, t: float) -> NDArray[np.float64]:
     if deficit(arr, t) == 0.0:
         # s = 0: returning A itself keeps every entry bit-for-bit invariant.
         return arr.copy()
+    if t == 1.0 / d:
+        # The feasible set is the single point B = t; skip the rounding of the formula.
+        return np.full(d, t)
     u = np.sort(arr)[::-1]
     k = np.arange(1, d + 1)
     s = (np.cumsum(u) + (d - k) * t - 1.0) / k
     above = np.flatnonzero(u - s > t)
-    if above.size == 0:
-        # Only when t = 1/d: the feasible set is the single point B = t.
+    if above.size == 0:  # pragma: no cover - only when t = 1/d, handled above
         return np.full(d, t)
-    return np.maximum(t, arr - s[above[-1]])
+    # s >= 0 in exact arithmetic (sum A = 1); clamping the rounding keeps entries below
+    # the floor at exactly t.
+    return np.maximum(t, arr - max(0.0, float(s[above[-1]])))
 
 
 @dataclass(frozen=True)
@@ -138,9 +147,10 @@ class DonorChoice:
     donated_mass : float
         ``sum_S A_i``, the mass that stops being invariant.
     capacity : float
-        ``sum_S (A_i - t)``, at least ``D(t)`` (up to FEASIBILITY_TOL).
+        ``sum_S (A_i - t)``, at least ``(1 - FEASIBILITY_RTOL) D(t)``.
     solver : str
-        "dp", "bnb", "milp", or "none" when ``D(t) = 0``.
+        "dp", "bnb", "milp"; "none" when ``D(t) = 0``; "all" when only every candidate
+        together covers D(t) (t = 1/d up to rounding).
     """
 
     donors: tuple[int, ...]
@@ -188,13 +198,16 @@ def max_invariance_fill(
     need = deficit(arr, t)
     if need == 0.0:
         return arr.copy()
+    if t == 1.0 / arr.size:
+        # The only floor raising to 1/d is uniform; every entry above 1/d is a donor.
+        return np.full(arr.size, t)
     choice = max_invariance_donors(arr, t, counts=counts, solver=solver)
     out = arr.copy()
     out[arr < t] = t
     idx = np.asarray(choice.donors, dtype=np.int64)
     spare = arr[idx] - t
     # The factor is clipped at 0 so a donor never goes below t, even when the cover is
-    # short of D(t) by the feasibility tolerance.
+    # short of D(t) by the feasibility tolerance (B then sums to 1 + 1e-10 D(t) at most).
     keep = max(0.0, 1.0 - need / float(spare.sum()))
     out[idx] = t + spare * keep
     return out
@@ -220,7 +233,8 @@ def max_invariance_donors(
         better, so a dynamic program for ``kmin(s)``, the fewest cells with counts summing
         to exactly s, solves it: the optimum is the least s with
         ``s - T kmin(s) >= N D(t)``.  Cells with equal counts are interchangeable and are
-        handled as one bounded item (binary splitting).  Exact; memory ~ bundles x N bits.
+        handled as one bounded item (binary splitting).  Exact; memory is one byte per
+        (bundle, s) for s up to the largest-first greedy cover's count sum (<= N).
     bnb
         Depth-first branch and bound over the distinct values of A (each with its
         multiplicity), bounded by the fractional (LP) cover, which takes values in
@@ -230,7 +244,8 @@ def max_invariance_donors(
     milp
         scipy.optimize.milp (HiGHS) with zero relative gap; exact up to HiGHS's
         feasibility tolerance (the cover row is scaled to right-hand side 1 and tightened
-        by 1e-9 so the returned set is feasible in floating point).
+        by 1e-9, or 1e-6 if HiGHS's answer is still short, so the returned set is
+        feasible in floating point).  Slow at d ~ 15,000 (minutes).
     auto
         ``dp`` when counts are given, or when A is recognisably ``c / N`` for integers c
         (smallest positive count <= 64, ``|c/N - A| <= 1e-12``) and memory allows; else
@@ -249,6 +264,14 @@ def max_invariance_donors(
     if need == 0.0:
         return DonorChoice((), 0.0, 0.0, "none")
     cand = np.flatnonzero(arr > t)
+    if float((arr[cand] - t).sum()) < need * (1.0 - FEASIBILITY_RTOL):
+        # Only at t = 1/d (or within rounding of it), where every candidate must give.
+        return DonorChoice(
+            donors=tuple(int(i) for i in cand),
+            donated_mass=float(arr[cand].sum()),
+            capacity=float((arr[cand] - t).sum()),
+            solver="all",
+        )
     chosen: NDArray[np.int64] | None = None
     used = solver
     c: NDArray[np.int64] | None = None
@@ -303,9 +326,9 @@ def _infer_counts(arr: NDArray[np.float64]) -> NDArray[np.int64] | None:
 
 
 def _greedy_cover(weights: NDArray[np.float64], need: float) -> int:
-    """Number of leading entries (weights sorted decreasingly) that cover ``need``."""
+    """Number of leading entries (weights sorted decreasingly) whose sum reaches ``need``."""
     reach = np.cumsum(weights)
-    k = int(np.searchsorted(reach, need - FEASIBILITY_TOL, side="left")) + 1
+    k = int(np.searchsorted(reach, need, side="left")) + 1
     return min(k, weights.size)
 
 
@@ -320,14 +343,13 @@ def _donors_by_count_dp(
 ) -> NDArray[np.int64] | None:
     total = int(c.sum())
     T = total * t
-    # In count units; the tolerance scales with N so feasibility means the same as in
-    # probability units.
-    need_c = total * need - total * FEASIBILITY_TOL
+    # In count units, with the same relative tolerance as in probability units.
+    need_c = total * need * (1.0 - FEASIBILITY_RTOL)
     cc = c[cand]
     values, mult = np.unique(cc, return_counts=True)
     # Upper bound on the optimal count sum: the largest-first greedy cover.
     order = np.sort(cc)[::-1]
-    k = _greedy_cover((order - T).astype(np.float64), total * need)
+    k = _greedy_cover((order - T).astype(np.float64), need_c)
     upper = int(order[:k].sum())
     bundles: list[tuple[int, int, int]] = []  # (value, copies, class index)
     for j, (v, n_v) in enumerate(zip(values.tolist(), mult.tolist(), strict=True)):
@@ -386,7 +408,7 @@ def _donors_by_bnb(
     n_cls = values.size
     cap_prefix = np.concatenate([[0.0], np.cumsum(mult * w)])
     cost_prefix = np.concatenate([[0.0], np.cumsum(mult * values)])
-    tol = FEASIBILITY_TOL
+    tol = FEASIBILITY_RTOL * need
 
     def lp_bound(j: int, left: float) -> float:
         """Fractional cover of ``left`` by classes j.. taken in decreasing value."""
@@ -463,17 +485,25 @@ def _donors_by_milp(
     values, mult = np.unique(arr[cand], return_counts=True)
     w = values - t
     row = w / need
-    res = milp(
-        c=values,
-        constraints=LinearConstraint(row[None, :], lb=1.0 + 1e-9, ub=np.inf),
-        integrality=np.ones(values.size),
-        bounds=Bounds(np.zeros(values.size), mult.astype(np.float64)),
-        options={"mip_rel_gap": 0.0},
-    )
-    if res.x is None:  # pragma: no cover - taking every candidate is feasible
-        raise AssertionError(f"HiGHS found no MIFR cover: {res.message}")
-    x = np.round(res.x).astype(np.int64)
-    if float((x * w).sum()) < need - FEASIBILITY_TOL:  # pragma: no cover
-        raise AssertionError("HiGHS returned a cover short of the deficit")
+    x = np.zeros(values.size, dtype=np.int64)
+    # HiGHS accepts rows violated by up to ~1e-7; asking for a margin above that makes the
+    # answer feasible in floating point, at the price of exactness on knife edges.
+    for margin in (1e-9, 1e-6):
+        res = milp(
+            c=values,
+            constraints=LinearConstraint(row[None, :], lb=1.0 + margin, ub=np.inf),
+            integrality=np.ones(values.size),
+            bounds=Bounds(np.zeros(values.size), mult.astype(np.float64)),
+            options={"mip_rel_gap": 0.0},
+        )
+        if res.x is None:
+            continue
+        x = np.round(res.x).astype(np.int64)
+        if float((x * w).sum()) >= need * (1.0 - FEASIBILITY_RTOL):
+            break
+    else:
+        # No margin is feasible only when the candidates' total spare capacity is within
+        # 1e-6 of D(t) (t at or next to 1/d): then all of them are needed.
+        x = mult.astype(np.int64)
     picks = [cand[arr[cand] == values[j]][:k] for j, k in enumerate(x.tolist()) if k > 0]
     return np.concatenate(picks) if picks else np.zeros(0, dtype=np.int64)

@@ -1,0 +1,72 @@
+"""PubMix: releasing samples of a public/private mixture, and its privacy (spec §5).
+
+``P_syn = (1-beta) Pbar_prv + beta P_nse`` over d bins; only m i.i.d. samples of P_syn
+are released.
+
+* :mod:`~dpevolve.pubmix.beta` -- h1, h2 and beta_min, the smallest private-enough beta.
+* :mod:`~dpevolve.pubmix.floor` -- raising the public histogram to a floor t (WF, MIFR).
+* :mod:`~dpevolve.pubmix.noise` -- choosing t (and so P_nse), gamma, LinMix, sampling.
+* :mod:`~dpevolve.pubmix.loss` -- the worst-case pair of distributions, for PLD accounting.
+"""
+
+from dpevolve.pubmix.beta import (
+    PRUNE_MASS,
+    beta_min,
+    beta_min_zero_floor,
+    h1,
+    h1_by_sum,
+    h2,
+    pubmix_delta,
+)
+from dpevolve.pubmix.floor import (
+    FEASIBILITY_RTOL,
+    DonorChoice,
+    deficit,
+    invariant_mass,
+    max_invariance_donors,
+    max_invariance_fill,
+    water_fill,
+)
+from dpevolve.pubmix.loss import TAIL_P, TAIL_Q, WorstCasePair, worst_case_pair, worst_case_pld
+from dpevolve.pubmix.noise import (
+    FloorChoice,
+    LinMix,
+    choose_floor,
+    floor_objective,
+    gamma_from_fold_counts,
+    gamma_from_folds,
+    linmix,
+    pubmix_distribution,
+    pubmix_sample,
+)
+
+__all__ = [
+    "FEASIBILITY_RTOL",
+    "PRUNE_MASS",
+    "TAIL_P",
+    "TAIL_Q",
+    "DonorChoice",
+    "FloorChoice",
+    "LinMix",
+    "WorstCasePair",
+    "beta_min",
+    "beta_min_zero_floor",
+    "choose_floor",
+    "deficit",
+    "floor_objective",
+    "gamma_from_fold_counts",
+    "gamma_from_folds",
+    "h1",
+    "h1_by_sum",
+    "h2",
+    "invariant_mass",
+    "linmix",
+    "max_invariance_donors",
+    "max_invariance_fill",
+    "pubmix_delta",
+    "pubmix_distribution",
+    "pubmix_sample",
+    "water_fill",
+    "worst_case_pair",
+    "worst_case_pld",
+]

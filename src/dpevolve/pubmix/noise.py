@@ -1,0 +1,312 @@
+"""Choosing PubMix's noise distribution and sampling the release (spec §5).
+
+``P_syn = (1-beta) Pbar_prv + beta P_nse``; only m i.i.d. samples of P_syn are released.
+
+* PubMix: ``P_nse`` is the public histogram A raised to a floor t (WF or MIFR), with t
+  minimising the worst-case distance of P_syn from the private histogram,
+
+      g(t) = beta_min(N1, N1) * (gamma + D(t)),   N1 = max(t, min A),
+
+  where gamma bounds ``TV(P_pub, P_prv)`` and ``D(t)`` is the floor deficit.
+* LinMix: ``P_nse`` uniform, ``beta = beta_min(1/d, 1/d)``; worst-case TV
+  ``(1 - 1/d) beta``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.optimize import minimize_scalar
+
+from dpevolve.errors import InputError
+from dpevolve.pubmix.beta import beta_min
+from dpevolve.pubmix.floor import as_histogram, deficit, max_invariance_fill, water_fill
+
+__all__ = [
+    "FloorChoice",
+    "LinMix",
+    "choose_floor",
+    "floor_objective",
+    "gamma_from_fold_counts",
+    "gamma_from_folds",
+    "linmix",
+    "pubmix_distribution",
+    "pubmix_sample",
+]
+
+GRID_POINTS = 41
+
+
+def _check_d(d: int) -> None:
+    if d < 3:
+        raise InputError(
+            "PubMix's beta_min formula needs d >= 3 bins "
+            f"(the two moving bins and the rest), got d={d}"
+        )
+
+
+def _two_smallest(p: NDArray[np.float64]) -> tuple[float, float]:
+    low = np.partition(p, 1)[:2]
+    return float(low[0]), float(low[1])
+
+
+@dataclass(frozen=True, eq=False)
+class FloorChoice:
+    """The chosen floor and noise distribution of one PubMix release.
+
+    Attributes
+    ----------
+    method : str
+        "wf" or "mifr".
+    t : float
+        The floor, in [0, 1/d].
+    beta : float
+        ``beta_min(z1, z2)`` for the two smallest masses z1 <= z2 of ``p_noise``: the
+        weight to release with.  Never above ``beta_min(N1, N1)``, the value inside g
+        (z1 = N1 and beta_min does not grow with z2).
+    objective : float
+        ``g(t) = beta_min(N1, N1) (gamma + D(t))``.
+    deficit : float
+        ``D(t) = TV(A, p_noise)``.
+    z1, z2 : float
+        The two smallest masses of ``p_noise``.
+    p_noise : numpy.ndarray
+        ``P_nse``, the floor-raised public histogram (read-only).
+    """
+
+    method: str
+    t: float
+    beta: float
+    objective: float
+    deficit: float
+    z1: float
+    z2: float
+    p_noise: NDArray[np.float64] = field(repr=False)
+
+
+def floor_objective(
+    A: ArrayLike, t: float, *, n: int, m: int, epsilon: float, delta: float, gamma: float
+) -> float:
+    """``g(t) = beta_min(N1, N1) (gamma + D(t))``, ``N1 = max(t, min A)`` (spec §5).
+
+    The same for WF and MIFR: both give ``min P_nse = N1`` and ``TV(A, P_nse) = D(t)``.
+    """
+    arr = np.asarray(A, dtype=np.float64)
+    n1 = max(float(t), float(arr.min()))
+    return beta_min(n, m, epsilon, delta, n1, n1) * (gamma + deficit(arr, t))
+
+
+def choose_floor(
+    A: ArrayLike,
+    n: int,
+    m: int,
+    epsilon: float,
+    delta: float,
+    gamma: float,
+    method: Literal["wf", "mifr"] = "wf",
+    *,
+    counts: ArrayLike | None = None,
+) -> FloorChoice:
+    """Pick the floor t in [0, 1/d] minimising g(t) and raise A to it (spec §5).
+
+    g need not be unimodal, so g is evaluated on 41 equally spaced points of [0, 1/d]
+    and then refined with bounded Brent (``scipy.optimize.minimize_scalar``) on the two
+    grid cells around the best point; the better of the two is kept.
+
+    Parameters
+    ----------
+    A : array_like
+        Public histogram over d >= 3 bins, sums to 1.
+    n, m, epsilon, delta
+        Private records, released samples, and the release's (epsilon, delta).
+    gamma : float
+        Bound on ``TV(P_pub, P_prv)``, in [0, 1] (see :func:`gamma_from_folds`).
+    method : {"wf", "mifr"}
+        Water-filling or maximum-invariance floor raising.
+    counts : array_like of int, optional
+        Integer public counts behind A, for MIFR's exact integer DP.
+
+    Returns
+    -------
+    FloorChoice
+    """
+    arr = as_histogram(A)
+    d = arr.size
+    _check_d(d)
+    if method not in ("wf", "mifr"):
+        raise InputError(f"method must be 'wf' or 'mifr', got {method!r}")
+    if not (math.isfinite(gamma) and 0.0 <= gamma <= 1.0):
+        raise InputError(f"gamma (a total-variation bound) must lie in [0, 1], got {gamma}")
+
+    def g(t: float) -> float:
+        return floor_objective(arr, t, n=n, m=m, epsilon=epsilon, delta=delta, gamma=gamma)
+
+    grid = np.linspace(0.0, 1.0 / d, GRID_POINTS)
+    values = np.array([g(float(t)) for t in grid])
+    i = int(np.argmin(values))
+    best_t, best_g = float(grid[i]), float(values[i])
+    lo, hi = float(grid[max(i - 1, 0)]), float(grid[min(i + 1, GRID_POINTS - 1)])
+    res = minimize_scalar(g, bounds=(lo, hi), method="bounded", options={"xatol": (hi - lo) * 1e-6})
+    if res.success and float(res.fun) < best_g:
+        best_t, best_g = float(res.x), float(res.fun)
+
+    if method == "wf":
+        p_noise = water_fill(arr, best_t)
+    else:
+        p_noise = max_invariance_fill(arr, best_t, counts=counts)
+    p_noise.setflags(write=False)
+    z1, z2 = _two_smallest(p_noise)
+    return FloorChoice(
+        method=method,
+        t=best_t,
+        beta=beta_min(n, m, epsilon, delta, z1, z2),
+        objective=best_g,
+        deficit=deficit(arr, best_t),
+        z1=z1,
+        z2=z2,
+        p_noise=p_noise,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class LinMix:
+    """LinMix: uniform noise (spec §5).
+
+    Attributes
+    ----------
+    beta : float
+        ``beta_min(1/d, 1/d)``.
+    worst_case_tv : float
+        ``(1 - 1/d) beta``, the largest ``TV(P_syn, Pbar_prv)``.
+    p_noise : numpy.ndarray
+        The uniform distribution over d bins (read-only).
+    """
+
+    beta: float
+    worst_case_tv: float
+    p_noise: NDArray[np.float64] = field(repr=False)
+
+
+def linmix(d: int, n: int, m: int, epsilon: float, delta: float) -> LinMix:
+    """LinMix: ``P_nse = 1/d``, ``beta = beta_min(1/d, 1/d)``, worst-case TV ``(1-1/d) beta``."""
+    if int(d) != d:
+        raise InputError(f"d must be an integer, got {d}")
+    d = int(d)
+    _check_d(d)
+    beta = beta_min(n, m, epsilon, delta, 1.0 / d, 1.0 / d)
+    p_noise = np.full(d, 1.0 / d)
+    p_noise.setflags(write=False)
+    return LinMix(beta=beta, worst_case_tv=(1.0 - 1.0 / d) * beta, p_noise=p_noise)
+
+
+def gamma_from_folds(
+    codes: ArrayLike,
+    d: int,
+    *,
+    k: int = 5,
+    quantile: float = 0.95,
+    rng: np.random.Generator,
+) -> float:
+    """Spread of the public data: a quantile of pairwise TVs between k folds (spec §5).
+
+    Split the public records at random into k folds, normalise each fold's histogram over
+    the d cells, and return the ``quantile`` of the k(k-1)/2 pairwise total-variation
+    distances.  This measures sampling spread inside the public data, not the
+    public-private shift (spec §5 notes it can badly underestimate the latter).
+
+    Parameters
+    ----------
+    codes : array_like of int
+        The cell index (in [0, d)) of each public record.
+    d : int
+        Number of cells.
+    k : int
+        Number of folds, >= 2.
+    quantile : float
+        In [0, 1].
+    rng : numpy.random.Generator
+        Source of the random split.
+    """
+    cells = np.asarray(codes)
+    if cells.ndim != 1 or not np.issubdtype(cells.dtype, np.integer):
+        raise InputError("public codes must be a 1-D integer array of cell indices")
+    if cells.size and (cells.min() < 0 or cells.max() >= d):
+        raise InputError(f"public codes must lie in [0, d) = [0, {d})")
+    if int(k) != k or k < 2:
+        raise InputError(f"k (number of folds) must be an integer >= 2, got {k}")
+    if cells.size < k:
+        raise InputError(f"need at least k={k} public records for {k} folds, got {cells.size}")
+    if not (0.0 <= quantile <= 1.0):
+        raise InputError(f"quantile must lie in [0, 1], got {quantile}")
+    folds = np.array_split(rng.permutation(cells.size), int(k))
+    hists = np.stack([np.bincount(cells[f], minlength=d) / f.size for f in folds])
+    i, j = np.triu_indices(int(k), 1)
+    tvs = 0.5 * np.abs(hists[i] - hists[j]).sum(axis=1)
+    return float(np.quantile(tvs, quantile))
+
+
+def gamma_from_fold_counts(
+    counts: ArrayLike,
+    *,
+    k: int = 5,
+    quantile: float = 0.95,
+    rng: np.random.Generator,
+) -> float:
+    """:func:`gamma_from_folds` for a public histogram given as integer counts per cell."""
+    c = np.asarray(counts)
+    if c.ndim != 1 or np.any(c < 0) or np.any(c != np.round(c)):
+        raise InputError("public counts must be a 1-D array of non-negative integers")
+    codes = np.repeat(np.arange(c.size), c.astype(np.int64))
+    return gamma_from_folds(codes, c.size, k=k, quantile=quantile, rng=rng)
+
+
+def pubmix_distribution(
+    p_private: ArrayLike, p_noise: ArrayLike, beta: float
+) -> NDArray[np.float64]:
+    """``P_syn = (1-beta) Pbar_prv + beta P_nse`` (spec §5)."""
+    prv = as_histogram(p_private)
+    nse = as_histogram(p_noise)
+    if prv.shape != nse.shape:
+        raise InputError(
+            f"private and noise histograms differ in shape: {prv.shape} vs {nse.shape}"
+        )
+    if not (math.isfinite(beta) and 0.0 <= beta <= 1.0):
+        raise InputError(f"beta must lie in [0, 1], got {beta}")
+    mix: NDArray[np.float64] = (1.0 - beta) * prv + beta * nse
+    return mix / mix.sum()
+
+
+def pubmix_sample(
+    p_private: ArrayLike,
+    p_noise: ArrayLike,
+    beta: float,
+    m: int,
+    rng: np.random.Generator,
+) -> NDArray[np.int64]:
+    """The release: m i.i.d. bin indices from ``(1-beta) Pbar_prv + beta P_nse`` (spec §5).
+
+    Parameters
+    ----------
+    p_private : array_like
+        Normalised private histogram ``Pbar_prv``.
+    p_noise : array_like
+        Noise distribution ``P_nse`` (same bins).
+    beta : float
+        Noise weight, e.g. from :func:`choose_floor` or :func:`linmix`.
+    m : int
+        Number of samples.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        m bin indices.
+    """
+    if int(m) != m or m < 1:
+        raise InputError(f"m (number of released samples) must be a positive integer, got {m}")
+    p = pubmix_distribution(p_private, p_noise, beta)
+    return rng.choice(p.size, size=int(m), p=p).astype(np.int64)

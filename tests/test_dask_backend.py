@@ -1,0 +1,260 @@
+"""The Dask backend gives the local backend's histograms and fits, on a local cluster.
+
+One two-process cluster serves the whole module (separate processes, so the private
+partitions, distances and votes really are pickled to the workers).
+"""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("distributed")
+pytest.importorskip("dask.dataframe")
+
+from distributed import Client, LocalCluster
+
+from dpevolve import Synthesizer
+from dpevolve.backends import LocalBackend
+from dpevolve.backends.dask import DaskBackend, DaskPrivate, fit_parquet
+from dpevolve.distance import make_distance
+from dpevolve.encoding import Layout, Records, encode
+from dpevolve.errors import InputError
+from dpevolve.schema import Schema
+from dpevolve.streaming import StreamedTable, fit_file
+from dpevolve.variation import Variation
+from dpevolve.votes import HardVote, SoftVote
+
+SETTINGS = {"epsilon": 1.0, "random_state": 7, "population_size": 48, "rounds": 3}
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        memory_limit="1GiB",
+        silence_logs=40,
+    )
+    client = Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
+@pytest.fixture
+def private(small_schema: Schema) -> Records:
+    return Variation(Layout.of(small_schema)).random(3001, np.random.default_rng(3))
+
+
+@pytest.fixture
+def population(small_schema: Schema) -> Records:
+    return Variation(Layout.of(small_schema)).random(97, np.random.default_rng(4))
+
+
+class CountingBackend(DaskBackend):
+    """Counts how often private data is shipped to the workers."""
+
+    shipped = 0
+    partitions_shipped = 0
+
+    def persist(self, private):
+        held = super().persist(private)
+        type(self).shipped += 1
+        type(self).partitions_shipped = len(held.parts)
+        return held
+
+
+@pytest.mark.parametrize("distance", ["gower", "tabpe"])
+@pytest.mark.parametrize("partitions", [1, 5])
+def test_histogram_equals_local(client, small_schema, private, population, distance, partitions):
+    metric = make_distance(distance, small_schema)
+    backend = DaskBackend(client, partitions=partitions)
+    local = LocalBackend()
+    hard = backend.vote(private, population, metric, HardVote())
+    np.testing.assert_array_equal(hard, local.vote(private, population, metric, HardVote()))
+    assert hard.sum() == len(private)
+    soft = SoftVote(0.05)
+    np.testing.assert_allclose(
+        backend.vote(private, population, metric, soft),
+        local.vote(private, population, metric, soft),
+        rtol=0,
+        atol=1e-9,
+    )
+    backend.release()
+
+
+def test_private_data_shipped_once(client, small_schema, private, population):
+    backend = CountingBackend(client)
+    CountingBackend.shipped = 0
+    metric = make_distance("gower", small_schema)
+    first = backend.vote(private, population, metric, HardVote())
+    held = backend._cached
+    for _ in range(3):
+        np.testing.assert_array_equal(backend.vote(private, population, metric, HardVote()), first)
+    assert CountingBackend.shipped == 1 and backend._cached is held
+    assert Records.concat(list(held)).equals(private)  # gathered back, partition order
+    backend.release()
+    assert backend._cached is None
+    with pytest.raises(InputError, match="released"):
+        backend.vote(held, population, metric, HardVote())
+
+
+@pytest.mark.parametrize("extra", [{}, {"vote": "soft", "temperature": 0.1, "distance": "tabpe"}])
+def test_fit_equals_local(client, small_schema, small_table, extra):
+    local = Synthesizer(small_schema, **SETTINGS, **extra).fit(small_table)
+    backend = CountingBackend(client, partitions=3)
+    CountingBackend.shipped = 0
+    dask = Synthesizer(small_schema, **SETTINGS, **extra, backend=backend).fit(small_table)
+    assert CountingBackend.shipped == 1  # once for the run, not once per round
+    assert backend._cached is None  # the fit's records are gone, so is the workers' copy
+    pd.testing.assert_frame_equal(dask.synthetic_, local.synthetic_)
+    assert dask.population_.equals(local.population_)
+    assert dask.ledger_.to_dict() == local.ledger_.to_dict()
+
+
+def test_streamed_fit_ships_once(client, tmp_path, small_schema, small_table):
+    path = tmp_path / "private.csv"
+    small_table.to_csv(path, index=False)
+    local = Synthesizer(small_schema, **SETTINGS).fit(small_table)
+    backend = CountingBackend(client)
+    CountingBackend.shipped = 0
+    dask = fit_file(Synthesizer(small_schema, **SETTINGS, backend=backend), path, batch_rows=64)
+    assert CountingBackend.shipped == 1
+    assert CountingBackend.partitions_shipped == 7  # one partition per batch
+    assert backend._cached is None  # the table is gone, so is the workers' copy
+    pd.testing.assert_frame_equal(dask.synthetic_, local.synthetic_)
+
+
+def test_persist_stream_and_callable(client, tmp_path, small_schema, small_table, population):
+    path = tmp_path / "private.parquet"
+    small_table.to_parquet(path, index=False)
+    table = StreamedTable(path, small_schema, batch_rows=150)
+    backend = DaskBackend(client)
+    held = backend.persist(table)
+    assert isinstance(held, DaskPrivate) and held.rows == len(held) == 400
+    assert held.report == table.report and held() is held
+    metric = make_distance("gower", small_schema)
+    expected = LocalBackend().vote(table.batches(), population, metric, HardVote())
+    np.testing.assert_array_equal(backend.vote(held, population, metric, HardVote()), expected)
+    again = backend.persist(table.batches)  # a callable returning a stream
+    np.testing.assert_array_equal(backend.vote(again, population, metric, HardVote()), expected)
+    held.release()
+    again.release()
+
+
+def test_unknown_stream_warns_and_still_votes(client, small_schema, private, population):
+    metric = make_distance("gower", small_schema)
+    backend = DaskBackend(client)
+    with pytest.warns(UserWarning, match="persist"):
+        stream = iter([private.take(slice(0, 1000)), private.take(slice(1000, None))])
+        histogram = backend.vote(stream, population, metric, HardVote())
+    np.testing.assert_array_equal(
+        histogram, LocalBackend().vote(private, population, metric, HardVote())
+    )
+    assert backend._cached is None
+
+
+def _dirty_parquet(folder: Path, table: pd.DataFrame) -> Path:
+    frame = table.astype({"age": float, "job": object})
+    frame.loc[[5, 300], "age"] = [200.0, np.nan]
+    frame.loc[[7, 250], "job"] = ["pilot", None]
+    path = folder / "dirty.parquet"
+    # Four row groups, so the workers see several partitions.
+    frame.to_parquet(path, index=False, row_group_size=100)
+    return path
+
+
+@pytest.mark.parametrize("persist", [True, False])
+@pytest.mark.parametrize("mode", ["drop", "clip"])
+def test_read_parquet_on_workers(
+    client, tmp_path, small_schema, small_table, population, persist, mode
+):
+    path = _dirty_parquet(tmp_path, small_table)
+    frame, report = small_schema.validate(pd.read_parquet(path), mode, what="private table")
+    backend = DaskBackend(client)
+    held = backend.read_parquet(path, small_schema, mode, persist=persist, split_row_groups=True)
+    assert len(held.parts) == 4
+    assert held.report == report and held.rows == report.rows_out
+    assert Records.concat(list(held)).equals(encode(frame, small_schema))
+    metric = make_distance("gower", small_schema)
+    np.testing.assert_array_equal(
+        backend.vote(held, population, metric, HardVote()),
+        LocalBackend().vote(encode(frame, small_schema), population, metric, HardVote()),
+    )
+    held.release()
+
+
+def test_read_parquet_errors(client, tmp_path, small_schema, small_table):
+    path = _dirty_parquet(tmp_path, small_table)
+    backend = DaskBackend(client)
+    with pytest.raises(InputError) as whole:
+        small_schema.validate(pd.read_parquet(path), "error", what="private table")
+    with pytest.raises(InputError) as workers:
+        backend.read_parquet(path, small_schema, "error", split_row_groups=True)
+    assert str(workers.value).split(" (first")[0] == str(whole.value).split(" (first")[0]
+    with pytest.raises(InputError, match="file not found"):
+        backend.read_parquet(tmp_path / "absent.parquet", small_schema)
+    extra = tmp_path / "extra.parquet"
+    small_table.assign(extra=1).to_parquet(extra, index=False)
+    with pytest.raises(InputError, match="column 'extra' that the schema does not declare"):
+        backend.read_parquet(extra, small_schema)
+
+
+def test_fit_parquet_equals_fit(client, tmp_path, small_schema, small_table):
+    path = tmp_path / "private.parquet"
+    small_table.to_parquet(path, index=False, row_group_size=128)
+    local = Synthesizer(small_schema, **SETTINGS).fit(small_table)
+    model = Synthesizer(small_schema, **SETTINGS, backend=DaskBackend(client))
+    fitted = fit_parquet(model, path, split_row_groups=True)
+    pd.testing.assert_frame_equal(fitted.synthetic_, local.synthetic_)
+    with pytest.raises(InputError, match="DaskBackend"):
+        fit_parquet(Synthesizer(small_schema, **SETTINGS), path)
+
+
+def test_arguments_and_default_client(client, small_schema, private, population):
+    with pytest.raises(InputError, match="partitions"):
+        DaskBackend(client, partitions=0)
+    with pytest.raises(InputError, match="inner kernel"):
+        DaskBackend(client, inner="gpu")  # type: ignore[arg-type]
+    backend = DaskBackend(inner=LocalBackend(chunk_cells=50_000))  # default client
+    assert backend.client is client
+    assert pickle.loads(pickle.dumps(backend)).client is client  # the client is not pickled
+    metric = make_distance("gower", small_schema)
+    np.testing.assert_array_equal(
+        backend.vote(private, population, metric, HardVote()),
+        LocalBackend().vote(private, population, metric, HardVote()),
+    )
+    backend.release()
+
+
+def test_empty_partition_encodes_to_no_rows(small_schema, small_table):
+    from dpevolve.backends.dask import _load_partition
+
+    records, tally = _load_partition(small_table.iloc[:0], small_schema, "error", "t")
+    assert len(records) == 0 and tally.rows_in == tally.rows_out == 0
+    assert records.numeric.shape == (0, 2) and records.codes.shape == (0, 2)
+
+
+def test_kernel_choice():
+    """Which kernel a worker votes with (voting with it is tests/test_fused.py's job: its
+    numba compile, once per worker process, would dominate this file's time)."""
+    from dpevolve.backends import FusedBackend, fused_available
+    from dpevolve.backends.dask import _kernel
+
+    assert type(_kernel("local")) is LocalBackend
+    local = LocalBackend(chunk_cells=10)
+    assert _kernel(local) is local
+    if fused_available():
+        assert type(_kernel("fused")) is FusedBackend
+        assert type(_kernel("auto")) is FusedBackend
+    else:
+        assert type(_kernel("auto")) is LocalBackend
+        with pytest.raises(InputError, match="fused"):
+            DaskBackend(inner="fused")

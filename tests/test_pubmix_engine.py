@@ -1,0 +1,150 @@
+"""PubMix as PE's selection step and as the standalone discrete sampler."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpevolve import Synthesizer
+from dpevolve.accounting import Budget
+from dpevolve.cli import main
+from dpevolve.errors import InputError
+from dpevolve.pubmix import beta_min, pubmix_delta
+from dpevolve.pubmix.table import ProductDomain, sample_discrete
+from dpevolve.schema import CategoricalColumn, Schema
+
+FAST = {"population_size": 30, "rounds": 3, "random_state": 0}
+
+
+@pytest.mark.parametrize("accounting", ["basic", "tight"])
+def test_pubmix_in_pe_meets_the_budget(small_schema, small_table, accounting) -> None:
+    public, private = small_table.iloc[:150], small_table.iloc[150:]
+    model = Synthesizer(
+        small_schema,
+        epsilon=2.0,
+        delta=1e-5,
+        mechanism="pubmix",
+        pubmix_accounting=accounting,
+        public=public,
+        **FAST,
+    ).fit(private)
+    ledger = model.ledger_.to_dict()
+    assert ledger["epsilon"] <= 2.0 + 1e-6 and ledger["delta"] == 1e-5
+    assert len(ledger["events"]) == 3
+    assert all(0.0 <= e["beta"] <= 1.0 for e in ledger["events"])
+    assert ledger["pubmix"]["accounting"] == accounting
+    again = Synthesizer(
+        small_schema,
+        epsilon=2.0,
+        delta=1e-5,
+        mechanism="pubmix",
+        pubmix_accounting=accounting,
+        public=public,
+        **FAST,
+    ).fit(private)
+    pd.testing.assert_frame_equal(model.synthetic_, again.synthetic_)
+
+
+def test_tight_accounting_gives_each_round_more_than_basic(small_schema, small_table) -> None:
+    public, private = small_table.iloc[:150], small_table.iloc[150:]
+    betas = {}
+    for accounting in ("basic", "tight"):
+        model = Synthesizer(
+            small_schema,
+            epsilon=2.0,
+            delta=1e-5,
+            mechanism="pubmix",
+            pubmix_accounting=accounting,
+            public=public,
+            **FAST,
+        ).fit(private)
+        betas[accounting] = [e["beta"] for e in model.ledger_.to_dict()["events"]]
+    # a smaller beta is more private signal for the same guarantee
+    assert max(betas["tight"]) <= min(betas["basic"]) + 1e-9
+
+
+def test_pubmix_refuses_soft_votes_rho_and_missing_public(small_schema, small_table) -> None:
+    with pytest.raises(InputError, match="hard votes"):
+        Synthesizer(
+            small_schema,
+            epsilon=1.0,
+            delta=1e-5,
+            mechanism="pubmix",
+            vote="soft",
+            temperature=0.1,
+            public=small_table,
+            **FAST,
+        ).fit(small_table)
+    with pytest.raises(InputError, match="public"):
+        Synthesizer(small_schema, epsilon=1.0, delta=1e-5, mechanism="pubmix", **FAST).fit(
+            small_table
+        )
+    with pytest.raises(InputError, match="rho"):
+        Synthesizer(small_schema, rho=1.0, mechanism="pubmix", public=small_table, **FAST).fit(
+            small_table
+        )
+
+
+def test_beta_profile_does_not_grow_with_the_floor() -> None:
+    """Tight mode's domination argument: at fixed beta, raising z1, z2 lowers the profile."""
+    n, m, beta = 500, 50, 0.3
+    for eps in (0.1, 0.5, 1.0, 3.0):
+        base = pubmix_delta(beta, n, m, eps, 1e-3, 1e-3)
+        for z1, z2 in ((2e-3, 1e-3), (1e-3, 5e-3), (4e-3, 4e-3)):
+            assert pubmix_delta(beta, n, m, eps, z1, z2) <= base + 1e-15
+
+
+def test_discrete_sampler(tmp_path) -> None:
+    schema = Schema((CategoricalColumn("a", ("x", "y", "z")), CategoricalColumn("b", (1, 2))))
+    rng = np.random.default_rng(0)
+    private = pd.DataFrame({"a": rng.choice(["x", "y", "z"], 300), "b": rng.choice([1, 2], 300)})
+    public = pd.DataFrame({"a": rng.choice(["x", "y"], 200), "b": rng.choice([1, 2], 200)})
+    budget = Budget(epsilon=2.0, delta=1e-4)
+    for noise in ("pubmix", "linmix", "gaussian"):
+        release = sample_discrete(private, public, schema, 100, budget, noise=noise, random_state=1)
+        assert len(release.samples) == 100
+        schema.validate(release.samples)
+        assert release.ledger.to_dict()["epsilon"] <= 2.0 + 1e-9
+    linmix = sample_discrete(private, None, schema, 100, budget, noise="linmix")
+    assert linmix.details["beta"] == pytest.approx(beta_min(300, 100, 2.0, 1e-4, 1 / 6, 1 / 6))
+
+
+def test_product_domain_too_large_is_refused() -> None:
+    columns = tuple(CategoricalColumn(f"c{i}", tuple(range(100))) for i in range(5))
+    with pytest.raises(InputError, match="cells"):
+        ProductDomain.of(Schema(columns))
+
+
+def test_pubmix_cli(tmp_path, small_schema, small_table, capsys) -> None:
+    schema = Schema(tuple(c for c in small_schema.columns if isinstance(c, CategoricalColumn)))
+    (tmp_path / "s.yaml").write_text(schema.to_yaml())
+    small_table[schema.names].iloc[100:].to_csv(tmp_path / "p.csv", index=False)
+    small_table[schema.names].iloc[:100].to_csv(tmp_path / "pub.csv", index=False)
+    out = tmp_path / "o.csv"
+    code = main(
+        [
+            "pubmix",
+            str(tmp_path / "p.csv"),
+            "-s",
+            str(tmp_path / "s.yaml"),
+            "-o",
+            str(out),
+            "-m",
+            "50",
+            "--epsilon",
+            "1",
+            "--delta",
+            "1e-5",
+            "--public",
+            str(tmp_path / "pub.csv"),
+            "--quiet",
+        ]
+    )
+    assert code == 0, capsys.readouterr().err
+    assert len(pd.read_csv(out)) == 50
+    assert math.isfinite(
+        __import__("json").loads((tmp_path / "o.ledger.json").read_text())["epsilon"]
+    )
