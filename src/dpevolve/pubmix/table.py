@@ -109,7 +109,7 @@ def sample_discrete(
     domain = ProductDomain.of(schema)
     if domain.cells < 3:
         raise InputError(f"PubMix needs at least 3 cells, the domain has {domain.cells}")
-    frame, report = schema.validate(private, what="private table")
+    frame, _ = schema.validate(private, what="private table")
     n = len(frame)
     seed = np.random.SeedSequence(random_state)
     rng = np.random.default_rng(seed)
