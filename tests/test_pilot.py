@@ -77,3 +77,33 @@ def test_soft_vote_under_policy_needs_less_noise(small_schema, small_table) -> N
 
     assert q == pytest.approx(math.tanh(reach / 0.06))
     assert soft.ledger_.to_dict()["reach"] == pytest.approx(reach)
+
+
+def test_exact_per_round_calibration(small_schema, small_table) -> None:
+    policy = Policy.from_dict({"attributes": {"age": {"threshold": 2}}}, small_schema)
+    model = Synthesizer(
+        small_schema,
+        rho=1e-2,
+        policy=policy,
+        calibration="exact",
+        population_size=30,
+        rounds=2,
+        random_state=0,
+    ).fit(small_table)
+    events = model.ledger_.to_dict()["events"]
+    assert all(e["sensitivity"] in (0.0, pytest.approx(2**0.5)) for e in events)
+    assert all(e["calibration_seconds"] >= 0 for e in events)
+    assert (
+        model.ledger_.result().epsilon
+        <= Synthesizer(
+            small_schema, rho=1e-2, policy=policy, population_size=30, rounds=2, random_state=0
+        )
+        .fit(small_table)
+        .ledger_.result()
+        .epsilon
+        + 1e-12
+    )
+    with pytest.raises(InputError, match="exact calibration"):
+        Synthesizer(small_schema, rho=1e-2, calibration="exact", population_size=30, rounds=2).fit(
+            small_table
+        )

@@ -70,6 +70,11 @@ class Synthesizer:
         pair's PLD composed over the rounds), its noise distribution (``wf``/``mifr``
         floor-raised public votes, or ``linmix`` uniform) and the bound on
         ``TV(P_pub, P_prv)`` (``None``: estimated from public folds).
+    calibration
+        ``bound`` (the closed-form sensitivity) or ``exact``: with a hard vote under a
+        policy, each round searches the protected edges of the schema's domain for an
+        argmin change (public population: no budget spent); rounds where none changes
+        cost nothing. Needs a domain small enough to enumerate.
     population_size, rounds, distance, threshold
         Override the preset.
     random_state
@@ -109,6 +114,7 @@ class Synthesizer:
         pubmix_accounting: Literal["basic", "tight"] = "basic",
         pubmix_noise: Literal["wf", "mifr", "linmix"] = "wf",
         gamma: float | None = None,
+        calibration: Literal["bound", "exact"] = "bound",
         population_size: int | None = None,
         rounds: int | None = None,
         distance: str | None = None,
@@ -132,6 +138,7 @@ class Synthesizer:
         self.pubmix_accounting = pubmix_accounting
         self.pubmix_noise = pubmix_noise
         self.gamma = gamma
+        self.calibration = calibration
         self.population_size = population_size
         self.rounds = rounds
         self.distance = distance
@@ -254,7 +261,16 @@ class Synthesizer:
 
         sensitivity = vote.l2_sensitivity(reach)
         release, noise = self._release(
-            preset, budget, sensitivity, vote, distance, backend, public, n, rng
+            preset,
+            budget,
+            sensitivity,
+            vote,
+            distance,
+            backend,
+            public,
+            n,
+            rng,
+            self._exact_sensitivity(vote, policy, distance),
         )
         ledger = Ledger(
             budget.delta if budget.delta is not None else 1e-5,
@@ -342,6 +358,20 @@ class Synthesizer:
         self.warnings_ = policy_warnings
         return self
 
+    def _exact_sensitivity(
+        self, vote: Vote, policy: Any, distance: Distance
+    ) -> Callable[[Records], float] | None:
+        if self.calibration == "bound":
+            return None
+        if self.calibration != "exact":
+            raise InputError(f"calibration must be bound or exact, got '{self.calibration}'")
+        if vote.name != "hard" or policy is None or self.mechanism != "gaussian":
+            raise InputError("exact calibration is for hard votes under a policy (Gaussian)")
+        from dpevolve.sensitivity import enumerate_domain, per_round_hard_sensitivity
+
+        domain = enumerate_domain(distance.layout, None, 1_000_000)
+        return lambda population: per_round_hard_sensitivity(policy, distance, population, domain)
+
     def _release(
         self,
         preset: Preset,
@@ -353,6 +383,7 @@ class Synthesizer:
         public: Records | None,
         n: int,
         rng: np.random.Generator,
+        sensitivity_of: Callable[[Records], float] | None = None,
     ) -> tuple[Release, dict[str, Any]]:
         """The selection step and what the ledger should say about its calibration."""
         rounds = preset.schedule.rounds
@@ -361,7 +392,9 @@ class Synthesizer:
             sigma = multiplier * sensitivity
             threshold = preset.threshold if self.threshold is None else self.threshold
             noise = SystemNoise() if self.secure_noise else None
-            release = GaussianRelease(sigma, sensitivity, threshold, noise=noise)
+            release = GaussianRelease(
+                sigma, sensitivity, threshold, noise=noise, sensitivity_of=sensitivity_of
+            )
             return release, {"noise_multiplier": multiplier, "sigma": sigma}
         if self.mechanism != "pubmix":
             raise InputError(f"unknown mechanism '{self.mechanism}' (choose gaussian or pubmix)")

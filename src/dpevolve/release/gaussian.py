@@ -8,6 +8,8 @@ one round is ``rho = S^2 / (2 sigma^2)``-zCDP. Thresholding and selection only r
 from __future__ import annotations
 
 import random
+import time
+from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -50,6 +52,10 @@ class GaussianRelease:
 
     ``sample`` draws ``k`` parents with probability proportional to the clipped counts
     (uniform if every count is clipped); ``rank`` keeps the ``k`` largest noisy counts.
+
+    ``sensitivity_of`` (optional) computes the exact sensitivity of this round's
+    population, at most ``sensitivity``; the population is public, so the search costs no
+    budget, and a round whose exact sensitivity is 0 costs nothing in the ledger.
     """
 
     name = "gaussian"
@@ -60,8 +66,10 @@ class GaussianRelease:
         sensitivity: float,
         threshold: float = 0.0,
         noise: NoiseSource | None = None,
+        sensitivity_of: Callable[[Records], float] | None = None,
     ) -> None:
         self.sigma = float(sigma)
+        self.sensitivity_of = sensitivity_of
         self.sensitivity = float(sensitivity)
         self.threshold = float(threshold)
         self.noise = noise
@@ -91,5 +99,13 @@ class GaussianRelease:
             total = clipped.sum()
             weights = clipped / total if total > 0 else None
             parents = rng.choice(len(noisy), size=k, replace=True, p=weights)
-        info = {"kept_candidates": int(np.count_nonzero(clipped))}
-        return Selection(parents=np.asarray(parents, dtype=np.int64), event=self.event(), info=info)
+        info: dict[str, float | int] = {"kept_candidates": int(np.count_nonzero(clipped))}
+        event = self.event()
+        if self.sensitivity_of is not None:
+            start = time.perf_counter()
+            exact = self.sensitivity_of(population)
+            if exact > self.sensitivity + 1e-12:
+                raise AssertionError("exact sensitivity above the calibrated bound")
+            event = GaussianEvent(sensitivity=exact, sigma=self.sigma)
+            info["calibration_seconds"] = time.perf_counter() - start
+        return Selection(parents=np.asarray(parents, dtype=np.int64), event=event, info=info)
