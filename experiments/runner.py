@@ -152,10 +152,24 @@ class Store:
         """Append one row as one line: a single write, then flush and fsync."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         line = json.dumps(_jsonable(row), allow_nan=False, separators=(",", ":")) + "\n"
+        if self._torn_tail():
+            line = "\n" + line  # end a line cut short by a crash; it is skipped on reading
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(line)
             handle.flush()
             os.fsync(handle.fileno())
+
+    def _torn_tail(self) -> bool:
+        """Whether the file is non-empty and does not end with a newline."""
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(0, os.SEEK_END)
+                if handle.tell() == 0:
+                    return False
+                handle.seek(-1, os.SEEK_END)
+                return handle.read(1) != b"\n"
+        except FileNotFoundError:
+            return False
 
 
 def _jsonable(obj: Any) -> Any:

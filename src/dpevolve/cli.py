@@ -89,6 +89,12 @@ def synth(
         float | None,
         typer.Option("--gamma", help="Bound on TV(public, private); default from public folds."),
     ] = None,
+    calibration: Annotated[
+        str,
+        typer.Option(
+            "--calibration", help="bound, or exact (hard votes under a policy; small domains)."
+        ),
+    ] = "bound",
     population: Annotated[int | None, typer.Option("--population", help="Override N.")] = None,
     rounds: Annotated[int | None, typer.Option("--rounds", help="Override rounds.")] = None,
     on_invalid: Annotated[OnInvalid, typer.Option("--on-invalid")] = OnInvalid.error,
@@ -139,6 +145,11 @@ def synth(
         temperature=_temperature(temperature),
         policy=policy,
         public=public_table,
+        mechanism=mechanism,  # type: ignore[arg-type]
+        pubmix_accounting=pubmix_accounting,  # type: ignore[arg-type]
+        pubmix_noise=pubmix_noise,  # type: ignore[arg-type]
+        gamma=gamma,
+        calibration=calibration,  # type: ignore[arg-type]
         population_size=population,
         rounds=rounds,
         random_state=seed,
