@@ -362,7 +362,8 @@ def analyse(fits: list[dict[str, Any]], pilots: list[dict[str, Any]]) -> dict[st
 
 
 # ------------------------------------------------------------------------- plot
-def plot(analysis: dict[str, Any], calibration: dict[str, Any], path: Path) -> None:
+def plot(analysis: dict[str, Any], calibration: dict[str, Any], path: Path,
+         baselines: dict[str, float] | None = None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -384,10 +385,18 @@ def plot(analysis: dict[str, Any], calibration: dict[str, Any], path: Path) -> N
               for m in METHODS[1:]]
         axes[1].errorbar([v + off for v in range(len(TAUS))], diffs, yerr=lo, fmt="o",
                          capsize=4, color=colors[budget], label=f"rho={a['rho']:g}")
+    refs = [("noiseless_diagnostic", "hard", "noiseless hard", "tab:green"),
+            ("pure_noise_diagnostic", "hard", "pure-noise selection", "tab:red")]
+    for key, method, label, color in refs:
+        if method in analysis.get(key, {}):
+            axes[0].axhline(analysis[key][method], ls=":", color=color, lw=1, label=label)
+    if baselines and "initial_public_population_512" in baselines:
+        axes[0].axhline(baselines["initial_public_population_512"], ls="--", color="grey",
+                        lw=1, label="512 public records (init)")
     axes[0].set_xticks(list(x), ["hard"] + [f"soft τ={t}" for t in TAUS])
     axes[0].set_ylabel("error: mean 1/2/3-way TV vs train")
     axes[0].set_title("Adult-5, age θ=7, bfsoft (mean ± 95% CI)")
-    axes[0].legend()
+    axes[0].legend(fontsize=7)
     axes[1].axhline(0, color="grey", lw=1)
     axes[1].set_xticks(list(range(len(TAUS))), [f"τ={t}" for t in TAUS])
     axes[1].set_ylabel("paired soft − hard (95% t-CI)")
@@ -399,6 +408,7 @@ def plot(analysis: dict[str, Any], calibration: dict[str, Any], path: Path) -> N
             c["exact_soft"]["0.03"]["seconds"]]
     bars = axes[2].bar(labels, secs, color=["tab:green", "tab:red", "tab:purple"])
     axes[2].set_yscale("log")
+    axes[2].set_ylim(top=max(secs) * 40)
     axes[2].set_ylabel("seconds per calibration (one 512-record population)")
     edges = [0, c["exact_hard"]["edges_checked"], c["exact_soft"]["0.03"]["edges_checked"]]
     for bar, s, e in zip(bars, secs, edges, strict=True):
@@ -481,7 +491,7 @@ def main() -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     stem = "bfsoft" + (f"_{args.tag}" if args.tag else "")
     (RESULTS / f"{stem}.json").write_text(json.dumps(out, indent=2, default=float))
-    plot(analysis, calibration, RESULTS / f"{stem}.png")
+    plot(analysis, calibration, RESULTS / f"{stem}.png", snr["baseline_errors"])
     print_summary(out)
     print(f"wrote {RESULTS / (stem + '.json')} and .png in {out['wall_seconds']:.0f} s")
 

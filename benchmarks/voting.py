@@ -115,37 +115,48 @@ def rss_kib(field: str) -> int:
     return 0
 
 
-def timed(fn: Callable[[], Any], repeats: int) -> tuple[float, float, float]:
-    """Best wall time over ``repeats`` calls, and two views of the memory it needed (MiB).
+def timed(fn: Callable[[], Any], repeats: int) -> tuple[float, float, float, float]:
+    """Best wall time and best CPU time (all threads) over ``repeats`` calls, and two
+    views of the memory they needed (MiB).
 
-    * traced: peak of numpy/Python allocations during the calls (tracemalloc; exact,
-      but blind to numba's own allocations inside a kernel);
+    On a shared machine the CPU time is the steadier measure of work per pair; the wall
+    time is what a user waits.
+
+    * traced: peak of the allocations made during the calls (tracemalloc: numpy's and
+      numba's, whose runtime allocates through PyMem_RawMalloc);
     * rss: peak resident memory above what the process held before (sees everything,
       but under-counts when freed memory already resident is reused).
     """
-    best = float("inf")
+    best = best_cpu = float("inf")
     resettable = peak_rss_reset()
     before = rss_kib("VmRSS")
     tracemalloc.start()
     try:
         for _ in range(repeats):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             fn()
             best = min(best, time.perf_counter() - start)
+            best_cpu = min(best_cpu, time.process_time() - cpu)
         traced = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     peak = rss_kib("VmHWM") if resettable else 0
-    return best, traced / 2**20, max(0, peak - before) / 1024
+    return best, best_cpu, traced / 2**20, max(0, peak - before) / 1024
 
 
-def gemm_gflops(size: int = 2048, repeats: int = 3) -> float:
-    """numpy float64 square GEMM rate (the machine's matrix-multiply rate)."""
+def gemm_gflops(size: int = 2048, repeats: int = 3) -> tuple[float, float]:
+    """numpy float64 square GEMM rate: GFLOP per wall second and per CPU second."""
     rng = np.random.default_rng(0)
     a, b = rng.random((size, size)), rng.random((size, size))
     a @ b
-    best = min(_time(lambda: a @ b) for _ in range(repeats))
-    return 2.0 * size**3 / best / 1e9
+    wall = cpu = float("inf")
+    for _ in range(repeats):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        a @ b
+        wall = min(wall, time.perf_counter() - start)
+        cpu = min(cpu, time.process_time() - start_cpu)
+    flops = 2.0 * size**3 / 1e9
+    return flops / wall, flops / cpu
 
 
 def vote_shaped_gemm_gflops(rows: int, width: int, m: int, repeats: int = 3) -> float:
@@ -185,7 +196,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     width = int(distances["tabpe"].embed(private_all.take(slice(0, 1))).shape[1])
 
     load_before = os.getloadavg()
-    gflops = gemm_gflops()
+    gflops, gflops_cpu = gemm_gflops()
     shaped = {m: vote_shaped_gemm_gflops(8192, width, m) for m in ms}
     fused = FusedBackend(threads=args.threads)
     blas = FusedBackend(exact=False, threads=args.threads)
@@ -193,10 +204,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     start = time.perf_counter()
     fused.warmup()
     jit_s = time.perf_counter() - start
-    print(f"GEMM {gflops:.1f} GFLOP/s (vote-shaped: {shaped}); D = {width}; JIT {jit_s:.1f}s")
+    print(
+        f"GEMM {gflops:.1f} GFLOP/s ({gflops_cpu:.1f} per CPU-s; vote-shaped: "
+        f"{ {m: round(v, 1) for m, v in shaped.items()} }); D = {width}; JIT {jit_s:.1f}s"
+    )
 
     rows: list[dict[str, Any]] = []
-    local_cache: dict[tuple[int, int, str, str], tuple[float, float, float]] = {}
+    local_cache: dict[tuple[int, int, str, str], tuple[float, float, float, float]] = {}
     for n in ns:
         private = private_all.take(slice(0, n))
         for m in ms:
@@ -210,18 +224,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         backends.append(("fused-blas", blas))
                     for label, backend in backends:
                         call = _caller(backend, private, population, distance, vote)
-                        seconds, traced, rss = timed(call, repeats)
-                        rows.append(_row(label, dname, vname, n, m, n, seconds, traced, rss))
+                        measured = timed(call, repeats)
+                        rows.append(_row(label, dname, vname, n, m, n, *measured))
                     n_local = min(n, max(1, int(args.local_pairs) // m))
                     key = (n_local, m, dname, vname)
                     if key not in local_cache:
                         sub = private.take(slice(0, n_local))
                         local_cache[key] = timed(_caller(local, sub, population, distance, vote), 1)
-                    seconds, traced, rss = local_cache[key]
-                    rows.append(_row("numpy", dname, vname, n, m, n_local, seconds, traced, rss))
+                    rows.append(_row("numpy", dname, vname, n, m, n_local, *local_cache[key]))
                     _print(rows, n, m, dname, vname)
     load_after = os.getloadavg()
-    return _summarise(rows, ns, ms, gflops, shaped, width, jit_s, load_before, load_after, args)
+    return _summarise(
+        rows, ns, ms, (gflops, gflops_cpu), shaped, width, jit_s, (load_before, load_after), args
+    )
 
 
 def _caller(
@@ -238,6 +253,7 @@ def _row(
     m: int,
     measured_n: int,
     s: float,
+    cpu_s: float,
     traced_mib: float,
     rss_mib: float,
 ) -> dict[str, Any]:
@@ -252,6 +268,8 @@ def _row(
         # Cost per round at this n: measured directly, or scaled from measured_n (numpy).
         "seconds_per_round": s * n / measured_n,
         "pairs_per_s": measured_n * m / s,
+        "cpu_seconds": cpu_s,
+        "pairs_per_cpu_s": measured_n * m / cpu_s,
         "peak_traced_mib": traced_mib,
         "peak_rss_above_start_mib": rss_mib,
         # The private records themselves (already in memory before the call).
@@ -263,6 +281,7 @@ def _print(rows: list[dict[str, Any]], n: int, m: int, dname: str, vname: str) -
     here = [r for r in rows if (r["n"], r["m"], r["distance"], r["vote"]) == (n, m, dname, vname)]
     text = "  ".join(
         f"{r['backend']} {r['pairs_per_s'] / 1e6:7.1f} Mp/s "
+        f"[{r['pairs_per_cpu_s'] / 1e6:.0f}/cpu-s] "
         f"({r['peak_traced_mib']:.1f}/{r['peak_rss_above_start_mib']:.1f} MiB)"
         for r in here
     )
@@ -273,18 +292,20 @@ def _summarise(
     rows: list[dict[str, Any]],
     ns: list[int],
     ms: list[int],
-    gflops: float,
+    gemm: tuple[float, float],
     shaped: dict[int, float],
     width: int,
     jit_s: float,
-    load_before: tuple[float, float, float],
-    load_after: tuple[float, float, float],
+    load: tuple[tuple[float, ...], tuple[float, ...]],
     args: argparse.Namespace,
 ) -> dict[str, Any]:
+    gflops, gflops_cpu = gemm
     peak_pairs = gflops * 1e9 / (2 * width)
+    peak_pairs_cpu = gflops_cpu * 1e9 / (2 * width)
     for r in rows:
         if r["distance"] == "tabpe":
             r["fraction_of_gemm_peak"] = r["pairs_per_s"] / peak_pairs
+            r["fraction_of_gemm_peak_cpu"] = r["pairs_per_cpu_s"] / peak_pairs_cpu
         numpy_row = next(
             q
             for q in rows
@@ -334,21 +355,24 @@ def _summarise(
             "numba_threads": threads,
             "numpy": np.__version__,
             "numba": numba_version,
-            "load_average_before": load_before,
-            "load_average_after": load_after,
+            "load_average_before": load[0],
+            "load_average_after": load[1],
         },
         "settings": {"quick": args.quick, "tau": TAU, "seed": args.seed, "ns": ns, "ms": ms},
         "gemm_gflops": gflops,
+        "gemm_gflops_per_cpu_s": gflops_cpu,
         "vote_shaped_gemm_gflops": {str(m): v for m, v in shaped.items()},
         "embedding_width": width,
         "gemm_implied_peak_pairs_per_s": peak_pairs,
+        "gemm_implied_peak_pairs_per_cpu_s": peak_pairs_cpu,
         "jit_or_cache_load_s": jit_s,
         "memory_note": (
-            "peak_traced_mib: numpy/Python allocations during the call (tracemalloc), not "
-            "numba's inside a kernel (FusedBackend's per-block soft histograms, "
-            "ceil(chunk_rows / 256) x m float64, and a few m-long row buffers per thread); "
-            "peak_rss_above_start_mib: resident high-water mark above the start of the "
-            "call (Linux), which misses memory reused from earlier calls"
+            "peak_traced_mib: peak of the allocations made during the call (tracemalloc "
+            "sees numpy's and numba's); for FusedBackend that is mostly the per-block soft "
+            "histograms, ceil(chunk_rows / 256) x m float64. peak_rss_above_start_mib: "
+            "resident high-water mark above the start of the call (Linux), which misses "
+            "memory reused from earlier calls. Neither counts the private records "
+            "(private_mib), which are in memory before the call"
         ),
         "rows": rows,
         "loglog_slopes": slopes,

@@ -5,6 +5,7 @@ Pure functions of store rows (no dpevolve fits), so the report renders from any 
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -110,7 +111,7 @@ def crossover(rhos: Sequence[float], diffs: Sequence[float]) -> float | None:
     """The budget where ``diff = soft - hard`` first turns from negative (soft wins) to
     non-negative, interpolated linearly in log10(rho); None without such a change."""
     points = sorted(zip(rhos, diffs, strict=True))
-    for (r0, d0), (r1, d1) in zip(points, points[1:], strict=False):
+    for (r0, d0), (r1, d1) in itertools.pairwise(points):
         if d0 < 0 <= d1:
             if d1 == d0:
                 return r1

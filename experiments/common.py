@@ -52,9 +52,7 @@ POLICIES: dict[str, dict[str, dict[str, Any]]] = {
     },
     "bank5": {"age": {"attributes": {"age": {"threshold": 7}}}},
     "xor3": {
-        "features": {
-            "attributes": {f"num_feat_{i}": {"threshold": XOR_THETA} for i in range(3)}
-        }
+        "features": {"attributes": {f"num_feat_{i}": {"threshold": XOR_THETA} for i in range(3)}}
     },
 }
 

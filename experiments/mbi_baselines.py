@@ -63,7 +63,9 @@ def discretise(frame: pd.DataFrame, schema: Any) -> tuple[dict[str, np.ndarray],
     return codes, sizes
 
 
-def undiscretise(codes: dict[str, np.ndarray], schema: Any, rng: np.random.Generator) -> pd.DataFrame:
+def undiscretise(
+    codes: dict[str, np.ndarray], schema: Any, rng: np.random.Generator
+) -> pd.DataFrame:
     """Codes back to values: categorical by index, numeric uniform inside the bin."""
     from dpevolve.evaluation import NUMERIC_BINS
     from dpevolve.schema import NumericColumn
@@ -107,7 +109,11 @@ def _measure(
 
 
 def mst(
-    frame: pd.DataFrame, schema: Any, rho: float, seed: int, rows: int | None = None,
+    frame: pd.DataFrame,
+    schema: Any,
+    rho: float,
+    seed: int,
+    rows: int | None = None,
     iters: int = 1500,
 ) -> pd.DataFrame:
     """MST (McKenna et al. 2021) at ``rho``-zCDP under replace-one adjacency."""

@@ -124,7 +124,9 @@ def run_tv(config: TVConfig) -> dict[str, Any]:
         try:
             choice = chooser(public, n=n, m=config.m, epsilon=config.epsilon, delta=delta)
         except TypeError as exc:
-            raise Unavailable(f"dpevolve.pubmix.choose_noise has another signature: {exc}")
+            raise Unavailable(
+                f"dpevolve.pubmix.choose_noise has another signature: {exc}"
+            ) from None
         p_nse = np.asarray(getattr(choice, "noise", None) or choice[0], dtype=np.float64)
         beta = float(getattr(choice, "beta", None) or choice[1])
         p_syn = (1.0 - beta) * p_prv + beta * p_nse
@@ -216,7 +218,6 @@ def run_tstr(config: TSTRConfig) -> dict[str, Any]:
         ledger = common.ledger_totals(model)
     elif config.method == "mbi_reweight":
         from dpevolve.accounting import rho_for_epsilon
-
         from experiments import mbi_baselines
 
         assert config.epsilon is not None
@@ -260,7 +261,9 @@ def tstr_configs(profile: str) -> list[TSTRConfig]:
     ]
     out += [TSTRConfig("aim", eps, 0) for eps in TSTR_EPSILONS]
     out += [
-        TSTRConfig(m, None, s) for m in ("nonprivate", "public_only", "uniform") for s in range(seeds)
+        TSTRConfig(m, None, s)
+        for m in ("nonprivate", "public_only", "uniform")
+        for s in range(seeds)
     ]
     return out
 

@@ -45,12 +45,8 @@ PUBLISHED: dict[str, Any] = {
     },
 }
 
-FULL_COMMAND = (
-    "python -m experiments run all --full --workers 2 && python -m experiments report"
-)
-QUICK_COMMAND = (
-    "python -m experiments run all --quick --workers 2 && python -m experiments report"
-)
+FULL_COMMAND = "python -m experiments run all --full --workers 2 && python -m experiments report"
+QUICK_COMMAND = "python -m experiments run all --quick --workers 2 && python -m experiments report"
 
 
 @dataclass
@@ -113,7 +109,7 @@ def sci(x: float) -> str:
 def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(r) + " |" for r in rows]
-    return out + [""]
+    return [*out, ""]
 
 
 def eps_of(rho: float) -> float:
@@ -205,7 +201,7 @@ def section_budget(ctx: Context) -> list[str]:
                     pct(bb / hard - 1 if hard else math.nan),
                 ]
             )
-        lines += [f"**{DATASET_NAMES.get(dataset, dataset)}**", ""] + md_table(header, rows)
+        lines += [f"**{DATASET_NAMES.get(dataset, dataset)}**", "", *md_table(header, rows)]
         bsub = best[best["dataset"] == dataset].sort_values("rho")
         cross = analysis.crossover(bsub["rho"].tolist(), (bsub["best"] - bsub["hard"]).tolist())
         crossovers[dataset] = cross
@@ -252,8 +248,7 @@ def section_budget(ctx: Context) -> list[str]:
                 "reproduced" if inside and not missing else "not reproduced",
                 "rule: every data set's crossover eps within a factor 2 of the published "
                 "range (the quick grid has one budget per decade, so the interpolation "
-                "is coarse)"
-                + ("" if inside else "; ours falls outside it, see section 1"),
+                "is coarse)" + ("" if inside else "; ours falls outside it, see section 1"),
             )
         )
     else:
@@ -298,7 +293,9 @@ def _figure_budget(
                     ax.axhline(m.mean(), ls=ls, color="silver", label=f"{method} (512 rows)")
         cross = crossovers.get(dataset)
         if cross:
-            ax.axvline(cross, color="red", lw=0.8, ls=":", label=f"crossover eps={eps_of(cross):.2f}")
+            ax.axvline(
+                cross, color="red", lw=0.8, ls=":", label=f"crossover eps={eps_of(cross):.2f}"
+            )
         ax.set_xscale("log")
         ax.set_xlabel("rho (zCDP)")
         ax.set_ylabel("mean error (mean k-way TV, k=1..3)")
@@ -438,8 +435,18 @@ def section_policy(ctx: Context) -> list[str]:
         "temperature per policy afterwards. q = tanh(r / 2 tau) is the noise ratio.",
         "",
     ]
-    header = ["policy", "reach r", "tau", "q", "hard", "soft", "paired change", "95% CI",
-              "p", "p (Holm)"]
+    header = [
+        "policy",
+        "reach r",
+        "tau",
+        "q",
+        "hard",
+        "soft",
+        "paired change",
+        "95% CI",
+        "p",
+        "p (Holm)",
+    ]
     rows = []
     best_by_policy: dict[str, tuple[float, analysis.Paired, float]] = {}
     for (name, tau, p), p_holm in zip(tests, adjusted, strict=True):
@@ -447,8 +454,18 @@ def section_policy(ctx: Context) -> list[str]:
         q = math.tanh(r / (2 * tau)) if math.isfinite(r) else math.nan
         lo, hi = p.relative_ci
         rows.append(
-            [name, fmt(r, 4), f"{tau:g}", fmt(q, 3), fmt(p.mean_a), fmt(p.mean_b),
-             pct(p.relative), f"[{pct(lo)}, {pct(hi)}]", _p(p.p_value), _p(p_holm)]
+            [
+                name,
+                fmt(r, 4),
+                f"{tau:g}",
+                fmt(q, 3),
+                fmt(p.mean_a),
+                fmt(p.mean_b),
+                pct(p.relative),
+                f"[{pct(lo)}, {pct(hi)}]",
+                _p(p.p_value),
+                _p(p_holm),
+            ]
         )
         if name not in best_by_policy or p.mean_b < best_by_policy[name][1].mean_b:
             best_by_policy[name] = (tau, p, p_holm)
@@ -470,8 +487,7 @@ def section_policy(ctx: Context) -> list[str]:
                 f"Holm p {_p(p_holm)} ({p.n} seeds)",
                 "reproduced" if inside else "not reproduced",
                 "rule: the published value inside our 95% CI (best of the three fixed "
-                "temperatures)"
-                + ("" if inside else "; see 'Why our numbers differ'"),
+                "temperatures)" + ("" if inside else "; see 'Why our numbers differ'"),
             )
         )
     return lines
@@ -492,7 +508,6 @@ def _policy_reaches() -> dict[str, float]:
     try:
         from dpevolve import datasets
         from dpevolve.distance import make_distance
-
         from experiments import common
 
         schema = datasets.schema("adult5")
@@ -584,8 +599,14 @@ def section_pilot(ctx: Context) -> list[str]:
         "",
     ]
     rows = [
-        [r["policy"], sci(r["rho"]), f"{r['tau']:g}", f"{r['forecast']:+.3f}",
-         f"{r['truth']:+.3f}", "yes" if r["agree"] else "**no**"]
+        [
+            r["policy"],
+            sci(r["rho"]),
+            f"{r['tau']:g}",
+            f"{r['forecast']:+.3f}",
+            f"{r['truth']:+.3f}",
+            "yes" if r["agree"] else "**no**",
+        ]
         for _, r in st.sort_values(["policy", "rho", "tau"]).iterrows()
     ]
     lines += md_table(
@@ -625,9 +646,16 @@ def _calibration(
         regret = cell[choice] - cell[oracle_arm]
         regrets.append(regret / cell[oracle_arm])
         rows.append(
-            [pilot["policy"], sci(pilot["rho"]), choice, fmt(cell[choice]), oracle_arm,
-             fmt(cell[oracle_arm]), pct(regret / cell[oracle_arm]),
-             fmt(pilot["pilot_s"], 1)]
+            [
+                pilot["policy"],
+                sci(pilot["rho"]),
+                choice,
+                fmt(cell[choice]),
+                oracle_arm,
+                fmt(cell[oracle_arm]),
+                pct(regret / cell[oracle_arm]),
+                fmt(pilot["pilot_s"], 1),
+            ]
         )
     fit_s = fits["fit_s"].mean() if "fit_s" in fits else math.nan
     pilot_s = pilots["pilot_s"].mean() if "pilot_s" in pilots else math.nan
@@ -643,8 +671,16 @@ def _calibration(
         "",
     ]
     lines += md_table(
-        ["policy", "rho", "pilot's choice", "its private error", "best arm",
-         "best error", "regret", "pilot s"],
+        [
+            "policy",
+            "rho",
+            "pilot's choice",
+            "its private error",
+            "best arm",
+            "best error",
+            "regret",
+            "pilot s",
+        ],
         rows,
     )
     return lines
@@ -680,16 +716,25 @@ def section_trainsize(ctx: Context) -> list[str]:
     rows = []
     for _, b in best.sort_values(["dataset", "rho"]).iterrows():
         rows.append(
-            [DATASET_NAMES.get(b["dataset"], b["dataset"]), sci(b["rho"]), fmt(b["hard"]),
-             f"{fmt(b['best'])} ({b['best_tau']})", pct(b["best"] / b["hard"] - 1)]
+            [
+                DATASET_NAMES.get(b["dataset"], b["dataset"]),
+                sci(b["rho"]),
+                fmt(b["hard"]),
+                f"{fmt(b['best'])} ({b['best_tau']})",
+                pct(b["best"] / b["hard"] - 1),
+            ]
         )
     lines += md_table(["records", "rho", "hard", "best soft (tau)", "change"], rows)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(5.5, 4))
     for dataset, group in best.groupby("dataset"):
         group = group.sort_values("rho")
-        ax.plot(group["rho"], 100 * (group["best"] / group["hard"] - 1), "o-",
-                label=DATASET_NAMES.get(dataset, dataset))
+        ax.plot(
+            group["rho"],
+            100 * (group["best"] / group["hard"] - 1),
+            "o-",
+            label=DATASET_NAMES.get(dataset, dataset),
+        )
     ax.axhline(0, color="black", lw=0.6)
     ax.set_xscale("log")
     ax.set_xlabel("rho")
@@ -697,7 +742,7 @@ def section_trainsize(ctx: Context) -> list[str]:
     ax.legend(fontsize=8)
     fig.tight_layout()
     path = _save(ctx, fig, "bfsoft_trainsize.png")
-    return lines + [f"![training size]({ctx.link(path)})", ""]
+    return [*lines, f"![training size]({ctx.link(path)})", ""]
 
 
 def section_baselines(ctx: Context) -> list[str]:
@@ -739,14 +784,28 @@ def section_baselines(ctx: Context) -> list[str]:
                 if not b.empty:
                     ours = f"{fmt(b['hard'].iloc[0])} / {fmt(b['best'].iloc[0])}"
             rows.append(
-                [DATASET_NAMES.get(r["dataset"], r["dataset"]), r["method"],
-                 "–" if pd.isna(rho) else sci(rho), fmt(r["error"]),
-                 fmt(r["acc"]) if pd.notna(r["acc"]) else "–", fmt(r["secs"], 1),
-                 str(int(r["seeds"])), ours or "–"]
+                [
+                    DATASET_NAMES.get(r["dataset"], r["dataset"]),
+                    r["method"],
+                    "–" if pd.isna(rho) else sci(rho),
+                    fmt(r["error"]),
+                    fmt(r["acc"]) if pd.notna(r["acc"]) else "–",
+                    fmt(r["secs"], 1),
+                    str(int(r["seeds"])),
+                    ours or "–",
+                ]
             )
     lines += md_table(
-        ["data set", "method", "rho", "mean error", "TSTR acc", "release s", "seeds",
-         "bfsoft hard / best soft"],
+        [
+            "data set",
+            "method",
+            "rho",
+            "mean error",
+            "TSTR acc",
+            "release s",
+            "seeds",
+            "bfsoft hard / best soft",
+        ],
         rows,
     )
     for method, reason in unavailable.items():
@@ -798,7 +857,7 @@ def section_tv_m(ctx: Context) -> list[str]:
         ax.legend(fontsize=8)
     fig.tight_layout()
     path = _save(ctx, fig, "pubmix_tv_m.png")
-    return lines + [f"![TV vs m]({ctx.link(path)})", ""]
+    return [*lines, f"![TV vs m]({ctx.link(path)})", ""]
 
 
 def section_tstr(ctx: Context) -> list[str]:
@@ -818,8 +877,15 @@ def section_tstr(ctx: Context) -> list[str]:
     eps_list = [1.0, 2.0, 4.0]
     rows = []
     measured: dict[str, list[float]] = {}
-    methods = ["aim", "tabpe", "tabpe+pubmix", "mbi_reweight", "nonprivate", "public_only",
-               "uniform"]
+    methods = [
+        "aim",
+        "tabpe",
+        "tabpe+pubmix",
+        "mbi_reweight",
+        "nonprivate",
+        "public_only",
+        "uniform",
+    ]
     for method in methods:
         sub = df[df["method"] == method] if not df.empty else df
         cells = []
@@ -831,7 +897,7 @@ def section_tstr(ctx: Context) -> list[str]:
                 cells.append(f"{m:.2f} ± {sd:.2f}" if n > 1 else fmt(m, 2))
         elif not sub.empty:
             m, sd, n = analysis.mean_sd(100 * sub["tstr_accuracy"])
-            cells = [f"{m:.2f} ± {sd:.2f} (no budget)"] + ["", ""]
+            cells = [f"{m:.2f} ± {sd:.2f} (no budget)", "", ""]
         elif method in unavailable:
             cells = ["not available" if method != "tabpe+pubmix" else "pending"] * 3
         else:
@@ -887,11 +953,21 @@ def section_tstr(ctx: Context) -> list[str]:
         width = 0.2
         for j, method in enumerate(["tabpe", "tabpe+pubmix", "mbi_reweight"]):
             if method in measured:
-                ax.bar(np.arange(3) + (j - 1) * width, measured[method], width,
-                       label=f"{method} (ours)")
+                ax.bar(
+                    np.arange(3) + (j - 1) * width,
+                    measured[method],
+                    width,
+                    label=f"{method} (ours)",
+                )
         for method, marker in (("aim", "v"), ("tabpe", "o"), ("tabpe+pubmix", "*")):
-            ax.plot(np.arange(3), pub[method], marker, color="black", ls="none",
-                    label=f"{method} (published)")
+            ax.plot(
+                np.arange(3),
+                pub[method],
+                marker,
+                color="black",
+                ls="none",
+                label=f"{method} (published)",
+            )
         ax.set_xticks(range(3))
         ax.set_xticklabels([f"eps={e:g}" for e in eps_list])
         ax.set_ylabel("TSTR accuracy (%)")
@@ -988,7 +1064,9 @@ def _claims_table(ctx: Context) -> list[str]:
         "",
     ]
     rows = [[c.claim, c.published, c.ours, f"**{c.verdict}**", c.why] for c in ctx.claims]
-    return lines + md_table(["claim", "published", "ours (quick)", "verdict", "rule / why"], rows)
+    profiles = sorted({str(r.get("profile")) for r in ctx.rows if r.get("status") == "ok"})
+    ours = f"ours ({', '.join(profiles)})" if profiles else "ours"
+    return lines + md_table(["claim", "published", ours, "verdict", "rule / why"], rows)
 
 
 WHY = """## Why our numbers differ from the published ones

@@ -51,7 +51,7 @@ WORKER_ENV = {
 }
 
 
-class Unavailable(Exception):  # noqa: N818 - reads as a status, not an error
+class Unavailable(Exception):
     """Raised by ``run_one`` when an optional piece (a package, an API) is missing.
 
     The row is stored with status ``unavailable`` and the message as its reason; a
@@ -364,7 +364,9 @@ def run_study(
         "host_cpus": os.cpu_count(),
     }
     say = log or (lambda _msg: None)
-    say(f"[{study.name}] {total} configurations, {skipped} already in the store, {len(todo)} to run")
+    say(
+        f"[{study.name}] {total} configurations, {skipped} already in the store, {len(todo)} to run"
+    )
     counts = {"ok": 0, "error": 0, "unavailable": 0}
     begin = time.perf_counter()
 

@@ -364,3 +364,16 @@ def test_policy_show_reproduces_the_spec_table(tmp_path: Path, capsys) -> None:
     bad.write_text(yaml.safe_dump({"attributes": {"salary": {"threshold": 3}}}))
     code, err = run(["policy", "show", bad, "--schema", schema_file], capsys)
     assert code == 2 and "salary" in err
+
+
+def test_stream_gives_the_same_table_as_reading_whole(files, capsys) -> None:
+    folder, schema, private = files
+    outs = []
+    for flag in ([], ["--stream", "--batch-rows", "77"]):
+        out = folder / f"s{len(flag)}.csv"
+        code, err = run(["synth", private, "--schema", schema, "--epsilon", "1", "--delta",
+                         "1e-5", "-o", out, "--seed", "5", "--backend", "local", *FAST, *flag],
+                        capsys)
+        assert code == 0, err
+        outs.append(pd.read_csv(out))
+    pd.testing.assert_frame_equal(outs[0], outs[1])

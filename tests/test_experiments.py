@@ -120,9 +120,7 @@ def test_config_key_includes_seed() -> None:
 
 def test_analysis_helpers() -> None:
     assert analysis.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
-    assert analysis.crossover([1e-5, 1e-4, 1e-3], [-0.2, -0.1, 0.1]) == pytest.approx(
-        10**-3.5
-    )
+    assert analysis.crossover([1e-5, 1e-4, 1e-3], [-0.2, -0.1, 0.1]) == pytest.approx(10**-3.5)
     assert analysis.crossover([1e-5, 1e-4], [0.1, 0.2]) is None
     p = analysis.paired([1.0, 2.0, 3.0], [0.5, 1.5, 2.0])
     assert p.mean_diff == pytest.approx(-2 / 3)
@@ -155,8 +153,14 @@ def tiny_store(path: Path) -> Store:
             for vote, tau, err in [("hard", None, hard)] + [
                 ("soft", t, soft + 0.01 * i) for i, t in enumerate((0.015, 0.03, 0.06))
             ]:
-                cfg = {"dataset": "adult5", "policy": "age", "rho": rho, "vote": vote,
-                       "tau": tau, "seed": seed}
+                cfg = {
+                    "dataset": "adult5",
+                    "policy": "age",
+                    "rho": rho,
+                    "vote": vote,
+                    "tau": tau,
+                    "seed": seed,
+                }
                 metrics = {"mean_error": err + 0.01 * seed, "fit_s": 1.0}
                 store.append(_row("bfsoft_budget", "FitConfig", cfg, metrics))
                 store.append(_row("bfsoft_pilot", "FitConfig", cfg, metrics))
@@ -178,16 +182,23 @@ def tiny_store(path: Path) -> Store:
             )
         )
     for seed in (0, 1, 2):
-        cfg = {"dataset": "adult5", "policy": "age", "rho": 1e-4, "vote": "hard", "tau": None,
-               "seed": seed}
+        cfg = {
+            "dataset": "adult5",
+            "policy": "age",
+            "rho": 1e-4,
+            "vote": "hard",
+            "tau": None,
+            "seed": seed,
+        }
         store.append(_row("bfsoft_policy", "FitConfig", cfg, {"mean_error": 0.3 + 0.01 * seed}))
         cfg = dict(cfg, vote="soft", tau=0.03)
         store.append(_row("bfsoft_policy", "FitConfig", cfg, {"mean_error": 0.2 + 0.02 * seed}))
     for eps in (1.0, 2.0, 4.0):
         cfg = {"method": "tabpe", "epsilon": eps, "seed": 0}
         store.append(_row("pubmix_tstr", "TSTRConfig", cfg, {"tstr_accuracy": 0.6 + eps / 100}))
-    unavailable = _row("pubmix_tstr", "TSTRConfig", {"method": "aim", "epsilon": 1.0, "seed": 0},
-                       {})
+    unavailable = _row(
+        "pubmix_tstr", "TSTRConfig", {"method": "aim", "epsilon": 1.0, "seed": 0}, {}
+    )
     unavailable.update(status="unavailable", reason="AIM: not ported")
     store.append(unavailable)
     return store

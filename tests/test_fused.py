@@ -194,6 +194,23 @@ def test_many_tiles_and_blocks(adultish: Schema, name: str) -> None:
 
 
 @needs_numba
+def test_embedding_ties_are_broken_on_the_root_not_the_square() -> None:
+    # Candidate 0 is one ulp further in squared distance than candidate 1, but both
+    # squares round to the same root: the spec's vote (on d) picks the lower index.
+    schema = Schema((NumericColumn("a", 0.0, 1.0), NumericColumn("b", 0.0, 1.0)))
+    a, b = 0.9066351196001362, 0.9563777886388609
+    population = Records(
+        np.array([[np.nextafter(a, 2.0), b], [a, b]]), np.zeros((2, 0), dtype=np.int32)
+    )
+    private = Records(np.zeros((1, 2)), np.zeros((1, 0), dtype=np.int32))
+    d = exact_embedding(private, population)
+    s = np.array([(0.0 + x * x) + y * y for x, y in population.numeric])
+    assert s[0] > s[1] and d[0, 0] == d[0, 1]  # the premise
+    got = FusedBackend().vote(private, population, TabPEEmbedding(schema), HardVote())
+    np.testing.assert_array_equal(got, [1.0, 0.0])
+
+
+@needs_numba
 def test_soft_votes_do_not_depend_on_threads(adultish: Schema) -> None:
     import numba
 
@@ -299,7 +316,8 @@ def test_pairwise_sum_is_numpys() -> None:
     rng = np.random.default_rng(4)
     for m in [*range(1, 140), 255, 256, 1000, 4999, 100_003]:
         row = np.exp(-50 * rng.random(m))
-        assert fused_module._pairwise_sum(row) == row.sum()
+        stack, values = np.empty((64, 3), dtype=np.int64), np.empty(64)
+        assert fused_module._pairwise_sum(row, stack, values) == row.sum()
 
 
 # ------------------------------------------------------------------ GPU

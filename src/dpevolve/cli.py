@@ -89,6 +89,17 @@ def synth(
         float | None,
         typer.Option("--gamma", help="Bound on TV(public, private); default from public folds."),
     ] = None,
+    stream: Annotated[
+        bool,
+        typer.Option(
+            "--stream", help="Read PRIVATE in batches each round (tables larger than memory)."
+        ),
+    ] = False,
+    batch_rows: Annotated[int, typer.Option("--batch-rows", help="Rows per batch.")] = 250_000,
+    backend: Annotated[
+        str,
+        typer.Option("--backend", help="auto, local, fused, gpu or dask (DASK_SCHEDULER_ADDRESS)."),
+    ] = "auto",
     calibration: Annotated[
         str,
         typer.Option(
@@ -125,7 +136,6 @@ def synth(
     if epsilon is None and rho is None:
         raise InputError("give a budget: --epsilon (with --delta) or --rho")
     table_schema = Schema.load(schema)
-    private_table = read_table(private, "private table")
     public_table = read_table(public, "public table") if public is not None else None
     if policy is not None:
         from dpevolve.distance import make_distance
@@ -156,16 +166,21 @@ def synth(
         on_invalid=on_invalid.value,
         secure_noise=secure_noise,
         progress=not quiet,
+        backend=_backend(backend),
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # already said above
-        model.fit(private_table)
+        if stream:
+            model.fit_file(private, batch_rows)
+        else:
+            model.fit(read_table(private, "private table"))
     write_table(model.synthetic_, output)
     write_json(model.ledger_.to_dict(), ledger_out)
     if report is not None:
         from dpevolve.evaluation import evaluate as run_evaluation
         from dpevolve.report import write_report
 
+        private_table = read_table(private, "private table")
         evaluation = run_evaluation(
             private_table, model.synthetic_, table_schema, label=table_schema.label
         )
@@ -184,6 +199,21 @@ def synth(
         f"wrote {output} ({len(model.synthetic_)} rows) and {ledger_out}: "
         f"(epsilon={result.epsilon:.4g}, delta={result.delta:.3g})",
     )
+
+
+def _backend(name: str) -> Any:
+    if name == "dask":
+        import os
+
+        from dask.distributed import Client
+
+        from dpevolve.backends.dask import DaskBackend
+
+        address = os.environ.get("DASK_SCHEDULER_ADDRESS")
+        return DaskBackend(Client(address) if address else Client(processes=False))
+    from dpevolve.backends import make_backend
+
+    return make_backend(name)
 
 
 def _temperature(text: str | None) -> float | Literal["auto"] | None:

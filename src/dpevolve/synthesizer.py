@@ -224,6 +224,15 @@ class Synthesizer:
         private = encode(frame, schema)
         return self._fit_records(private, schema, report)
 
+    def fit_file(self, path: str | Path, batch_rows: int = 250_000) -> Synthesizer:
+        """Fit on a CSV or Parquet file read in batches, never whole (bounded memory).
+
+        With the same seed the result equals ``fit(read_table(path))``.
+        """
+        from dpevolve.streaming import fit_file
+
+        return fit_file(self, path, batch_rows)
+
     def _fit_records(
         self,
         private: Records | Callable[[], Any],
@@ -392,10 +401,10 @@ class Synthesizer:
             sigma = multiplier * sensitivity
             threshold = preset.threshold if self.threshold is None else self.threshold
             noise = SystemNoise() if self.secure_noise else None
-            release = GaussianRelease(
+            gaussian = GaussianRelease(
                 sigma, sensitivity, threshold, noise=noise, sensitivity_of=sensitivity_of
             )
-            return release, {"noise_multiplier": multiplier, "sigma": sigma}
+            return gaussian, {"noise_multiplier": multiplier, "sigma": sigma}
         if self.mechanism != "pubmix":
             raise InputError(f"unknown mechanism '{self.mechanism}' (choose gaussian or pubmix)")
         from dpevolve.release.pubmix import PubMixRelease

@@ -1,15 +1,33 @@
 """Where votes are computed. Only a backend reads private records (spec: architecture)."""
 
-from dpevolve.backends.base import Backend
-from dpevolve.backends.fused import FusedBackend, fused_available
-from dpevolve.backends.gpu import GpuBackend, gpu_available
-from dpevolve.backends.local import LocalBackend
+from __future__ import annotations
 
-__all__ = [
-    "Backend",
-    "FusedBackend",
-    "GpuBackend",
-    "LocalBackend",
-    "fused_available",
-    "gpu_available",
-]
+from dpevolve.backends.base import Backend
+from dpevolve.backends.local import LocalBackend
+from dpevolve.errors import InputError
+
+__all__ = ["Backend", "LocalBackend", "make_backend"]
+
+
+def make_backend(name: str = "auto") -> Backend:
+    """``local`` (numpy reference), ``fused`` (numba kernels), ``gpu``, ``dask`` (the
+    default Dask client), or ``auto``: fused when numba is installed, else local."""
+    if name == "local":
+        return LocalBackend()
+    if name in ("fused", "auto"):
+        from dpevolve.backends.fused import FusedBackend, fused_available
+
+        if fused_available():
+            return FusedBackend()
+        if name == "fused":
+            raise InputError("the fused backend needs numba: pip install 'dpevolve[fast]'")
+        return LocalBackend()
+    if name == "gpu":
+        from dpevolve.backends.gpu import GpuBackend
+
+        return GpuBackend()
+    if name == "dask":
+        from dpevolve.backends.dask import DaskBackend
+
+        return DaskBackend()
+    raise InputError(f"unknown backend '{name}' (choose auto, local, fused, gpu or dask)")

@@ -2,9 +2,10 @@
 
 The vote is nearly all of a run's cost. :class:`~dpevolve.backends.local.LocalBackend`
 builds a (chunk x population) distance block, then argmins or softmaxes it; here numba
-kernels walk the private records in parallel and, for each record, compute its ``m``
-distances into a row buffer (one per thread), take the vote and add it to a partial
-histogram. No chunk x population block is ever built.
+kernels walk the private records in parallel (``prange`` over blocks of 256 records)
+and, for each record, compute its ``m`` distances into a row buffer owned by the block,
+take the vote and accumulate it. No chunk x population block is ever built: memory is
+O(m) per thread, plus one partial histogram per block for soft votes.
 
 Exactness (what the tests pin down):
 
@@ -16,13 +17,17 @@ Exactness (what the tests pin down):
   times ``2/9`` added once). The BLAS identity ``||x||^2 + ||c||^2 - 2 x.c`` used by
   :meth:`TabPEEmbedding.squared` is ~1e-8 off after the square root, which can move an
   argmin between near-ties; this path cannot.
-* Hard vote: first index of the minimum distance (spec §3: ties to the lowest index).
-* Soft vote: the reference's softmax (row-max subtraction, ``exp``, divide by the row
-  total, summed pairwise like numpy), in float64 throughout. Histograms agree with the
-  numpy route to ~1e-15 relative; only the order in which records are added differs.
+* Hard vote: first index of the minimum distance (spec §3: ties to the lowest index);
+  each record's index is written out and counted with ``bincount`` (exact integers).
+* Soft vote: SoftVote's softmax step by step (logits ``-d / tau`` minus their maximum,
+  bit-identical; ``exp``; division by the row total, summed pairwise exactly as numpy
+  sums), in float64 throughout. Only ``exp`` differs: a vectorised polynomial within
+  1 ulp of libm (numpy's own SIMD ``exp`` is not libm's either). Histograms agree with
+  the numpy route to ~1e-15 relative.
 
-Soft histograms are summed per block of records and the blocks added in order, so a
-result does not depend on the number of threads or on how they were scheduled.
+Soft histograms are summed per block of records (the "per-thread" histograms, but per
+block) and the blocks added in order, so a result depends neither on the number of
+threads nor on their scheduling.
 
 numba is optional (``pip install dpevolve[fast]``): it is imported on first use, and
 without it :class:`FusedBackend` falls back to :class:`LocalBackend` with a warning.
@@ -64,6 +69,9 @@ _E3, _E4, _E5, _E6, _E7, _E8, _E9, _E10, _E11, _E12, _E13 = (
     1.0 / math.factorial(i) for i in range(3, 14)
 )
 _EXP_MIN = -708.0
+# Squares whose root rounds to sqrt(s_min) lie within ~2^-51 s_min of s_min; 2^-48 is
+# a safe superset (hard vote on the embedding, see _hard_kernel).
+_NEAR = 1.0 + 2.0**-48
 
 # Rebound to numba.prange by _compile(); as plain ``range`` the kernels still run
 # (slowly) as Python, which keeps them readable to tools and debuggable.
@@ -109,44 +117,36 @@ def _pairwise_leaf(a: np.ndarray, start: int, n: int) -> float:
     return res
 
 
-def _pairwise_sum(a: np.ndarray) -> float:
+def _pairwise_sum(a: np.ndarray, stack: np.ndarray, values: np.ndarray) -> float:
     """``a.sum()`` exactly as numpy computes it (pairwise, same blocking and rounding).
 
     numpy recurses (split at half the length, rounded down to a multiple of 8, down to
     blocks of 128); this walks the same tree with an explicit stack, because numba's
-    on-disk cache cannot reload recursive functions.
+    on-disk cache cannot reload recursive functions. ``stack`` (int64, (64, 3)) and
+    ``values`` (float64, (64,)) are work space: the tree is at most 57 levels deep, and
+    they are passed in so that no call allocates.
     """
-    starts = np.empty(128, dtype=np.int64)
-    sizes = np.empty(128, dtype=np.int64)
-    stages = np.empty(128, dtype=np.int64)
-    values = np.empty(128, dtype=np.float64)
-    depth = 0
     nvalues = 0
-    starts[0] = 0
-    sizes[0] = a.shape[0]
-    stages[0] = 0
+    stack[0, 0] = 0  # start
+    stack[0, 1] = a.shape[0]  # size
+    stack[0, 2] = 0  # children pushed so far
     depth = 1
     while depth > 0:
         top = depth - 1
-        size = sizes[top]
+        size = stack[top, 1]
         if size <= _PW_BLOCK:
-            values[nvalues] = _pairwise_leaf(a, starts[top], size)
+            values[nvalues] = _pairwise_leaf(a, stack[top, 0], size)
             nvalues += 1
             depth -= 1
             continue
         half = size // 2
         half -= half % 8
-        if stages[top] == 0:
-            stages[top] = 1
-            starts[depth] = starts[top]
-            sizes[depth] = half
-            stages[depth] = 0
-            depth += 1
-        elif stages[top] == 1:
-            stages[top] = 2
-            starts[depth] = starts[top] + half
-            sizes[depth] = size - half
-            stages[depth] = 0
+        stage = stack[top, 2]
+        if stage < 2:
+            stack[top, 2] = stage + 1
+            stack[depth, 0] = stack[top, 0] + (half if stage == 1 else 0)
+            stack[depth, 1] = size - half if stage == 1 else half
+            stack[depth, 2] = 0
             depth += 1
         else:
             nvalues -= 1
@@ -326,21 +326,27 @@ def _exp_logits(
 
 
 def _soft_accumulate(
-    row: np.ndarray, tau: float, acc: np.ndarray, weights: np.ndarray, scratch: np.ndarray
+    row: np.ndarray,
+    tau: float,
+    acc: np.ndarray,
+    weights: np.ndarray,
+    scratch: np.ndarray,
+    stack: np.ndarray,
+    values: np.ndarray,
 ) -> None:
     """Add ``softmax(-row / tau)`` (``row``: distances) to ``acc``, as SoftVote does.
 
     Logits ``-d / tau`` minus their maximum, ``exp``, divided by the row total (summed
-    pairwise, as numpy sums). ``weights`` and ``scratch`` are work buffers of ``m``.
+    pairwise, as numpy sums). The other arrays are work space (no call allocates):
+    ``weights`` and ``scratch`` of ``m``, ``stack`` and ``values`` for _pairwise_sum.
     """
     m = row.shape[0]
-    low = np.empty(1, dtype=np.int64)
-    low[0] = _min_bits(row.view(np.int64))
-    dmin = low.view(np.float64)[0]
+    scratch[0] = _min_bits(row.view(np.int64))
+    dmin = scratch.view(np.float64)[0]
     # max_j(-d_j / tau) == -min_j(d_j) / tau exactly: division rounds monotonically.
     top = -dmin / tau
     _exp_logits(row, tau, top, weights, scratch)
-    total = _pairwise_sum(weights)
+    total = _pairwise_sum(weights, stack, values)
     for j in range(m):
         acc[j] += weights[j] / total
 
@@ -420,16 +426,23 @@ def _hard_kernel(
                 low[0] = _min_bits(bits[:size])
                 d = lowf[0] if kind == _GOWER else math.sqrt(lowf[0])
                 # Strictly below every earlier tile: this tile holds the first index of
-                # the minimum so far. The vote is defined on the distance, and two
-                # squared embedding distances can share a root, so ties are found on
-                # the roots.
+                # the minimum so far.
                 if d < best:
                     best = d
-                    for j in range(size):
-                        dj = row[j] if kind == _GOWER else math.sqrt(row[j])
-                        if dj == d:
-                            arg = j0 + j
-                            break
+                    if kind == _GOWER:
+                        for j in range(size):
+                            if bits[j] == low[0]:
+                                arg = j0 + j
+                                break
+                    else:
+                        # The vote is defined on the root, and squares a few ulps apart
+                        # can share it: take the first j whose root is d. Only squares
+                        # within _NEAR of the smallest can, so few roots are taken.
+                        near = lowf[0] * _NEAR
+                        for j in range(size):
+                            if row[j] <= near and math.sqrt(row[j]) == d:
+                                arg = j0 + j
+                                break
             out[i] = arg
     return out
 
@@ -455,6 +468,8 @@ def _soft_kernel(
         count = np.empty(min(m, _TILE), dtype=np.float64)
         weights = np.empty(m, dtype=np.float64)
         scratch = np.empty(m, dtype=np.int64)
+        stack = np.empty((64, 3), dtype=np.int64)
+        values = np.empty(64, dtype=np.float64)
         acc = out[b]
         for i in range(b * _BLOCK, min(n, (b + 1) * _BLOCK)):
             for j0 in range(0, m, _TILE):
@@ -474,7 +489,7 @@ def _soft_kernel(
                     j1,
                     True,
                 )
-            _soft_accumulate(row, tau, acc, weights, scratch)
+            _soft_accumulate(row, tau, acc, weights, scratch, stack, values)
     return out
 
 

@@ -161,7 +161,6 @@ class GpuBackend:
             raise InputError(_NO_GPU)
         self._ops = ops
         self.chunk_cells = int(chunk_cells)
-        self.fallback = LocalBackend()
 
     @property
     def library(self) -> str:
