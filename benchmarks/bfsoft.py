@@ -38,9 +38,10 @@ import tempfile
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
-if "BFSOFT_NUMBA_ROOT" not in os.environ:
-    os.environ["BFSOFT_NUMBA_ROOT"] = tempfile.mkdtemp(prefix="bfsoft_numba_")
-os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(dir=os.environ["BFSOFT_NUMBA_ROOT"])
+if __name__ in ("__main__", "__mp_main__"):  # the script or a spawned worker, not an import
+    if "BFSOFT_NUMBA_ROOT" not in os.environ:
+        os.environ["BFSOFT_NUMBA_ROOT"] = tempfile.mkdtemp(prefix="bfsoft_numba_")
+    os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(dir=os.environ["BFSOFT_NUMBA_ROOT"])
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -460,7 +461,7 @@ def main() -> None:
                 kind, res = run_task(job)
                 results[kind].append(res)
     finally:
-        shutil.rmtree(os.environ["BFSOFT_NUMBA_ROOT"], ignore_errors=True)
+        shutil.rmtree(os.environ.get("BFSOFT_NUMBA_ROOT", ""), ignore_errors=True)
 
     main_fits = [r for r in results["fit"] if r["budget"] in BUDGETS]
     analysis = analyse(main_fits, results["pilot"])

@@ -10,16 +10,19 @@
     then m samples of it (post-processing).
   - LinMix: ``P_syn = (1 - beta) P_prv + beta U`` with ``beta = beta_min(1/d, 1/d)``
     (spec §5, ``dpevolve.pubmix.beta.beta_min``); m samples of it.
-  - PubMix: floor-raised public histogram and its beta from dpevolve's PubMix
-    (``dpevolve.pubmix.choose_noise``); recorded ``unavailable`` until that lands.
+  - PubMix: the public histogram water-filled to the floor t and its beta, both chosen
+    by ``dpevolve.pubmix.choose_floor`` (spec §5) with gamma from 5 public folds (the
+    default); ``pubmix-oracle-gamma`` uses the true TV(P_pub, P_prv) as gamma instead
+    (not privatised: a reference for what a better gamma buys).
 
   Metrics: ``tv_sample`` = TV(empirical m-sample, P_prv) (what a user of the release
   sees) and ``tv_dist`` = TV(P_syn, P_prv) (the error before sampling).
 * ``pubmix_tstr``: TSTR accuracy (activity, 11 classes) on UCI Person Activity: private
   = person A (80% train, stratified, seed 0), public = person B, test = A's held-out
   20%, at eps in {1, 2, 4} (delta = 1/(n ln n)). Methods: the tabpe preset, tabpe +
-  PubMix (``Synthesizer(..., mechanism="pubmix", public=B)``; ``unavailable`` until the
-  engine has it), mbi's public-data reweighting estimator, AIM (not ported), and the
+  PubMix (``Synthesizer(..., mechanism="pubmix", public=B)``, basic per-round
+  accounting, and ``-tight``: the worst-case pair's PLD composed over the rounds;
+  ``unavailable`` while the engine lacks it), mbi's public-data reweighting estimator, AIM (not ported), and the
   non-private, public-only and uniform references.
 """
 
@@ -70,7 +73,17 @@ def nist_histograms() -> tuple[np.ndarray, np.ndarray, int]:
     d = math.prod(sizes)
     counts = np.bincount(cells(private.frame), minlength=d).astype(np.float64)
     pub = np.bincount(cells(public.frame), minlength=d).astype(np.float64)
+    _PUBLIC_COUNTS.append(pub.astype(np.int64))
     return counts, pub / pub.sum(), len(private.frame)
+
+
+_PUBLIC_COUNTS: list[np.ndarray] = []
+
+
+def nist_public_counts() -> np.ndarray:
+    """Integer public counts per cell (for the fold estimate of gamma)."""
+    nist_histograms()
+    return _PUBLIC_COUNTS[-1]
 
 
 def tv(p: np.ndarray, q: np.ndarray) -> float:
@@ -78,18 +91,38 @@ def tv(p: np.ndarray, q: np.ndarray) -> float:
 
 
 def pubmix_api() -> Any:
-    """dpevolve's PubMix noise chooser, or raise :class:`Unavailable`."""
+    """dpevolve's PubMix module (``choose_floor``), or raise :class:`Unavailable`."""
     try:
         import dpevolve.pubmix as pubmix
     except ImportError as exc:
         raise Unavailable(f"dpevolve.pubmix not importable: {exc}") from None
-    chooser = getattr(pubmix, "choose_noise", None)
-    if chooser is None:
+    if not hasattr(pubmix, "choose_floor"):
         raise Unavailable(
-            "dpevolve.pubmix has no choose_noise() yet (the PubMix noise choice of "
+            "dpevolve.pubmix has no choose_floor() yet (the PubMix noise choice of "
             "spec §5 is being written); Gaussian and LinMix ran"
         )
-    return chooser
+    return pubmix
+
+
+@functools.lru_cache(maxsize=64)
+def pubmix_choice(m: int, epsilon: float, gamma_kind: str) -> tuple[Any, float]:
+    """PubMix's floor choice (WF) for the NIST pair, and the gamma it used.
+
+    ``gamma_kind``: ``folds`` (spec §5 default: 0.95 quantile of the TV between 5 public
+    folds) or ``oracle`` (the true TV(P_pub, P_prv): not privatised, a reference for
+    what a good gamma would give).
+    """
+    pubmix = pubmix_api()
+    counts, public, n = nist_histograms()
+    public_counts = nist_public_counts()
+    if gamma_kind == "folds":
+        gamma = pubmix.gamma_from_fold_counts(public_counts, rng=np.random.default_rng(0))
+    else:
+        gamma = tv(public, counts / n)
+    choice = pubmix.choose_floor(
+        public, n=n, m=m, epsilon=epsilon, delta=common.DELTA, gamma=gamma, method="wf"
+    )
+    return choice, float(gamma)
 
 
 def run_tv(config: TVConfig) -> dict[str, Any]:
@@ -119,18 +152,20 @@ def run_tv(config: TVConfig) -> dict[str, Any]:
         )
         p_syn = (1.0 - beta) * p_prv + beta / d
         info["beta"] = beta
-    elif config.mechanism == "pubmix":
-        chooser = pubmix_api()
-        try:
-            choice = chooser(public, n=n, m=config.m, epsilon=config.epsilon, delta=delta)
-        except TypeError as exc:
-            raise Unavailable(
-                f"dpevolve.pubmix.choose_noise has another signature: {exc}"
-            ) from None
-        p_nse = np.asarray(getattr(choice, "noise", None) or choice[0], dtype=np.float64)
-        beta = float(getattr(choice, "beta", None) or choice[1])
-        p_syn = (1.0 - beta) * p_prv + beta * p_nse
-        info.update({"beta": beta, "tv_public_private": tv(public, p_prv)})
+    elif config.mechanism in ("pubmix", "pubmix-oracle-gamma"):
+        kind = "folds" if config.mechanism == "pubmix" else "oracle"
+        choice, gamma = pubmix_choice(config.m, config.epsilon, kind)
+        beta = float(choice.beta)
+        p_syn = (1.0 - beta) * p_prv + beta * np.asarray(choice.p_noise, dtype=np.float64)
+        info.update(
+            {
+                "beta": beta,
+                "floor_t": float(choice.t),
+                "gamma": gamma,
+                "gamma_kind": kind,
+                "tv_public_private": tv(public, p_prv),
+            }
+        )
     else:
         raise ValueError(f"unknown mechanism {config.mechanism!r}")
     sample = rng.choice(d, size=config.m, p=p_syn / p_syn.sum())
@@ -152,7 +187,7 @@ def tv_configs(profile: str) -> list[TVConfig]:
         eps, seeds = [0.5, 1.0, 2.0, 5.0], 5
     return [
         TVConfig(mech, e, m, s)
-        for mech in ("gaussian", "linmix", "pubmix")
+        for mech in ("gaussian", "linmix", "pubmix", "pubmix-oracle-gamma")
         for e in eps
         for m in ms
         for s in range(seeds)
@@ -195,15 +230,18 @@ def run_tstr(config: TSTRConfig) -> dict[str, Any]:
     ledger: dict[str, Any] = {"epsilon": config.epsilon, "delta": delta}
     rows = 1000
     begin = time.perf_counter()
-    if config.method in ("tabpe", "tabpe+pubmix"):
+    info: dict[str, Any] = {}
+    if config.method in ("tabpe", "tabpe+pubmix", "tabpe+pubmix-tight"):
         options: dict[str, Any] = {}
-        if config.method == "tabpe+pubmix":
+        if config.method.startswith("tabpe+pubmix"):
             if not pubmix_engine_available():
                 raise Unavailable(
                     "Synthesizer has no mechanism= parameter yet (PubMix release in the "
                     "engine is being written)"
                 )
             options = {"mechanism": "pubmix", "public": public.frame}
+            if config.method.endswith("-tight"):
+                options["pubmix_accounting"] = "tight"
         model, _ = common.fit_synthesizer(
             "person_activity",
             epsilon=config.epsilon,
@@ -216,6 +254,10 @@ def run_tstr(config: TSTRConfig) -> dict[str, Any]:
         )
         synth = model.synthetic_
         ledger = common.ledger_totals(model)
+        betas = [h.get("beta") for h in model.history_ if h.get("beta") is not None]
+        if betas:
+            info["beta_mean"] = float(np.mean(betas))
+            info["beta_min"] = float(np.min(betas))
     elif config.method == "mbi_reweight":
         from dpevolve.accounting import rho_for_epsilon
         from experiments import mbi_baselines
@@ -245,6 +287,7 @@ def run_tstr(config: TSTRConfig) -> dict[str, Any]:
     metrics = common.marginal_errors(train.frame, synth, schema)
     metrics.update(common.tstr_scores(synth, test.frame, schema, label))
     metrics.update({"release_s": release_s, "rows": len(synth)})
+    metrics.update(info)
     return {"ledger": ledger, "metrics": metrics}
 
 
@@ -255,7 +298,7 @@ def tstr_configs(profile: str) -> list[TSTRConfig]:
     seeds = {"quick": 2, "full": 5}[profile]
     out = [
         TSTRConfig(method, eps, s)
-        for method in ("tabpe", "tabpe+pubmix", "mbi_reweight")
+        for method in ("tabpe", "tabpe+pubmix", "tabpe+pubmix-tight", "mbi_reweight")
         for eps in TSTR_EPSILONS
         for s in range(seeds)
     ]

@@ -108,7 +108,9 @@ def test_private_data_shipped_once(client, small_schema, private, population):
 
 @pytest.mark.parametrize("extra", [{}, {"vote": "soft", "temperature": 0.1, "distance": "tabpe"}])
 def test_fit_equals_local(client, small_schema, small_table, extra):
-    local = Synthesizer(small_schema, **SETTINGS, **extra).fit(small_table)
+    local = Synthesizer(small_schema, **SETTINGS, **extra, backend=LocalBackend()).fit(
+        small_table
+    )
     backend = CountingBackend(client, partitions=3)
     CountingBackend.shipped = 0
     dask = Synthesizer(small_schema, **SETTINGS, **extra, backend=backend).fit(small_table)
@@ -116,7 +118,12 @@ def test_fit_equals_local(client, small_schema, small_table, extra):
     assert backend._cached is None  # the fit's records are gone, so is the workers' copy
     pd.testing.assert_frame_equal(dask.synthetic_, local.synthetic_)
     assert dask.population_.equals(local.population_)
-    assert dask.ledger_.to_dict() == local.ledger_.to_dict()
+    dask_ledger, local_ledger = dask.ledger_.to_dict(), local.ledger_.to_dict()
+    assert (dask_ledger.pop("backend"), local_ledger.pop("backend")) == (
+        "CountingBackend",
+        "LocalBackend",
+    )
+    assert dask_ledger == local_ledger
 
 
 def test_streamed_fit_ships_once(client, tmp_path, small_schema, small_table):
@@ -245,7 +252,7 @@ def test_empty_partition_encodes_to_no_rows(small_schema, small_table):
 def test_kernel_choice():
     """Which kernel a worker votes with (voting with it is tests/test_fused.py's job: its
     numba compile, once per worker process, would dominate this file's time)."""
-    from dpevolve.backends import FusedBackend, fused_available
+    from dpevolve.backends.fused import FusedBackend, fused_available
     from dpevolve.backends.dask import _kernel
 
     assert type(_kernel("local")) is LocalBackend

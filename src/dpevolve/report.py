@@ -64,6 +64,9 @@ _PUBLIC_KEYS = frozenset(
         "preset",
         "schedule",
         "distance",
+        "backend",
+        "mechanism",
+        "pubmix",
         "vote",
         "policy",
         "reach",
@@ -407,6 +410,8 @@ def _run_facts(led: Mapping[str, Any], public_safe: bool) -> list[tuple[str, str
     for key, label in (
         ("preset", "preset"),
         ("distance", "distance"),
+        ("backend", "backend"),
+        ("mechanism", "mechanism"),
         ("private_rows", "private rows n"),
     ):
         if key in led:

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from dpevolve.accounting import Accountant, Budget, Ledger, ZeroCostEvent, calibrate_gaussian
-from dpevolve.backends import Backend, LocalBackend
+from dpevolve.backends import Backend, make_backend
 from dpevolve.distance import Distance, make_distance
 from dpevolve.encoding import Layout, Records, decode, encode
 from dpevolve.errors import InputError, PrivacyError
@@ -81,6 +81,10 @@ class Synthesizer:
         Seed of the run. ``None`` draws one and records it in the ledger.
     on_invalid
         ``error``, ``drop`` or ``clip`` for private cells outside the schema.
+    backend
+        Where votes are computed (:mod:`dpevolve.backends`); default: the fused numba
+        kernels when numba is installed, else the numpy reference. The same seed gives
+        the same output on the same backend.
     secure_noise
         Draw release noise from the operating system's secure source (runs are then not
         reproducible).
@@ -262,7 +266,7 @@ class Synthesizer:
         fit_seed, sample_seed = seed.spawn(2)
         rng = np.random.default_rng(fit_seed)
         self._sample_rng = np.random.default_rng(sample_seed)
-        backend = self.backend or LocalBackend()
+        backend = self.backend if self.backend is not None else make_backend("auto")
         public = None
         if self.public is not None:
             public_frame, _ = schema.validate(self.public, on_invalid="error", what="public table")
@@ -297,6 +301,7 @@ class Synthesizer:
                     "stages": [vars(s) for s in preset.schedule.stages],
                 },
                 "distance": distance.name,
+                "backend": type(backend).__name__,
                 "vote": {"name": vote.name, "temperature": getattr(vote, "temperature", None)},
                 "policy": None if policy is None else policy.to_dict(),
                 "reach": reach,
