@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from dpevolve import Synthesizer, datasets
+from dpevolve.backends import make_backend
 from dpevolve.encoding import Layout, decode
 from dpevolve.evaluation import marginal_tv, tstr
 from dpevolve.variation import Variation
@@ -35,20 +36,6 @@ REFERENCE = {  # measured on this machine with the same 9 columns (issue 2)
     "AIM": {"seconds": 553.0, "tv": 0.0185, "accuracy": 0.831},
     "MST": {"seconds": 34.0, "tv": 0.043, "accuracy": 0.755},
 }
-
-
-def make_backend(name: str) -> Any:
-    if name == "fused":
-        try:
-            from dpevolve.backends.fused import FusedBackend, fused_available
-
-            if fused_available():
-                return FusedBackend()
-        except ImportError:
-            pass
-    from dpevolve.backends import LocalBackend
-
-    return LocalBackend()
 
 
 def scores(train, test, synthetic, schema, label) -> dict[str, float]:

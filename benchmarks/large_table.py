@@ -61,7 +61,8 @@ def _weights(n: int, head: float) -> np.ndarray:
 def generate_chunk(rng: np.random.Generator, rows: int) -> dict[str, np.ndarray]:
     """Adult-like rows: education drives income, age drives marital status, sex drives
     relationship; every cell inside the shipped ``adult`` schema."""
-    from dpevolve import datasets
+    from dpevolve.backends import make_backend
+from dpevolve import datasets
 
     schema = datasets.schema("adult")
     values = {c.name: list(getattr(c, "values", ())) for c in schema.columns}
@@ -134,21 +135,6 @@ def generate(path: Path, rows: int, seed: int) -> None:
     os.replace(tmp, path)
 
 
-def make_backend(name: str) -> Any:
-    """``fused`` when it is installed and usable, else the reference backend."""
-    if name == "fused":
-        try:
-            from dpevolve.backends.fused import FusedBackend, fused_available
-
-            if fused_available():
-                return FusedBackend()
-        except ImportError:
-            pass
-    from dpevolve.backends import LocalBackend
-
-    return LocalBackend()
-
-
 def peak_rss_mb() -> float:
     """Peak resident set of this process (Linux reports kilobytes)."""
     scale = 1 if sys.platform == "darwin" else 1024
@@ -164,7 +150,7 @@ def model(args: argparse.Namespace) -> Any:
         preset="bfsoft",
         vote="hard",
         random_state=args.seed,
-        backend=make_backend(args.backend),
+        backend=make_backend("auto" if args.backend == "fused" else args.backend),
     )
 
 
