@@ -39,6 +39,8 @@ from typing import Any
 
 import numpy as np
 
+from dpevolve.backends import make_backend
+
 RESULTS = Path(__file__).resolve().parent / "results"
 SCRATCH = Path(tempfile.gettempdir()) / "dpevolve-large-table"
 CHUNK_ROWS = 500_000
@@ -61,8 +63,7 @@ def _weights(n: int, head: float) -> np.ndarray:
 def generate_chunk(rng: np.random.Generator, rows: int) -> dict[str, np.ndarray]:
     """Adult-like rows: education drives income, age drives marital status, sex drives
     relationship; every cell inside the shipped ``adult`` schema."""
-    from dpevolve.backends import make_backend
-from dpevolve import datasets
+    from dpevolve import datasets
 
     schema = datasets.schema("adult")
     values = {c.name: list(getattr(c, "values", ())) for c in schema.columns}
