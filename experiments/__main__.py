@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from experiments.runner import DEFAULT_STORE, REPO_ROOT, Store, run_many, run_study
+from experiments.runner import DEFAULT_STORE, REPO_ROOT, Store, run_many
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,6 +24,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     run.add_argument("--store", type=Path, default=DEFAULT_STORE, help="JSONL store")
     run.add_argument("--limit", type=int, default=None, help="run at most N configurations")
+    run.add_argument(
+        "--force", action="store_true", help="rerun configurations already in the store"
+    )
+    run.add_argument("--match", default=None, help="only configurations whose key has TEXT")
     run.set_defaults(profile="quick")
 
     report = sub.add_parser("report", help="write RESULTS.md and figures from the store")
@@ -48,12 +52,15 @@ def main(argv: list[str] | None = None) -> int:
             print(exc.args[0], file=sys.stderr)
             return 2
         store = Store(args.store)
-        if args.limit is not None:
-            summaries = [
-                run_study(s, store, args.profile, args.workers, limit=args.limit) for s in chosen
-            ]
-        else:
-            summaries = run_many(chosen, store, args.profile, args.workers)
+        summaries = run_many(
+            chosen,
+            store,
+            args.profile,
+            args.workers,
+            limit=args.limit,
+            force=args.force,
+            match=args.match,
+        )
         return 1 if any(s.errors for s in summaries) else 0
     from experiments.report import write_report
 

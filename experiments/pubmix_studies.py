@@ -22,8 +22,8 @@
   20%, at eps in {1, 2, 4} (delta = 1/(n ln n)). Methods: the tabpe preset, tabpe +
   PubMix (``Synthesizer(..., mechanism="pubmix", public=B)``, basic per-round
   accounting, and ``-tight``: the worst-case pair's PLD composed over the rounds;
-  ``unavailable`` while the engine lacks it), mbi's public-data reweighting estimator, AIM (not ported), and the
-  non-private, public-only and uniform references.
+  ``unavailable`` while the engine lacks it), mbi's public-data reweighting estimator,
+  AIM (not ported), and the non-private, public-only and uniform references.
 """
 
 from __future__ import annotations

@@ -300,9 +300,10 @@ class RunSummary:
     wall_s: float
 
 
-def pending(study: Study, configs: Sequence[Any], store: Store) -> list[Any]:
-    """The configurations of ``study`` without an ``ok`` row in ``store``."""
-    done = store.done_keys()
+def pending(study: Study, configs: Sequence[Any], store: Store, force: bool = False) -> list[Any]:
+    """The configurations of ``study`` without an ``ok`` row in ``store`` (all of them
+    with ``force``: their new rows then supersede the old ones in the report)."""
+    done = set() if force else store.done_keys()
     seen: set[str] = set()
     out = []
     for config in configs:
@@ -323,6 +324,8 @@ def run_study(
     log: Callable[[str], None] | None = print,
     limit: int | None = None,
     executor: cf.Executor | None = None,
+    force: bool = False,
+    match: str | None = None,
 ) -> RunSummary:
     """Run the configurations of ``study`` that ``store`` lacks and append their rows.
 
@@ -345,12 +348,18 @@ def run_study(
     executor
         A pool from :func:`worker_pool` to reuse (the workers' compiled kernels and
         loaded tables are then shared by several studies); default: a new one.
+    force
+        Run again configurations that already have an ``ok`` row (after a code change).
+    match
+        Only configurations whose key contains this text (e.g. ``"tabpe+pubmix"``).
     """
     if configs is None:
         if profile not in PROFILES:
             raise ValueError(f"unknown profile {profile!r} (choose {', '.join(PROFILES)})")
         configs = study.configs(profile)
-    todo = pending(study, configs, store)
+    if match is not None:
+        configs = [c for c in configs if match in config_key(study.name, c)]
+    todo = pending(study, configs, store, force)
     if limit is not None:
         todo = todo[:limit]
     total, skipped = len(configs), len(configs) - len(todo)
@@ -441,10 +450,17 @@ def run_many(
     profile: str,
     workers: int,
     log: Callable[[str], None] | None = print,
+    **options: Any,
 ) -> list[RunSummary]:
-    """Run several studies one after the other into the same store, on one pool."""
+    """Run several studies one after the other into the same store, on one pool.
+
+    ``options`` go to :func:`run_study` (``limit``, ``force``, ``match``).
+    """
     studies = list(studies)
     if workers <= 1:
-        return [run_study(s, store, profile, workers, log=log) for s in studies]
+        return [run_study(s, store, profile, workers, log=log, **options) for s in studies]
     with worker_pool(workers) as pool:
-        return [run_study(s, store, profile, workers, log=log, executor=pool) for s in studies]
+        return [
+            run_study(s, store, profile, workers, log=log, executor=pool, **options)
+            for s in studies
+        ]
