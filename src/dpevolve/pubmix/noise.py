@@ -31,6 +31,7 @@ __all__ = [
     "LinMix",
     "choose_floor",
     "floor_objective",
+    "fold_spread",
     "gamma_from_fold_counts",
     "gamma_from_folds",
     "linmix",
@@ -243,8 +244,18 @@ def gamma_from_folds(
     if not (0.0 <= quantile <= 1.0):
         raise InputError(f"quantile must lie in [0, 1], got {quantile}")
     folds = np.array_split(rng.permutation(cells.size), int(k))
-    hists = np.stack([np.bincount(cells[f], minlength=d) / f.size for f in folds])
-    i, j = np.triu_indices(int(k), 1)
+    counts = np.stack([np.bincount(cells[f], minlength=d) for f in folds])
+    return fold_spread(counts, quantile)
+
+
+def fold_spread(fold_counts: ArrayLike, quantile: float = 0.95) -> float:
+    """The ``quantile`` of pairwise TVs between the folds' normalised histograms.
+
+    ``fold_counts`` is (k, d): each row one fold's counts over the d cells.
+    """
+    counts = np.asarray(fold_counts, dtype=np.float64)
+    hists = counts / counts.sum(axis=1, keepdims=True)
+    i, j = np.triu_indices(len(hists), 1)
     tvs = 0.5 * np.abs(hists[i] - hists[j]).sum(axis=1)
     return float(np.quantile(tvs, quantile))
 

@@ -37,6 +37,7 @@ from dpevolve.errors import InputError
 from dpevolve.pubmix import (
     beta_min,
     choose_floor,
+    fold_spread,
     linmix,
     max_invariance_fill,
     pubmix_sample,
@@ -152,7 +153,7 @@ class PubMixRelease:
             beta, p_noise = mix.beta, np.asarray(mix.p_noise)
             info.update(beta=beta, floor=1.0 / d)
         else:
-            gamma = self.gamma if self.gamma is not None else self._gamma(fold_counts)
+            gamma = self.gamma if self.gamma is not None else fold_spread(fold_counts)
             info["gamma"] = gamma
             if self.accounting == "basic":
                 choice = choose_floor(
@@ -181,11 +182,6 @@ class PubMixRelease:
                 info.update(beta=beta, floor=z)
         parents = pubmix_sample(p_private, p_noise, beta, k, rng)
         return Selection(parents=parents, event=self._event(beta, k, info), info=info)
-
-    def _gamma(self, fold_counts: np.ndarray) -> float:
-        hists = fold_counts / fold_counts.sum(axis=1, keepdims=True)
-        i, j = np.triu_indices(len(hists), 1)
-        return float(np.quantile(0.5 * np.abs(hists[i] - hists[j]).sum(axis=1), 0.95))
 
     def _event(self, beta: float, m: int, info: dict[str, Any]) -> Any:
         if self.accounting == "basic":
