@@ -371,9 +371,27 @@ def test_stream_gives_the_same_table_as_reading_whole(files, capsys) -> None:
     outs = []
     for flag in ([], ["--stream", "--batch-rows", "77"]):
         out = folder / f"s{len(flag)}.csv"
-        code, err = run(["synth", private, "--schema", schema, "--epsilon", "1", "--delta",
-                         "1e-5", "-o", out, "--seed", "5", "--backend", "local", *FAST, *flag],
-                        capsys)
+        code, err = run(
+            [
+                "synth",
+                private,
+                "--schema",
+                schema,
+                "--epsilon",
+                "1",
+                "--delta",
+                "1e-5",
+                "-o",
+                out,
+                "--seed",
+                "5",
+                "--backend",
+                "local",
+                *FAST,
+                *flag,
+            ],
+            capsys,
+        )
         assert code == 0, err
         outs.append(pd.read_csv(out))
     pd.testing.assert_frame_equal(outs[0], outs[1])

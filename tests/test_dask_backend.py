@@ -108,9 +108,7 @@ def test_private_data_shipped_once(client, small_schema, private, population):
 
 @pytest.mark.parametrize("extra", [{}, {"vote": "soft", "temperature": 0.1, "distance": "tabpe"}])
 def test_fit_equals_local(client, small_schema, small_table, extra):
-    local = Synthesizer(small_schema, **SETTINGS, **extra, backend=LocalBackend()).fit(
-        small_table
-    )
+    local = Synthesizer(small_schema, **SETTINGS, **extra, backend=LocalBackend()).fit(small_table)
     backend = CountingBackend(client, partitions=3)
     CountingBackend.shipped = 0
     dask = Synthesizer(small_schema, **SETTINGS, **extra, backend=backend).fit(small_table)
@@ -252,8 +250,8 @@ def test_empty_partition_encodes_to_no_rows(small_schema, small_table):
 def test_kernel_choice():
     """Which kernel a worker votes with (voting with it is tests/test_fused.py's job: its
     numba compile, once per worker process, would dominate this file's time)."""
-    from dpevolve.backends.fused import FusedBackend, fused_available
     from dpevolve.backends.dask import _kernel
+    from dpevolve.backends.fused import FusedBackend, fused_available
 
     assert type(_kernel("local")) is LocalBackend
     local = LocalBackend(chunk_cells=10)
