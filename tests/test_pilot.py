@@ -66,7 +66,13 @@ def test_empty_policy_is_refused(small_schema, small_table) -> None:
 
 def test_soft_vote_under_policy_needs_less_noise(small_schema, small_table) -> None:
     policy = Policy.from_dict({"attributes": {"age": {"threshold": 7}}}, small_schema)
-    common = {"rho": 1e-3, "population_size": 30, "rounds": 2, "random_state": 0}
+    common = {
+        "rho": 1e-3,
+        "preset": "bfsoft",
+        "population_size": 30,
+        "rounds": 2,
+        "random_state": 0,
+    }
     hard = Synthesizer(small_schema, policy=policy, **common).fit(small_table)
     soft = Synthesizer(small_schema, policy=policy, vote="soft", temperature=0.03, **common).fit(
         small_table

@@ -39,7 +39,13 @@ def _table(n: int = 400, seed: int = 7) -> pd.DataFrame:
 def run(small_schema: Schema) -> dict[str, Any]:
     real = _table()
     model = Synthesizer(
-        small_schema, epsilon=1.0, delta=1e-5, population_size=30, rounds=2, random_state=0
+        small_schema,
+        epsilon=1.0,
+        delta=1e-5,
+        preset="bfsoft",
+        population_size=30,
+        rounds=2,
+        random_state=0,
     ).fit(real)
     return {
         "model": model,

@@ -68,7 +68,7 @@ def synth(
         float | None, typer.Option("--delta", "-d", help="Default 1/(n ln n).")
     ] = None,
     rho: Annotated[float | None, typer.Option("--rho", help="zCDP budget instead of eps.")] = None,
-    preset: Annotated[str, typer.Option("--preset", "-p", help="bfsoft or tabpe.")] = "bfsoft",
+    preset: Annotated[str, typer.Option("--preset", "-p", help="bfsoft or tabpe.")] = "tabpe",
     vote: Annotated[str | None, typer.Option("--vote", help="hard or soft.")] = None,
     temperature: Annotated[
         str | None,
@@ -355,7 +355,7 @@ def demo(
     dataset: Annotated[str, typer.Option("--dataset", help="demo (built in), adult, ...")] = "demo",
     epsilon: Annotated[float, typer.Option("--epsilon", "-e")] = 1.0,
     delta: Annotated[float, typer.Option("--delta", "-d")] = 1e-5,
-    preset: Annotated[str, typer.Option("--preset", "-p")] = "bfsoft",
+    preset: Annotated[str, typer.Option("--preset", "-p")] = "tabpe",
     seed: Seed = 0,
     force: Force = False,
     quiet: Quiet = False,

@@ -109,7 +109,7 @@ def run_pilot(
         seed_pool, frame = frame.iloc[order[:half]], frame.iloc[order[half:]]
     if len(frame) < 2:
         raise InputError("the pilot needs a public table of at least 4 rows")
-    preset = get_preset(synth_options.get("preset", "bfsoft")).with_overrides(
+    preset = get_preset(synth_options.get("preset", "tabpe")).with_overrides(
         synth_options.get("population_size"), synth_options.get("rounds")
     )
     rounds = preset.schedule.rounds

@@ -50,7 +50,8 @@ class Synthesizer:
         Alternatively, a zCDP budget (``epsilon`` then reports the guarantee at ``delta``,
         default 1e-5).
     preset
-        ``bfsoft`` (512 records, 8 rounds, Gower) or ``tabpe`` (Tab-PE's Adult setting).
+        ``tabpe`` (default: Tab-PE's Adult setting, 1000 records, 29 rounds, one-hot/L2)
+        or ``bfsoft`` (the BF-Soft study's 512 records, 8 rounds, Gower).
     vote
         ``hard`` (nearest candidate) or ``soft`` (softmax at ``temperature``).
     temperature
@@ -109,7 +110,7 @@ class Synthesizer:
         epsilon: float | None = None,
         delta: float | None = None,
         rho: float | None = None,
-        preset: str = "bfsoft",
+        preset: str = "tabpe",
         vote: str | None = None,
         temperature: float | Literal["auto"] | None = None,
         policy: Any = None,
