@@ -404,3 +404,20 @@ def test_reach_bounds_distance_change(data) -> None:
         assert change.max() <= p.reach(distance) + tol
         # d(x, x') itself is at most the reach: the candidate may sit on x.
         assert distance.pairwise(x, x_prime)[0, 0] <= p.reach(distance) + tol
+
+
+def test_shipped_study_schemas_give_the_spec_reaches() -> None:
+    from dpevolve import datasets
+    from dpevolve.distance import Gower as _Gower
+
+    bank5 = datasets.schema("bank", columns="bank5")
+    reaches = [
+        Policy.from_dict({"attributes": {"job": {"hierarchy": theta}}}, bank5).reach(
+            _Gower(bank5)
+        )
+        for theta in (2, 4)
+    ]
+    assert reaches == pytest.approx([0.1, 0.2])
+    adult5 = datasets.schema("adult", columns="adult5")
+    age = Policy.from_dict({"attributes": {"age": {"threshold": 7}}}, adult5)
+    assert age.reach(_Gower(adult5)) == pytest.approx(7 / 365)
