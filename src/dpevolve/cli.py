@@ -82,8 +82,8 @@ def synth(
         str, typer.Option("--mechanism", help="gaussian, or pubmix (needs --public).")
     ] = "gaussian",
     pubmix_accounting: Annotated[
-        str, typer.Option("--pubmix-accounting", help="basic split or tight PLD composition.")
-    ] = "basic",
+        str, typer.Option("--pubmix-accounting", help="tight PLD composition or basic split.")
+    ] = "tight",
     pubmix_noise: Annotated[str, typer.Option("--pubmix-noise", help="wf, mifr or linmix.")] = "wf",
     gamma: Annotated[
         float | None,

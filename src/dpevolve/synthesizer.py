@@ -67,10 +67,10 @@ class Synthesizer:
         public/private mixture; needs ``public``, hard votes and an (epsilon, delta)
         budget).
     pubmix_accounting, pubmix_noise, gamma
-        PubMix's per-round accounting (``basic`` split, or ``tight``: the worst-case
-        pair's PLD composed over the rounds), its noise distribution (``wf``/``mifr``
-        floor-raised public votes, or ``linmix`` uniform) and the bound on
-        ``TV(P_pub, P_prv)`` (``None``: estimated from public folds).
+        PubMix's per-round accounting (``tight``, the default: one worst-case pair's
+        PLD composed over the rounds; or ``basic``: an even split of the budget), its
+        noise distribution (``wf``/``mifr`` floor-raised public votes, or ``linmix``
+        uniform) and the bound on ``TV(P_pub, P_prv)`` (``None``: from public folds).
     calibration
         ``bound`` (the closed-form sensitivity) or ``exact``: with a hard vote under a
         policy, each round searches the protected edges of the schema's domain for an
@@ -116,7 +116,7 @@ class Synthesizer:
         policy: Any = None,
         public: pd.DataFrame | None = None,
         mechanism: Literal["gaussian", "pubmix"] = "gaussian",
-        pubmix_accounting: Literal["basic", "tight"] = "basic",
+        pubmix_accounting: Literal["basic", "tight"] = "tight",
         pubmix_noise: Literal["wf", "mifr", "linmix"] = "wf",
         gamma: float | None = None,
         calibration: Literal["bound", "exact"] = "bound",

@@ -17,8 +17,12 @@ Accounting (spec §5, "PubMix inside PE"):
   ``Mult(m; a, b, rest)`` vs ``Mult(m; c, d, rest)`` at ``z1 = z2 = z``, composed over
   the ``T`` rounds by dp-accounting's PLD, meets ``(eps, delta)``. Each round raises its
   public histogram to the floor ``z``, so its two smallest noise masses are at least
-  ``z`` and its own pair is dominated by the reference pair (``max(h1, h2)`` does not
-  grow with ``z1, z2``); the ledger composes the reference pair.
+  ``z`` and its own pair is dominated by the reference pair: raising ``z1`` by ``x``
+  adds ``beta x`` to both ``a`` and ``c`` and takes it from ``rest``, which is what the
+  data-independent kernel "move each sample from the rest to bin 1 with probability
+  ``beta x / rest``" does to both distributions, a post-processing. The ledger composes
+  the reference pair. This is the default: with the budget split evenly, ``beta`` is
+  close to 1 in every round and the parents come almost only from the public votes.
 
 ``n``, the private row count, is public (replace-one adjacency).
 """
@@ -85,7 +89,7 @@ class PubMixRelease:
         rounds: int,
         budget: Budget,
         *,
-        accounting: Accounting = "basic",
+        accounting: Accounting = "tight",
         noise: Noise = "wf",
         gamma: float | None = None,
         folds: int = 5,
