@@ -303,7 +303,7 @@ def aim(
                 "aim_capped": capped,
                 "aim_sigma_halvings": sigma_halvings,
                 "aim_rounds_s": rounds_s,
-                "aim_cliques": sorted({"-".join(c) for c in picked if len(c) > 1}),
+                "aim_cliques": " ".join(sorted({"-".join(c) for c in picked if len(c) > 1})),
                 "aim_model_mb": float(
                     hypothetical_model_size(domain, [tuple(c) for c in model.cliques])
                 ),

@@ -412,9 +412,7 @@ def test_shipped_study_schemas_give_the_spec_reaches() -> None:
 
     bank5 = datasets.schema("bank", columns="bank5")
     reaches = [
-        Policy.from_dict({"attributes": {"job": {"hierarchy": theta}}}, bank5).reach(
-            _Gower(bank5)
-        )
+        Policy.from_dict({"attributes": {"job": {"hierarchy": theta}}}, bank5).reach(_Gower(bank5))
         for theta in (2, 4)
     ]
     assert reaches == pytest.approx([0.1, 0.2])

@@ -220,6 +220,21 @@ class ValidationReport:
         return self.rows_in != self.rows_out or any(self.clipped.values())
 
 
+@dataclass(frozen=True, eq=False)
+class CellProblem:
+    """Cells of one column that break the schema in one way (see :meth:`Schema.check`)."""
+
+    column: str
+    problem: str
+    mask: np.ndarray
+    first_row: int
+    example: Any
+
+    @property
+    def count(self) -> int:
+        return int(self.mask.sum())
+
+
 @dataclass(frozen=True)
 class Schema:
     """Ordered columns with declared domains, Gower weights and an optional label."""
@@ -324,8 +339,31 @@ class Schema:
         """
         if on_invalid not in ("error", "drop", "clip"):
             raise InputError(f"on_invalid must be error, drop or clip, got '{on_invalid}'")
-        if not isinstance(table, pd.DataFrame):
-            raise InputError(f"{what} must be a pandas DataFrame, got {type(table).__name__}")
+        if len(table) == 0 and isinstance(table, pd.DataFrame):
+            self._check_columns(table, what)
+            raise InputError(f"{what} is empty (0 rows)")
+        frame, problems, clipped = self.check(table, clip=on_invalid == "clip", what=what)
+        if problems and on_invalid == "error":
+            first = problems[0]
+            raise InputError(
+                f"{what} column '{first.column}': {first.count} of {len(table)} rows "
+                f"{first.problem} (first at row {first.first_row}: {first.example!r}); "
+                "fix them or use --on-invalid drop|clip"
+            )
+        dropped: dict[str, int] = {}
+        bad_rows = np.zeros(len(frame), dtype=bool)
+        for problem in problems:
+            dropped[problem.column] = dropped.get(problem.column, 0) + problem.count
+            bad_rows |= problem.mask
+        if bad_rows.any():
+            frame = frame.loc[~bad_rows]
+            if len(frame) == 0:
+                raise InputError(f"{what} has no valid rows left after on_invalid={on_invalid}")
+        frame = frame.reset_index(drop=True)
+        report = ValidationReport(on_invalid, len(table), len(frame), dropped, clipped)
+        return frame, report
+
+    def _check_columns(self, table: pd.DataFrame, what: str) -> None:
         unknown = [c for c in table.columns if str(c) not in self]
         if unknown:
             raise InputError(
@@ -335,120 +373,54 @@ class Schema:
         missing = [n for n in self.names if n not in table.columns]
         if missing:
             raise InputError(f"{what} lacks column '{missing[0]}' declared in the schema")
-        if len(table) == 0:
-            raise InputError(f"{what} is empty (0 rows)")
 
-        bad_rows = np.zeros(len(table), dtype=bool)
-        dropped: dict[str, int] = {}
+    def check(
+        self, table: pd.DataFrame, clip: bool = False, what: str = "table"
+    ) -> tuple[pd.DataFrame, list[CellProblem], dict[str, int]]:
+        """Every bad cell of ``table``, without acting on it.
+
+        Returns the table in schema column order with canonical dtypes (all rows kept;
+        numeric cells clipped to the range when ``clip``), the problems in the order
+        :meth:`validate` reports them (column by column: not a number, NaN, outside the
+        range or the declared set), and the count of clipped cells per column.
+        """
+        if not isinstance(table, pd.DataFrame):
+            raise InputError(f"{what} must be a pandas DataFrame, got {type(table).__name__}")
+        self._check_columns(table, what)
+        problems: list[CellProblem] = []
         clipped: dict[str, int] = {}
         out: dict[str, Any] = {}
+
+        def note(column: str, mask: np.ndarray, problem: str, values: pd.Series) -> None:
+            if mask.any():
+                first = int(np.flatnonzero(mask)[0])
+                problems.append(CellProblem(column, problem, mask, first, values.iloc[first]))
+
         for column in self.columns:
             values = table[column.name]
+            nan = values.isna().to_numpy()
             if isinstance(column, NumericColumn):
                 numeric = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
-                not_number = np.isnan(numeric) & values.notna().to_numpy()
-                if not_number.any():
-                    self._fail_or_mark(
-                        on_invalid,
-                        what,
-                        column.name,
-                        not_number,
-                        "are not numbers",
-                        values,
-                        bad_rows,
-                        dropped,
-                    )
-                nan = values.isna().to_numpy()
-                if nan.any():
-                    self._fail_or_mark(
-                        on_invalid,
-                        what,
-                        column.name,
-                        nan,
-                        "are missing (NaN)",
-                        values,
-                        bad_rows,
-                        dropped,
-                    )
+                note(column.name, np.isnan(numeric) & ~nan, "are not numbers", values)
+                note(column.name, nan, "are missing (NaN)", values)
                 finite = np.isfinite(numeric)
                 outside = ~finite & ~np.isnan(numeric) | (
                     finite & ((numeric < column.lo) | (numeric > column.hi))
                 )
-                if outside.any():
-                    if on_invalid == "clip":
-                        clipped[column.name] = int(outside.sum())
-                        numeric = np.clip(numeric, column.lo, column.hi)
-                    else:
-                        self._fail_or_mark(
-                            on_invalid,
-                            what,
-                            column.name,
-                            outside,
-                            "lie outside the declared range "
-                            f"[{_plain(column.lo)}, {_plain(column.hi)}]",
-                            values,
-                            bad_rows,
-                            dropped,
-                        )
-                if column.integer:
-                    numeric = np.round(numeric)
-                out[column.name] = numeric
+                if clip and outside.any():
+                    clipped[column.name] = int(outside.sum())
+                    numeric = np.clip(numeric, column.lo, column.hi)
+                elif not clip:
+                    declared = f"[{_plain(column.lo)}, {_plain(column.hi)}]"
+                    note(column.name, outside, f"lie outside the declared range {declared}", values)
+                out[column.name] = np.round(numeric) if column.integer else numeric
             else:
-                nan = values.isna().to_numpy()
-                if nan.any():
-                    self._fail_or_mark(
-                        on_invalid,
-                        what,
-                        column.name,
-                        nan,
-                        "are missing (NaN)",
-                        values,
-                        bad_rows,
-                        dropped,
-                    )
+                note(column.name, nan, "are missing (NaN)", values)
                 keys = _as_keys(values)
                 undeclared = ~np.isin(keys, np.array(column.keys, dtype=object)) & ~nan
-                if undeclared.any():
-                    self._fail_or_mark(
-                        on_invalid,
-                        what,
-                        column.name,
-                        undeclared,
-                        "hold values outside the declared set",
-                        values,
-                        bad_rows,
-                        dropped,
-                    )
+                note(column.name, undeclared, "hold values outside the declared set", values)
                 out[column.name] = keys
-        frame = pd.DataFrame(out, index=table.index)
-        if bad_rows.any():
-            frame = frame.loc[~bad_rows]
-            if len(frame) == 0:
-                raise InputError(f"{what} has no valid rows left after on_invalid={on_invalid}")
-        frame = frame.reset_index(drop=True)
-        report = ValidationReport(on_invalid, len(table), len(frame), dropped, clipped)
-        return frame, report
-
-    @staticmethod
-    def _fail_or_mark(
-        mode: str,
-        what: str,
-        name: str,
-        mask: np.ndarray,
-        problem: str,
-        values: pd.Series,
-        bad_rows: np.ndarray,
-        dropped: dict[str, int],
-    ) -> None:
-        if mode == "error":
-            first = int(np.flatnonzero(mask)[0])
-            example = values.iloc[first]
-            raise InputError(
-                f"{what} column '{name}': {int(mask.sum())} of {len(mask)} rows {problem} "
-                f"(first at row {first}: {example!r}); fix them or use --on-invalid drop|clip"
-            )
-        dropped[name] = dropped.get(name, 0) + int(mask.sum())
-        bad_rows |= mask
+        return pd.DataFrame(out, index=table.index), problems, clipped
 
     # -------------------------------------------------------------- inference
     @classmethod

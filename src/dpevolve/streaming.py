@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -68,35 +68,6 @@ _CSV_CONVERSION = re.compile(r"In CSV column #(\d+): .*CSV conversion error")
 
 
 # --------------------------------------------------------------------------- validation
-@dataclass(frozen=True)
-class _Recorder(Schema):
-    """A schema whose validation records every problem instead of acting on it.
-
-    ``Schema.validate`` hands each bad-cell mask to ``_fail_or_mark``; recording them
-    (and leaving the rows in) reuses its exact checks, clipping and key matching while
-    the drop decision and the error move to the caller, who sees the whole file.
-    """
-
-    found: list[tuple[str, str, np.ndarray, Any]] = field(
-        default_factory=list, compare=False, repr=False
-    )
-
-    def _fail_or_mark(  # type: ignore[override]
-        self,
-        mode: str,
-        what: str,
-        name: str,
-        mask: np.ndarray,
-        problem: str,
-        values: pd.Series,
-        bad_rows: np.ndarray,
-        dropped: dict[str, int],
-    ) -> None:
-        del mode, what, bad_rows, dropped
-        first = int(np.flatnonzero(mask)[0])
-        self.found.append((name, problem, mask.copy(), values.iloc[first]))
-
-
 @dataclass(frozen=True)
 class BatchTally:
     """What validating one batch found (small: shipped from Dask workers to the driver).
@@ -138,22 +109,20 @@ def validate_batch(
         raise InputError(f"on_invalid must be error, drop or clip, got '{on_invalid}'")
     if len(frame) == 0:
         return frame.reindex(columns=schema.names), BatchTally(0, 0)
-    recorder = _Recorder(schema.columns, schema.label)
-    clean, report = recorder.validate(
-        frame, on_invalid="clip" if on_invalid == "clip" else "drop", what=what
-    )
+    clean, found, clipped = schema.check(frame, clip=on_invalid == "clip", what=what)
     bad = np.zeros(len(clean), dtype=bool)
     problems = []
-    for name, problem, mask, example in recorder.found:
-        bad |= mask
-        problems.append((name, problem, int(mask.sum()), int(np.flatnonzero(mask)[0]), example))
-    if bad.any():
-        clean = clean.loc[~bad].reset_index(drop=True)
+    for problem in found:
+        bad |= problem.mask
+        problems.append(
+            (problem.column, problem.problem, problem.count, problem.first_row, problem.example)
+        )
+    clean = clean.loc[~bad].reset_index(drop=True)
     tally = BatchTally(
         rows_in=len(frame),
         rows_out=len(clean),
         problems=tuple(problems),
-        clipped=tuple((k, int(v)) for k, v in report.clipped.items()),
+        clipped=tuple((k, int(v)) for k, v in clipped.items()),
     )
     return clean, tally
 

@@ -157,6 +157,9 @@ def test_greedy_counterexamples_integer_dp(case: tuple[NDArray[np.int64], float]
 @given(histogram_and_floor())
 def test_mifr_is_optimal_real_histograms(case: tuple[NDArray[np.float64], float]) -> None:
     A, t = case
+    # A deficit below a float's resolution (hypothesis found 1e-18) leaves the donor's
+    # mass unchanged in float64, so "invariant" (B_i == A_i) cannot see the donation.
+    assume(deficit(A, t) == 0.0 or deficit(A, t) > 1e-12)
     B = max_invariance_fill(A, t, solver="bnb")
     check_floor_raising(A, B, t)
     assert invariant_mass(A, B) == pytest.approx(best_invariant_mass(A, t), abs=1e-12)
