@@ -244,3 +244,46 @@ def test_store_rows_are_json_lines(tmp_path: Path) -> None:
     line = (tmp_path / "x.jsonl").read_text()
     assert line.endswith("\n") and line.count("\n") == 1
     assert json.loads(line)["value"] is None
+
+
+def test_aim_port_on_a_tiny_table() -> None:
+    """Our AIM port (experiments.mbi_baselines.aim) runs, spends at most rho, keeps domains."""
+    extra = os.environ.get("EXPERIMENTS_EXTRA_PATH")
+    for entry in (extra or "").split(os.pathsep):
+        if entry and entry not in sys.path:
+            sys.path.append(entry)  # after the venv, as the workers do
+    import numpy as np
+    import pandas as pd
+
+    from dpevolve.schema import CategoricalColumn, NumericColumn, Schema
+    from experiments import mbi_baselines
+
+    try:
+        mbi_baselines.import_mbi()
+    except Unavailable as exc:
+        pytest.skip(str(exc))
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 3, size=400)
+    frame = pd.DataFrame(
+        {
+            "a": np.array(["p", "q", "r"], dtype=object)[a],
+            "b": np.array(["u", "v"], dtype=object)[(a > 0).astype(int)],
+            "x": rng.uniform(0.0, 1.0, size=400),
+        }
+    )
+    schema = Schema(
+        (
+            CategoricalColumn("a", ("p", "q", "r")),
+            CategoricalColumn("b", ("u", "v")),
+            NumericColumn("x", 0.0, 1.0),
+        )
+    )
+    info: dict[str, Any] = {}
+    synth = mbi_baselines.aim(
+        frame, schema, 1.0, 0, rows=200, rounds=4, round_iters=50, final_iters=50, info=info
+    )
+    assert synth.shape == (200, 3) and list(synth.columns) == ["a", "b", "x"]
+    assert set(synth["a"]) <= {"p", "q", "r"} and set(synth["b"]) <= {"u", "v"}
+    assert synth["x"].between(0.0, 1.0).all()
+    assert 1 <= info["aim_rounds"] and info["aim_rho_used"] <= 1.0 + 1e-12
+    assert not info["aim_capped"]

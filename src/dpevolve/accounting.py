@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -1167,17 +1166,10 @@ class Ledger:
 
     def write(self, path: str | os.PathLike[str]) -> None:
         """Write the JSON atomically: a temporary file in the same folder, then rename."""
+        from dpevolve.io import atomic_write
+
         target = Path(path)
-        text = self.to_json()
         if not target.parent.is_dir():
             raise InputError(f"ledger folder does not exist: {target.parent}")
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        text = self.to_json()
+        atomic_write(target, lambda tmp: tmp.write_text(text, encoding="utf-8"))

@@ -175,7 +175,7 @@ def synth(
         else:
             model.fit(read_table(private, "private table"))
     write_table(model.synthetic_, output)
-    write_json(model.ledger_.to_dict(), ledger_out)
+    model.ledger_.write(ledger_out)
     if report is not None:
         from dpevolve.evaluation import evaluate as run_evaluation
         from dpevolve.report import write_report
@@ -272,7 +272,7 @@ def pubmix(
         random_state=seed,
     )
     write_table(release.samples, output)
-    write_json(release.ledger.to_dict(), ledger_out)
+    release.ledger.write(ledger_out)
     details = ", ".join(
         f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in release.details.items()
     )
@@ -390,7 +390,7 @@ def demo(
         progress=not quiet,
     ).fit(data.frame)
     write_table(model.synthetic_, table_out)
-    write_json(model.ledger_.to_dict(), ledger_out)
+    model.ledger_.write(ledger_out)
     result = run_evaluation(data.frame, model.synthetic_, data.schema, label=data.label, test=test)
     write_json(result, eval_out)
     write_report(
