@@ -231,9 +231,7 @@ def aim(
         cl: float(sum(len(set(cl) & set(w)) for w in workload))
         for cl in _downward_closure(workload)
     }
-    answers = {
-        cl: np.asarray(data.project(cl).datavector(), dtype=np.float64) for cl in candidates
-    }
+    answers = {cl: np.asarray(data.project(cl).datavector(), dtype=np.float64) for cl in candidates}
     rounds = rounds or 16 * len(attrs)
     # per round: Gaussian zCDP 2 / (2 sigma^2) = 0.9 rho / rounds (replace-one: L2
     # sensitivity sqrt 2) and exponential mechanism eps^2 / 8 = 0.1 rho / rounds
@@ -269,7 +267,7 @@ def aim(
         allowed = {
             cl: w
             for cl, w in candidates.items()
-            if cl in free or hypothetical_model_size(domain, model_cliques + [cl]) <= size_limit
+            if cl in free or hypothetical_model_size(domain, [*model_cliques, cl]) <= size_limit
         }
         # exponential mechanism on the bias-corrected, weighted L1 error
         names = list(allowed)

@@ -240,9 +240,12 @@ def run_tstr(config: TSTRConfig) -> dict[str, Any]:
                     "Synthesizer has no mechanism= parameter yet (PubMix release in the "
                     "engine is being written)"
                 )
-            options = {"mechanism": "pubmix", "public": public.frame}
-            if config.method.endswith("-tight"):
-                options["pubmix_accounting"] = "tight"
+            accounting = "tight" if config.method.endswith("-tight") else "basic"
+            options = {
+                "mechanism": "pubmix",
+                "public": public.frame,
+                "pubmix_accounting": accounting,
+            }
         model, _ = common.fit_synthesizer(
             "person_activity",
             epsilon=config.epsilon,

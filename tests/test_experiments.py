@@ -254,9 +254,9 @@ def test_aim_port_on_a_tiny_table() -> None:
             sys.path.append(entry)  # after the venv, as the workers do
     import numpy as np
     import pandas as pd
+    from experiments import mbi_baselines
 
     from dpevolve.schema import CategoricalColumn, NumericColumn, Schema
-    from experiments import mbi_baselines
 
     try:
         mbi_baselines.import_mbi()
