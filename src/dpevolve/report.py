@@ -77,7 +77,7 @@ _PUBLIC_KEYS = frozenset(
     }
 )
 # Shown in their own sections; the rest goes to the "other ledger fields" table.
-_SHOWN_KEYS = _PUBLIC_KEYS | {"notes", "seed", "validation"}
+_SHOWN_KEYS = _PUBLIC_KEYS | {"notes", "seed", "seed_note", "validation"}
 _EVENT_COLUMNS = frozenset(
     {"round", "mechanism", "kind", "sensitivity", "sigma", "noise_multiplier", "rho"}
     | {"running_epsilon", "claimed_epsilon", "claimed_delta", "symmetric", "orientation"}

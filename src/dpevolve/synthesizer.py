@@ -291,6 +291,10 @@ class Synthesizer:
             metadata={
                 "dpevolve_version": package_version(),
                 "seed": seed.entropy,
+                "seed_note": (
+                    "the seed regenerates the release noise: remove it before sharing this "
+                    "ledger, or run with secure_noise"
+                ),
                 "reproducible": not self.secure_noise,
                 "adjacency": "replace-one (bounded DP): the private row count n is public",
                 "private_rows": n,
