@@ -148,3 +148,25 @@ def test_pubmix_cli(tmp_path, small_schema, small_table, capsys) -> None:
     assert math.isfinite(
         __import__("json").loads((tmp_path / "o.ledger.json").read_text())["epsilon"]
     )
+
+
+def test_private_gamma_estimate_is_charged() -> None:
+    schema = Schema((CategoricalColumn("a", ("x", "y", "z")), CategoricalColumn("b", (1, 2))))
+    rng = np.random.default_rng(3)
+    private = pd.DataFrame({"a": rng.choice(["x", "y", "z"], 2000), "b": rng.choice([1, 2], 2000)})
+    public = pd.DataFrame({"a": rng.choice(["x", "y"], 500), "b": rng.choice([1, 2], 500)})
+    budget = Budget(epsilon=2.0, delta=1e-4)
+    release = sample_discrete(
+        private, public, schema, 200, budget, gamma_epsilon=1.0, random_state=0
+    )
+    ledger = release.ledger.to_dict()
+    assert [e["mechanism"] for e in ledger["events"]] == ["gamma_estimate", "pubmix"]
+    assert ledger["epsilon"] <= 2.0 + 1e-9
+    domain = ProductDomain.of(schema)
+    p_prv = domain.counts(schema.validate(private)[0]) / 2000
+    a = domain.counts(schema.validate(public)[0]) / 500
+    true_tv = 0.5 * np.abs(a - p_prv).sum()
+    # Laplace scale 1/(n eps0) = 5e-4: the estimate is close to the true shift
+    assert abs(release.details["gamma"] - true_tv) < 0.01
+    with pytest.raises(InputError, match="gamma_epsilon"):
+        sample_discrete(private, public, schema, 10, budget, gamma_epsilon=3.0)

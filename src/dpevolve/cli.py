@@ -240,6 +240,13 @@ def pubmix(
     noise: Annotated[str, typer.Option("--noise", help="pubmix, linmix or gaussian.")] = "pubmix",
     floor: Annotated[str, typer.Option("--floor", help="wf or mifr floor raising.")] = "wf",
     gamma: Annotated[float | None, typer.Option("--gamma")] = None,
+    gamma_epsilon: Annotated[
+        float | None,
+        typer.Option(
+            "--gamma-epsilon",
+            help="Estimate gamma = TV(public, private) privately with this share of epsilon.",
+        ),
+    ] = None,
     seed: Seed = None,
     force: Force = False,
     quiet: Quiet = False,
@@ -269,6 +276,7 @@ def pubmix(
         noise=noise,  # type: ignore[arg-type]
         floor=floor,  # type: ignore[arg-type]
         gamma=gamma,
+        gamma_epsilon=gamma_epsilon,
         random_state=seed,
     )
     write_table(release.samples, output)

@@ -99,9 +99,18 @@ def sample_discrete(
     noise: Noise = "pubmix",
     floor: Literal["wf", "mifr"] = "wf",
     gamma: float | None = None,
+    gamma_epsilon: float | None = None,
     random_state: int | None = None,
 ) -> DiscreteRelease:
-    """Draw ``m`` DP samples of ``private`` over its product domain (one release)."""
+    """Draw ``m`` DP samples of ``private`` over its product domain (one release).
+
+    ``gamma`` bounds ``TV(P_pub, P_prv)`` for the floor choice. By default it comes from
+    public folds, which measure the spread inside the public data rather than the
+    public-private shift (spec §5). With ``gamma_epsilon`` it is instead estimated
+    privately: ``TV(A, Pbar_prv)`` moves by at most ``1/n`` when one record changes, so
+    ``TV + Laplace(1 / (n gamma_epsilon))`` is ``gamma_epsilon``-DP; that share is taken
+    from ``epsilon`` and recorded in the ledger.
+    """
     if m < 1:
         raise InputError(f"m (samples to release) must be at least 1, got {m}")
     if noise not in ("pubmix", "linmix", "gaussian"):
@@ -142,24 +151,39 @@ def sample_discrete(
     else:
         if budget.epsilon is None or budget.delta is None:
             raise InputError("PubMix needs an (epsilon, delta) budget, not rho")
+        epsilon = budget.epsilon
         p_private = counts / n
         if noise == "linmix":
-            mix = linmix(domain.cells, n, m, budget.epsilon, budget.delta)
+            mix = linmix(domain.cells, n, m, epsilon, budget.delta)
             beta, p_noise = mix.beta, np.asarray(mix.p_noise)
         else:
             if public is None:
                 raise InputError("noise 'pubmix' needs a public table (--public)")
             public_frame, _ = schema.validate(public, what="public table")
             public_counts = domain.counts(public_frame)
+            public_hist = public_counts / public_counts.sum()
+            if gamma_epsilon is not None:
+                if gamma is not None:
+                    raise InputError("give gamma or gamma_epsilon, not both")
+                if not 0 < gamma_epsilon < epsilon:
+                    raise InputError(
+                        f"gamma_epsilon must lie in (0, epsilon={epsilon}), got {gamma_epsilon}"
+                    )
+                true_tv = 0.5 * float(np.abs(public_hist - p_private).sum())
+                noisy_tv = true_tv + rng.laplace(scale=1.0 / (n * gamma_epsilon))
+                gamma = min(max(noisy_tv, 0.0), 1.0)
+                ledger.record(ApproxDPEvent(gamma_epsilon, 0.0, label="gamma_estimate"), round=0)
+                epsilon -= gamma_epsilon
+                details.update(gamma_epsilon=gamma_epsilon)
             if gamma is None:
                 from dpevolve.pubmix.noise import gamma_from_fold_counts
 
                 gamma = gamma_from_fold_counts(public_counts, rng=rng)
             choice = choose_floor(
-                public_counts / public_counts.sum(),
+                public_hist,
                 n,
                 m,
-                budget.epsilon,
+                epsilon,
                 budget.delta,
                 gamma,
                 floor,
@@ -170,7 +194,7 @@ def sample_discrete(
                 floor=choice.t, gamma=gamma, deficit=choice.deficit, z1=choice.z1, z2=choice.z2
             )
         cells = pubmix_sample(p_private, p_noise, beta, m, rng)
-        ledger.record(ApproxDPEvent(budget.epsilon, budget.delta, label=noise), round=1, beta=beta)
+        ledger.record(ApproxDPEvent(epsilon, budget.delta, label=noise), round=1, beta=beta)
         details.update(beta=beta)
     ledger.add_metadata(details=details)
     return DiscreteRelease(domain.decode(cells, rng), ledger, details)
