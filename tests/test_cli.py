@@ -28,6 +28,24 @@ def files(tmp_path: Path, small_schema, small_table):
     return tmp_path, schema, private
 
 
+def synth_args(private: Path, schema: Path, out: Path, *extra: str) -> list:
+    """A fast ``dpevolve synth`` at epsilon 1, delta 1e-5."""
+    return [
+        "synth",
+        private,
+        "--schema",
+        schema,
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-5",
+        "-o",
+        out,
+        *FAST,
+        *extra,
+    ]
+
+
 def run(argv: list[str], capsys) -> tuple[int, str]:
     code = main([str(a) for a in argv])
     return code, capsys.readouterr().err
@@ -87,19 +105,7 @@ def test_existing_output_is_never_overwritten_without_force(files, capsys) -> No
     folder, schema, private = files
     out = folder / "synthetic.csv"
     out.write_text("keep me")
-    args = [
-        "synth",
-        private,
-        "--schema",
-        schema,
-        "--epsilon",
-        "1",
-        "--delta",
-        "1e-5",
-        "-o",
-        out,
-        *FAST,
-    ]
+    args = synth_args(private, schema, out)
     code, err = run(args, capsys)
     assert code == 2 and "--force" in err
     assert out.read_text() == "keep me"
@@ -126,19 +132,7 @@ def test_malformed_tables_exit_2_with_one_line_and_no_output(files, small_table,
         bad.to_csv(private, index=False)
         out = folder / f"out{i}.csv"
         code, err = run(
-            [
-                "synth",
-                private,
-                "--schema",
-                schema,
-                "--epsilon",
-                "1",
-                "--delta",
-                "1e-5",
-                "-o",
-                out,
-                *FAST,
-            ],
+            synth_args(private, schema, out),
             capsys,
         )
         assert code == 2, err
@@ -237,19 +231,7 @@ def test_garbage_private_files(files, capsys, blob) -> None:
     private.write_bytes(blob)
     out = folder / "g_out.csv"
     code, err = run(
-        [
-            "synth",
-            private,
-            "--schema",
-            schema,
-            "--epsilon",
-            "1",
-            "--delta",
-            "1e-5",
-            "-o",
-            out,
-            *FAST,
-        ],
+        synth_args(private, schema, out),
         capsys,
     )
     assert code == 2, err
