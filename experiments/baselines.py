@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from experiments import common
-from experiments.runner import Study, Unavailable
+from experiments.runner import Study
 
 RELEASE_ROWS = 512
 
