@@ -36,6 +36,7 @@ without it :class:`FusedBackend` falls back to :class:`LocalBackend` with a warn
 from __future__ import annotations
 
 import math
+import os
 import threading
 import warnings
 from dataclasses import dataclass
@@ -546,7 +547,10 @@ def _compile() -> None:
 
         namespace = globals()
         # fastmath stays off: reassociation or FMA contraction would change the sums.
-        options: dict[str, Any] = {"fastmath": False, "cache": True, "nogil": True}
+        # DPEVOLVE_NUMBA_CACHE=0 compiles in memory only: a way out should a stale or
+        # foreign on-disk cache ever fail to load.
+        cache = os.environ.get("DPEVOLVE_NUMBA_CACHE", "1") != "0"
+        options: dict[str, Any] = {"fastmath": False, "cache": cache, "nogil": True}
         for name in _HELPERS:
             namespace[name] = numba.njit(**options)(namespace[name])
         prange = numba.prange
