@@ -377,3 +377,17 @@ def test_stream_gives_the_same_table_as_reading_whole(files, capsys) -> None:
         assert code == 0, err
         outs.append(pd.read_csv(out))
     pd.testing.assert_frame_equal(outs[0], outs[1])
+
+
+def test_shareable_ledger_withholds_the_seed(files, capsys) -> None:
+    folder, schema, private = files
+    out, shared = folder / "o.csv", folder / "shared.json"
+    code, err = run(
+        [*synth_args(private, schema, out, "--seed", "9"), "--share-ledger", shared], capsys
+    )
+    assert code == 0, err
+    full = json.loads(ledger_path(out).read_text())
+    public = json.loads(shared.read_text())
+    assert full["seed"] == 9 and "seed" not in public
+    assert public["epsilon"] == full["epsilon"] and public["events"] == full["events"]
+    assert {"seed", "notes", "validation"} <= set(public["withheld"])

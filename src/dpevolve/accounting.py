@@ -1033,6 +1033,8 @@ def calibrate_gaussian(rounds: int, budget: Budget, sensitivity: float = 1.0) ->
 _RESERVED_TOP = frozenset({"epsilon", "delta", "events", "accounting", "notes"})
 _RESERVED_EVENT = frozenset({"round", "running_epsilon"})
 _MAX_PLD_PREFIXES = 64
+# Ledger fields derived from private data or secrets (left out of the shareable ledger).
+_PRIVATE_KEYS = frozenset({"seed", "seed_note", "notes", "validation"})
 
 
 class Ledger:
@@ -1161,15 +1163,26 @@ class Ledger:
         out.update(self._metadata)
         return out
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n"
+    def shareable_dict(self) -> dict[str, Any]:
+        """:meth:`to_dict` without what must stay with the data: the seed (it regenerates
+        the release noise), the notes and the validation counts (computed from the private
+        table, not privatised). Everything else describes released quantities."""
+        out = self.to_dict()
+        for key in _PRIVATE_KEYS:
+            out.pop(key, None)
+        out["withheld"] = sorted(_PRIVATE_KEYS)
+        return out
 
-    def write(self, path: str | os.PathLike[str]) -> None:
+    def to_json(self, shareable: bool = False) -> str:
+        data = self.shareable_dict() if shareable else self.to_dict()
+        return json.dumps(data, indent=2, allow_nan=False) + "\n"
+
+    def write(self, path: str | os.PathLike[str], shareable: bool = False) -> None:
         """Write the JSON atomically: a temporary file in the same folder, then rename."""
         from dpevolve.io import atomic_write
 
         target = Path(path)
         if not target.parent.is_dir():
             raise InputError(f"ledger folder does not exist: {target.parent}")
-        text = self.to_json()
+        text = self.to_json(shareable)
         atomic_write(target, lambda tmp: tmp.write_text(text, encoding="utf-8"))

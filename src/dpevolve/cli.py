@@ -120,6 +120,13 @@ def synth(
             "for the data owner).",
         ),
     ] = None,
+    share_ledger: Annotated[
+        Path | None,
+        typer.Option(
+            "--share-ledger",
+            help="Also write a ledger safe to publish (no seed, notes or validation counts).",
+        ),
+    ] = None,
     seed: Seed = None,
     force: Force = False,
     quiet: Quiet = False,
@@ -131,8 +138,9 @@ def synth(
     ledger_out = ledger_path(output)
     check_writable(output, force)
     check_writable(ledger_out, force)
-    if report is not None:
-        check_writable(report, force)
+    for extra in (report, share_ledger):
+        if extra is not None:
+            check_writable(extra, force)
     if epsilon is None and rho is None:
         raise InputError("give a budget: --epsilon (with --delta) or --rho")
     table_schema = Schema.load(schema)
@@ -176,6 +184,8 @@ def synth(
             model.fit(read_table(private, "private table"))
     write_table(model.synthetic_, output)
     model.ledger_.write(ledger_out)
+    if share_ledger is not None:
+        model.ledger_.write(share_ledger, shareable=True)
     if report is not None:
         from dpevolve.evaluation import evaluate as run_evaluation
         from dpevolve.report import write_report

@@ -292,8 +292,8 @@ class Synthesizer:
                 "dpevolve_version": package_version(),
                 "seed": seed.entropy,
                 "seed_note": (
-                    "the seed regenerates the release noise: remove it before sharing this "
-                    "ledger, or run with secure_noise"
+                    "the seed regenerates the release noise: share the shareable ledger "
+                    "(--share-ledger, Ledger.shareable_dict) or run with secure_noise"
                 ),
                 "reproducible": not self.secure_noise,
                 "adjacency": "replace-one (bounded DP): the private row count n is public",
