@@ -170,3 +170,47 @@ def test_private_gamma_estimate_is_charged() -> None:
     assert abs(release.details["gamma"] - true_tv) < 0.01
     with pytest.raises(InputError, match="gamma_epsilon"):
         sample_discrete(private, public, schema, 10, budget, gamma_epsilon=3.0)
+
+
+def test_private_floor_choice_is_charged_and_picks_the_best_floor() -> None:
+    from dpevolve.pubmix import choose_floor_privately, water_fill
+
+    rng = np.random.default_rng(0)
+    A = rng.dirichlet(np.full(40, 0.3))
+    p_private = rng.dirichlet(np.full(40, 0.3))
+    n, m, eps, delta = 5000, 200, 3.0, 1e-5
+    # a huge selection epsilon makes the exponential mechanism an argmin
+    choice = choose_floor_privately(A, p_private, n, m, eps, delta, 1e6, rng=rng)
+    grid = np.linspace(0, 1 / 40, 41)
+    scores = []
+    for t in grid:
+        fill = water_fill(A, t)
+        z1, z2 = np.sort(fill)[:2]
+        scores.append(beta_min(n, m, eps, delta, z1, z2) * 0.5 * np.abs(fill - p_private).sum())
+    assert choice.t == pytest.approx(grid[int(np.argmin(scores))])
+
+    schema = Schema((CategoricalColumn("a", ("x", "y", "z")), CategoricalColumn("b", (1, 2))))
+    private = pd.DataFrame({"a": rng.choice(["x", "y", "z"], 800), "b": rng.choice([1, 2], 800)})
+    public = pd.DataFrame({"a": rng.choice(["x", "y"], 300), "b": rng.choice([1, 2], 300)})
+    release = sample_discrete(
+        private,
+        public,
+        schema,
+        100,
+        Budget(epsilon=2.0, delta=1e-4),
+        floor_epsilon=0.1,
+        random_state=0,
+    )
+    ledger = release.ledger.to_dict()
+    assert [e["mechanism"] for e in ledger["events"]] == ["floor_selection", "pubmix"]
+    assert ledger["epsilon"] <= 2.0 + 1e-9
+    with pytest.raises(InputError, match="drop gamma"):
+        sample_discrete(
+            private,
+            public,
+            schema,
+            10,
+            Budget(epsilon=2.0, delta=1e-4),
+            floor_epsilon=0.1,
+            gamma=0.2,
+        )

@@ -257,6 +257,13 @@ def pubmix(
             help="Estimate gamma = TV(public, private) privately with this share of epsilon.",
         ),
     ] = None,
+    floor_epsilon: Annotated[
+        float | None,
+        typer.Option(
+            "--floor-epsilon",
+            help="Choose the floor privately (exponential mechanism) with this share of epsilon.",
+        ),
+    ] = None,
     seed: Seed = None,
     force: Force = False,
     quiet: Quiet = False,
@@ -287,6 +294,7 @@ def pubmix(
         floor=floor,  # type: ignore[arg-type]
         gamma=gamma,
         gamma_epsilon=gamma_epsilon,
+        floor_epsilon=floor_epsilon,
         random_state=seed,
     )
     write_table(release.samples, output)

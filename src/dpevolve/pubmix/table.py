@@ -27,7 +27,7 @@ import pandas as pd
 from dpevolve.accounting import ApproxDPEvent, Budget, GaussianEvent, Ledger, calibrate_gaussian
 from dpevolve.errors import InputError
 from dpevolve.evaluation import bin_codes, bin_count
-from dpevolve.pubmix.noise import choose_floor, linmix, pubmix_sample
+from dpevolve.pubmix.noise import choose_floor, choose_floor_privately, linmix, pubmix_sample
 from dpevolve.schema import NumericColumn, Schema
 
 MAX_CELLS = 20_000_000  # float64 histograms of this size take 160 MB each
@@ -100,6 +100,7 @@ def sample_discrete(
     floor: Literal["wf", "mifr"] = "wf",
     gamma: float | None = None,
     gamma_epsilon: float | None = None,
+    floor_epsilon: float | None = None,
     random_state: int | None = None,
 ) -> DiscreteRelease:
     """Draw ``m`` DP samples of ``private`` over its product domain (one release).
@@ -109,7 +110,9 @@ def sample_discrete(
     public-private shift (spec §5). With ``gamma_epsilon`` it is instead estimated
     privately: ``TV(A, Pbar_prv)`` moves by at most ``1/n`` when one record changes, so
     ``TV + Laplace(1 / (n gamma_epsilon))`` is ``gamma_epsilon``-DP; that share is taken
-    from ``epsilon`` and recorded in the ledger.
+    from ``epsilon`` and recorded in the ledger. With ``floor_epsilon`` the floor itself
+    is chosen privately, by the mixture's actual distance from the private histogram
+    (:func:`~dpevolve.pubmix.noise.choose_floor_privately`), and gamma is not needed.
     """
     if m < 1:
         raise InputError(f"m (samples to release) must be at least 1, got {m}")
@@ -162,7 +165,29 @@ def sample_discrete(
             public_frame, _ = schema.validate(public, what="public table")
             public_counts = domain.counts(public_frame)
             public_hist = public_counts / public_counts.sum()
-            if gamma_epsilon is not None:
+            if floor_epsilon is not None:
+                if gamma is not None or gamma_epsilon is not None:
+                    raise InputError("floor_epsilon chooses the floor itself: drop gamma")
+                if not 0 < floor_epsilon < epsilon:
+                    raise InputError(
+                        f"floor_epsilon must lie in (0, epsilon={epsilon}), got {floor_epsilon}"
+                    )
+                epsilon -= floor_epsilon
+                choice = choose_floor_privately(
+                    public_hist,
+                    p_private,
+                    n,
+                    m,
+                    epsilon,
+                    budget.delta,
+                    floor_epsilon,
+                    floor,
+                    rng=rng,
+                    counts=public_counts,
+                )
+                ledger.record(ApproxDPEvent(floor_epsilon, 0.0, label="floor_selection"), round=0)
+                details.update(floor_epsilon=floor_epsilon)
+            elif gamma_epsilon is not None:
                 if gamma is not None:
                     raise InputError("give gamma or gamma_epsilon, not both")
                 if not 0 < gamma_epsilon < epsilon:
@@ -175,24 +200,17 @@ def sample_discrete(
                 ledger.record(ApproxDPEvent(gamma_epsilon, 0.0, label="gamma_estimate"), round=0)
                 epsilon -= gamma_epsilon
                 details.update(gamma_epsilon=gamma_epsilon)
-            if gamma is None:
-                from dpevolve.pubmix.noise import gamma_from_fold_counts
+            if floor_epsilon is None:
+                if gamma is None:
+                    from dpevolve.pubmix.noise import gamma_from_fold_counts
 
-                gamma = gamma_from_fold_counts(public_counts, rng=rng)
-            choice = choose_floor(
-                public_hist,
-                n,
-                m,
-                epsilon,
-                budget.delta,
-                gamma,
-                floor,
-                counts=public_counts,
-            )
+                    gamma = gamma_from_fold_counts(public_counts, rng=rng)
+                choice = choose_floor(
+                    public_hist, n, m, epsilon, budget.delta, gamma, floor, counts=public_counts
+                )
+                details.update(gamma=gamma)
             beta, p_noise = choice.beta, np.asarray(choice.p_noise)
-            details.update(
-                floor=choice.t, gamma=gamma, deficit=choice.deficit, z1=choice.z1, z2=choice.z2
-            )
+            details.update(floor=choice.t, deficit=choice.deficit, z1=choice.z1, z2=choice.z2)
         cells = pubmix_sample(p_private, p_noise, beta, m, rng)
         ledger.record(ApproxDPEvent(epsilon, budget.delta, label=noise), round=1, beta=beta)
         details.update(beta=beta)
