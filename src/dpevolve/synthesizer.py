@@ -206,20 +206,6 @@ class Synthesizer:
         vote = make_vote("soft", result.best_temperature) if result.soft_wins else make_vote("hard")
         return vote, result
 
-    def describe(self) -> dict[str, Any]:
-        """The run's configuration as the ledger records it."""
-        return {
-            "preset": self.preset,
-            "vote": self.vote,
-            "temperature": self.temperature,
-            "population_size": self.population_size,
-            "rounds": self.rounds,
-            "distance": self.distance,
-            "threshold": self.threshold,
-            "on_invalid": self.on_invalid,
-            "secure_noise": self.secure_noise,
-        }
-
     # --------------------------------------------------------------------- fit
     def fit(self, X: pd.DataFrame, y: Any = None) -> Synthesizer:
         """Run Private Evolution on the private table ``X`` (``y`` is ignored)."""
