@@ -187,3 +187,16 @@ def test_counts_of_repairs_reach_the_ledger(small_schema, small_table) -> None:
     assert ledger["validation"]["clipped_by_column"] == {"age": 1}
     assert any("clip" in note for note in ledger["notes"])
     assert np.isfinite(ledger["epsilon"])
+
+
+def test_scikit_learn_parameters_and_clone(small_schema, small_table) -> None:
+    from sklearn.base import clone
+
+    model = Synthesizer(small_schema, epsilon=1.0, delta=1e-5, random_state=3, **FAST)
+    assert model.get_params()["epsilon"] == 1.0
+    copy = clone(model).set_params(epsilon=2.0)
+    assert copy.epsilon == 2.0 and model.epsilon == 1.0
+    assert not hasattr(copy, "synthetic_")
+    pd.testing.assert_frame_equal(
+        clone(model).fit(small_table).synthetic_, model.fit(small_table).synthetic_
+    )

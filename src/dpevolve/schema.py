@@ -254,6 +254,10 @@ class Schema:
         if self.label is not None and not isinstance(self[self.label], CategoricalColumn):
             raise InputError(f"schema label '{self.label}' must be a categorical column")
 
+    def __repr__(self) -> str:
+        label = f", label={self.label!r}" if self.label is not None else ""
+        return f"Schema({', '.join(self.names)}{label})"
+
     # ----------------------------------------------------------------- access
     @property
     def names(self) -> list[str]:

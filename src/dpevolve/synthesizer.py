@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from sklearn.base import BaseEstimator
 
 from dpevolve.accounting import Accountant, Budget, Ledger, ZeroCostEvent, calibrate_gaussian
 from dpevolve.backends import Backend, make_backend
@@ -34,7 +35,7 @@ def package_version() -> str:
         return "0+unknown"
 
 
-class Synthesizer:
+class Synthesizer(BaseEstimator):
     """Differentially private synthetic tables by Private Evolution.
 
     Parameters
