@@ -349,7 +349,9 @@ def evaluate(
     real: Annotated[Path, typer.Argument(help="Real table.")],
     synthetic: Annotated[Path, typer.Argument(help="Synthetic table.")],
     schema: Annotated[Path, typer.Option("--schema", "-s")],
-    label: Annotated[str | None, typer.Option("--label", help="Label column for TSTR.")] = None,
+    label: Annotated[
+        str | None, typer.Option("--label", help="Label column for TSTR (default: the schema's).")
+    ] = None,
     test: Annotated[Path | None, typer.Option("--test", help="Held-out real test table.")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="JSON to write.")] = None,
     force: Force = False,
@@ -361,11 +363,12 @@ def evaluate(
 
     if output is not None:
         check_writable(output, force)
+    table_schema = Schema.load(schema)
     result = run_evaluation(
         read_table(real, "real table"),
         read_table(synthetic, "synthetic table"),
-        Schema.load(schema),
-        label=label,
+        table_schema,
+        label=label if label is not None else table_schema.label,
         test=read_table(test, "test table") if test is not None else None,
     )
     typer.echo(format_report(result))
