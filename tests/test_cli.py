@@ -391,3 +391,35 @@ def test_shareable_ledger_withholds_the_seed(files, capsys) -> None:
     assert full["seed"] == 9 and "seed" not in public
     assert public["epsilon"] == full["epsilon"] and public["events"] == full["events"]
     assert {"seed", "notes", "validation"} <= set(public["withheld"])
+
+
+def test_policy_audit_exact_within_bounds(tmp_path: Path, capsys) -> None:
+    from dpevolve.schema import CategoricalColumn, NumericColumn, Schema
+
+    schema = Schema(
+        (NumericColumn("age", 0, 20, integer=True), CategoricalColumn("sex", ("F", "M")))
+    )
+    (tmp_path / "s.yaml").write_text(schema.to_yaml())
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump({"attributes": {"age": {"threshold": 2}}}))
+    pd.DataFrame({"age": [1, 5, 9, 15], "sex": ["F", "M", "F", "M"]}).to_csv(
+        tmp_path / "pop.csv", index=False
+    )
+    code = main(
+        [
+            "policy",
+            "audit",
+            str(tmp_path / "p.yaml"),
+            "-s",
+            str(tmp_path / "s.yaml"),
+            "--population",
+            str(tmp_path / "pop.csv"),
+            "-t",
+            "0.05",
+            "--json",
+        ]
+    )
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0
+    for row in result["audit"]:
+        assert row["value"] <= row["bound"] + 1e-12
+        assert row["edges_checked"] > 0
