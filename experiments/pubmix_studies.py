@@ -30,7 +30,6 @@
 from __future__ import annotations
 
 import functools
-import inspect
 import math
 import time
 from dataclasses import dataclass
@@ -91,20 +90,6 @@ def tv(p: np.ndarray, q: np.ndarray) -> float:
     return 0.5 * float(np.abs(p - q).sum())
 
 
-def pubmix_api() -> Any:
-    """dpevolve's PubMix module (``choose_floor``), or raise :class:`Unavailable`."""
-    try:
-        import dpevolve.pubmix as pubmix
-    except ImportError as exc:
-        raise Unavailable(f"dpevolve.pubmix not importable: {exc}") from None
-    if not hasattr(pubmix, "choose_floor"):
-        raise Unavailable(
-            "dpevolve.pubmix has no choose_floor() yet (the PubMix noise choice of "
-            "spec §5 is being written); Gaussian and LinMix ran"
-        )
-    return pubmix
-
-
 @functools.lru_cache(maxsize=64)
 def pubmix_choice(m: int, epsilon: float, gamma_kind: str) -> tuple[Any, float]:
     """PubMix's floor choice (WF) for the NIST pair, and the gamma it used.
@@ -113,7 +98,8 @@ def pubmix_choice(m: int, epsilon: float, gamma_kind: str) -> tuple[Any, float]:
     folds) or ``oracle`` (the true TV(P_pub, P_prv): not privatised, a reference for
     what a good gamma would give).
     """
-    pubmix = pubmix_api()
+    import dpevolve.pubmix as pubmix
+
     counts, public, n = nist_histograms()
     public_counts = nist_public_counts()
     if gamma_kind == "folds":
@@ -215,13 +201,6 @@ def person_activity() -> tuple[Any, Any, Any]:
     return train, test, public
 
 
-def pubmix_engine_available() -> bool:
-    """Whether ``Synthesizer`` takes ``mechanism=`` (the engine's PubMix release)."""
-    from dpevolve.synthesizer import Synthesizer
-
-    return "mechanism" in inspect.signature(Synthesizer).parameters
-
-
 def run_tstr(config: TSTRConfig) -> dict[str, Any]:
     """Release, then TSTR on A's held-out rows."""
     train, test, public = person_activity()
@@ -235,11 +214,6 @@ def run_tstr(config: TSTRConfig) -> dict[str, Any]:
     if config.method in ("tabpe", "tabpe+pubmix", "tabpe+pubmix-tight"):
         options: dict[str, Any] = {}
         if config.method.startswith("tabpe+pubmix"):
-            if not pubmix_engine_available():
-                raise Unavailable(
-                    "Synthesizer has no mechanism= parameter yet (PubMix release in the "
-                    "engine is being written)"
-                )
             accounting = "tight" if config.method.endswith("-tight") else "basic"
             options = {
                 "mechanism": "pubmix",
