@@ -55,21 +55,7 @@ def test_synth_writes_table_and_ledger(files, capsys) -> None:
     folder, schema, private = files
     out = folder / "synthetic.csv"
     code, err = run(
-        [
-            "synth",
-            private,
-            "--schema",
-            schema,
-            "--epsilon",
-            "1",
-            "--delta",
-            "1e-5",
-            "-o",
-            out,
-            "--seed",
-            "3",
-            *FAST,
-        ],
+        synth_args(private, schema, out, "--seed", "3"),
         capsys,
     )
     assert code == 0, err
@@ -80,21 +66,7 @@ def test_synth_writes_table_and_ledger(files, capsys) -> None:
     # the same seed gives the same file
     again = folder / "again.parquet"
     code, _ = run(
-        [
-            "synth",
-            private,
-            "--schema",
-            schema,
-            "--epsilon",
-            "1",
-            "--delta",
-            "1e-5",
-            "-o",
-            again,
-            "--seed",
-            "3",
-            *FAST,
-        ],
+        synth_args(private, schema, again, "--seed", "3"),
         capsys,
     )
     assert code == 0
@@ -354,24 +326,7 @@ def test_stream_gives_the_same_table_as_reading_whole(files, capsys) -> None:
     for flag in ([], ["--stream", "--batch-rows", "77"]):
         out = folder / f"s{len(flag)}.csv"
         code, err = run(
-            [
-                "synth",
-                private,
-                "--schema",
-                schema,
-                "--epsilon",
-                "1",
-                "--delta",
-                "1e-5",
-                "-o",
-                out,
-                "--seed",
-                "5",
-                "--backend",
-                "local",
-                *FAST,
-                *flag,
-            ],
+            synth_args(private, schema, out, "--seed", "5", "--backend", "local", *flag),
             capsys,
         )
         assert code == 0, err

@@ -48,6 +48,20 @@ def ledger_path(output: Path) -> Path:
     return output.with_name(name + ".ledger.json")
 
 
+def _check_outputs(output: Path, force: bool, *extras: Path | None) -> Path:
+    """Refuse, before any work, to replace the table, its ledger or an extra output."""
+    ledger_out = ledger_path(output)
+    for path in (output, ledger_out, *extras):
+        if path is not None:
+            check_writable(path, force)
+    return ledger_out
+
+
+def _require_budget(epsilon: float | None, rho: float | None) -> None:
+    if epsilon is None and rho is None:
+        raise InputError("give a budget: --epsilon (with --delta) or --rho")
+
+
 def _say(quiet: bool, message: str) -> None:
     if not quiet:
         typer.echo(message, err=True)
@@ -135,14 +149,8 @@ def synth(
     from dpevolve.schema import Schema
     from dpevolve.synthesizer import Synthesizer
 
-    ledger_out = ledger_path(output)
-    check_writable(output, force)
-    check_writable(ledger_out, force)
-    for extra in (report, share_ledger):
-        if extra is not None:
-            check_writable(extra, force)
-    if epsilon is None and rho is None:
-        raise InputError("give a budget: --epsilon (with --delta) or --rho")
+    ledger_out = _check_outputs(output, force, report, share_ledger)
+    _require_budget(epsilon, rho)
     table_schema = Schema.load(schema)
     public_table = read_table(public, "public table") if public is not None else None
     if policy is not None:
@@ -273,11 +281,8 @@ def pubmix(
     from dpevolve.pubmix.table import sample_discrete
     from dpevolve.schema import Schema
 
-    ledger_out = ledger_path(output)
-    check_writable(output, force)
-    check_writable(ledger_out, force)
-    if epsilon is None and rho is None:
-        raise InputError("give a budget: --epsilon (with --delta) or --rho")
+    ledger_out = _check_outputs(output, force)
+    _require_budget(epsilon, rho)
     private_table = read_table(private, "private table")
     if delta is None and epsilon is not None:
         import math
