@@ -82,8 +82,8 @@ def _setup(backend: str = "fused") -> dict[str, Any]:
     if _STATE:
         return _STATE
     from dpevolve import datasets
-    from dpevolve.distance import make_distance
-    from dpevolve.policy import Policy
+    from dpevolve.core.distance import make_distance
+    from dpevolve.core.policy import Policy
 
     os.environ.setdefault("DPEVOLVE_DATA", "/work/shared/data")
     train = datasets.load("adult", columns="adult5")
@@ -142,7 +142,7 @@ def _fit(rho: float, method: str, seed: int) -> Any:
 def task_fit(args: tuple[str, str, int, str]) -> dict[str, Any]:
     budget, method, seed, backend = args
     _setup(backend)
-    from dpevolve.pilot import pilot_error
+    from dpevolve.core.pilot import pilot_error
 
     start = time.perf_counter()
     model = _fit(ALL_BUDGETS[budget], method, seed)
@@ -167,8 +167,8 @@ def task_fit(args: tuple[str, str, int, str]) -> dict[str, Any]:
 def task_pilot(args: tuple[str, int, tuple[int, ...], str]) -> dict[str, Any]:
     budget, rep, seeds, backend = args
     s = _setup(backend)
-    from dpevolve.accounting import Budget
-    from dpevolve.pilot import run_pilot
+    from dpevolve.privacy.accounting import Budget
+    from dpevolve.core.pilot import run_pilot
 
     start = time.perf_counter()
     result = run_pilot(
@@ -199,7 +199,7 @@ def task_calibration(args: tuple[int, str]) -> dict[str, Any]:
     """Closed-form vs exact calibration on the final population of one hard run."""
     seed, backend = args
     s = _setup(backend)
-    from dpevolve.sensitivity import (
+    from dpevolve.core.sensitivity import (
         exact_hard_sensitivity,
         exact_soft_sensitivity,
         numeric_grid,
@@ -238,8 +238,8 @@ def task_calibration(args: tuple[int, str]) -> dict[str, Any]:
     # The same search on the initial population (a public sample): the value moves.
     import numpy as np
 
-    from dpevolve.encoding import Layout, encode
-    from dpevolve.variation import Variation
+    from dpevolve.data.encoding import Layout, encode
+    from dpevolve.core.variation import Variation
 
     rng = np.random.default_rng(seed)
     initial = Variation(Layout.of(s["schema"])).from_public(
@@ -290,10 +290,10 @@ def task_snr(args: tuple[int, str]) -> dict[str, Any]:
     s = _setup(backend)
     import numpy as np
 
-    from dpevolve.accounting import Budget, calibrate_gaussian
-    from dpevolve.encoding import Layout, encode
-    from dpevolve.variation import Variation
-    from dpevolve.votes import make_vote
+    from dpevolve.privacy.accounting import Budget, calibrate_gaussian
+    from dpevolve.data.encoding import Layout, encode
+    from dpevolve.core.variation import Variation
+    from dpevolve.core.votes import make_vote
 
     rng = np.random.default_rng(seed)
     population = Variation(Layout.of(s["schema"])).from_public(
@@ -302,8 +302,8 @@ def task_snr(args: tuple[int, str]) -> dict[str, Any]:
     private = encode(s["train"], s["schema"])
     reach = s["policy"].reach(s["distance"])
     out: dict[str, Any] = {"n_private": len(private), "mean_count": len(private) / 512}
-    from dpevolve.encoding import decode
-    from dpevolve.pilot import pilot_error
+    from dpevolve.data.encoding import decode
+    from dpevolve.core.pilot import pilot_error
 
     variation = Variation(Layout.of(s["schema"]))
     out["baseline_errors"] = {

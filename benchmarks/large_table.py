@@ -3,7 +3,7 @@
 Generates an Adult-like private table (the shipped ``adult`` schema, all 15 columns,
 with correlated columns) in chunks straight to a Parquet file in a scratch folder (not
 the repository), then runs the ``bfsoft`` preset (hard votes, 8 rounds, population 512)
-on it with :func:`dpevolve.streaming.fit_file`, which reads the file once per round in
+on it with :func:`dpevolve.data.streaming.fit_file`, which reads the file once per round in
 batches. Reports wall time and peak memory: ``ru_maxrss`` (whole process, including
 pyarrow's buffers) and the tracemalloc peak (Python heap and NumPy arrays).
 
@@ -156,8 +156,8 @@ def model(args: argparse.Namespace) -> Any:
 
 
 def run_streamed(path: Path, args: argparse.Namespace) -> dict[str, Any]:
-    from dpevolve.encoding import Layout
-    from dpevolve.streaming import StreamedTable
+    from dpevolve.data.encoding import Layout
+    from dpevolve.data.streaming import StreamedTable
 
     synthesizer = model(args)
     warmup = getattr(synthesizer.backend, "warmup", None)

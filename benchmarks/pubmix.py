@@ -108,7 +108,7 @@ def _backend() -> Any:
 @functools.cache
 def nist() -> dict[str, Any]:
     from dpevolve import datasets
-    from dpevolve.pubmix.table import ProductDomain
+    from dpevolve.release.discrete import ProductDomain
 
     prv = datasets.load(PRIVATE, columns=COLUMNS)
     domain = ProductDomain.of(prv.schema)
@@ -140,9 +140,9 @@ def person_activity() -> dict[str, Any]:
 # ------------------------------------------------------------------ part 1 tasks
 def tv_task(public: str, epsilon: float, m: int, seed: int) -> list[dict[str, Any]]:
     """Every method at one (public, eps, m, seed); one row per method."""
-    from dpevolve.accounting import Budget
+    from dpevolve.privacy.accounting import Budget
     from dpevolve.pubmix import deficit, max_invariance_fill, pubmix_sample, water_fill
-    from dpevolve.pubmix.table import sample_discrete
+    from dpevolve.release.discrete import sample_discrete
 
     data = nist()
     domain, n, p_prv = data["domain"], data["n"], data["p_private"]
@@ -286,7 +286,7 @@ def timing_task(ms: tuple[int, ...]) -> dict[str, Any]:
 # ------------------------------------------------------------------ part 2 tasks
 def pe_task(method: str, epsilon: float, seed: int, rounds: int | None) -> dict[str, Any]:
     from dpevolve import Synthesizer
-    from dpevolve.evaluation import tstr
+    from dpevolve.reporting.evaluation import tstr
 
     data = person_activity()
     train, test, public = data["train"], data["test"], data["public"]
@@ -333,7 +333,7 @@ def pe_task(method: str, epsilon: float, seed: int, rounds: int | None) -> dict[
 
 
 def baseline_task(kind: str, seed: int) -> dict[str, Any]:
-    from dpevolve.evaluation import tstr
+    from dpevolve.reporting.evaluation import tstr
 
     data = person_activity()
     train, test, public = data["train"], data["test"], data["public"]

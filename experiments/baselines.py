@@ -58,8 +58,8 @@ def baseline_configs(profile: str) -> list[BaselineConfig]:
 
 def uniform_rows(schema: Any, rows: int, seed: int) -> Any:
     """``rows`` records uniform over the declared schema (spec §6 random API)."""
-    from dpevolve.encoding import Layout, decode
-    from dpevolve.variation import Variation
+    from dpevolve.data.encoding import Layout, decode
+    from dpevolve.core.variation import Variation
 
     rng = np.random.default_rng(seed)
     return decode(Variation(Layout.of(schema)).random(rows, rng), schema)
@@ -107,7 +107,7 @@ def run_baseline(config: BaselineConfig) -> dict[str, Any]:
 
 
 def _zcdp_ledger(rho: float) -> dict[str, Any]:
-    from dpevolve.accounting import epsilon_from_rho
+    from dpevolve.privacy.accounting import epsilon_from_rho
 
     return {
         "epsilon": epsilon_from_rho(rho, common.DELTA, "cks"),

@@ -68,7 +68,7 @@ def import_mbi() -> Any:
 
 def discretise(frame: pd.DataFrame, schema: Any) -> tuple[dict[str, np.ndarray], dict[str, int]]:
     """Codes per column (evaluation bins) and domain sizes."""
-    from dpevolve.evaluation import bin_codes, bin_count
+    from dpevolve.reporting.evaluation import bin_codes, bin_count
 
     codes = {c.name: bin_codes(frame, c) for c in schema.columns}
     sizes = {c.name: bin_count(c) for c in schema.columns}
@@ -79,8 +79,8 @@ def undiscretise(
     codes: dict[str, np.ndarray], schema: Any, rng: np.random.Generator
 ) -> pd.DataFrame:
     """Codes back to values: categorical by index, numeric uniform inside the bin."""
-    from dpevolve.evaluation import NUMERIC_BINS
-    from dpevolve.schema import NumericColumn
+    from dpevolve.reporting.evaluation import NUMERIC_BINS
+    from dpevolve.data.schema import NumericColumn
 
     out: dict[str, Any] = {}
     for column in schema.columns:

@@ -59,7 +59,7 @@ class TVConfig:
 def nist_histograms() -> tuple[np.ndarray, np.ndarray, int]:
     """(private counts, public normalised histogram, n) over the nist_subset cells."""
     from dpevolve import datasets
-    from dpevolve.evaluation import bin_codes, bin_count
+    from dpevolve.reporting.evaluation import bin_codes, bin_count
 
     private = datasets.load(NIST_PRIVATE, columns="nist_subset")
     public = datasets.load(NIST_PUBLIC, columns="nist_subset")
@@ -122,7 +122,7 @@ def run_tv(config: TVConfig) -> dict[str, Any]:
     info: dict[str, Any] = {"d": d, "n": n, "delta": delta}
     begin = time.perf_counter()
     if config.mechanism == "gaussian":
-        from dpevolve.accounting import rho_for_epsilon
+        from dpevolve.privacy.accounting import rho_for_epsilon
 
         rho = rho_for_epsilon(config.epsilon, delta, "exact")
         sigma = math.sqrt(2.0) / math.sqrt(2.0 * rho)
@@ -237,7 +237,7 @@ def run_tstr(config: TSTRConfig) -> dict[str, Any]:
             info["beta_mean"] = float(np.mean(betas))
             info["beta_min"] = float(np.min(betas))
     elif config.method == "mbi_reweight":
-        from dpevolve.accounting import rho_for_epsilon
+        from dpevolve.privacy.accounting import rho_for_epsilon
         from experiments import mbi_baselines
 
         assert config.epsilon is not None
@@ -247,7 +247,7 @@ def run_tstr(config: TSTRConfig) -> dict[str, Any]:
         )
         ledger = {"epsilon": config.epsilon, "delta": delta, "rho": rho}
     elif config.method == "aim":
-        from dpevolve.accounting import rho_for_epsilon
+        from dpevolve.privacy.accounting import rho_for_epsilon
         from experiments import mbi_baselines
 
         assert config.epsilon is not None

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from hypothesis import settings
 
-from dpevolve.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
+from dpevolve.data.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
 
 # CI explores a fixed set of examples (a failure there reproduces); developers' runs
 # keep drawing new ones.

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from scipy.special import gammaln, xlogy
 from scipy.stats import norm
 
-from dpevolve.accounting import (
+from dpevolve.privacy.accounting import (
     METHODS,
     Accountant,
     AccountingResult,

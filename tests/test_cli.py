@@ -258,7 +258,7 @@ def test_console_script_exit_codes(files, tmp_path: Path) -> None:
 
 
 def test_policy_show_reproduces_the_spec_table(tmp_path: Path, capsys) -> None:
-    from dpevolve.schema import CategoricalColumn, NumericColumn, Schema
+    from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 
     schema = Schema(
         (
@@ -349,7 +349,7 @@ def test_shareable_ledger_withholds_the_seed(files, capsys) -> None:
 
 
 def test_policy_audit_exact_within_bounds(tmp_path: Path, capsys) -> None:
-    from dpevolve.schema import CategoricalColumn, NumericColumn, Schema
+    from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 
     schema = Schema(
         (NumericColumn("age", 0, 20, integer=True), CategoricalColumn("sex", ("F", "M")))

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpevolve.errors import InputError
-from dpevolve.evaluation import (
+from dpevolve.reporting.evaluation import (
     NUMERIC_BINS,
     MarginalReport,
     TSTRReport,
@@ -25,7 +25,7 @@ from dpevolve.evaluation import (
     plot_marginals,
     tstr,
 )
-from dpevolve.schema import CategoricalColumn, NumericColumn, Schema
+from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 
 # --------------------------------------------------------------- fixtures
 

@@ -256,7 +256,7 @@ def test_aim_port_on_a_tiny_table() -> None:
     import pandas as pd
     from experiments import mbi_baselines
 
-    from dpevolve.schema import CategoricalColumn, NumericColumn, Schema
+    from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 
     try:
         mbi_baselines.import_mbi()

@@ -16,12 +16,12 @@ from dpevolve.backends import gpu as gpu_module
 from dpevolve.backends.fused import FusedBackend, fused_available
 from dpevolve.backends.gpu import GpuBackend, gpu_available
 from dpevolve.backends.local import LocalBackend
-from dpevolve.distance import Gower, TabPEEmbedding
-from dpevolve.encoding import Layout, Records
+from dpevolve.core.distance import Gower, TabPEEmbedding
+from dpevolve.data.encoding import Layout, Records
 from dpevolve.errors import InputError
-from dpevolve.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
-from dpevolve.variation import Variation
-from dpevolve.votes import HardVote, SoftVote
+from dpevolve.data.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
+from dpevolve.core.variation import Variation
+from dpevolve.core.votes import HardVote, SoftVote
 
 needs_numba = pytest.mark.skipif(not fused_available(), reason="numba is not installed")
 

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpevolve.distance import Gower, TabPEEmbedding
-from dpevolve.encoding import Records
+from dpevolve.core.distance import Gower, TabPEEmbedding
+from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
-from dpevolve.policy import (
+from dpevolve.core.policy import (
     Complete,
     HierarchyGraph,
     Partition,
@@ -23,8 +23,8 @@ from dpevolve.policy import (
     load_policy,
     summarize,
 )
-from dpevolve.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
-from dpevolve.votes import noise_ratio
+from dpevolve.data.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
+from dpevolve.core.votes import noise_ratio
 
 WORKCLASS = (
     "Private",
@@ -408,7 +408,7 @@ def test_reach_bounds_distance_change(data) -> None:
 
 def test_shipped_study_schemas_give_the_spec_reaches() -> None:
     from dpevolve import datasets
-    from dpevolve.distance import Gower as _Gower
+    from dpevolve.core.distance import Gower as _Gower
 
     bank5 = datasets.schema("bank", columns="bank5")
     reaches = [

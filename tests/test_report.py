@@ -15,9 +15,9 @@ import pytest
 
 from dpevolve import Synthesizer
 from dpevolve.errors import InputError
-from dpevolve.evaluation import evaluate
-from dpevolve.report import render_report, write_report
-from dpevolve.schema import Schema
+from dpevolve.reporting.evaluation import evaluate
+from dpevolve.reporting.report import render_report, write_report
+from dpevolve.data.schema import Schema
 
 PNG = "data:image/png;base64,"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpevolve.encoding import decode, encode
+from dpevolve.data.encoding import decode, encode
 from dpevolve.errors import InputError
-from dpevolve.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
+from dpevolve.data.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
 
 
 def test_yaml_round_trip(small_schema: Schema) -> None:

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from scipy.special import softmax
 
-from dpevolve.distance import Gower, TabPEEmbedding
-from dpevolve.encoding import Records
+from dpevolve.core.distance import Gower, TabPEEmbedding
+from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
-from dpevolve.policy import Complete, HierarchyGraph, Partition, Policy, Threshold
-from dpevolve.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
-from dpevolve.sensitivity import (
+from dpevolve.core.policy import Complete, HierarchyGraph, Partition, Policy, Threshold
+from dpevolve.data.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
+from dpevolve.core.sensitivity import (
     enumerate_domain,
     exact_hard_sensitivity,
     exact_soft_sensitivity,

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from dpevolve import Synthesizer
 from dpevolve.errors import InputError
-from dpevolve.evolution import Schedule, Stage
+from dpevolve.core.evolution import Schedule, Stage
 from dpevolve.presets import get_preset
-from dpevolve.variation import mutation_rate
+from dpevolve.core.variation import mutation_rate
 
 FAST = {"population_size": 40, "rounds": 3}
 
@@ -150,7 +150,7 @@ def test_rank_stage_population_is_four_n(small_schema, small_table) -> None:
 
 
 def test_the_loop_improves_on_random(small_schema, small_table) -> None:
-    from dpevolve.evaluation import marginal_tv
+    from dpevolve.reporting.evaluation import marginal_tv
 
     model = Synthesizer(small_schema, rho=10.0, random_state=0, population_size=200, rounds=8).fit(
         small_table

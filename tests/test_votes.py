@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from dpevolve.errors import InputError
-from dpevolve.votes import HardVote, SoftVote, make_vote, noise_ratio
+from dpevolve.core.votes import HardVote, SoftVote, make_vote, noise_ratio
 
 distances = arrays(
     np.float64,

@@ -10,19 +10,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from dpevolve import compat
 from dpevolve.errors import DPEvolveError, InputError
-from dpevolve.schema import Schema, load_schema
+from dpevolve.data.schema import Schema, load_schema
 
 if TYPE_CHECKING:
-    from dpevolve.policy import Policy
+    from dpevolve.core.policy import Policy
     from dpevolve.synthesizer import Synthesizer
+
+compat.install()
 
 __all__ = ["DPEvolveError", "InputError", "Schema", "Synthesizer", "load_policy", "load_schema"]
 
 
 def load_policy(path: str, schema: Schema) -> Policy:
     """Read a Blowfish policy YAML file, validated against ``schema``."""
-    from dpevolve.policy import load_policy as _load
+    from dpevolve.core.policy import load_policy as _load
 
     return _load(path, schema)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dpevolve.errors import InputError
-from dpevolve.evolution import Schedule, Stage
+from dpevolve.core.evolution import Schedule, Stage
 
 
 @dataclass(frozen=True)

@@ -14,18 +14,18 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
 
-from dpevolve.accounting import Accountant, Budget, Ledger, ZeroCostEvent, calibrate_gaussian
+from dpevolve.privacy.accounting import Accountant, Budget, Ledger, ZeroCostEvent, calibrate_gaussian
 from dpevolve.backends import Backend, make_backend
-from dpevolve.distance import Distance, make_distance
-from dpevolve.encoding import Layout, Records, decode, encode
+from dpevolve.core.distance import Distance, make_distance
+from dpevolve.data.encoding import Layout, Records, decode, encode
 from dpevolve.errors import InputError, PrivacyError
-from dpevolve.evolution import Evolution
+from dpevolve.core.evolution import Evolution
 from dpevolve.presets import Preset, get_preset
 from dpevolve.release.base import Release, Selection
 from dpevolve.release.gaussian import GaussianRelease, SystemNoise
-from dpevolve.schema import Schema, ValidationReport
-from dpevolve.variation import Variation
-from dpevolve.votes import Vote, make_vote
+from dpevolve.data.schema import Schema, ValidationReport
+from dpevolve.core.variation import Variation
+from dpevolve.core.votes import Vote, make_vote
 
 
 def package_version() -> str:
@@ -41,7 +41,7 @@ class Synthesizer(BaseEstimator):
     Parameters
     ----------
     schema
-        A :class:`~dpevolve.schema.Schema` or the path of its YAML file. Declared
+        A :class:`~dpevolve.data.schema.Schema` or the path of its YAML file. Declared
         ranges and categories come from here, never from the private table.
     epsilon, delta
         The (epsilon, delta) guarantee of the whole run. ``delta`` defaults to
@@ -173,7 +173,7 @@ class Synthesizer(BaseEstimator):
     def _policy(self, schema: Schema) -> Any:
         if self.policy is None:
             return None
-        from dpevolve.policy import Policy
+        from dpevolve.core.policy import Policy
 
         if isinstance(self.policy, Policy):
             return self.policy
@@ -188,7 +188,7 @@ class Synthesizer(BaseEstimator):
             return make_vote(name, self.temperature), None
         if self.public is None:
             raise InputError("temperature 'auto' needs public data (--public) for the pilot")
-        from dpevolve.pilot import run_pilot
+        from dpevolve.core.pilot import run_pilot
 
         result = run_pilot(
             schema,
@@ -221,7 +221,7 @@ class Synthesizer(BaseEstimator):
 
         With the same seed the result equals ``fit(read_table(path))``.
         """
-        from dpevolve.streaming import fit_file
+        from dpevolve.data.streaming import fit_file
 
         return fit_file(self, path, batch_rows)
 
@@ -373,7 +373,7 @@ class Synthesizer(BaseEstimator):
             raise InputError(f"calibration must be bound or exact, got '{self.calibration}'")
         if vote.name != "hard" or policy is None or self.mechanism != "gaussian":
             raise InputError("exact calibration is for hard votes under a policy (Gaussian)")
-        from dpevolve.sensitivity import enumerate_domain, per_round_hard_sensitivity
+        from dpevolve.core.sensitivity import enumerate_domain, per_round_hard_sensitivity
 
         domain = enumerate_domain(distance.layout, None, 1_000_000)
         return lambda population: per_round_hard_sensitivity(policy, distance, population, domain)

@@ -7,9 +7,9 @@ from typing import Protocol
 
 import numpy as np
 
-from dpevolve.distance import Distance
-from dpevolve.encoding import Records
-from dpevolve.votes import Vote
+from dpevolve.core.distance import Distance
+from dpevolve.data.encoding import Records
+from dpevolve.core.votes import Vote
 
 PrivateData = Records | Iterable[Records]
 

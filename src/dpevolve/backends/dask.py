@@ -67,11 +67,11 @@ import numpy as np
 
 from dpevolve.backends.base import Backend, PrivateData
 from dpevolve.backends.local import LocalBackend
-from dpevolve.distance import Distance
-from dpevolve.encoding import Records
+from dpevolve.core.distance import Distance
+from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
-from dpevolve.schema import Schema, ValidationReport
-from dpevolve.streaming import (
+from dpevolve.data.schema import Schema, ValidationReport
+from dpevolve.data.streaming import (
     BatchTally,
     StreamedTable,
     TableStream,
@@ -80,7 +80,7 @@ from dpevolve.streaming import (
     encode_batch,
     encode_clean,
 )
-from dpevolve.votes import Vote
+from dpevolve.core.votes import Vote
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -211,7 +211,7 @@ class DaskBackend:
     Notes
     -----
     The first :meth:`vote` on a new private table (an in-memory :class:`Records` or a
-    :class:`~dpevolve.streaming.StreamedTable` pass) ships it to the workers; later
+    :class:`~dpevolve.data.streaming.StreamedTable` pass) ships it to the workers; later
     rounds on the same table reuse it. :meth:`persist` and :meth:`read_parquet` do the
     shipping explicitly and return a :class:`DaskPrivate` to pass as the private data.
     Any other iterable of batches is shipped anew every round (with a warning).
@@ -281,7 +281,7 @@ class DaskBackend:
         ----------
         private
             :class:`Records` (cut into ``partitions`` parts), a
-            :class:`~dpevolve.streaming.StreamedTable` or any iterable of
+            :class:`~dpevolve.data.streaming.StreamedTable` or any iterable of
             :class:`Records` batches (each batch becomes a partition, sent as it is
             read, so the driver holds one batch at a time), or a zero-argument callable
             returning one of those.

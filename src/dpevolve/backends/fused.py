@@ -46,10 +46,10 @@ import numpy as np
 
 from dpevolve.backends.base import PrivateData
 from dpevolve.backends.local import LocalBackend, chunks
-from dpevolve.distance import Distance, Gower, TabPEEmbedding
-from dpevolve.encoding import Records
+from dpevolve.core.distance import Distance, Gower, TabPEEmbedding
+from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
-from dpevolve.votes import HardVote, SoftVote, Vote
+from dpevolve.core.votes import HardVote, SoftVote, Vote
 
 # Kernel codes for the distance (numba specialises on neither strings nor classes).
 _GOWER = 0
@@ -715,7 +715,7 @@ class FusedBackend:
         """Compile (or load from the on-disk cache) every kernel on a tiny input."""
         if not fused_available():
             return
-        from dpevolve.schema import CategoricalColumn, NumericColumn, Schema
+        from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 
         schema = Schema((NumericColumn("x", 0.0, 1.0), CategoricalColumn("c", ("a", "b"))))
         records = Records(np.array([[0.0], [1.0]]), np.array([[0], [1]], dtype=np.int32))

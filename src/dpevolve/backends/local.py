@@ -7,9 +7,9 @@ from collections.abc import Iterator
 import numpy as np
 
 from dpevolve.backends.base import PrivateData
-from dpevolve.distance import Distance
-from dpevolve.encoding import Records
-from dpevolve.votes import Vote
+from dpevolve.core.distance import Distance
+from dpevolve.data.encoding import Records
+from dpevolve.core.votes import Vote
 
 
 def chunks(private: PrivateData, rows: int) -> Iterator[Records]:

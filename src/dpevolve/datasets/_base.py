@@ -13,7 +13,7 @@ import pandas as pd
 import yaml
 
 from dpevolve.errors import InputError
-from dpevolve.schema import NumericColumn, Schema
+from dpevolve.data.schema import NumericColumn, Schema
 
 DATA_ENV = "DPEVOLVE_DATA"
 """Environment variable naming a data folder laid out like the project's shared data."""

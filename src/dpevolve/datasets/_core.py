@@ -21,7 +21,7 @@ from dpevolve.datasets._base import (
 )
 from dpevolve.datasets.synthetic import demo_schema, make_demo, make_xor, xor_schema
 from dpevolve.errors import InputError
-from dpevolve.schema import Schema
+from dpevolve.data.schema import Schema
 
 # ------------------------------------------------------------------ public constants
 ADULT_COLUMNS: tuple[str, ...] = (

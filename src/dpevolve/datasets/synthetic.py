@@ -11,7 +11,7 @@ import pandas as pd
 
 from dpevolve.datasets._base import Dataset, finish, shipped_schema
 from dpevolve.errors import InputError
-from dpevolve.schema import CategoricalColumn, NumericColumn, Schema
+from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 
 XOR_LO = -10.0
 XOR_HI = 10.0

@@ -7,7 +7,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from dpevolve.encoding import Records
+from dpevolve.data.encoding import Records
 
 SelectionMode = Literal["sample", "rank"]
 

@@ -33,10 +33,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from dpevolve.accounting import ApproxDPEvent, Budget, PrivacyLossPairEvent
+from dpevolve.privacy.accounting import ApproxDPEvent, Budget, PrivacyLossPairEvent
 from dpevolve.backends.base import Backend
-from dpevolve.distance import Distance
-from dpevolve.encoding import Records
+from dpevolve.core.distance import Distance
+from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
 from dpevolve.pubmix import (
     beta_min,
@@ -50,7 +50,7 @@ from dpevolve.pubmix import (
     worst_case_pld,
 )
 from dpevolve.release.base import Selection, SelectionMode
-from dpevolve.votes import HardVote
+from dpevolve.core.votes import HardVote
 
 Accounting = Literal["basic", "tight"]
 Noise = Literal["wf", "mifr", "linmix"]

@@ -1,6 +1,6 @@
 """Vote sensitivity (spec §3): closed-form bounds and an exact search for audits.
 
-Closed forms, given the policy's reach ``r`` (see :mod:`dpevolve.policy`)::
+Closed forms, given the policy's reach ``r`` (see :mod:`dpevolve.core.policy`)::
 
     soft:  ||v(x') - v(x)||_1 <= 2 tanh(r / (2 tau)),   ||.||_2 <= sqrt(2) tanh(r / (2 tau))
     hard:  ||.||_1 <= 2,  ||.||_2 <= sqrt(2)            (0 when r = 0)
@@ -33,12 +33,12 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from dpevolve.distance import Distance
-from dpevolve.encoding import Layout, Records
+from dpevolve.core.distance import Distance
+from dpevolve.data.encoding import Layout, Records
 from dpevolve.errors import InputError
-from dpevolve.policy import Policy, SecretGraph, Threshold
-from dpevolve.schema import Column, NumericColumn
-from dpevolve.votes import SoftVote
+from dpevolve.core.policy import Policy, SecretGraph, Threshold
+from dpevolve.data.schema import Column, NumericColumn
+from dpevolve.core.votes import SoftVote
 
 Norm = Literal["l1", "l2"]
 

@@ -24,11 +24,11 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from dpevolve.accounting import ApproxDPEvent, Budget, GaussianEvent, Ledger, calibrate_gaussian
+from dpevolve.privacy.accounting import ApproxDPEvent, Budget, GaussianEvent, Ledger, calibrate_gaussian
 from dpevolve.errors import InputError
-from dpevolve.evaluation import bin_codes, bin_count
+from dpevolve.reporting.evaluation import bin_codes, bin_count
 from dpevolve.pubmix.noise import choose_floor, choose_floor_privately, linmix, pubmix_sample
-from dpevolve.schema import NumericColumn, Schema
+from dpevolve.data.schema import NumericColumn, Schema
 
 MAX_CELLS = 20_000_000  # float64 histograms of this size take 160 MB each
 

@@ -38,13 +38,13 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from dpevolve.errors import InputError
-from dpevolve.io import atomic_write, check_writable
-from dpevolve.schema import Schema
+from dpevolve.data.io import atomic_write, check_writable
+from dpevolve.data.schema import Schema
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from dpevolve.accounting import Ledger
+    from dpevolve.privacy.accounting import Ledger
 
 __all__ = ["render_report", "write_report"]
 
@@ -132,10 +132,10 @@ def render_report(
     Parameters
     ----------
     ledger
-        ``Ledger.to_dict()`` of the run (or the :class:`~dpevolve.accounting.Ledger`
+        ``Ledger.to_dict()`` of the run (or the :class:`~dpevolve.privacy.accounting.Ledger`
         itself); needs ``"epsilon"``, ``"delta"`` and ``"events"``.
     evaluation
-        The dict of :func:`dpevolve.evaluation.evaluate`: k-way TV and TSTR tables.
+        The dict of :func:`dpevolve.reporting.evaluation.evaluate`: k-way TV and TSTR tables.
     real, synthetic
         The real (private) and synthetic tables, both or neither: the 1-way marginal
         plot and the worst-15 2-way TV chart. Not read when ``public_safe``.
@@ -616,7 +616,7 @@ def _evaluation_tables(evaluation: Mapping[str, Any]) -> list[str]:
 
 
 def _utility_plots(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema) -> list[str]:
-    from dpevolve.evaluation import marginal_tv, plot_marginals
+    from dpevolve.reporting.evaluation import marginal_tv, plot_marginals
 
     out = ["<h3>1-way marginals</h3>"]
     # plot_marginals only writes files; a private temporary folder keeps the PNG of the

@@ -2,18 +2,18 @@
 
 A :class:`StreamedTable` is a private table on disk (``.csv``, ``.csv.gz`` or
 ``.parquet``) read with pyarrow in batches of at most ``batch_rows`` rows. Every batch is
-validated against the schema and encoded to :class:`~dpevolve.encoding.Records`, so the
+validated against the schema and encoded to :class:`~dpevolve.data.encoding.Records`, so the
 memory a pass needs is bounded by the batch size, not by the table.
 
 The first pass (run when the table is opened) reads the whole file once: it counts the
 rows ``n`` (public under replace-one adjacency) and validates every batch, adding the
 drop and clip counts of all batches into one
-:class:`~dpevolve.schema.ValidationReport`. :meth:`StreamedTable.batches` then returns
+:class:`~dpevolve.data.schema.ValidationReport`. :meth:`StreamedTable.batches` then returns
 a fresh iterator over the encoded batches each call, so the method itself is the
-zero-argument callable :meth:`dpevolve.evolution.Evolution.run` reads once per round::
+zero-argument callable :meth:`dpevolve.core.evolution.Evolution.run` reads once per round::
 
     from dpevolve import Synthesizer
-    from dpevolve.streaming import fit_file
+    from dpevolve.data.streaming import fit_file
 
     model = fit_file(Synthesizer("schema.yaml", epsilon=1.0, random_state=0),
                      "private.parquet", batch_rows=250_000)
@@ -39,10 +39,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
-from dpevolve.encoding import Layout, Records, encode
+from dpevolve.data.encoding import Layout, Records, encode
 from dpevolve.errors import InputError
-from dpevolve.io import _suffix
-from dpevolve.schema import CategoricalColumn, NumericColumn, Schema, ValidationReport
+from dpevolve.data.io import _suffix
+from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema, ValidationReport
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -222,7 +222,7 @@ def empty_records(schema: Schema) -> Records:
 def encode_batch(
     frame: pd.DataFrame, schema: Schema, on_invalid: OnInvalid, what: str = "private table"
 ) -> tuple[Records, BatchTally]:
-    """:func:`validate_batch` then :func:`~dpevolve.encoding.encode`."""
+    """:func:`validate_batch` then :func:`~dpevolve.data.encoding.encode`."""
     clean, tally = validate_batch(frame, schema, on_invalid, what)
     if len(clean) == 0:
         return empty_records(schema), tally

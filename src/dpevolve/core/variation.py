@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpevolve.encoding import Layout, Records
+from dpevolve.data.encoding import Layout, Records
 
 
 def mutation_rate(

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from dpevolve.errors import InputError
-from dpevolve.schema import CategoricalColumn, NumericColumn, Schema
+from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 
 __all__ = [
     "NUMERIC_BINS",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dpevolve.schema import CategoricalColumn, NumericColumn, Schema
+from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 
 
 @dataclass(frozen=True)

@@ -50,11 +50,11 @@ from typing import Any, ClassVar, NoReturn
 import numpy as np
 import yaml
 
-from dpevolve.distance import Distance, Gower
-from dpevolve.encoding import Layout
+from dpevolve.core.distance import Distance, Gower
+from dpevolve.data.encoding import Layout
 from dpevolve.errors import InputError
-from dpevolve.schema import CategoricalColumn, Column, NumericColumn, Schema
-from dpevolve.votes import SoftVote, noise_ratio
+from dpevolve.data.schema import CategoricalColumn, Column, NumericColumn, Schema
+from dpevolve.core.votes import SoftVote, noise_ratio
 
 # Raw-unit tolerance, relative to the column range, for threshold comparisons: encoded
 # values are decoded as lo + u * R, which is exact only up to rounding.

@@ -1,6 +1,6 @@
 """Record distances (spec §1): Gower, and Tab-PE's one-hot/L2 embedding.
 
-A distance works on :class:`~dpevolve.encoding.Records` and knows, per attribute, how
+A distance works on :class:`~dpevolve.data.encoding.Records` and knows, per attribute, how
 far two records that differ only in that attribute can be (:meth:`edge_length`). The
 policy module turns that into the reach ``r`` that bounds ``|d(x, c) - d(x', c)|`` for
 any candidate ``c`` (both distances satisfy the triangle inequality).
@@ -16,8 +16,8 @@ from typing import Protocol
 
 import numpy as np
 
-from dpevolve.encoding import Layout, Records
-from dpevolve.schema import CategoricalColumn, Schema
+from dpevolve.data.encoding import Layout, Records
+from dpevolve.data.schema import CategoricalColumn, Schema
 
 
 class Distance(Protocol):

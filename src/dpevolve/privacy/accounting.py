@@ -1179,7 +1179,7 @@ class Ledger:
 
     def write(self, path: str | os.PathLike[str], shareable: bool = False) -> None:
         """Write the JSON atomically: a temporary file in the same folder, then rename."""
-        from dpevolve.io import atomic_write
+        from dpevolve.data.io import atomic_write
 
         target = Path(path)
         if not target.parent.is_dir():

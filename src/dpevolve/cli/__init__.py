@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 import typer
 
 from dpevolve.errors import InputError
-from dpevolve.io import TABLE_SUFFIXES, check_writable, read_table, write_json, write_table
+from dpevolve.data.io import TABLE_SUFFIXES, check_writable, read_table, write_json, write_table
 
 app = typer.Typer(
     name="dpevolve",
@@ -146,7 +146,7 @@ def synth(
     quiet: Quiet = False,
 ) -> None:
     """Synthesize a DP table from PRIVATE; the ledger goes to OUT.ledger.json."""
-    from dpevolve.schema import Schema
+    from dpevolve.data.schema import Schema
     from dpevolve.synthesizer import Synthesizer
 
     ledger_out = _check_outputs(output, force, report, share_ledger)
@@ -154,8 +154,8 @@ def synth(
     table_schema = Schema.load(schema)
     public_table = read_table(public, "public table") if public is not None else None
     if policy is not None:
-        from dpevolve.distance import make_distance
-        from dpevolve.policy import Policy
+        from dpevolve.core.distance import make_distance
+        from dpevolve.core.policy import Policy
         from dpevolve.presets import get_preset
 
         loaded = Policy.load(policy, table_schema)
@@ -195,8 +195,8 @@ def synth(
     if share_ledger is not None:
         model.ledger_.write(share_ledger, shareable=True)
     if report is not None:
-        from dpevolve.evaluation import evaluate as run_evaluation
-        from dpevolve.report import write_report
+        from dpevolve.reporting.evaluation import evaluate as run_evaluation
+        from dpevolve.reporting.report import write_report
 
         private_table = read_table(private, "private table")
         evaluation = run_evaluation(
@@ -277,9 +277,9 @@ def pubmix(
     quiet: Quiet = False,
 ) -> None:
     """Release M DP samples of PRIVATE over the product domain of its columns."""
-    from dpevolve.accounting import Budget
-    from dpevolve.pubmix.table import sample_discrete
-    from dpevolve.schema import Schema
+    from dpevolve.privacy.accounting import Budget
+    from dpevolve.release.discrete import sample_discrete
+    from dpevolve.data.schema import Schema
 
     ledger_out = _check_outputs(output, force)
     _require_budget(epsilon, rho)
@@ -319,8 +319,8 @@ def schema_infer(
     force: Force = False,
 ) -> None:
     """Write a schema from PUBLIC data (never run this on private data)."""
-    from dpevolve.io import atomic_write
-    from dpevolve.schema import Schema
+    from dpevolve.data.io import atomic_write
+    from dpevolve.data.schema import Schema
 
     check_writable(output, force)
     table = read_table(public, "public table")
@@ -343,7 +343,7 @@ def schema_check(
     schema: Annotated[Path, typer.Option("--schema", "-s")],
 ) -> None:
     """Check that TABLE fits SCHEMA (one line per problem found, exit 2 on the first)."""
-    from dpevolve.schema import Schema
+    from dpevolve.data.schema import Schema
 
     frame, _ = Schema.load(schema).validate(read_table(table), on_invalid="error")
     typer.echo(f"{table}: {len(frame)} rows fit the schema")
@@ -362,9 +362,9 @@ def evaluate(
     force: Force = False,
 ) -> None:
     """k-way marginal TV (k = 1, 2, 3) and train-on-synthetic-test-on-real scores."""
-    from dpevolve.evaluation import evaluate as run_evaluation
-    from dpevolve.evaluation import format_report
-    from dpevolve.schema import Schema
+    from dpevolve.reporting.evaluation import evaluate as run_evaluation
+    from dpevolve.reporting.evaluation import format_report
+    from dpevolve.data.schema import Schema
 
     if output is not None:
         check_writable(output, force)
@@ -396,9 +396,9 @@ def demo(
 ) -> None:
     """The main job end to end: synthesize, write the ledger, evaluate, report."""
     from dpevolve import datasets
-    from dpevolve.evaluation import evaluate as run_evaluation
-    from dpevolve.evaluation import format_report
-    from dpevolve.report import write_report
+    from dpevolve.reporting.evaluation import evaluate as run_evaluation
+    from dpevolve.reporting.evaluation import format_report
+    from dpevolve.reporting.report import write_report
     from dpevolve.synthesizer import Synthesizer
 
     output.mkdir(parents=True, exist_ok=True)
@@ -455,9 +455,9 @@ def policy_show(
     """Per-attribute and record reach, soft-vote bounds, q and the budget saving (1/q^2)."""
     import json
 
-    from dpevolve.distance import make_distance
-    from dpevolve.policy import Policy, summarize
-    from dpevolve.schema import Schema
+    from dpevolve.core.distance import make_distance
+    from dpevolve.core.policy import Policy, summarize
+    from dpevolve.data.schema import Schema
 
     table_schema = Schema.load(schema)
     temperatures = tuple(temperature) if temperature else (0.015, 0.03, 0.06)
@@ -504,11 +504,11 @@ def policy_audit(
     """
     import json
 
-    from dpevolve.distance import make_distance
-    from dpevolve.encoding import encode
-    from dpevolve.policy import Policy
-    from dpevolve.schema import Schema
-    from dpevolve.sensitivity import exact_hard_sensitivity, exact_soft_sensitivity, soft_bound
+    from dpevolve.core.distance import make_distance
+    from dpevolve.data.encoding import encode
+    from dpevolve.core.policy import Policy
+    from dpevolve.data.schema import Schema
+    from dpevolve.core.sensitivity import exact_hard_sensitivity, exact_soft_sensitivity, soft_bound
 
     table_schema = Schema.load(schema)
     rule = Policy.load(policy, table_schema)
@@ -578,7 +578,7 @@ def datasets_schema(
 ) -> None:
     """Write a dataset's shipped schema (documented domains) to a YAML file."""
     from dpevolve import datasets
-    from dpevolve.io import atomic_write
+    from dpevolve.data.io import atomic_write
 
     check_writable(output, force)
     text = datasets.schema(name, columns=columns).to_yaml()

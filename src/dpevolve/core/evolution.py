@@ -15,12 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpevolve.backends.base import Backend, PrivateData
-from dpevolve.distance import Distance
-from dpevolve.encoding import Records
+from dpevolve.core.distance import Distance
+from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
 from dpevolve.release.base import Release, Selection, SelectionMode
-from dpevolve.variation import Variation, mutation_rate
-from dpevolve.votes import Vote
+from dpevolve.core.variation import Variation, mutation_rate
+from dpevolve.core.votes import Vote
 
 
 @dataclass(frozen=True)
