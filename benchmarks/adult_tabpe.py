@@ -27,9 +27,9 @@ import numpy as np
 
 from dpevolve import Synthesizer, datasets
 from dpevolve.backends import make_backend
+from dpevolve.core.variation import Variation
 from dpevolve.data.encoding import Layout, decode
 from dpevolve.reporting.evaluation import marginal_tv, tstr
-from dpevolve.core.variation import Variation
 
 RESULTS = Path(__file__).resolve().parent / "results"
 REFERENCE = {  # measured on this machine with the same 9 columns (issue 2)

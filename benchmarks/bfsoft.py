@@ -167,8 +167,8 @@ def task_fit(args: tuple[str, str, int, str]) -> dict[str, Any]:
 def task_pilot(args: tuple[str, int, tuple[int, ...], str]) -> dict[str, Any]:
     budget, rep, seeds, backend = args
     s = _setup(backend)
-    from dpevolve.privacy.accounting import Budget
     from dpevolve.core.pilot import run_pilot
+    from dpevolve.privacy.accounting import Budget
 
     start = time.perf_counter()
     result = run_pilot(
@@ -238,8 +238,8 @@ def task_calibration(args: tuple[int, str]) -> dict[str, Any]:
     # The same search on the initial population (a public sample): the value moves.
     import numpy as np
 
-    from dpevolve.data.encoding import Layout, encode
     from dpevolve.core.variation import Variation
+    from dpevolve.data.encoding import Layout, encode
 
     rng = np.random.default_rng(seed)
     initial = Variation(Layout.of(s["schema"])).from_public(
@@ -290,10 +290,10 @@ def task_snr(args: tuple[int, str]) -> dict[str, Any]:
     s = _setup(backend)
     import numpy as np
 
-    from dpevolve.privacy.accounting import Budget, calibrate_gaussian
-    from dpevolve.data.encoding import Layout, encode
     from dpevolve.core.variation import Variation
     from dpevolve.core.votes import make_vote
+    from dpevolve.data.encoding import Layout, encode
+    from dpevolve.privacy.accounting import Budget, calibrate_gaussian
 
     rng = np.random.default_rng(seed)
     population = Variation(Layout.of(s["schema"])).from_public(
@@ -302,8 +302,8 @@ def task_snr(args: tuple[int, str]) -> dict[str, Any]:
     private = encode(s["train"], s["schema"])
     reach = s["policy"].reach(s["distance"])
     out: dict[str, Any] = {"n_private": len(private), "mean_count": len(private) / 512}
-    from dpevolve.data.encoding import decode
     from dpevolve.core.pilot import pilot_error
+    from dpevolve.data.encoding import decode
 
     variation = Variation(Layout.of(s["schema"]))
     out["baseline_errors"] = {

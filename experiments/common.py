@@ -110,8 +110,8 @@ def has_test(dataset: str) -> bool:
 @functools.lru_cache(maxsize=64)
 def policy(dataset: str, name: str) -> Any:
     """The :class:`dpevolve.core.policy.Policy` named ``name`` of ``dataset``."""
-    from dpevolve.datasets import WORKCLASS_BLOCKS
     from dpevolve.core.policy import Policy
+    from dpevolve.datasets import WORKCLASS_BLOCKS
 
     spec = POLICIES[base_dataset(dataset)][name]
     attributes = {}

@@ -79,8 +79,8 @@ def undiscretise(
     codes: dict[str, np.ndarray], schema: Any, rng: np.random.Generator
 ) -> pd.DataFrame:
     """Codes back to values: categorical by index, numeric uniform inside the bin."""
-    from dpevolve.reporting.evaluation import NUMERIC_BINS
     from dpevolve.data.schema import NumericColumn
+    from dpevolve.reporting.evaluation import NUMERIC_BINS
 
     out: dict[str, Any] = {}
     for column in schema.columns:

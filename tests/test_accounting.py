@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from scipy.special import gammaln, xlogy
 from scipy.stats import norm
 
+from dpevolve.errors import InputError, PrivacyError
 from dpevolve.privacy.accounting import (
     METHODS,
     Accountant,
@@ -31,7 +32,6 @@ from dpevolve.privacy.accounting import (
     gaussian_delta,
     rho_for_epsilon,
 )
-from dpevolve.errors import InputError, PrivacyError
 
 # ------------------------------------------------------------------ helpers
 

@@ -22,12 +22,12 @@ from dpevolve import Synthesizer
 from dpevolve.backends import LocalBackend
 from dpevolve.backends.dask import DaskBackend, DaskPrivate, fit_parquet
 from dpevolve.core.distance import make_distance
-from dpevolve.data.encoding import Layout, Records, encode
-from dpevolve.errors import InputError
-from dpevolve.data.schema import Schema
-from dpevolve.data.streaming import StreamedTable, fit_file
 from dpevolve.core.variation import Variation
 from dpevolve.core.votes import HardVote, SoftVote
+from dpevolve.data.encoding import Layout, Records, encode
+from dpevolve.data.schema import Schema
+from dpevolve.data.streaming import StreamedTable, fit_file
+from dpevolve.errors import InputError
 
 SETTINGS = {"epsilon": 1.0, "random_state": 7, "population_size": 48, "rounds": 3}
 

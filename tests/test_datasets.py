@@ -22,9 +22,9 @@ import pytest
 import yaml
 
 from dpevolve import datasets
+from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.datasets import _fetch
 from dpevolve.errors import InputError
-from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 
 SCHEMA_DIR = Path(datasets.__file__).parent / "schemas"
 _DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -8,10 +8,10 @@ from hypothesis import strategies as st
 
 from dpevolve.backends.local import LocalBackend
 from dpevolve.core.distance import Gower, TabPEEmbedding
-from dpevolve.data.encoding import Layout, Records
-from dpevolve.data.schema import Schema
 from dpevolve.core.variation import Variation
 from dpevolve.core.votes import HardVote, SoftVote
+from dpevolve.data.encoding import Layout, Records
+from dpevolve.data.schema import Schema
 
 
 def _records(schema: Schema, seed: int, size: int) -> Records:

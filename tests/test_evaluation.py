@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.errors import InputError
 from dpevolve.reporting.evaluation import (
     NUMERIC_BINS,
@@ -25,7 +26,6 @@ from dpevolve.reporting.evaluation import (
     plot_marginals,
     tstr,
 )
-from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 
 # --------------------------------------------------------------- fixtures
 

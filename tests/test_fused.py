@@ -17,11 +17,11 @@ from dpevolve.backends.fused import FusedBackend, fused_available
 from dpevolve.backends.gpu import GpuBackend, gpu_available
 from dpevolve.backends.local import LocalBackend
 from dpevolve.core.distance import Gower, TabPEEmbedding
-from dpevolve.data.encoding import Layout, Records
-from dpevolve.errors import InputError
-from dpevolve.data.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
 from dpevolve.core.variation import Variation
 from dpevolve.core.votes import HardVote, SoftVote
+from dpevolve.data.encoding import Layout, Records
+from dpevolve.data.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
+from dpevolve.errors import InputError
 
 needs_numba = pytest.mark.skipif(not fused_available(), reason="numba is not installed")
 

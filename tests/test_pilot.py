@@ -3,10 +3,10 @@ from __future__ import annotations
 import pytest
 
 from dpevolve import Synthesizer
-from dpevolve.privacy.accounting import Budget
-from dpevolve.errors import InputError
 from dpevolve.core.pilot import run_pilot
 from dpevolve.core.policy import Policy
+from dpevolve.errors import InputError
+from dpevolve.privacy.accounting import Budget
 
 
 def test_pilot_forecast_and_auto_temperature(small_schema, small_table) -> None:

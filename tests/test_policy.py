@@ -12,8 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpevolve.core.distance import Gower, TabPEEmbedding
-from dpevolve.data.encoding import Records
-from dpevolve.errors import InputError
 from dpevolve.core.policy import (
     Complete,
     HierarchyGraph,
@@ -23,8 +21,10 @@ from dpevolve.core.policy import (
     load_policy,
     summarize,
 )
-from dpevolve.data.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
 from dpevolve.core.votes import noise_ratio
+from dpevolve.data.encoding import Records
+from dpevolve.data.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
+from dpevolve.errors import InputError
 
 WORKCLASS = (
     "Private",

@@ -9,12 +9,12 @@ import pandas as pd
 import pytest
 
 from dpevolve import Synthesizer
-from dpevolve.privacy.accounting import Budget
 from dpevolve.cli import main
+from dpevolve.data.schema import CategoricalColumn, Schema
 from dpevolve.errors import InputError
+from dpevolve.privacy.accounting import Budget
 from dpevolve.pubmix import beta_min, pubmix_delta
 from dpevolve.release.discrete import ProductDomain, sample_discrete
-from dpevolve.data.schema import CategoricalColumn, Schema
 
 FAST = {"population_size": 30, "rounds": 3, "random_state": 0}
 

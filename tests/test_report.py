@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 
 from dpevolve import Synthesizer
+from dpevolve.data.schema import Schema
 from dpevolve.errors import InputError
 from dpevolve.reporting.evaluation import evaluate
 from dpevolve.reporting.report import render_report, write_report
-from dpevolve.data.schema import Schema
 
 PNG = "data:image/png;base64,"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

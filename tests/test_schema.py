@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpevolve.data.encoding import decode, encode
-from dpevolve.errors import InputError
 from dpevolve.data.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
+from dpevolve.errors import InputError
 
 
 def test_yaml_round_trip(small_schema: Schema) -> None:

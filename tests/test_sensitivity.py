@@ -12,10 +12,7 @@ import pytest
 from scipy.special import softmax
 
 from dpevolve.core.distance import Gower, TabPEEmbedding
-from dpevolve.data.encoding import Records
-from dpevolve.errors import InputError
 from dpevolve.core.policy import Complete, HierarchyGraph, Partition, Policy, Threshold
-from dpevolve.data.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
 from dpevolve.core.sensitivity import (
     enumerate_domain,
     exact_hard_sensitivity,
@@ -25,6 +22,9 @@ from dpevolve.core.sensitivity import (
     reach_edge,
     soft_bound,
 )
+from dpevolve.data.encoding import Records
+from dpevolve.data.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
+from dpevolve.errors import InputError
 
 TREE = {"g1": ["a", "b"], "g2": ["c", "d"]}
 SMALL = Schema(

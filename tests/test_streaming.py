@@ -18,13 +18,13 @@ import pytest
 from dpevolve import Synthesizer
 from dpevolve.backends import LocalBackend
 from dpevolve.core.distance import make_distance
+from dpevolve.core.variation import Variation
+from dpevolve.core.votes import HardVote, SoftVote
 from dpevolve.data.encoding import Layout, Records, encode
-from dpevolve.errors import InputError
 from dpevolve.data.io import read_table
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.streaming import StreamedTable, fit_file
-from dpevolve.core.variation import Variation
-from dpevolve.core.votes import HardVote, SoftVote
+from dpevolve.errors import InputError
 
 FORMATS = ["csv", "csv.gz", "parquet"]
 

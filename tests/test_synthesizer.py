@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpevolve import Synthesizer
-from dpevolve.errors import InputError
 from dpevolve.core.evolution import Schedule, Stage
-from dpevolve.presets import get_preset
 from dpevolve.core.variation import mutation_rate
+from dpevolve.errors import InputError
+from dpevolve.presets import get_preset
 
 FAST = {"population_size": 40, "rounds": 3}
 

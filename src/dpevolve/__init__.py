@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from dpevolve import compat
-from dpevolve.errors import DPEvolveError, InputError
 from dpevolve.data.schema import Schema, load_schema
+from dpevolve.errors import DPEvolveError, InputError
 
 if TYPE_CHECKING:
     from dpevolve.core.policy import Policy

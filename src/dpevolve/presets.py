@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dpevolve.errors import InputError
 from dpevolve.core.evolution import Schedule, Stage
+from dpevolve.errors import InputError
 
 
 @dataclass(frozen=True)

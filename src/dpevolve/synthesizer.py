@@ -14,18 +14,24 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
 
-from dpevolve.privacy.accounting import Accountant, Budget, Ledger, ZeroCostEvent, calibrate_gaussian
 from dpevolve.backends import Backend, make_backend
 from dpevolve.core.distance import Distance, make_distance
-from dpevolve.data.encoding import Layout, Records, decode, encode
-from dpevolve.errors import InputError, PrivacyError
 from dpevolve.core.evolution import Evolution
-from dpevolve.presets import Preset, get_preset
-from dpevolve.release.base import Release, Selection
-from dpevolve.release.gaussian import GaussianRelease, SystemNoise
-from dpevolve.data.schema import Schema, ValidationReport
 from dpevolve.core.variation import Variation
 from dpevolve.core.votes import Vote, make_vote
+from dpevolve.data.encoding import Layout, Records, decode, encode
+from dpevolve.data.schema import Schema, ValidationReport
+from dpevolve.errors import InputError, PrivacyError
+from dpevolve.presets import Preset, get_preset
+from dpevolve.privacy.accounting import (
+    Accountant,
+    Budget,
+    Ledger,
+    ZeroCostEvent,
+    calibrate_gaussian,
+)
+from dpevolve.release.base import Release, Selection
+from dpevolve.release.gaussian import GaussianRelease, SystemNoise
 
 
 def package_version() -> str:

@@ -8,8 +8,8 @@ from typing import Protocol
 import numpy as np
 
 from dpevolve.core.distance import Distance
-from dpevolve.data.encoding import Records
 from dpevolve.core.votes import Vote
+from dpevolve.data.encoding import Records
 
 PrivateData = Records | Iterable[Records]
 

@@ -68,8 +68,8 @@ import numpy as np
 from dpevolve.backends.base import Backend, PrivateData
 from dpevolve.backends.local import LocalBackend
 from dpevolve.core.distance import Distance
+from dpevolve.core.votes import Vote
 from dpevolve.data.encoding import Records
-from dpevolve.errors import InputError
 from dpevolve.data.schema import Schema, ValidationReport
 from dpevolve.data.streaming import (
     BatchTally,
@@ -80,7 +80,7 @@ from dpevolve.data.streaming import (
     encode_batch,
     encode_clean,
 )
-from dpevolve.core.votes import Vote
+from dpevolve.errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -47,9 +47,9 @@ import numpy as np
 from dpevolve.backends.base import PrivateData
 from dpevolve.backends.local import LocalBackend, chunks
 from dpevolve.core.distance import Distance, Gower, TabPEEmbedding
+from dpevolve.core.votes import HardVote, SoftVote, Vote
 from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
-from dpevolve.core.votes import HardVote, SoftVote, Vote
 
 # Kernel codes for the distance (numba specialises on neither strings nor classes).
 _GOWER = 0

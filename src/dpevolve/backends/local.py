@@ -8,8 +8,8 @@ import numpy as np
 
 from dpevolve.backends.base import PrivateData
 from dpevolve.core.distance import Distance
-from dpevolve.data.encoding import Records
 from dpevolve.core.votes import Vote
+from dpevolve.data.encoding import Records
 
 
 def chunks(private: PrivateData, rows: int) -> Iterator[Records]:

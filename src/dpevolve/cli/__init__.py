@@ -15,8 +15,8 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from dpevolve.errors import InputError
 from dpevolve.data.io import TABLE_SUFFIXES, check_writable, read_table, write_json, write_table
+from dpevolve.errors import InputError
 
 app = typer.Typer(
     name="dpevolve",
@@ -277,9 +277,9 @@ def pubmix(
     quiet: Quiet = False,
 ) -> None:
     """Release M DP samples of PRIVATE over the product domain of its columns."""
+    from dpevolve.data.schema import Schema
     from dpevolve.privacy.accounting import Budget
     from dpevolve.release.discrete import sample_discrete
-    from dpevolve.data.schema import Schema
 
     ledger_out = _check_outputs(output, force)
     _require_budget(epsilon, rho)
@@ -362,9 +362,9 @@ def evaluate(
     force: Force = False,
 ) -> None:
     """k-way marginal TV (k = 1, 2, 3) and train-on-synthetic-test-on-real scores."""
+    from dpevolve.data.schema import Schema
     from dpevolve.reporting.evaluation import evaluate as run_evaluation
     from dpevolve.reporting.evaluation import format_report
-    from dpevolve.data.schema import Schema
 
     if output is not None:
         check_writable(output, force)
@@ -505,10 +505,10 @@ def policy_audit(
     import json
 
     from dpevolve.core.distance import make_distance
-    from dpevolve.data.encoding import encode
     from dpevolve.core.policy import Policy
-    from dpevolve.data.schema import Schema
     from dpevolve.core.sensitivity import exact_hard_sensitivity, exact_soft_sensitivity, soft_bound
+    from dpevolve.data.encoding import encode
+    from dpevolve.data.schema import Schema
 
     table_schema = Schema.load(schema)
     rule = Policy.load(policy, table_schema)

@@ -16,11 +16,11 @@ import numpy as np
 
 from dpevolve.backends.base import Backend, PrivateData
 from dpevolve.core.distance import Distance
+from dpevolve.core.variation import Variation, mutation_rate
+from dpevolve.core.votes import Vote
 from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
 from dpevolve.release.base import Release, Selection, SelectionMode
-from dpevolve.core.variation import Variation, mutation_rate
-from dpevolve.core.votes import Vote
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpevolve.privacy.accounting import Budget, calibrate_gaussian
-from dpevolve.errors import InputError
-from dpevolve.reporting.evaluation import marginal_tv
 from dpevolve.data.schema import Schema
+from dpevolve.errors import InputError
+from dpevolve.privacy.accounting import Budget, calibrate_gaussian
+from dpevolve.reporting.evaluation import marginal_tv
 
 DEFAULT_TEMPERATURES = (0.015, 0.03, 0.06)
 

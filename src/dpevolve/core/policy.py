@@ -51,10 +51,10 @@ import numpy as np
 import yaml
 
 from dpevolve.core.distance import Distance, Gower
-from dpevolve.data.encoding import Layout
-from dpevolve.errors import InputError
-from dpevolve.data.schema import CategoricalColumn, Column, NumericColumn, Schema
 from dpevolve.core.votes import SoftVote, noise_ratio
+from dpevolve.data.encoding import Layout
+from dpevolve.data.schema import CategoricalColumn, Column, NumericColumn, Schema
+from dpevolve.errors import InputError
 
 # Raw-unit tolerance, relative to the column range, for threshold comparisons: encoded
 # values are decoded as lo + u * R, which is exact only up to rounding.

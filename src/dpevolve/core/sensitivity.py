@@ -34,11 +34,11 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from dpevolve.core.distance import Distance
-from dpevolve.data.encoding import Layout, Records
-from dpevolve.errors import InputError
 from dpevolve.core.policy import Policy, SecretGraph, Threshold
-from dpevolve.data.schema import Column, NumericColumn
 from dpevolve.core.votes import SoftVote
+from dpevolve.data.encoding import Layout, Records
+from dpevolve.data.schema import Column, NumericColumn
+from dpevolve.errors import InputError
 
 Norm = Literal["l1", "l2"]
 

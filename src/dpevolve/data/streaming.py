@@ -40,9 +40,9 @@ import numpy as np
 import pandas as pd
 
 from dpevolve.data.encoding import Layout, Records, encode
-from dpevolve.errors import InputError
 from dpevolve.data.io import _suffix
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema, ValidationReport
+from dpevolve.errors import InputError
 
 if TYPE_CHECKING:
     import pyarrow as pa

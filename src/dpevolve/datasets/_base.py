@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from dpevolve.errors import InputError
 from dpevolve.data.schema import NumericColumn, Schema
+from dpevolve.errors import InputError
 
 DATA_ENV = "DPEVOLVE_DATA"
 """Environment variable naming a data folder laid out like the project's shared data."""

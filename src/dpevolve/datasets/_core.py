@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dpevolve.data.schema import Schema
 from dpevolve.datasets import _fetch
 from dpevolve.datasets._base import (
     DATA_ENV,
@@ -21,7 +22,6 @@ from dpevolve.datasets._base import (
 )
 from dpevolve.datasets.synthetic import demo_schema, make_demo, make_xor, xor_schema
 from dpevolve.errors import InputError
-from dpevolve.data.schema import Schema
 
 # ------------------------------------------------------------------ public constants
 ADULT_COLUMNS: tuple[str, ...] = (

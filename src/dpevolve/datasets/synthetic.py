@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.datasets._base import Dataset, finish, shipped_schema
 from dpevolve.errors import InputError
-from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 
 XOR_LO = -10.0
 XOR_HI = 10.0

@@ -24,11 +24,17 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from dpevolve.privacy.accounting import ApproxDPEvent, Budget, GaussianEvent, Ledger, calibrate_gaussian
-from dpevolve.errors import InputError
-from dpevolve.reporting.evaluation import bin_codes, bin_count
-from dpevolve.pubmix.noise import choose_floor, choose_floor_privately, linmix, pubmix_sample
 from dpevolve.data.schema import NumericColumn, Schema
+from dpevolve.errors import InputError
+from dpevolve.privacy.accounting import (
+    ApproxDPEvent,
+    Budget,
+    GaussianEvent,
+    Ledger,
+    calibrate_gaussian,
+)
+from dpevolve.pubmix.noise import choose_floor, choose_floor_privately, linmix, pubmix_sample
+from dpevolve.reporting.evaluation import bin_codes, bin_count
 
 MAX_CELLS = 20_000_000  # float64 histograms of this size take 160 MB each
 

@@ -14,8 +14,8 @@ from typing import Protocol
 
 import numpy as np
 
-from dpevolve.privacy.accounting import GaussianEvent
 from dpevolve.data.encoding import Records
+from dpevolve.privacy.accounting import GaussianEvent
 from dpevolve.release.base import Selection, SelectionMode
 
 

@@ -33,11 +33,12 @@ from typing import Any, Literal
 
 import numpy as np
 
-from dpevolve.privacy.accounting import ApproxDPEvent, Budget, PrivacyLossPairEvent
 from dpevolve.backends.base import Backend
 from dpevolve.core.distance import Distance
+from dpevolve.core.votes import HardVote
 from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
+from dpevolve.privacy.accounting import ApproxDPEvent, Budget, PrivacyLossPairEvent
 from dpevolve.pubmix import (
     beta_min,
     choose_floor,
@@ -50,7 +51,6 @@ from dpevolve.pubmix import (
     worst_case_pld,
 )
 from dpevolve.release.base import Selection, SelectionMode
-from dpevolve.core.votes import HardVote
 
 Accounting = Literal["basic", "tight"]
 Noise = Literal["wf", "mifr", "linmix"]

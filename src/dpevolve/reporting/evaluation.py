@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpevolve.errors import InputError
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
+from dpevolve.errors import InputError
 
 __all__ = [
     "NUMERIC_BINS",

@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from dpevolve.errors import InputError
 from dpevolve.data.io import atomic_write, check_writable
 from dpevolve.data.schema import Schema
+from dpevolve.errors import InputError
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
