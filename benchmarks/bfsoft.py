@@ -168,7 +168,7 @@ def task_pilot(args: tuple[str, int, tuple[int, ...], str]) -> dict[str, Any]:
     budget, rep, seeds, backend = args
     s = _setup(backend)
     from dpevolve.core.pilot import run_pilot
-    from dpevolve.privacy.accounting import Budget
+    from dpevolve.privacy import Budget
 
     start = time.perf_counter()
     result = run_pilot(
@@ -293,7 +293,7 @@ def task_snr(args: tuple[int, str]) -> dict[str, Any]:
     from dpevolve.core.variation import Variation
     from dpevolve.core.votes import make_vote
     from dpevolve.data.encoding import Layout, encode
-    from dpevolve.privacy.accounting import Budget, calibrate_gaussian
+    from dpevolve.privacy import Budget, calibrate_gaussian
 
     rng = np.random.default_rng(seed)
     population = Variation(Layout.of(s["schema"])).from_public(

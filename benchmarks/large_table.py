@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from dpevolve.backends import make_backend
+from dpevolve.data.schema import Schema
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SCRATCH = Path(tempfile.gettempdir()) / "dpevolve-large-table"
@@ -168,17 +169,22 @@ def run_streamed(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     baseline_rss = peak_rss_mb()  # imports and compiled kernels, before any private row
     tracemalloc.start()
     start = time.perf_counter()
-    schema = synthesizer._schema()
+    schema = Schema.of(synthesizer.schema)
     table = StreamedTable(path, schema, batch_rows=args.batch_rows)
     scanned = time.perf_counter()
     marks: list[float] = []
 
-    def private() -> Iterator[Any]:
-        # Each call is one round's pass: the gaps between calls time the rounds.
-        marks.append(time.perf_counter())
-        return table.batches()
+    class TimedSource:
+        """The file source, marking when each round's pass starts."""
 
-    synthesizer._fit_records(private, schema, table.report, n=table.rows)
+        n = table.n
+        report = table.report
+
+        def batches(self) -> Any:
+            marks.append(time.perf_counter())
+            return table.batches()
+
+    synthesizer.fit_source(TimedSource())
     end = time.perf_counter()
     _, heap_peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()

@@ -140,7 +140,7 @@ def person_activity() -> dict[str, Any]:
 # ------------------------------------------------------------------ part 1 tasks
 def tv_task(public: str, epsilon: float, m: int, seed: int) -> list[dict[str, Any]]:
     """Every method at one (public, eps, m, seed); one row per method."""
-    from dpevolve.privacy.accounting import Budget
+    from dpevolve.privacy import Budget
     from dpevolve.pubmix import deficit, max_invariance_fill, pubmix_sample, water_fill
     from dpevolve.release.discrete import sample_discrete
 

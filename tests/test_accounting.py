@@ -17,7 +17,7 @@ from scipy.special import gammaln, xlogy
 from scipy.stats import norm
 
 from dpevolve.errors import InputError, PrivacyError
-from dpevolve.privacy.accounting import (
+from dpevolve.privacy import (
     METHODS,
     Accountant,
     AccountingResult,

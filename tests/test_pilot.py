@@ -6,7 +6,7 @@ from dpevolve import Synthesizer
 from dpevolve.core.pilot import run_pilot
 from dpevolve.core.policy import Policy
 from dpevolve.errors import InputError
-from dpevolve.privacy.accounting import Budget
+from dpevolve.privacy import Budget
 
 
 def test_pilot_forecast_and_auto_temperature(small_schema, small_table) -> None:

@@ -12,7 +12,7 @@ from dpevolve import Synthesizer
 from dpevolve.cli import main
 from dpevolve.data.schema import CategoricalColumn, Schema
 from dpevolve.errors import InputError
-from dpevolve.privacy.accounting import Budget
+from dpevolve.privacy import Budget
 from dpevolve.pubmix import beta_min, pubmix_delta
 from dpevolve.release.discrete import ProductDomain, sample_discrete
 

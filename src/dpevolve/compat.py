@@ -18,6 +18,7 @@ MOVED: dict[str, str] = {
         for m in ("distance", "votes", "policy", "evolution", "variation", "sensitivity", "pilot")
     },
     "dpevolve.accounting": "dpevolve.privacy",
+    "dpevolve.privacy.accounting": "dpevolve.privacy",
     "dpevolve.evaluation": "dpevolve.reporting.evaluation",
     "dpevolve.report": "dpevolve.reporting.report",
     "dpevolve.pubmix.table": "dpevolve.release.discrete",

@@ -20,10 +20,11 @@ from dpevolve.core.evolution import Evolution
 from dpevolve.core.variation import Variation
 from dpevolve.core.votes import Vote, make_vote
 from dpevolve.data.encoding import Layout, Records, decode, encode
-from dpevolve.data.schema import Schema, ValidationReport
+from dpevolve.data.schema import Schema
+from dpevolve.data.sources import FrameSource, PrivateSource
 from dpevolve.errors import InputError, PrivacyError
 from dpevolve.presets import Preset, get_preset
-from dpevolve.privacy.accounting import (
+from dpevolve.privacy import (
     Accountant,
     Budget,
     Ledger,
@@ -163,9 +164,7 @@ class Synthesizer(BaseEstimator):
 
     # ------------------------------------------------------------ configuration
     def _schema(self) -> Schema:
-        if isinstance(self.schema, Schema):
-            return self.schema
-        return Schema.load(self.schema)
+        return Schema.of(self.schema)
 
     def _preset(self) -> Preset:
         return get_preset(self.preset).with_overrides(self.population_size, self.rounds)
@@ -218,29 +217,28 @@ class Synthesizer(BaseEstimator):
         """Run Private Evolution on the private table ``X`` (``y`` is ignored)."""
         del y
         schema = self._schema()
-        frame, report = schema.validate(X, on_invalid=self.on_invalid, what="private table")
-        private = encode(frame, schema)
-        return self._fit_records(private, schema, report)
+        return self.fit_source(FrameSource(X, schema, on_invalid=self.on_invalid))
 
     def fit_file(self, path: str | Path, batch_rows: int = 250_000) -> Synthesizer:
         """Fit on a CSV or Parquet file read in batches, never whole (bounded memory).
 
-        With the same seed the result equals ``fit(read_table(path))``.
+        With the same seeds the result equals ``fit(read_table(path))``.
         """
-        from dpevolve.data.streaming import fit_file
+        from dpevolve.data.streaming import StreamedTable
 
-        return fit_file(self, path, batch_rows)
+        source = StreamedTable(
+            path, self._schema(), batch_rows=batch_rows, on_invalid=self.on_invalid
+        )
+        return self.fit_source(source)
 
-    def _fit_records(
-        self,
-        private: Records | Callable[[], Any],
-        schema: Schema,
-        report: ValidationReport | None,
-        n: int | None = None,
-    ) -> Synthesizer:
+    def fit_source(self, source: PrivateSource) -> Synthesizer:
+        """Fit on any :class:`~dpevolve.data.sources.PrivateSource` (the one door for
+        private records: a table in memory, a file stream, Dask partitions)."""
+        schema = self._schema()
+        report = source.report
+        n = source.n
         preset = self._preset()
-        n = len(private) if isinstance(private, Records) else n
-        if n is None or n < 1:
+        if n < 1:
             raise InputError("the private table is empty (0 rows)")
         budget = self._budget(n)
         distance: Distance = make_distance(self.distance or preset.distance, schema)
@@ -359,7 +357,7 @@ class Synthesizer(BaseEstimator):
                 )
                 advance(t, spent)
 
-            final = engine.run(private, initial, rng, on_round)
+            final = engine.run(source, initial, rng, on_round)
 
         self.population_ = final
         self.synthetic_ = decode(final, schema)

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from dpevolve.privacy.accounting import Accountant, Budget, GaussianEvent, calibrate_gaussian
+from dpevolve.privacy import Accountant, Budget, GaussianEvent, calibrate_gaussian
 
 DOMAIN = (0.0, 0.35, 0.6, 1.0)
 N_RECORDS = 3

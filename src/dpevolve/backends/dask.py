@@ -175,6 +175,15 @@ class DaskPrivate:
     def __len__(self) -> int:
         return self.rows
 
+    @property
+    def n(self) -> int:
+        """The row count (public under replace-one adjacency): a ``PrivateSource``."""
+        return self.rows
+
+    def batches(self) -> DaskPrivate:
+        """What the :class:`DaskBackend` votes over: the partitions on the workers."""
+        return self
+
     def __call__(self) -> DaskPrivate:
         return self
 
@@ -489,10 +498,10 @@ def fit_parquet(
     backend = model.backend
     if not isinstance(backend, DaskBackend):
         raise InputError("fit_parquet needs a Synthesizer with backend=DaskBackend(...)")
-    schema = model._schema()
+    schema = Schema.of(model.schema)
     held = backend.read_parquet(path, schema, model.on_invalid, persist=persist, **read_kwargs)
     try:
-        return model._fit_records(held, schema, held.report, n=held.rows)
+        return model.fit_source(held)
     finally:
         held.release()
 

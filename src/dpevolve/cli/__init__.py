@@ -278,7 +278,7 @@ def pubmix(
 ) -> None:
     """Release M DP samples of PRIVATE over the product domain of its columns."""
     from dpevolve.data.schema import Schema
-    from dpevolve.privacy.accounting import Budget
+    from dpevolve.privacy import Budget
     from dpevolve.release.discrete import sample_discrete
 
     ledger_out = _check_outputs(output, force)

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpevolve.backends.base import Backend, PrivateData
+from dpevolve.backends.base import Backend
 from dpevolve.core.distance import Distance
 from dpevolve.core.variation import Variation, mutation_rate
 from dpevolve.core.votes import Vote
 from dpevolve.data.encoding import Records
+from dpevolve.data.sources import PrivateSource
 from dpevolve.errors import InputError
 from dpevolve.release.base import Release, Selection, SelectionMode
 
@@ -94,23 +95,22 @@ class Evolution:
 
     def run(
         self,
-        private: PrivateData | Callable[[], PrivateData],
+        source: PrivateSource,
         initial: Records,
         rng: np.random.Generator,
         on_round: RoundCallback | None = None,
     ) -> Records:
         """Evolve ``initial`` for ``schedule.rounds`` rounds.
 
-        ``private`` may be a callable returning a fresh stream of record batches, so a
-        table larger than memory is read once per round.
+        Each round takes a fresh pass over ``source`` (the one door for private
+        records), so a table larger than memory is read once per round.
         """
         total = self.schedule.rounds
         size = self.schedule.population
         population = initial
         for t in range(1, total + 1):
             stage = self.schedule.stage(t)
-            data = private() if callable(private) else private
-            histogram = self.backend.vote(data, population, self.distance, self.vote)
+            histogram = self.backend.vote(source.batches(), population, self.distance, self.vote)
             selection = self.release.select(
                 histogram, size, rng, population=population, mode=stage.mode
             )

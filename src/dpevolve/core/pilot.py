@@ -22,7 +22,7 @@ import pandas as pd
 
 from dpevolve.data.schema import Schema
 from dpevolve.errors import InputError
-from dpevolve.privacy.accounting import Budget, calibrate_gaussian
+from dpevolve.privacy import Budget, calibrate_gaussian
 from dpevolve.reporting.evaluation import marginal_tv
 
 DEFAULT_TEMPERATURES = (0.015, 0.03, 0.06)

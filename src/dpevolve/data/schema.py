@@ -312,6 +312,11 @@ class Schema:
         return out
 
     @classmethod
+    def of(cls, schema: Schema | str | Path) -> Schema:
+        """``schema`` itself, or the schema read from its YAML path."""
+        return schema if isinstance(schema, Schema) else cls.load(schema)
+
+    @classmethod
     def load(cls, path: str | Path) -> Schema:
         path = Path(path)
         if not path.exists():

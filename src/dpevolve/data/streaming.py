@@ -415,6 +415,11 @@ class StreamedTable:
     def __len__(self) -> int:
         return self.rows
 
+    @property
+    def n(self) -> int:
+        """The row count (public under replace-one adjacency): a :class:`PrivateSource`."""
+        return self.rows
+
     # ------------------------------------------------------------------ passes
     def batches(self) -> TableStream:
         """A fresh pass over the encoded valid rows, one :class:`Records` per batch.
@@ -599,29 +604,8 @@ def fit_file(
     path: str | Path,
     batch_rows: int = DEFAULT_BATCH_ROWS,
 ) -> Synthesizer:
-    """Fit ``model`` on a private table file without loading it into memory.
-
-    The table is validated with the model's ``on_invalid`` and read once per round, in
-    batches of ``batch_rows``. With the same seed the result is the one
-    ``model.fit(read_table(path))`` gives.
-
-    Parameters
-    ----------
-    model
-        An unfitted :class:`~dpevolve.synthesizer.Synthesizer`.
-    path
-        A ``.csv``, ``.csv.gz`` or ``.parquet`` file.
-    batch_rows
-        Rows per batch.
-
-    Returns
-    -------
-    Synthesizer
-        ``model``, fitted.
-    """
-    schema = model._schema()
-    table = StreamedTable(path, schema, batch_rows=batch_rows, on_invalid=model.on_invalid)
-    return model._fit_records(table.batches, schema, table.report, n=table.rows)
+    """Deprecated: use :meth:`Synthesizer.fit_file <dpevolve.synthesizer.Synthesizer.fit_file>`."""
+    return model.fit_file(path, batch_rows)
 
 
 __all__ = [

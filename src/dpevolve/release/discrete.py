@@ -26,7 +26,7 @@ import pandas as pd
 
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.errors import InputError
-from dpevolve.privacy.accounting import (
+from dpevolve.privacy import (
     ApproxDPEvent,
     Budget,
     GaussianEvent,

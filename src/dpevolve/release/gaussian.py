@@ -15,7 +15,7 @@ from typing import Protocol
 import numpy as np
 
 from dpevolve.data.encoding import Records
-from dpevolve.privacy.accounting import GaussianEvent
+from dpevolve.privacy import GaussianEvent
 from dpevolve.release.base import Selection, SelectionMode
 
 

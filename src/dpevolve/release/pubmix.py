@@ -38,7 +38,7 @@ from dpevolve.core.distance import Distance
 from dpevolve.core.votes import HardVote
 from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
-from dpevolve.privacy.accounting import ApproxDPEvent, Budget, PrivacyLossPairEvent
+from dpevolve.privacy import ApproxDPEvent, Budget, PrivacyLossPairEvent
 from dpevolve.pubmix import (
     beta_min,
     choose_floor,

@@ -44,7 +44,7 @@ from dpevolve.errors import InputError
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from dpevolve.privacy.accounting import Ledger
+    from dpevolve.privacy import Ledger
 
 __all__ = ["render_report", "write_report"]
 
@@ -132,7 +132,7 @@ def render_report(
     Parameters
     ----------
     ledger
-        ``Ledger.to_dict()`` of the run (or the :class:`~dpevolve.privacy.accounting.Ledger`
+        ``Ledger.to_dict()`` of the run (or the :class:`~dpevolve.privacy.Ledger`
         itself); needs ``"epsilon"``, ``"delta"`` and ``"events"``.
     evaluation
         The dict of :func:`dpevolve.reporting.evaluation.evaluate`: k-way TV and TSTR tables.

@@ -1,0 +1,87 @@
+"""The one door for private records (docs/architecture.md, "The one door").
+
+A :class:`PrivateSource` is how private records enter a run: it validates them against
+the schema when it is opened, knows the public row count ``n`` (replace-one adjacency),
+and hands backends a fresh pass of encoded batches each round. Three sources exist: an
+in-memory table (:class:`FrameSource`), a file read in bounded batches
+(:class:`~dpevolve.data.streaming.StreamedTable`) and partitions held by a Dask cluster
+(:class:`~dpevolve.backends.dask.DaskPrivate`). Nothing else reads private records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal, Protocol, runtime_checkable
+
+import pandas as pd
+
+from dpevolve.data.encoding import Records, encode
+from dpevolve.data.schema import Schema, ValidationReport
+
+OnInvalid = Literal["error", "drop", "clip"]
+
+
+@runtime_checkable
+class PrivateSource(Protocol):
+    """Validated private records, encoded; ``n`` is public, ``report`` is not."""
+
+    @property
+    def n(self) -> int:
+        """The row count (public under replace-one adjacency)."""
+        ...
+
+    @property
+    def report(self) -> ValidationReport | None:
+        """What validation changed: counts from the private data, never shared."""
+        ...
+
+    def batches(self) -> Records | Iterable[Records]:
+        """One pass over the encoded records, for a backend to vote over."""
+        ...
+
+
+class FrameSource:
+    """A private table in memory, validated and encoded once.
+
+    ``batches()`` returns the same :class:`Records` every round, so a backend that
+    ships data elsewhere (Dask) can recognise it and ship it once.
+    """
+
+    def __init__(
+        self,
+        frame: pd.DataFrame,
+        schema: Schema,
+        on_invalid: OnInvalid = "error",
+        what: str = "private table",
+    ) -> None:
+        clean, self._report = schema.validate(frame, on_invalid=on_invalid, what=what)
+        self._records = encode(clean, schema)
+
+    @property
+    def n(self) -> int:
+        return len(self._records)
+
+    @property
+    def report(self) -> ValidationReport | None:
+        return self._report
+
+    def batches(self) -> Records:
+        return self._records
+
+
+class RecordsSource:
+    """Records already encoded (tests, benchmarks): no validation report."""
+
+    def __init__(self, records: Records) -> None:
+        self._records = records
+
+    @property
+    def n(self) -> int:
+        return len(self._records)
+
+    @property
+    def report(self) -> ValidationReport | None:
+        return None
+
+    def batches(self) -> Records:
+        return self._records

@@ -1,0 +1,74 @@
+"""A privacy budget, and the one rule for the default delta."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from dpevolve.errors import InputError
+from dpevolve.privacy.checks import open_unit, positive
+
+#: The default delta never exceeds this, whatever n.
+MAX_DEFAULT_DELTA = 1e-5
+
+
+def default_delta(n: int) -> float:
+    """``min(1e-5, 1 / (n ln n))``: well below ``1/n`` at every ``n`` (docs/privacy.md).
+
+    ``n`` is the private row count, public under replace-one adjacency.
+    """
+    if n <= 2:
+        return MAX_DEFAULT_DELTA
+    return min(MAX_DEFAULT_DELTA, 1.0 / (n * math.log(n)))
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A privacy budget: ``(epsilon, delta)``-DP or ``rho``-zCDP (spec §4).
+
+    Parameters
+    ----------
+    epsilon, delta
+        Approximate DP target; both required together, ``epsilon > 0``,
+        ``0 < delta < 1``.
+    rho
+        zCDP target (``rho > 0``), given instead of ``epsilon``. ``delta`` may
+        accompany it, only to report an epsilon.
+    """
+
+    epsilon: float | None = None
+    delta: float | None = None
+    rho: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.rho is not None:
+            if self.epsilon is not None:
+                raise InputError("give either epsilon and delta, or rho, not both")
+            object.__setattr__(self, "rho", positive("rho", self.rho))
+            if self.delta is not None:
+                object.__setattr__(self, "delta", open_unit("delta", self.delta))
+            return
+        if self.epsilon is None:
+            raise InputError("a budget needs epsilon and delta, or rho")
+        if self.delta is None:
+            raise InputError("delta is required with epsilon")
+        object.__setattr__(self, "epsilon", positive("epsilon", self.epsilon))
+        object.__setattr__(self, "delta", open_unit("delta", self.delta))
+
+    @classmethod
+    def from_args(
+        cls,
+        epsilon: float | None = None,
+        delta: float | None = None,
+        rho: float | None = None,
+    ) -> Budget:
+        """Build a budget from command-line style optional arguments."""
+        return cls(epsilon=epsilon, delta=delta, rho=rho)
+
+    @property
+    def is_zcdp(self) -> bool:
+        return self.rho is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"epsilon": self.epsilon, "delta": self.delta, "rho": self.rho}
