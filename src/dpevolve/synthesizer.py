@@ -22,7 +22,8 @@ from dpevolve.errors import InputError, PrivacyError
 from dpevolve.evolution import Evolution
 from dpevolve.presets import Preset, get_preset
 from dpevolve.release.base import Release, Selection
-from dpevolve.release.gaussian import GaussianRelease, SystemNoise
+from dpevolve.release.gaussian import GaussianRelease
+from dpevolve.release.noise import SeededNoise, make_noise
 from dpevolve.schema import Schema, ValidationReport
 from dpevolve.variation import Variation
 from dpevolve.votes import Vote, make_vote
@@ -395,11 +396,24 @@ class Synthesizer(BaseEstimator):
         rounds = preset.schedule.rounds
         if self.mechanism == "gaussian":
             multiplier = calibrate_gaussian(rounds, budget)
-            sigma = multiplier * sensitivity
+            # Interim: the seeded source follows the run's seed until --noise-seed lands.
+            seeded = SeededNoise(int(rng.integers(2**62)))
+            source = make_noise(None) if self.secure_noise else seeded
+            # Soft votes are real-valued: calibrate for the grid rounding's extra sensitivity.
+            largest = max(
+                preset.schedule.population * ((1 + s.mutations) if s.keep_selected else 1)
+                for s in preset.schedule.stages
+            )
+            slack = 0.0 if vote.name == "hard" else source.rounding_slack(largest)
+            sigma = multiplier * (sensitivity + slack)
             threshold = preset.threshold if self.threshold is None else self.threshold
-            noise = SystemNoise() if self.secure_noise else None
             gaussian = GaussianRelease(
-                sigma, sensitivity, threshold, noise=noise, sensitivity_of=sensitivity_of
+                sigma,
+                sensitivity,
+                threshold,
+                noise=source,
+                sensitivity_of=sensitivity_of,
+                rounding_slack=slack,
             )
             return gaussian, {"noise_multiplier": multiplier, "sigma": sigma}
         if self.mechanism != "pubmix":
