@@ -107,7 +107,7 @@ def run_baseline(config: BaselineConfig) -> dict[str, Any]:
 
 
 def _zcdp_ledger(rho: float) -> dict[str, Any]:
-    from dpevolve.privacy.accounting import epsilon_from_rho
+    from dpevolve.privacy import epsilon_from_rho
 
     return {
         "epsilon": epsilon_from_rho(rho, common.DELTA, "cks"),

@@ -122,7 +122,7 @@ def run_tv(config: TVConfig) -> dict[str, Any]:
     info: dict[str, Any] = {"d": d, "n": n, "delta": delta}
     begin = time.perf_counter()
     if config.mechanism == "gaussian":
-        from dpevolve.privacy.accounting import rho_for_epsilon
+        from dpevolve.privacy import rho_for_epsilon
 
         rho = rho_for_epsilon(config.epsilon, delta, "exact")
         sigma = math.sqrt(2.0) / math.sqrt(2.0 * rho)
@@ -237,7 +237,7 @@ def run_tstr(config: TSTRConfig) -> dict[str, Any]:
             info["beta_mean"] = float(np.mean(betas))
             info["beta_min"] = float(np.min(betas))
     elif config.method == "mbi_reweight":
-        from dpevolve.privacy.accounting import rho_for_epsilon
+        from dpevolve.privacy import rho_for_epsilon
         from experiments import mbi_baselines
 
         assert config.epsilon is not None
@@ -247,7 +247,7 @@ def run_tstr(config: TSTRConfig) -> dict[str, Any]:
         )
         ledger = {"epsilon": config.epsilon, "delta": delta, "rho": rho}
     elif config.method == "aim":
-        from dpevolve.privacy.accounting import rho_for_epsilon
+        from dpevolve.privacy import rho_for_epsilon
         from experiments import mbi_baselines
 
         assert config.epsilon is not None

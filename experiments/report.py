@@ -114,13 +114,13 @@ def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def eps_of(rho: float) -> float:
-    from dpevolve.privacy.accounting import epsilon_from_rho
+    from dpevolve.privacy import epsilon_from_rho
 
     return epsilon_from_rho(rho, DELTA, "exact")
 
 
 def rho_of(eps: float) -> float:
-    from dpevolve.privacy.accounting import rho_for_epsilon
+    from dpevolve.privacy import rho_for_epsilon
 
     return rho_for_epsilon(eps, DELTA, "exact")
 

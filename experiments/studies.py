@@ -119,7 +119,7 @@ def run_fit(config: FitConfig) -> dict[str, Any]:
 def run_pilot_config(config: PilotConfig) -> dict[str, Any]:
     """The public pilot of one setting: hard and per-temperature errors on public data."""
     from dpevolve.core.pilot import run_pilot
-    from dpevolve.privacy.accounting import Budget
+    from dpevolve.privacy import Budget
 
     private = common.load_table(config.dataset)
     public = common.load_table(config.dataset, "test")

@@ -63,14 +63,20 @@ def test_synth_writes_table_and_ledger(files, capsys) -> None:
     assert {"epsilon", "delta", "events"} <= set(ledger)
     assert len(ledger["events"]) == 2 and ledger["epsilon"] <= 1 + 1e-9
     assert len(pd.read_csv(out)) == 30
-    # the same seed gives the same file
-    again = folder / "again.parquet"
-    code, _ = run(
-        synth_args(private, schema, again, "--seed", "3"),
-        capsys,
-    )
-    assert code == 0
-    pd.testing.assert_frame_equal(pd.read_parquet(again), pd.read_csv(out), check_dtype=False)
+    # the same seed alone gives fresh noise, hence another table ...
+    fresh = folder / "fresh.csv"
+    assert run(synth_args(private, schema, fresh, "--seed", "3"), capsys)[0] == 0
+    assert not pd.read_csv(fresh).equals(pd.read_csv(out))
+    # ... and with a noise seed the same bytes, a warning, and no trace of it in the ledger
+    seeded = [folder / "seeded.csv", folder / "seeded2.csv"]
+    for path in seeded:
+        code, err = run(
+            synth_args(private, schema, path, "--seed", "3", "--noise-seed", "424242"), capsys
+        )
+        assert code == 0 and "anyone who holds the noise seed" in err
+    assert seeded[0].read_bytes() == seeded[1].read_bytes()
+    ledger_text = ledger_path(seeded[0]).read_text()
+    assert "424242" not in ledger_text and json.loads(ledger_text)["noise"] == "seeded"
 
 
 def test_existing_output_is_never_overwritten_without_force(files, capsys) -> None:
@@ -326,7 +332,18 @@ def test_stream_gives_the_same_table_as_reading_whole(files, capsys) -> None:
     for flag in ([], ["--stream", "--batch-rows", "77"]):
         out = folder / f"s{len(flag)}.csv"
         code, err = run(
-            synth_args(private, schema, out, "--seed", "5", "--backend", "local", *flag),
+            synth_args(
+                private,
+                schema,
+                out,
+                "--seed",
+                "5",
+                "--noise-seed",
+                "5",
+                "--backend",
+                "local",
+                *flag,
+            ),
             capsys,
         )
         assert code == 0, err

@@ -29,7 +29,13 @@ from dpevolve.data.schema import Schema
 from dpevolve.data.streaming import StreamedTable, fit_file
 from dpevolve.errors import InputError
 
-SETTINGS = {"epsilon": 1.0, "random_state": 7, "population_size": 48, "rounds": 3}
+SETTINGS = {
+    "epsilon": 1.0,
+    "random_state": 7,
+    "noise_seed": 7,
+    "population_size": 48,
+    "rounds": 3,
+}
 
 
 @pytest.fixture(scope="module")

@@ -143,7 +143,13 @@ def test_error_matches_in_memory(tmp_path, small_schema, small_table, fmt, damag
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
 def test_fit_file_equals_fit(tmp_path, small_schema, small_table, fmt):
     path = write(small_table, tmp_path, fmt)
-    settings = {"epsilon": 1.0, "random_state": 11, "population_size": 64, "rounds": 3}
+    settings = {
+        "epsilon": 1.0,
+        "random_state": 11,
+        "noise_seed": 11,
+        "population_size": 64,
+        "rounds": 3,
+    }
     whole = Synthesizer(small_schema, **settings).fit(read_table(path))
     streamed_model = fit_file(Synthesizer(small_schema, **settings), path, batch_rows=37)
     pd.testing.assert_frame_equal(streamed_model.synthetic_, whole.synthetic_)
@@ -158,6 +164,7 @@ def test_fit_file_drop_soft_vote(tmp_path, small_schema, dirty_table):
     settings = {
         "epsilon": 2.0,
         "random_state": 5,
+        "noise_seed": 5,
         "population_size": 32,
         "rounds": 2,
         "vote": "soft",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,17 +21,12 @@ from dpevolve.core.votes import Vote, make_vote
 from dpevolve.data.encoding import Layout, Records, decode, encode
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import FrameSource, PrivateSource
-from dpevolve.errors import InputError, PrivacyError
+from dpevolve.errors import InputError
 from dpevolve.presets import Preset, get_preset
-from dpevolve.privacy import (
-    Accountant,
-    Budget,
-    Ledger,
-    ZeroCostEvent,
-    calibrate_gaussian,
-)
+from dpevolve.privacy import Budget, Ledger, ZeroCostEvent, calibrate_gaussian, default_delta
 from dpevolve.release.base import Release, Selection
-from dpevolve.release.gaussian import GaussianRelease, SystemNoise
+from dpevolve.release.gaussian import GaussianRelease
+from dpevolve.release.noise import NoiseSource, make_noise
 
 
 def package_version() -> str:
@@ -94,9 +88,14 @@ class Synthesizer(BaseEstimator):
         Where votes are computed (:mod:`dpevolve.backends`); default: the fused numba
         kernels when numba is installed, else the numpy reference. The same seed gives
         the same output on the same backend.
+    noise_seed
+        ``None`` (default): every draw that protects privacy comes from the operating
+        system's secure source, so two runs differ even with the same ``random_state``.
+        An integer makes the noise reproducible bit for bit, for research only: anyone
+        who holds it can remove the noise. It never enters the ledger or a report (the
+        ledger says ``"noise": "seeded"``).
     secure_noise
-        Draw release noise from the operating system's secure source (runs are then not
-        reproducible).
+        Deprecated: secure noise is the default; ``noise_seed`` opts out.
     progress
         Show a progress bar with the privacy spent so far.
 
@@ -115,6 +114,7 @@ class Synthesizer(BaseEstimator):
     def __init__(
         self,
         schema: Schema | str | Path,
+        *,
         epsilon: float | None = None,
         delta: float | None = None,
         rho: float | None = None,
@@ -135,7 +135,8 @@ class Synthesizer(BaseEstimator):
         random_state: int | None = None,
         on_invalid: Literal["error", "drop", "clip"] = "error",
         backend: Backend | None = None,
-        secure_noise: bool = False,
+        noise_seed: int | None = None,
+        secure_noise: bool | None = None,
         progress: bool = False,
     ) -> None:
         self.schema = schema
@@ -159,6 +160,7 @@ class Synthesizer(BaseEstimator):
         self.random_state = random_state
         self.on_invalid = on_invalid
         self.backend = backend
+        self.noise_seed = noise_seed
         self.secure_noise = secure_noise
         self.progress = progress
 
@@ -170,10 +172,19 @@ class Synthesizer(BaseEstimator):
         return get_preset(self.preset).with_overrides(self.population_size, self.rounds)
 
     def _budget(self, n: int) -> Budget:
-        delta = self.delta
-        if delta is None:
-            delta = 1e-5 if self.rho is not None else 1.0 / (n * math.log(n)) if n > 2 else 1e-5
+        delta = default_delta(n) if self.delta is None else self.delta
         return Budget.from_args(epsilon=self.epsilon, delta=delta, rho=self.rho)
+
+    def _noise(self) -> NoiseSource:
+        if self.secure_noise is not None:
+            warnings.warn(
+                "secure_noise is deprecated: secure noise is the default (noise_seed opts out)",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            if self.secure_noise and self.noise_seed is not None:
+                raise InputError("secure_noise=True contradicts noise_seed")
+        return make_noise(self.noise_seed)
 
     def _policy(self, schema: Schema) -> Any:
         if self.policy is None:
@@ -265,7 +276,9 @@ class Synthesizer(BaseEstimator):
             public = encode(public_frame, schema)
 
         sensitivity = vote.l2_sensitivity(reach)
-        release, noise = self._release(
+        noise_source = self._noise()
+        release, calibration = self._release(
+            noise_source,
             preset,
             budget,
             sensitivity,
@@ -282,11 +295,7 @@ class Synthesizer(BaseEstimator):
             metadata={
                 "dpevolve_version": package_version(),
                 "seed": seed.entropy,
-                "seed_note": (
-                    "the seed regenerates the release noise: share the shareable ledger "
-                    "(--share-ledger, Ledger.shareable_dict) or run with secure_noise"
-                ),
-                "reproducible": not self.secure_noise,
+                "noise": noise_source.name,
                 "adjacency": "replace-one (bounded DP): the private row count n is public",
                 "private_rows": n,
                 "budget": {"epsilon": budget.epsilon, "delta": budget.delta, "rho": budget.rho},
@@ -303,7 +312,7 @@ class Synthesizer(BaseEstimator):
                 "reach": reach,
                 "l2_sensitivity": sensitivity,
                 "mechanism": self.mechanism,
-                **noise,
+                **calibration,
                 "schema": schema.to_dict(),
                 "validation": None if report is None else report.to_dict(),
             },
@@ -337,16 +346,14 @@ class Synthesizer(BaseEstimator):
         )
         engine = Evolution(distance, vote, release, preset.schedule, variation, backend)
         history: list[dict[str, Any]] = []
-        events: list[Any] = []
 
         with _progress(self.progress, preset.schedule.rounds) as advance:
 
             def on_round(t: int, selection: Selection, population: Records) -> None:
-                events.append(selection.event)
-                spent = _epsilon_so_far(events, ledger.delta)
                 ledger.record(
                     selection.event, round=t, population=len(population), **selection.info
                 )
+                spent = ledger.spent()
                 history.append(
                     {
                         "round": t,
@@ -384,6 +391,7 @@ class Synthesizer(BaseEstimator):
 
     def _release(
         self,
+        noise: NoiseSource,
         preset: Preset,
         budget: Budget,
         sensitivity: float,
@@ -398,12 +406,23 @@ class Synthesizer(BaseEstimator):
         """The selection step and what the ledger should say about its calibration."""
         rounds = preset.schedule.rounds
         if self.mechanism == "gaussian":
-            multiplier = calibrate_gaussian(rounds, budget)
-            sigma = multiplier * sensitivity
+            multiplier = calibrate_gaussian(rounds, budget, discrete=True)
+            source = noise
+            # Soft votes are real-valued: calibrate for the grid rounding's extra sensitivity.
+            largest = max(
+                preset.schedule.population * ((1 + s.mutations) if s.keep_selected else 1)
+                for s in preset.schedule.stages
+            )
+            slack = 0.0 if vote.name == "hard" else source.rounding_slack(largest)
+            sigma = multiplier * (sensitivity + slack)
             threshold = preset.threshold if self.threshold is None else self.threshold
-            noise = SystemNoise() if self.secure_noise else None
             gaussian = GaussianRelease(
-                sigma, sensitivity, threshold, noise=noise, sensitivity_of=sensitivity_of
+                sigma,
+                sensitivity,
+                threshold,
+                noise=source,
+                sensitivity_of=sensitivity_of,
+                rounding_slack=slack,
             )
             return gaussian, {"noise_multiplier": multiplier, "sigma": sigma}
         if self.mechanism != "pubmix":
@@ -461,15 +480,6 @@ class Synthesizer(BaseEstimator):
         size = len(self.synthetic_)
         index = self._sample_rng.choice(size, size=n, replace=n > size)
         return self.synthetic_.iloc[index].reset_index(drop=True)
-
-
-def _epsilon_so_far(events: list[Any], delta: float) -> float:
-    """The running epsilon for the progress bar: the exact closed form when it applies
-    (all Gaussian), else the full accountant."""
-    try:
-        return Accountant(delta, methods=("gaussian_exact",)).epsilon(events).epsilon
-    except PrivacyError:
-        return Accountant(delta).epsilon(events).epsilon
 
 
 @contextmanager

@@ -67,7 +67,25 @@ def _say(quiet: bool, message: str) -> None:
         typer.echo(message, err=True)
 
 
-Seed = Annotated[int | None, typer.Option("--seed", help="Random seed (same seed, same output).")]
+Seed = Annotated[
+    int | None,
+    typer.Option(
+        "--seed",
+        help="Seed of everything but the privacy noise (population, mutation, selection).",
+    ),
+]
+NoiseSeed = Annotated[
+    int | None,
+    typer.Option(
+        "--noise-seed",
+        help="Research only: reproducible privacy noise. Anyone holding it can remove the "
+        "noise; it never enters the ledger or report.",
+    ),
+]
+NOISE_SEED_WARNING = (
+    "warning: --noise-seed makes the privacy noise reproducible; anyone who holds the "
+    "noise seed can remove it. Use it for research reproduction only."
+)
 Force = Annotated[bool, typer.Option("--force", help="Overwrite existing outputs.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or messages.")]
 
@@ -124,7 +142,8 @@ def synth(
     rounds: Annotated[int | None, typer.Option("--rounds", help="Override rounds.")] = None,
     on_invalid: Annotated[OnInvalid, typer.Option("--on-invalid")] = OnInvalid.error,
     secure_noise: Annotated[
-        bool, typer.Option("--secure-noise", help="OS randomness for noise; not reproducible.")
+        bool,
+        typer.Option("--secure-noise", help="Deprecated: secure noise is the default.", hidden=True),
     ] = False,
     report: Annotated[
         Path | None,
@@ -142,6 +161,7 @@ def synth(
         ),
     ] = None,
     seed: Seed = None,
+    noise_seed: NoiseSeed = None,
     force: Force = False,
     quiet: Quiet = False,
 ) -> None:
@@ -179,11 +199,13 @@ def synth(
         population_size=population,
         rounds=rounds,
         random_state=seed,
+        noise_seed=noise_seed,
         on_invalid=on_invalid.value,
-        secure_noise=secure_noise,
         progress=not quiet,
         backend=_backend(backend),
     )
+    if noise_seed is not None:
+        typer.echo(NOISE_SEED_WARNING, err=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # already said above
         if stream:

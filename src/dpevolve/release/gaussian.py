@@ -1,50 +1,23 @@
 """Gaussian release (spec §4, §6): noisy histogram, clip below H, then select.
 
 ``H~ = H + N(0, sigma^2 I)`` with ``sigma = z * S`` for the vote's L2 sensitivity ``S``;
-one round is ``rho = S^2 / (2 sigma^2)``-zCDP. Thresholding and selection only read
-``H~``: they are post-processing.
+the noise is a discrete Gaussian on a fine grid (:mod:`dpevolve.release.noise`). One
+round is ``rho = S^2 / (2 sigma^2)``-zCDP. Thresholding and selection only read ``H~``:
+they are post-processing.
 """
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable
-from typing import Protocol
 
 import numpy as np
 
 from dpevolve.data.encoding import Records
 from dpevolve.privacy import GaussianEvent
+from dpevolve.privacy.ledger import EXACT_SENSITIVITY
 from dpevolve.release.base import Selection, SelectionMode
-
-
-class NoiseSource(Protocol):
-    def normal(self, size: int) -> np.ndarray: ...
-
-
-class GeneratorNoise:
-    """Noise from the run's seeded numpy Generator: reproducible."""
-
-    def __init__(self, rng: np.random.Generator) -> None:
-        self.rng = rng
-
-    def normal(self, size: int) -> np.ndarray:
-        return self.rng.standard_normal(size)
-
-
-class SystemNoise:
-    """Noise from the operating system's cryptographically secure source.
-
-    Runs are then not reproducible: only the release noise changes, the population
-    and variation still follow the seed.
-    """
-
-    def __init__(self) -> None:
-        self._random = random.SystemRandom()
-
-    def normal(self, size: int) -> np.ndarray:
-        return np.array([self._random.gauss(0.0, 1.0) for _ in range(size)])
+from dpevolve.release.noise import NoiseSource
 
 
 class GaussianRelease:
@@ -56,6 +29,12 @@ class GaussianRelease:
     ``sensitivity_of`` (optional) computes the exact sensitivity of this round's
     population, at most ``sensitivity``; the population is public, so the search costs no
     budget, and a round whose exact sensitivity is 0 costs nothing in the ledger.
+
+    ``noise`` draws every noise value (:mod:`dpevolve.release.noise`). It rounds
+    real-valued histograms to a fine grid, which can add ``rounding_slack`` (e.g.
+    ``noise.rounding_slack(d)``; 0 for integer hard-vote counts) to the sensitivity: the
+    event records ``sensitivity + rounding_slack``, so ``sigma`` should be calibrated
+    for that sum.
     """
 
     name = "gaussian"
@@ -65,21 +44,26 @@ class GaussianRelease:
         sigma: float,
         sensitivity: float,
         threshold: float = 0.0,
-        noise: NoiseSource | None = None,
+        *,
+        noise: NoiseSource,
         sensitivity_of: Callable[[Records], float] | None = None,
+        rounding_slack: float = 0.0,
     ) -> None:
         self.sigma = float(sigma)
         self.sensitivity_of = sensitivity_of
         self.sensitivity = float(sensitivity)
         self.threshold = float(threshold)
         self.noise = noise
+        self.rounding_slack = float(rounding_slack)
 
     def event(self) -> GaussianEvent:
-        return GaussianEvent(sensitivity=self.sensitivity, sigma=self.sigma)
+        # Every noise source draws the discrete Gaussian: accounted in zCDP/RDP.
+        return GaussianEvent(
+            sensitivity=self.sensitivity + self.rounding_slack, sigma=self.sigma, discrete=True
+        )
 
-    def noisy(self, histogram: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        source = self.noise if self.noise is not None else GeneratorNoise(rng)
-        return histogram + self.sigma * source.normal(histogram.shape[0])
+    def noisy(self, histogram: np.ndarray) -> np.ndarray:
+        return self.noise.gaussian(histogram, self.sigma)
 
     def select(
         self,
@@ -90,7 +74,9 @@ class GaussianRelease:
         population: Records,
         mode: SelectionMode,
     ) -> Selection:
-        noisy = self.noisy(histogram, rng)
+        if 0 < self.rounding_slack < self.noise.rounding_slack(histogram.size):
+            raise AssertionError("rounding slack calibrated for a shorter histogram")
+        noisy = self.noisy(histogram)
         clipped = np.where(noisy >= self.threshold, noisy, 0.0)
         clipped = np.maximum(clipped, 0.0)
         if mode == "rank":
@@ -100,12 +86,18 @@ class GaussianRelease:
             weights = clipped / total if total > 0 else None
             parents = rng.choice(len(noisy), size=k, replace=True, p=weights)
         info: dict[str, float | int] = {"kept_candidates": int(np.count_nonzero(clipped))}
-        event = self.event()
         if self.sensitivity_of is not None:
+            # The round is charged at the calibrated bound all the same: which rounds a
+            # search finds cheap depends on earlier noisy outputs, so the exact value is
+            # reported apart (the ledger's ex_post_epsilon), never as the guarantee.
             start = time.perf_counter()
             exact = self.sensitivity_of(population)
             if exact > self.sensitivity + 1e-12:
                 raise AssertionError("exact sensitivity above the calibrated bound")
-            event = GaussianEvent(sensitivity=exact, sigma=self.sigma)
+            # Rounding moves only coordinates that differ: none when exact is 0.
+            slack = self.rounding_slack if exact > 0 else 0.0
+            info[EXACT_SENSITIVITY] = exact + slack
             info["calibration_seconds"] = time.perf_counter() - start
-        return Selection(parents=np.asarray(parents, dtype=np.int64), event=event, info=info)
+        return Selection(
+            parents=np.asarray(parents, dtype=np.int64), event=self.event(), info=info
+        )

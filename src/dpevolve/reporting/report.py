@@ -40,6 +40,7 @@ import pandas as pd
 from dpevolve.data.io import atomic_write, check_writable
 from dpevolve.data.schema import Schema
 from dpevolve.errors import InputError
+from dpevolve.privacy.ledger import SHAREABLE_KEYS
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -50,34 +51,12 @@ __all__ = ["render_report", "write_report"]
 
 # Ledger keys that hold only public or released facts: the public version shows these and
 # nothing else, so a key added to the ledger later is withheld until someone decides.
-_PUBLIC_KEYS = frozenset(
-    {
-        "epsilon",
-        "delta",
-        "accounting",
-        "events",
-        "dpevolve_version",
-        "reproducible",
-        "adjacency",
-        "private_rows",
-        "budget",
-        "preset",
-        "schedule",
-        "distance",
-        "backend",
-        "mechanism",
-        "pubmix",
-        "vote",
-        "policy",
-        "reach",
-        "l2_sensitivity",
-        "noise_multiplier",
-        "sigma",
-        "schema",
-    }
-)
 # Shown in their own sections; the rest goes to the "other ledger fields" table.
-_SHOWN_KEYS = _PUBLIC_KEYS | {"notes", "seed", "seed_note", "validation"}
+_SHOWN_KEYS = (SHAREABLE_KEYS - {"pilot", "marginals", "fits", "details"}) | {
+    "notes",
+    "seed",
+    "validation",
+}
 _EVENT_COLUMNS = frozenset(
     {"round", "mechanism", "kind", "sensitivity", "sigma", "noise_multiplier", "rho"}
     | {"running_epsilon", "claimed_epsilon", "claimed_delta", "symmetric", "orientation"}
@@ -163,7 +142,7 @@ def render_report(
     plot_tables = None
     if public_safe:
         # Filtered here, once, so that no section can show a private field by mistake.
-        led = {k: v for k, v in led.items() if k in _PUBLIC_KEYS}
+        led = {k: v for k, v in led.items() if k in SHAREABLE_KEYS}
     else:
         plot_tables = _plot_inputs(led, real, synthetic, schema)
 
@@ -387,23 +366,19 @@ def _run_facts(led: Mapping[str, Any], public_safe: bool) -> list[tuple[str, str
         facts.append(("budget asked for", _e(target)))
     if "adjacency" in led:
         facts.append(("adjacency", _e(led["adjacency"])))
-    reproducible = led.get("reproducible")
-    if public_safe:
-        facts.append(("seed", "withheld: knowing it would let anyone regenerate the release noise"))
-    elif "seed" in led:
+    if "seed" in led and not public_safe:
         facts.append(
-            (
-                "seed",
-                f"<code>{_e(led['seed'])}</code> (keep it secret: it determines the release noise)",
-            )
+            ("seed", f"<code>{_e(led['seed'])}</code> (post-processing only: not the noise)")
         )
-    if reproducible is not None:
+    noise = led.get("noise")
+    if noise is not None:
         facts.append(
             (
-                "reproducible",
-                "yes: the same seed, data and version give the same table"
-                if reproducible
-                else "no: the release noise came from the operating system's secure source",
+                "privacy noise",
+                "secure: discrete Gaussian from the operating system's secure source"
+                if noise == "secure"
+                else "seeded: reproducible for research; whoever holds the noise seed can "
+                "remove the noise",
             )
         )
     facts.append(("dpevolve version", _e(_version(led))))
