@@ -17,6 +17,8 @@ from sklearn.base import BaseEstimator
 from dpevolve.backends import Backend, make_backend
 from dpevolve.core.distance import Distance, make_distance
 from dpevolve.core.evolution import Evolution
+from dpevolve.core.invalid_rows import calibrate as calibrate_invalid
+from dpevolve.core.invalid_rows import public_row_count
 from dpevolve.core.variation import Variation
 from dpevolve.core.votes import Vote, make_vote
 from dpevolve.data.encoding import Layout, Records, decode, encode
@@ -239,7 +241,7 @@ class Synthesizer(BaseEstimator):
         n: int | None = None,
     ) -> Synthesizer:
         preset = self._preset()
-        n = len(private) if isinstance(private, Records) else n
+        n = public_row_count(private, report, n)  # every row counts: invalid ones vote empty
         if n is None or n < 1:
             raise InputError("the private table is empty (0 rows)")
         budget = self._budget(n)
@@ -266,7 +268,10 @@ class Synthesizer(BaseEstimator):
             public_frame, _ = schema.validate(self.public, on_invalid="error", what="public table")
             public = encode(public_frame, schema)
 
-        sensitivity = vote.l2_sensitivity(reach)
+        invalid = calibrate_invalid(self.on_invalid, vote.l2_sensitivity(reach))
+        sensitivity = invalid.sensitivity  # also covers a valid row replaced by an invalid one
+        if invalid.warning() is not None:
+            warnings.warn(str(invalid.warning()), UserWarning, stacklevel=3)
         release, noise = self._release(
             preset,
             budget,
@@ -277,7 +282,7 @@ class Synthesizer(BaseEstimator):
             public,
             n,
             rng,
-            self._exact_sensitivity(vote, policy, distance),
+            invalid.exact(self._exact_sensitivity(vote, policy, distance)),
         )
         ledger = Ledger(
             budget.delta if budget.delta is not None else 1e-5,
@@ -304,6 +309,7 @@ class Synthesizer(BaseEstimator):
                 "policy": None if policy is None else policy.to_dict(),
                 "reach": reach,
                 "l2_sensitivity": sensitivity,
+                "invalid_rows": invalid.to_dict(),
                 "mechanism": self.mechanism,
                 **noise,
                 "schema": schema.to_dict(),
@@ -325,9 +331,10 @@ class Synthesizer(BaseEstimator):
             )
         if report is not None and report.changed:
             ledger.note(
-                f"on_invalid={report.mode} changed the private table: {report.rows_in} rows in, "
-                f"{report.rows_out} rows out, clipped cells {dict(report.clipped)}. These counts "
-                "come from the private data and are not privatised: keep this ledger with the data."
+                f"on_invalid={report.mode} changed the private table: {report.rows_in} rows, "
+                f"{report.rows_in - report.rows_out} invalid (empty votes), clipped cells "
+                f"{dict(report.clipped)}. These counts come from the private data and are not "
+                "privatised: keep this ledger with the data."
             )
 
         variation = Variation(Layout.of(schema))

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 import typer
 
 from dpevolve.data.io import TABLE_SUFFIXES, check_writable, read_table, write_json, write_table
+from dpevolve.data.messages import internal_error, show_values
 from dpevolve.errors import InputError
 
 app = typer.Typer(
@@ -70,6 +71,10 @@ def _say(quiet: bool, message: str) -> None:
 Seed = Annotated[int | None, typer.Option("--seed", help="Random seed (same seed, same output).")]
 Force = Annotated[bool, typer.Option("--force", help="Overwrite existing outputs.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or messages.")]
+# Read by main() before the command runs, so every message of the run can see it.
+ShowValues = Annotated[
+    bool, typer.Option("--show-values", help="Let error messages quote private cells.")
+]
 
 
 @app.command()
@@ -144,6 +149,7 @@ def synth(
     seed: Seed = None,
     force: Force = False,
     quiet: Quiet = False,
+    show_values: ShowValues = False,
 ) -> None:
     """Synthesize a DP table from PRIVATE; the ledger goes to OUT.ledger.json."""
     from dpevolve.data.schema import Schema
@@ -184,12 +190,15 @@ def synth(
         progress=not quiet,
         backend=_backend(backend),
     )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # already said above
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
         if stream:
             model.fit_file(private, batch_rows)
         else:
             model.fit(read_table(private, "private table"))
+    for caught_warning in caught:  # policy warnings were already said above
+        if not str(caught_warning.message).startswith("policy:"):
+            _say(quiet, f"warning: {caught_warning.message}")
     write_table(model.synthetic_, output)
     model.ledger_.write(ledger_out)
     if share_ledger is not None:
@@ -275,6 +284,7 @@ def pubmix(
     seed: Seed = None,
     force: Force = False,
     quiet: Quiet = False,
+    show_values: ShowValues = False,
 ) -> None:
     """Release M DP samples of PRIVATE over the product domain of its columns."""
     from dpevolve.data.schema import Schema
@@ -341,6 +351,7 @@ def schema_infer(
 def schema_check(
     table: Annotated[Path, typer.Argument(help="Table to check.")],
     schema: Annotated[Path, typer.Option("--schema", "-s")],
+    show_values: ShowValues = False,
 ) -> None:
     """Check that TABLE fits SCHEMA (one line per problem found, exit 2 on the first)."""
     from dpevolve.data.schema import Schema
@@ -360,6 +371,7 @@ def evaluate(
     test: Annotated[Path | None, typer.Option("--test", help="Held-out real test table.")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="JSON to write.")] = None,
     force: Force = False,
+    show_values: ShowValues = False,
 ) -> None:
     """k-way marginal TV (k = 1, 2, 3) and train-on-synthetic-test-on-real scores."""
     from dpevolve.data.schema import Schema
@@ -596,6 +608,12 @@ def _maybe_test_split(name: str) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: maps errors to exit codes 2 (input) and 1 (internal)."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    with show_values("--show-values" in args):
+        return _main(args)
+
+
+def _main(argv: list[str]) -> int:
     try:
         app(args=argv, standalone_mode=False)
     except InputError as exc:
@@ -615,7 +633,7 @@ def main(argv: list[str] | None = None) -> int:
         typer.echo("dpevolve: interrupted", err=True)
         return 130
     except Exception as exc:
-        typer.echo(f"dpevolve: internal error: {type(exc).__name__}: {exc}", err=True)
+        typer.echo(f"dpevolve: internal error: {internal_error(exc)}", err=True)
         return 1
     return 0
 
