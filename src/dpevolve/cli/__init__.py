@@ -208,6 +208,8 @@ def synth(
         from dpevolve.reporting.report import write_report
 
         private_table = read_table(private, "private table")
+        # Measure utility on the rows that voted (evaluation refuses invalid cells).
+        private_table, _ = table_schema.validate(private_table, on_invalid=on_invalid.value)
         evaluation = run_evaluation(
             private_table, model.synthetic_, table_schema, label=table_schema.label
         )
