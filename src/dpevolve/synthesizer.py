@@ -90,7 +90,8 @@ class Synthesizer(BaseEstimator):
     random_state
         Seed of the run. ``None`` draws one and records it in the ledger.
     on_invalid
-        ``error``, ``drop`` or ``clip`` for private cells outside the schema.
+        ``error``, ``drop`` or ``clip`` for private cells outside the schema. With
+        ``drop``/``clip`` an invalid row casts an empty vote and ``n`` stays ``len(X)``.
     backend
         Where votes are computed (:mod:`dpevolve.backends`); default: the fused numba
         kernels when numba is installed, else the numpy reference. The same seed gives
