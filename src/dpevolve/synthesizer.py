@@ -16,6 +16,7 @@ from sklearn.base import BaseEstimator
 from dpevolve.backends import Backend, make_backend
 from dpevolve.core.distance import Distance, make_distance
 from dpevolve.core.evolution import Evolution
+from dpevolve.core.invalid_rows import calibrate as calibrate_invalid
 from dpevolve.core.variation import Variation
 from dpevolve.core.votes import Vote, make_vote
 from dpevolve.data.encoding import Layout, Records, decode, encode
@@ -83,7 +84,8 @@ class Synthesizer(BaseEstimator):
     random_state
         Seed of the run. ``None`` draws one and records it in the ledger.
     on_invalid
-        ``error``, ``drop`` or ``clip`` for private cells outside the schema.
+        ``error``, ``drop`` or ``clip`` for private cells outside the schema. With
+        ``drop``/``clip`` an invalid row casts an empty vote and ``n`` stays ``len(X)``.
     backend
         Where votes are computed (:mod:`dpevolve.backends`); default: the fused numba
         kernels when numba is installed, else the numpy reference. The same seed gives
@@ -275,7 +277,10 @@ class Synthesizer(BaseEstimator):
             public_frame, _ = schema.validate(self.public, on_invalid="error", what="public table")
             public = encode(public_frame, schema)
 
-        sensitivity = vote.l2_sensitivity(reach)
+        invalid = calibrate_invalid(self.on_invalid, vote.l2_sensitivity(reach))
+        sensitivity = invalid.sensitivity  # also covers a valid row replaced by an invalid one
+        if invalid.warning() is not None:
+            warnings.warn(str(invalid.warning()), UserWarning, stacklevel=3)
         noise_source = self._noise()
         release, calibration = self._release(
             noise_source,
@@ -288,7 +293,7 @@ class Synthesizer(BaseEstimator):
             public,
             n,
             rng,
-            self._exact_sensitivity(vote, policy, distance),
+            invalid.exact(self._exact_sensitivity(vote, policy, distance)),
         )
         ledger = Ledger(
             budget.delta if budget.delta is not None else 1e-5,
@@ -311,6 +316,7 @@ class Synthesizer(BaseEstimator):
                 "policy": None if policy is None else policy.to_dict(),
                 "reach": reach,
                 "l2_sensitivity": sensitivity,
+                "invalid_rows": invalid.to_dict(),
                 "mechanism": self.mechanism,
                 **calibration,
                 "schema": schema.to_dict(),
@@ -332,9 +338,10 @@ class Synthesizer(BaseEstimator):
             )
         if report is not None and report.changed:
             ledger.note(
-                f"on_invalid={report.mode} changed the private table: {report.rows_in} rows in, "
-                f"{report.rows_out} rows out, clipped cells {dict(report.clipped)}. These counts "
-                "come from the private data and are not privatised: keep this ledger with the data."
+                f"on_invalid={report.mode} changed the private table: {report.rows_in} rows, "
+                f"{report.rows_in - report.rows_out} invalid (empty votes), clipped cells "
+                f"{dict(report.clipped)}. These counts come from the private data and are not "
+                "privatised: keep this ledger with the data."
             )
 
         variation = Variation(Layout.of(schema))

@@ -70,6 +70,7 @@ from dpevolve.backends.local import LocalBackend
 from dpevolve.core.distance import Distance
 from dpevolve.core.votes import Vote
 from dpevolve.data.encoding import Records
+from dpevolve.data.messages import reader_error
 from dpevolve.data.schema import Schema, ValidationReport
 from dpevolve.data.streaming import (
     BatchTally,
@@ -161,7 +162,7 @@ class DaskPrivate:
     Attributes
     ----------
     rows : int
-        Private rows ``n``.
+        Valid private rows held (private; the run's public ``n`` is ``report.rows_in``).
     report : ValidationReport or None
         Validation over all partitions, when the workers validated them.
     """
@@ -177,8 +178,8 @@ class DaskPrivate:
 
     @property
     def n(self) -> int:
-        """The row count (public under replace-one adjacency): a ``PrivateSource``."""
-        return self.rows
+        """The row count, invalid rows included (public under replace-one adjacency)."""
+        return self.rows if self.report is None else self.report.rows_in
 
     def batches(self) -> DaskPrivate:
         """What the :class:`DaskBackend` votes over: the partitions on the workers."""
@@ -378,7 +379,7 @@ class DaskBackend:
         try:
             frame = dd.read_parquet(path, columns=schema.names, **read_kwargs)
         except (OSError, ValueError) as exc:
-            raise InputError(f"{what} {path} could not be read: {_first_line(exc)}") from None
+            raise InputError(f"{what} {path} could not be read: {reader_error(exc)}") from None
         client = self.client
         loaded = [
             dask.delayed(_load_partition)(part, schema, on_invalid, what)
@@ -529,13 +530,8 @@ def _check_parquet_columns(path: Path, schema: Schema, what: str) -> None:
     try:
         names: Sequence[str] = ds.dataset(path, format="parquet").schema.names
     except (OSError, ValueError) as exc:
-        raise InputError(f"{what} {path} could not be read: {_first_line(exc)}") from None
+        raise InputError(f"{what} {path} could not be read: {reader_error(exc)}") from None
     check_columns([n for n in names if not n.startswith("__index_level_")], schema, what)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 __all__ = ["DaskBackend", "DaskPrivate", "fit_parquet"]

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 import typer
 
 from dpevolve.data.io import TABLE_SUFFIXES, check_writable, read_table, write_json, write_table
+from dpevolve.data.messages import internal_error, show_values
 from dpevolve.errors import InputError
 
 app = typer.Typer(
@@ -88,6 +89,10 @@ NOISE_SEED_WARNING = (
 )
 Force = Annotated[bool, typer.Option("--force", help="Overwrite existing outputs.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar or messages.")]
+# Read by main() before the command runs, so every message of the run can see it.
+ShowValues = Annotated[
+    bool, typer.Option("--show-values", help="Let error messages quote private cells.")
+]
 
 
 @app.command()
@@ -143,7 +148,9 @@ def synth(
     on_invalid: Annotated[OnInvalid, typer.Option("--on-invalid")] = OnInvalid.error,
     secure_noise: Annotated[
         bool,
-        typer.Option("--secure-noise", help="Deprecated: secure noise is the default.", hidden=True),
+        typer.Option(
+            "--secure-noise", help="Deprecated: secure noise is the default.", hidden=True
+        ),
     ] = False,
     report: Annotated[
         Path | None,
@@ -164,6 +171,7 @@ def synth(
     noise_seed: NoiseSeed = None,
     force: Force = False,
     quiet: Quiet = False,
+    show_values: ShowValues = False,
 ) -> None:
     """Synthesize a DP table from PRIVATE; the ledger goes to OUT.ledger.json."""
     from dpevolve.data.schema import Schema
@@ -206,12 +214,15 @@ def synth(
     )
     if noise_seed is not None:
         typer.echo(NOISE_SEED_WARNING, err=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # already said above
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
         if stream:
             model.fit_file(private, batch_rows)
         else:
             model.fit(read_table(private, "private table"))
+    for caught_warning in caught:  # policy warnings were already said above
+        if not str(caught_warning.message).startswith("policy:"):
+            _say(quiet, f"warning: {caught_warning.message}")
     write_table(model.synthetic_, output)
     model.ledger_.write(ledger_out)
     if share_ledger is not None:
@@ -221,6 +232,8 @@ def synth(
         from dpevolve.reporting.report import write_report
 
         private_table = read_table(private, "private table")
+        # Measure utility on the rows that voted (evaluation refuses invalid cells).
+        private_table, _ = table_schema.validate(private_table, on_invalid=on_invalid.value)
         evaluation = run_evaluation(
             private_table, model.synthetic_, table_schema, label=table_schema.label
         )
@@ -297,6 +310,7 @@ def pubmix(
     seed: Seed = None,
     force: Force = False,
     quiet: Quiet = False,
+    show_values: ShowValues = False,
 ) -> None:
     """Release M DP samples of PRIVATE over the product domain of its columns."""
     from dpevolve.data.schema import Schema
@@ -363,6 +377,7 @@ def schema_infer(
 def schema_check(
     table: Annotated[Path, typer.Argument(help="Table to check.")],
     schema: Annotated[Path, typer.Option("--schema", "-s")],
+    show_values: ShowValues = False,
 ) -> None:
     """Check that TABLE fits SCHEMA (one line per problem found, exit 2 on the first)."""
     from dpevolve.data.schema import Schema
@@ -382,6 +397,7 @@ def evaluate(
     test: Annotated[Path | None, typer.Option("--test", help="Held-out real test table.")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="JSON to write.")] = None,
     force: Force = False,
+    show_values: ShowValues = False,
 ) -> None:
     """k-way marginal TV (k = 1, 2, 3) and train-on-synthetic-test-on-real scores."""
     from dpevolve.data.schema import Schema
@@ -618,6 +634,12 @@ def _maybe_test_split(name: str) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: maps errors to exit codes 2 (input) and 1 (internal)."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    with show_values("--show-values" in args):
+        return _main(args)
+
+
+def _main(argv: list[str]) -> int:
     try:
         app(args=argv, standalone_mode=False)
     except InputError as exc:
@@ -637,7 +659,7 @@ def main(argv: list[str] | None = None) -> int:
         typer.echo("dpevolve: interrupted", err=True)
         return 130
     except Exception as exc:
-        typer.echo(f"dpevolve: internal error: {type(exc).__name__}: {exc}", err=True)
+        typer.echo(f"dpevolve: internal error: {internal_error(exc)}", err=True)
         return 1
     return 0
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from dpevolve.data.messages import reader_error
 from dpevolve.errors import InputError
 
 TABLE_SUFFIXES = (".csv", ".csv.gz", ".parquet", ".pq")
@@ -30,7 +31,11 @@ def _suffix(path: Path) -> str:
 
 
 def read_table(path: str | Path, what: str = "table") -> pd.DataFrame:
-    """Read a CSV or Parquet table with a one-line error for every failure."""
+    """Read a CSV or Parquet table with a one-line error for every failure.
+
+    The error quotes no cell of the table unless values may be shown
+    (:func:`dpevolve.data.messages.show_values`).
+    """
     path = Path(path)
     suffix = _suffix(path)
     if not path.is_file():
@@ -42,8 +47,7 @@ def read_table(path: str | Path, what: str = "table") -> pd.DataFrame:
     except pd.errors.EmptyDataError:
         raise InputError(f"{what} {path} is empty") from None
     except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"{what} {path} could not be read: {first}") from None
+        raise InputError(f"{what} {path} could not be read: {reader_error(exc)}") from None
 
 
 def iter_table(path: str | Path, batch_rows: int = 500_000) -> Iterator[pd.DataFrame]:

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from dpevolve.data.messages import first_at
 from dpevolve.errors import InputError
 
 Scalar = str | int | float | bool
@@ -39,7 +40,12 @@ Scalar = str | int | float | bool
 
 @dataclass(frozen=True)
 class NumericColumn:
-    """A numeric column on the declared range ``[lo, hi]``; ``d_k(a, b) = |a - b| / (hi - lo)``."""
+    """A numeric column on the declared range ``[lo, hi]``; ``d_k(a, b) = |a - b| / (hi - lo)``.
+
+    An ``integer`` column holds whole numbers only: a cell like ``30.5`` is invalid, never
+    rounded (rounding is not a contraction: it can push two values within a policy's
+    threshold further apart than the noise was calibrated for).
+    """
 
     name: str
     lo: float
@@ -54,7 +60,20 @@ class NumericColumn:
             raise InputError(
                 f"column '{self.name}': hi must be greater than lo, got [{self.lo}, {self.hi}]"
             )
+        if self.integer and math.ceil(self.lo) > math.floor(self.hi):
+            raise InputError(
+                f"column '{self.name}': an integer column needs a whole number in "
+                f"[{self.lo}, {self.hi}]"
+            )
         _check_weight(self.name, self.weight)
+
+    @property
+    def whole_range(self) -> tuple[float, float]:
+        """Where ``clip`` puts out-of-range cells: ``[lo, hi]``, shrunk to whole numbers
+        for an integer column (so a clipped cell is always valid)."""
+        if self.integer:
+            return float(math.ceil(self.lo)), float(math.floor(self.hi))
+        return self.lo, self.hi
 
     @property
     def range(self) -> float:
@@ -194,10 +213,13 @@ Column = NumericColumn | CategoricalColumn
 
 @dataclass(frozen=True)
 class ValidationReport:
-    """What validation changed: rows dropped and cells clipped, per column.
+    """What validation changed: invalid rows and clipped cells, per column.
 
-    The counts are computed from the private table. They are for the data steward's
-    ledger, which stays with the data; they are not privatised.
+    ``rows_in`` is the table's row count ``n``, public under replace-one adjacency;
+    ``rows_out`` counts the valid rows, the ones that vote (an invalid row casts an
+    empty vote). Every count but ``rows_in`` is computed from the private table and is
+    not privatised: the report belongs in the data steward's ledger, which stays with
+    the data, never in anything shared.
     """
 
     mode: str
@@ -338,13 +360,30 @@ class Schema:
         table: pd.DataFrame,
         on_invalid: Literal["error", "drop", "clip"] = "error",
         what: str = "table",
+        show_values: bool | None = None,
     ) -> tuple[pd.DataFrame, ValidationReport]:
         """Check ``table`` against the declared domains.
 
-        ``error`` raises :class:`InputError` naming the first bad column and how many rows
-        are bad; ``drop`` removes rows with any bad cell; ``clip`` clips numeric cells to
-        the declared range and drops rows it cannot repair (NaN, undeclared categories).
-        Returns the table in schema column order with canonical dtypes.
+        ``error`` raises :class:`InputError` naming the first bad column, how many rows
+        are bad and the first bad row; ``drop`` leaves out rows with any bad cell; ``clip``
+        clips out-of-range numbers to the declared range (a contraction: it never moves
+        two values further apart, so a policy's protected pairs stay protected) and
+        leaves out rows it cannot repair (NaN, text in a numeric column, a non-integer in
+        an integer column, undeclared categories). Rows left out are the invalid rows:
+        they cast an empty vote, and ``n`` stays ``len(table)`` (public).
+
+        Parameters
+        ----------
+        show_values
+            Quote the first bad cell in the error; ``None`` follows
+            :func:`dpevolve.data.messages.show_values` (off by default).
+
+        Returns
+        -------
+        frame : pandas.DataFrame
+            The valid rows in schema column order with canonical dtypes (possibly none).
+        report : ValidationReport
+            ``rows_in`` (public) and the private counts of invalid rows and clipped cells.
         """
         if on_invalid not in ("error", "drop", "clip"):
             raise InputError(f"on_invalid must be error, drop or clip, got '{on_invalid}'")
@@ -356,7 +395,7 @@ class Schema:
             first = problems[0]
             raise InputError(
                 f"{what} column '{first.column}': {first.count} of {len(table)} rows "
-                f"{first.problem} (first at row {first.first_row}: {first.example!r}); "
+                f"{first.problem} {first_at(first.first_row, first.example, show_values)}; "
                 "fix them or use --on-invalid drop|clip"
             )
         dropped: dict[str, int] = {}
@@ -364,15 +403,19 @@ class Schema:
         for problem in problems:
             dropped[problem.column] = dropped.get(problem.column, 0) + problem.count
             bad_rows |= problem.mask
+        # No valid row left is not an error: whether a run goes ahead must not depend on
+        # one private row (the release is then noise only; the ledger notes the counts).
         if bad_rows.any():
             frame = frame.loc[~bad_rows]
-            if len(frame) == 0:
-                raise InputError(f"{what} has no valid rows left after on_invalid={on_invalid}")
         frame = frame.reset_index(drop=True)
         report = ValidationReport(on_invalid, len(table), len(frame), dropped, clipped)
         return frame, report
 
     def _check_columns(self, table: pd.DataFrame, what: str) -> None:
+        names = [str(c) for c in table.columns]
+        twice = [c for i, c in enumerate(names) if c in names[:i]]
+        if twice:
+            raise InputError(f"{what} has column '{twice[0]}' twice (duplicate header)")
         unknown = [c for c in table.columns if str(c) not in self]
         if unknown:
             raise InputError(
@@ -391,7 +434,9 @@ class Schema:
         Returns the table in schema column order with canonical dtypes (all rows kept;
         numeric cells clipped to the range when ``clip``), the problems in the order
         :meth:`validate` reports them (column by column: not a number, NaN, outside the
-        range or the declared set), and the count of clipped cells per column.
+        range, not a whole number in an integer column, outside the declared set), and
+        the count of clipped cells per column. The union of the problems' masks marks the
+        invalid rows.
         """
         if not isinstance(table, pd.DataFrame):
             raise InputError(f"{what} must be a pandas DataFrame, got {type(table).__name__}")
@@ -418,11 +463,16 @@ class Schema:
                 )
                 if clip and outside.any():
                     clipped[column.name] = int(outside.sum())
-                    numeric = np.clip(numeric, column.lo, column.hi)
+                    numeric = np.clip(numeric, *column.whole_range)
                 elif not clip:
                     declared = f"[{_plain(column.lo)}, {_plain(column.hi)}]"
                     note(column.name, outside, f"lie outside the declared range {declared}", values)
-                out[column.name] = np.round(numeric) if column.integer else numeric
+                if column.integer:
+                    # Never rounded: see NumericColumn. Out-of-range cells are judged above.
+                    inside = np.isfinite(numeric) & ~outside
+                    fraction = inside & (numeric != np.round(numeric))
+                    note(column.name, fraction, "are not whole numbers (integer column)", values)
+                out[column.name] = numeric
             else:
                 note(column.name, nan, "are missing (NaN)", values)
                 keys = _as_keys(values)

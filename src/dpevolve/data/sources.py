@@ -59,7 +59,8 @@ class FrameSource:
 
     @property
     def n(self) -> int:
-        return len(self._records)
+        # Every row counts, invalid ones too (they vote empty): n stays public.
+        return self._report.rows_in
 
     @property
     def report(self) -> ValidationReport | None:

@@ -6,8 +6,9 @@ validated against the schema and encoded to :class:`~dpevolve.data.encoding.Reco
 memory a pass needs is bounded by the batch size, not by the table.
 
 The first pass (run when the table is opened) reads the whole file once: it counts the
-rows ``n`` (public under replace-one adjacency) and validates every batch, adding the
-drop and clip counts of all batches into one
+rows ``n`` (public under replace-one adjacency; invalid rows count too, they cast an
+empty vote) and validates every batch, adding the invalid-row and clip counts of all
+batches into one
 :class:`~dpevolve.data.schema.ValidationReport`. :meth:`StreamedTable.batches` then returns
 a fresh iterator over the encoded batches each call, so the method itself is the
 zero-argument callable :meth:`dpevolve.core.evolution.Evolution.run` reads once per round::
@@ -41,6 +42,7 @@ import pandas as pd
 
 from dpevolve.data.encoding import Layout, Records, encode
 from dpevolve.data.io import _suffix
+from dpevolve.data.messages import first_at, reader_error
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema, ValidationReport
 from dpevolve.errors import InputError
 
@@ -60,9 +62,15 @@ _NA_VALUES = [
     "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
 ]  # fmt: skip
 
-# The order in which Schema.validate checks one column: the in-memory error names the
-# first problem of the first bad column, so a streamed error must rank them the same way.
-_PROBLEM_RANK = ("are not numbers", "are missing (NaN)")
+# The order in which Schema.check finds problems in one column: the in-memory error names
+# the first problem of the first bad column, so a streamed error must rank them the same.
+_PROBLEM_RANK = (
+    "are not numbers",
+    "are missing (NaN)",
+    "lie outside the declared range",
+    "are not whole numbers",
+    "hold values outside the declared set",
+)
 
 _CSV_CONVERSION = re.compile(r"In CSV column #(\d+): .*CSV conversion error")
 
@@ -141,10 +149,17 @@ class Tally:
     from the start of the table.
     """
 
-    def __init__(self, schema: Schema, on_invalid: OnInvalid, what: str = "private table") -> None:
+    def __init__(
+        self,
+        schema: Schema,
+        on_invalid: OnInvalid,
+        what: str = "private table",
+        show_values: bool | None = None,
+    ) -> None:
         self.schema = schema
         self.on_invalid = on_invalid
         self.what = what
+        self.show_values = show_values
         self.rows_in = 0
         self.rows_out = 0
         self.clipped: dict[str, int] = {}
@@ -170,7 +185,8 @@ class Tally:
         ------
         InputError
             The in-memory error: an empty table; in ``error`` mode the first bad column
-            (schema order) with its count of bad rows; otherwise no valid row left.
+            (schema order) with its count of bad rows and the first bad row (its cell
+            only when values may be shown).
         """
         if self.rows_in == 0:
             raise InputError(f"{self.what} is empty (0 rows)")
@@ -178,36 +194,25 @@ class Tally:
 
         def rank(key: tuple[str, str]) -> tuple[int, int]:
             name, problem = key
-            kind = _PROBLEM_RANK.index(problem) if problem in _PROBLEM_RANK else len(_PROBLEM_RANK)
-            return order.get(name, len(order)), kind
+            kinds = [k for k, start in enumerate(_PROBLEM_RANK) if problem.startswith(start)]
+            return order.get(name, len(order)), kinds[0] if kinds else len(_PROBLEM_RANK)
 
         ranked = sorted(self.problems, key=rank)
         if self.on_invalid == "error" and ranked:
             name, problem = ranked[0]
             found = self.problems[ranked[0]]
+            where = first_at(found.first_row, found.example, self.show_values)
             raise InputError(
                 f"{self.what} column '{name}': {found.count} of {self.rows_in} rows {problem} "
-                f"(first at row {found.first_row}: {_plain(found.example)!r}); fix them or use "
-                "--on-invalid drop|clip"
+                f"{where}; fix them or use --on-invalid drop|clip"
             )
-        if self.rows_out == 0:
-            raise InputError(
-                f"{self.what} has no valid rows left after on_invalid={self.on_invalid}"
-            )
+        # No valid row left is not an error (see Schema.validate): n is public, the
+        # release is then noise only.
         dropped: dict[str, int] = {}
         for name, problem in ranked:
             dropped[name] = dropped.get(name, 0) + self.problems[(name, problem)].count
         clipped = {n: self.clipped[n] for n in sorted(self.clipped, key=lambda n: order.get(n, 0))}
         return ValidationReport(self.on_invalid, self.rows_in, self.rows_out, dropped, clipped)
-
-
-def _plain(value: Any) -> Any:
-    """A cell as a plain Python value, so messages read the same for CSV and Parquet."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
 
 
 def empty_records(schema: Schema) -> Records:
@@ -231,6 +236,9 @@ def encode_batch(
 
 def check_columns(names: Sequence[str], schema: Schema, what: str) -> None:
     """The in-memory column checks, from a file's header alone."""
+    twice = [c for i, c in enumerate(names) if c in names[:i]]
+    if twice:
+        raise InputError(f"{what} has column '{twice[0]}' twice (duplicate header)")
     unknown = [c for c in names if c not in schema]
     if unknown:
         raise InputError(
@@ -295,8 +303,8 @@ def encode_clean(table: pa.Table, schema: Schema) -> Records | None:
         values = cells.to_numpy().astype(np.float64, copy=False)
         if not (np.isfinite(values).all() and values.min() >= col.lo and values.max() <= col.hi):
             return None
-        if col.integer:
-            values = np.round(values)
+        if col.integer and not np.array_equal(values, np.round(values)):
+            return None  # a non-integer cell is invalid: let validation count it
         numeric[:, j] = (values - col.lo) / col.range
     codes = np.empty((rows, len(layout.categorical)), dtype=np.int32)
     for j, cat in enumerate(layout.categorical):
@@ -361,13 +369,18 @@ class StreamedTable:
         ``error``, ``drop`` or ``clip``, as in :meth:`Schema.validate`.
     what
         How error messages name the table.
+    show_values
+        Let error messages quote a cell; ``None`` follows
+        :func:`dpevolve.data.messages.show_values` (off by default).
 
     Attributes
     ----------
+    n : int
+        Rows in the file, valid or not: the public row count the run uses.
     rows : int
-        Valid rows ``n`` (after ``on_invalid``).
+        Valid rows, the ones that vote (private: for integrity checks only).
     report : ValidationReport
-        Drop and clip counts over the whole table.
+        Invalid-row and clip counts over the whole table (private).
 
     Raises
     ------
@@ -384,6 +397,7 @@ class StreamedTable:
         batch_rows: int = DEFAULT_BATCH_ROWS,
         on_invalid: OnInvalid = "error",
         what: str = "private table",
+        show_values: bool | None = None,
     ) -> None:
         if isinstance(batch_rows, bool) or not isinstance(batch_rows, (int, np.integer)):
             raise InputError(f"batch_rows must be a positive integer, got {batch_rows!r}")
@@ -396,6 +410,7 @@ class StreamedTable:
         self.batch_rows = int(batch_rows)
         self.on_invalid: OnInvalid = on_invalid
         self.what = what
+        self.show_values = show_values
         self.format = "parquet" if _suffix(self.path) in (".parquet", ".pq") else "csv"
         if not self.path.is_file():
             raise InputError(f"{what} file not found: {self.path}")
@@ -405,19 +420,15 @@ class StreamedTable:
         self._stamp = self._file_stamp()
         self.report = self._scan()
         self.rows = self.report.rows_out
+        self.n = self.report.rows_in
 
     def __repr__(self) -> str:
         return (
-            f"StreamedTable({str(self.path)!r}, rows={self.rows}, batch_rows={self.batch_rows}, "
+            f"StreamedTable({str(self.path)!r}, n={self.n}, batch_rows={self.batch_rows}, "
             f"on_invalid={self.on_invalid!r})"
         )
 
     def __len__(self) -> int:
-        return self.rows
-
-    @property
-    def n(self) -> int:
-        """The row count (public under replace-one adjacency): a :class:`PrivateSource`."""
         return self.rows
 
     # ------------------------------------------------------------------ passes
@@ -453,7 +464,7 @@ class StreamedTable:
 
     def _scan(self) -> ValidationReport:
         while True:
-            tally = Tally(self.schema, self.on_invalid, self.what)
+            tally = Tally(self.schema, self.on_invalid, self.what, self.show_values)
             try:
                 for _, batch in self._encoded():
                     tally.add(batch)
@@ -483,9 +494,8 @@ class StreamedTable:
             else:
                 yield from self._csv_batches()
         except (pa.ArrowException, OSError) as exc:
-            raise InputError(
-                f"{self.what} {self.path} could not be read: {_first_line(exc)}"
-            ) from None
+            message = reader_error(exc, self.show_values)
+            raise InputError(f"{self.what} {self.path} could not be read: {message}") from None
 
     def _parquet_batches(self) -> Iterator[pa.RecordBatch]:
         import pyarrow.parquet as pq
@@ -591,11 +601,6 @@ class TableStream(Iterator[Records]):
         if self._records is None:
             self._records = self.table._records()
         return next(self._records)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 # ------------------------------------------------------------------------------ fitting

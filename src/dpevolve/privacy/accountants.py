@@ -87,9 +87,7 @@ def _costly(events: Sequence[Event]) -> list[Event]:
 
 
 def _gaussians(events: Sequence[Event], *, discrete_ok: bool) -> bool:
-    return all(
-        isinstance(e, GaussianEvent) and (discrete_ok or not e.discrete) for e in events
-    )
+    return all(isinstance(e, GaussianEvent) and (discrete_ok or not e.discrete) for e in events)
 
 
 def composed_mu(active: Sequence[Event]) -> float:

@@ -25,9 +25,7 @@ from dpevolve.privacy.accountants import Accountant, AccountingResult, checked
 from dpevolve.privacy.checks import json_checked, json_float, open_unit
 from dpevolve.privacy.events import Event, GaussianEvent
 
-_RESERVED_TOP = frozenset(
-    {"epsilon", "delta", "accounting", "events", "notes", "ex_post_epsilon"}
-)
+_RESERVED_TOP = frozenset({"epsilon", "delta", "accounting", "events", "notes", "ex_post_epsilon"})
 _RESERVED_EVENT = frozenset({"round", "running_epsilon"})
 _MAX_RUNNING_PREFIXES = 64
 
@@ -55,6 +53,7 @@ SHAREABLE_KEYS = frozenset(
         "policy",
         "reach",
         "l2_sensitivity",
+        "invalid_rows",
         "noise_multiplier",
         "sigma",
         "schema",

@@ -98,6 +98,4 @@ class GaussianRelease:
             slack = self.rounding_slack if exact > 0 else 0.0
             info[EXACT_SENSITIVITY] = exact + slack
             info["calibration_seconds"] = time.perf_counter() - start
-        return Selection(
-            parents=np.asarray(parents, dtype=np.int64), event=self.event(), info=info
-        )
+        return Selection(parents=np.asarray(parents, dtype=np.int64), event=self.event(), info=info)

@@ -35,6 +35,7 @@ import numpy as np
 
 from dpevolve.backends.base import Backend
 from dpevolve.core.distance import Distance
+from dpevolve.core.invalid_rows import fill_empty_votes
 from dpevolve.core.votes import HardVote
 from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
@@ -149,7 +150,8 @@ class PubMixRelease:
         fold_counts = self._public_counts(population)
         counts = fold_counts.sum(axis=0)
         public_hist = counts / counts.sum()
-        p_private = histogram / histogram.sum()
+        # Invalid rows cast no vote; this analysis needs all n, so they vote as one record.
+        p_private = fill_empty_votes(histogram, self.n, population, self.distance) / self.n
         eps_r, delta_r = self.per_round
         info: dict[str, Any] = {"d": d, "m": k, "noise": self.noise}
         if self.noise == "linmix":

@@ -423,6 +423,10 @@ def _run_facts(led: Mapping[str, Any], public_safe: bool) -> list[tuple[str, str
     ):
         if key in led:
             facts.append((label, _e(_num(led[key], digits=6))))
+    invalid = led.get("invalid_rows")  # configuration only: no count from the data
+    if isinstance(invalid, Mapping):
+        how = f"on_invalid={invalid.get('on_invalid')}: {invalid.get('invalid_row_vote')}"
+        facts.append(("invalid rows", _e(how)))
     if not public_safe and isinstance(led.get("validation"), Mapping):
         facts.append(
             (
