@@ -773,6 +773,41 @@ def _vote_chunk(chunk: Records, prepared: _Prepared, vote: Vote) -> np.ndarray:
     return np.bincount(_hard_kernel(*args), minlength=p.m).astype(np.float64)
 
 
+def fused_nearest(records: Records, population: Records, distance: Distance) -> np.ndarray:
+    """Each record's hard vote (index of its nearest candidate) from the fused kernel.
+
+    The per-record view of what :meth:`FusedBackend.vote` counts, for audits and tests
+    that check the kernel against the exact sensitivity search. Needs numba and a
+    :class:`Gower` or :class:`TabPEEmbedding` distance.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, shape (len(records),).
+    """
+    if not (fused_available() and _fusable(distance, HardVote())):
+        raise InputError("fused_nearest needs numba and the Gower or Tab-PE distance")
+    if len(population) == 0:
+        raise InputError("cannot vote over an empty population")
+    _compile()
+    p = _prepare(distance, population)
+    with _kernel_lock:
+        return np.asarray(
+            _hard_kernel(
+                _GOWER if p.kind == "gower" else _TABPE,
+                np.ascontiguousarray(records.numeric, dtype=np.float64),
+                np.ascontiguousarray(records.codes, dtype=np.int32),
+                p.wnum,
+                p.cnum_t,
+                p.table_rows,
+                p.offsets,
+                p.mismatch,
+                p.m,
+            ),
+            dtype=np.int64,
+        )
+
+
 class _BlasArgmin:
     """Nearest candidate by ``argmin_j ||c_j||^2 - 2 e(x).e(c_j)`` (``exact=False``).
 
@@ -798,4 +833,4 @@ class _BlasArgmin:
         return out
 
 
-__all__ = ["FusedBackend", "fused_available"]
+__all__ = ["FusedBackend", "fused_available", "fused_nearest"]
