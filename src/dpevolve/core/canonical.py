@@ -109,27 +109,39 @@ def hard_nearest(distances: np.ndarray) -> np.ndarray:
     return np.argmin(distances, axis=1)
 
 
-def exp_canonical(x: np.ndarray) -> np.ndarray:
+def exp_canonical(x: np.ndarray, *, overwrite: bool = False) -> np.ndarray:
     """``exp(x)`` for ``x <= 0`` by one fixed recipe, identical in numpy and numba.
 
     ``exp(x) = 2^k exp(t)`` with ``k = floor(x / ln 2 + 1/2)``, ``t = x - k ln 2`` in
     two parts (Cody-Waite), ``exp(t)`` by its degree-13 Taylor polynomial (Horner) and
     ``2^k`` from its bits: within 1 ulp of libm. Below ``EXP_MIN`` (results under
     ~1e-307) libm's ``exp`` (``math.exp``, which numba also calls) takes over.
+    ``overwrite=True`` lets the result reuse ``x``'s memory (float64 ``x`` only).
     """
     x = np.asarray(x, dtype=np.float64)
     low = x < EXP_MIN
-    xc = np.where(low, EXP_MIN, x)
-    k = np.floor(xc * LOG2E + 0.5)
-    t = (xc - k * LN2_HI) - k * LN2_LO
-    p = np.full_like(t, TAYLOR[-1])
+    lows = [math.exp(v) for v in x[low]] if low.any() else []
+    # In place, one elementwise operation at a time: the same roundings as the kernel.
+    t = np.maximum(x, EXP_MIN, out=x if overwrite else None)
+    k = t * LOG2E
+    k += 0.5
+    np.floor(k, out=k)
+    tmp = np.multiply(k, LN2_HI)
+    t -= tmp
+    np.multiply(k, LN2_LO, out=tmp)
+    t -= tmp
+    p = tmp
+    p.fill(TAYLOR[-1])
     for coef in (*TAYLOR[-2::-1], 0.5, 1.0, 1.0):
         p *= t
         p += coef
-    scale = ((k.astype(np.int64) + 1023) << 52).view(np.float64)
-    p *= scale
-    if low.any():
-        p[low] = [math.exp(v) for v in x[low]]
+    bits = t.view(np.int64)  # t is spent: its memory holds 2^k
+    np.copyto(bits, k, casting="unsafe")
+    bits += 1023
+    bits <<= 52
+    p *= bits.view(np.float64)
+    if lows:
+        p[low] = lows
     return p
 
 
@@ -137,7 +149,7 @@ def soft_row_votes(distances: np.ndarray, tau: float) -> np.ndarray:
     """Canonical softmax votes ``softmax(-d / tau)`` per row, before quantisation."""
     logits = -np.asarray(distances, dtype=np.float64) / tau
     logits -= logits.max(axis=1, keepdims=True)
-    weights = exp_canonical(logits)
+    weights = exp_canonical(logits, overwrite=True)
     weights /= weights.sum(axis=1, keepdims=True)
     return weights
 
