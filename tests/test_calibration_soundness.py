@@ -102,7 +102,9 @@ def _per_record_votes(distance: object, population: Records, domain: Records) ->
     return out
 
 
-def _largest_change(policy: Policy, distance: object, domain: Records, nearest: np.ndarray) -> float:
+def _largest_change(
+    policy: Policy, distance: object, domain: Records, nearest: np.ndarray
+) -> float:
     """max over protected edges (x, x') of ||vote(x') - vote(x)||_2, by brute force."""
     raw_a = np.rint(domain.numeric[:, 0] * 73).astype(np.int64)
     codes = domain.codes[:, 0]

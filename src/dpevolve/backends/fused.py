@@ -350,8 +350,9 @@ def _soft_accumulate(
 
     Logits ``-d / tau`` minus their maximum, ``exp``, divided by the row total (summed
     pairwise, as numpy sums), rounded to units of ``2^-30`` (the canonical soft vote of
-    :mod:`dpevolve.core.canonical`; ``acc`` holds integer counts). The other arrays are work space (no call allocates):
-    ``weights`` and ``scratch`` of ``m``, ``stack`` and ``values`` for _pairwise_sum.
+    :mod:`dpevolve.core.canonical`; ``acc`` holds integer counts). The other arrays
+    are work space (no call allocates): ``weights`` and ``scratch`` of ``m``, ``stack``
+    and ``values`` for _pairwise_sum.
     """
     m = row.shape[0]
     scratch[0] = _min_bits(row.view(np.int64))

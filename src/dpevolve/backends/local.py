@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import numpy as np
 
 from dpevolve.backends.base import PrivateData
-from dpevolve.core.distance import Distance
 from dpevolve.core.canonical import soft_histogram
+from dpevolve.core.distance import Distance
 from dpevolve.core.votes import SoftVote, Vote
 from dpevolve.data.encoding import Records
 
