@@ -88,6 +88,9 @@ def tabpe_squared(
     numpy.ndarray
         float64, shape (b, m).
     """
+    # float64 throughout, as the kernels (a float32 block would round differently).
+    x_numeric = np.asarray(x_numeric, dtype=np.float64)
+    c_numeric = np.asarray(c_numeric, dtype=np.float64)
     b, m = x_numeric.shape[0], c_numeric.shape[0]
     out = np.zeros((b, m), dtype=np.float64)
     for k in range(x_numeric.shape[1]):
