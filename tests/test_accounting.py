@@ -588,3 +588,21 @@ def test_ledger_rejects_bad_input(tmp_path: Path) -> None:
     assert ledger.events == ()
     ledger.record(GaussianEvent(1.0, 1.0), info=np.float64(2.5))
     assert ledger.to_dict()["events"][0]["info"] == 2.5
+
+
+def test_ex_post_epsilon_is_reported_apart_from_the_guarantee() -> None:
+    """Rounds a search found cheap change ``ex_post_epsilon`` only: the top-level
+    epsilon composes the events as charged (the bound fixed before the run)."""
+    charged = Ledger(1e-5)
+    plain = Ledger(1e-5)
+    for t, exact in enumerate((0.0, 2**0.5, 0.0), start=1):
+        charged.record(GaussianEvent(2**0.5, 5.0), round=t, exact_sensitivity=exact)
+        plain.record(GaussianEvent(2**0.5, 5.0), round=t)
+    out = charged.to_dict()
+    assert out["epsilon"] == plain.to_dict()["epsilon"]
+    assert "ex_post_epsilon" not in plain.to_dict()
+    one_round = Ledger(1e-5)
+    one_round.record(GaussianEvent(2**0.5, 5.0))
+    assert out["ex_post_epsilon"]["epsilon"] == pytest.approx(one_round.result().epsilon)
+    assert "not a guarantee" in out["ex_post_epsilon"]["note"]
+    assert "ex_post_epsilon" in charged.shareable_dict()

@@ -87,11 +87,10 @@ def test_histogram_equals_local(client, small_schema, private, population, dista
     np.testing.assert_array_equal(hard, local.vote(private, population, metric, HardVote()))
     assert hard.sum() == len(private)
     soft = SoftVote(0.05)
-    np.testing.assert_allclose(
+    # Soft votes are quantised to a grid and summed exactly: equal whatever the partitions.
+    np.testing.assert_array_equal(
         backend.vote(private, population, metric, soft),
         local.vote(private, population, metric, soft),
-        rtol=0,
-        atol=1e-9,
     )
     backend.release()
 

@@ -14,6 +14,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 
 from dpevolve.backends import Backend, make_backend
+from dpevolve.core.canonical import soft_quantisation_slack
 from dpevolve.core.distance import Distance, make_distance
 from dpevolve.core.evolution import Evolution
 from dpevolve.core.invalid_rows import calibrate as calibrate_invalid
@@ -77,8 +78,10 @@ class Synthesizer(BaseEstimator):
     calibration
         ``bound`` (the closed-form sensitivity) or ``exact``: with a hard vote under a
         policy, each round searches the protected edges of the schema's domain for an
-        argmin change (public population: no budget spent); rounds where none changes
-        cost nothing. Needs a domain small enough to enumerate.
+        argmin change (public population: no budget spent). Every round is still
+        charged at the bound (the guarantee); the ledger reports apart, as
+        ``ex_post_epsilon`` (not a guarantee), the loss had rounds where no argmin
+        changes been free. Needs a domain small enough to enumerate.
     population_size, rounds, distance, threshold
         Override the preset.
     random_state
@@ -293,7 +296,7 @@ class Synthesizer(BaseEstimator):
             public,
             n,
             rng,
-            invalid.exact(self._exact_sensitivity(vote, policy, distance)),
+            invalid.exact(self._exact_sensitivity(vote, policy, distance, backend)),
         )
         ledger = Ledger(
             budget.delta if budget.delta is not None else 1e-5,
@@ -383,7 +386,7 @@ class Synthesizer(BaseEstimator):
         return self
 
     def _exact_sensitivity(
-        self, vote: Vote, policy: Any, distance: Distance
+        self, vote: Vote, policy: Any, distance: Distance, backend: Any = None
     ) -> Callable[[Records], float] | None:
         if self.calibration == "bound":
             return None
@@ -391,6 +394,9 @@ class Synthesizer(BaseEstimator):
             raise InputError(f"calibration must be bound or exact, got '{self.calibration}'")
         if vote.name != "hard" or policy is None or self.mechanism != "gaussian":
             raise InputError("exact calibration is for hard votes under a policy (Gaussian)")
+        if getattr(backend, "exact", True) is False:
+            # The search assumes the canonical vote arithmetic; a BLAS argmin is another.
+            raise InputError("exact calibration needs a backend with exact=True")
         from dpevolve.core.sensitivity import enumerate_domain, per_round_hard_sensitivity
 
         domain = enumerate_domain(distance.layout, None, 1_000_000)
@@ -415,12 +421,16 @@ class Synthesizer(BaseEstimator):
         if self.mechanism == "gaussian":
             multiplier = calibrate_gaussian(rounds, budget, discrete=True)
             source = noise
-            # Soft votes are real-valued: calibrate for the grid rounding's extra sensitivity.
             largest = max(
                 preset.schedule.population * ((1 + s.mutations) if s.keep_selected else 1)
                 for s in preset.schedule.stages
             )
-            slack = 0.0 if vote.name == "hard" else source.rounding_slack(largest)
+            # Soft votes are quantised per record (bit-identical sums on every backend)
+            # and real-valued histograms rounded to the noise grid: both can add to the
+            # sensitivity, so the noise is calibrated for the sum.
+            slack = 0.0
+            if vote.name != "hard":
+                slack = soft_quantisation_slack(largest) + source.rounding_slack(largest)
             sigma = multiplier * (sensitivity + slack)
             threshold = preset.threshold if self.threshold is None else self.threshold
             gaussian = GaussianRelease(

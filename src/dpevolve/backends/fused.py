@@ -7,27 +7,27 @@ and, for each record, compute its ``m`` distances into a row buffer owned by the
 take the vote and accumulate it. No chunk x population block is ever built: memory is
 O(m) per thread, plus one partial histogram per block for soft votes.
 
-Exactness (what the tests pin down):
+Exactness (what the tests pin down): the kernels follow the canonical arithmetic of
+:mod:`dpevolve.core.canonical`, the same the numpy backend and the exact sensitivity
+search use, so votes are bit-identical across backends and chunkings.
 
 * Gower: every distance is summed in the reference's order (numeric attributes, then
   categorical ones, each ``w_k |a - b|`` or a weighted table entry), so distances and
   hence hard votes are bit-identical to :meth:`Gower.pairwise`.
 * Tab-PE embedding: ``d = sqrt(sum_num (a - b)^2 + (2/9) #mismatches)`` evaluated per
   pair, as written (numeric squares summed in attribute order, then the mismatch count
-  times ``2/9`` added once). The BLAS identity ``||x||^2 + ||c||^2 - 2 x.c`` used by
-  :meth:`TabPEEmbedding.squared` is ~1e-8 off after the square root, which can move an
-  argmin between near-ties; this path cannot.
+  times ``2/9`` added once), exactly as :meth:`TabPEEmbedding.squared` does.
 * Hard vote: first index of the minimum distance (spec §3: ties to the lowest index);
   each record's index is written out and counted with ``bincount`` (exact integers).
-* Soft vote: SoftVote's softmax step by step (logits ``-d / tau`` minus their maximum,
-  bit-identical; ``exp``; division by the row total, summed pairwise exactly as numpy
-  sums), in float64 throughout. Only ``exp`` differs: a vectorised polynomial within
-  1 ulp of libm (numpy's own SIMD ``exp`` is not libm's either). Histograms agree with
-  the numpy route to ~1e-15 relative.
+* Soft vote: logits ``-d / tau`` minus their maximum; ``exp`` by the canonical
+  polynomial (:func:`~dpevolve.core.canonical.exp_canonical`, within 1 ulp of libm,
+  and vectorised); division by the row total (summed pairwise exactly as numpy sums);
+  then each vote rounded to a multiple of ``2^-30`` and summed as integer grid units,
+  which is exact, so the histogram is bit-identical to the numpy backend's.
 
 Soft histograms are summed per block of records (the "per-thread" histograms, but per
-block) and the blocks added in order, so a result depends neither on the number of
-threads nor on their scheduling.
+block), in exact grid units, so a result depends neither on the number of threads nor
+on their scheduling.
 
 numba is optional (``pip install dpevolve[fast]``): it is imported on first use, and
 without it :class:`FusedBackend` falls back to :class:`LocalBackend` with a warning.
@@ -46,6 +46,15 @@ import numpy as np
 
 from dpevolve.backends.base import PrivateData
 from dpevolve.backends.local import LocalBackend, chunks
+from dpevolve.core.canonical import (
+    EXP_MIN,
+    LN2_HI,
+    LN2_LO,
+    LOG2E,
+    SOFT_SCALE,
+    SOFT_UNIT,
+    TAYLOR,
+)
 from dpevolve.core.distance import Distance, Gower, TabPEEmbedding
 from dpevolve.core.votes import HardVote, SoftVote, Vote
 from dpevolve.data.encoding import Records
@@ -63,13 +72,15 @@ _PW_BLOCK = 128
 # _exp_logits' constants: 1/ln 2, ln 2 split so that k * _LN2_HI is exact for
 # |k| < 2^20 (fdlibm's split), Taylor coefficients 1/i!, and the smallest argument
 # whose 2^k is still a normal double.
-_LOG2E = 1.4426950408889634
-_LN2_HI = 6.93147180369123816490e-01
-_LN2_LO = 1.90821492927058770002e-10
-_E3, _E4, _E5, _E6, _E7, _E8, _E9, _E10, _E11, _E12, _E13 = (
-    1.0 / math.factorial(i) for i in range(3, 14)
-)
-_EXP_MIN = -708.0
+# (The same constants as dpevolve.core.canonical.exp_canonical, which must match.)
+_LOG2E = LOG2E
+_LN2_HI = LN2_HI
+_LN2_LO = LN2_LO
+_E3, _E4, _E5, _E6, _E7, _E8, _E9, _E10, _E11, _E12, _E13 = TAYLOR
+_EXP_MIN = EXP_MIN
+# Soft votes are floored to multiples of 2^-30 (dpevolve.core.canonical).
+_SOFT_SCALE = SOFT_SCALE
+_SOFT_UNIT = SOFT_UNIT
 # Squares whose root rounds to sqrt(s_min) lie within ~2^-51 s_min of s_min; 2^-48 is
 # a safe superset (hard vote on the embedding, see _hard_kernel).
 _NEAR = 1.0 + 2.0**-48
@@ -335,11 +346,13 @@ def _soft_accumulate(
     stack: np.ndarray,
     values: np.ndarray,
 ) -> None:
-    """Add ``softmax(-row / tau)`` (``row``: distances) to ``acc``, as SoftVote does.
+    """Add ``softmax(-row / tau)`` (``row``: distances) to ``acc`` in grid units.
 
     Logits ``-d / tau`` minus their maximum, ``exp``, divided by the row total (summed
-    pairwise, as numpy sums). The other arrays are work space (no call allocates):
-    ``weights`` and ``scratch`` of ``m``, ``stack`` and ``values`` for _pairwise_sum.
+    pairwise, as numpy sums), rounded to units of ``2^-30`` (the canonical soft vote of
+    :mod:`dpevolve.core.canonical`; ``acc`` holds integer counts). The other arrays
+    are work space (no call allocates): ``weights`` and ``scratch`` of ``m``, ``stack``
+    and ``values`` for _pairwise_sum.
     """
     m = row.shape[0]
     scratch[0] = _min_bits(row.view(np.int64))
@@ -348,8 +361,10 @@ def _soft_accumulate(
     top = -dmin / tau
     _exp_logits(row, tau, top, weights, scratch)
     total = _pairwise_sum(weights, stack, values)
+    # Each vote rounded to the canonical grid, kept as an integer count of grid units:
+    # sums of those are exact, so the histogram is the same in any order.
     for j in range(m):
-        acc[j] += weights[j] / total
+        acc[j] += math.floor((weights[j] / total) * _SOFT_SCALE + 0.5)
 
 
 def _distance_tile(
@@ -623,11 +638,13 @@ class FusedBackend:
     Parameters
     ----------
     exact
-        ``True`` (default): every vote is computed from exact per-pair distances, so hard
-        votes are bit-identical to the spec's definition. ``False`` lets the hard vote
-        with the embedding distance take the argmin of ``||c||^2 - 2 x.c`` from one
-        BLAS matrix multiply per chunk, which can differ from the exact argmin between
-        candidates whose distances agree to ~1e-8. Other combinations are unaffected.
+        ``True`` (default): every vote is computed from canonical per-pair distances,
+        so hard votes are bit-identical to every other backend and to what the exact
+        sensitivity search assumes. ``False`` lets the hard vote with the embedding
+        distance take the argmin of ``||c||^2 - 2 x.c`` from one BLAS matrix multiply
+        per chunk, which can differ from the canonical argmin between candidates whose
+        distances agree to ~1e-8; exact per-round calibration refuses such a backend.
+        Other combinations are unaffected.
     chunk_rows
         Private records handed to a kernel at a time. Memory is O(chunk_rows) for hard
         votes and O(chunk_rows / 256 x m) for soft ones (partial histograms).
@@ -752,12 +769,44 @@ def _vote_chunk(chunk: Records, prepared: _Prepared, vote: Vote) -> np.ndarray:
     )
     if isinstance(vote, SoftVote):
         parts = _soft_kernel(*args, float(vote.temperature))
-        # Blocks added in order: the sum does not depend on thread scheduling.
-        out = np.zeros(p.m, dtype=np.float64)
-        for part in parts:
-            out += part
-        return out
+        # Integer-valued grid units: exact sums, in any order; scaling by 2^-30 is exact.
+        return parts.sum(axis=0) * _SOFT_UNIT
     return np.bincount(_hard_kernel(*args), minlength=p.m).astype(np.float64)
+
+
+def fused_nearest(records: Records, population: Records, distance: Distance) -> np.ndarray:
+    """Each record's hard vote (index of its nearest candidate) from the fused kernel.
+
+    The per-record view of what :meth:`FusedBackend.vote` counts, for audits and tests
+    that check the kernel against the exact sensitivity search. Needs numba and a
+    :class:`Gower` or :class:`TabPEEmbedding` distance.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, shape (len(records),).
+    """
+    if not (fused_available() and _fusable(distance, HardVote())):
+        raise InputError("fused_nearest needs numba and the Gower or Tab-PE distance")
+    if len(population) == 0:
+        raise InputError("cannot vote over an empty population")
+    _compile()
+    p = _prepare(distance, population)
+    with _kernel_lock:
+        return np.asarray(
+            _hard_kernel(
+                _GOWER if p.kind == "gower" else _TABPE,
+                np.ascontiguousarray(records.numeric, dtype=np.float64),
+                np.ascontiguousarray(records.codes, dtype=np.int32),
+                p.wnum,
+                p.cnum_t,
+                p.table_rows,
+                p.offsets,
+                p.mismatch,
+                p.m,
+            ),
+            dtype=np.int64,
+        )
 
 
 class _BlasArgmin:
@@ -785,4 +834,4 @@ class _BlasArgmin:
         return out
 
 
-__all__ = ["FusedBackend", "fused_available"]
+__all__ = ["FusedBackend", "fused_available", "fused_nearest"]

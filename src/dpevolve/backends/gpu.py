@@ -10,9 +10,11 @@ computation is LocalBackend's, chunked, on the device, in float64 throughout:
 * Tab-PE embedding: ``sqrt(sum_num (a - b)^2 + (2/9) #mismatches)`` per pair, as in
   :mod:`dpevolve.backends.fused` (not the BLAS identity);
 * hard votes: first index of the minimum (torch and CuPy both return the first);
-* soft votes: ``softmax(-d / tau)`` with the row maximum subtracted, summed in float64.
-  GPU reductions sum in their own order, so soft histograms agree with the CPU ones to
-  ~1e-15 relative, not bitwise.
+* soft votes: ``softmax(-d / tau)`` with the row maximum subtracted, rounded to the
+  canonical grid of ``2^-30`` and summed exactly (:mod:`dpevolve.core.canonical`). The
+  device's own ``exp`` and row totals can differ from the CPU's in the last bit, so a
+  vote can land one grid unit away: soft histograms agree with the CPU backends to
+  within ``n 2^-30``, not bitwise. Hard votes are bit-identical.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 
 from dpevolve.backends.base import PrivateData
 from dpevolve.backends.local import LocalBackend, chunks
+from dpevolve.core.canonical import SOFT_SCALE, SOFT_UNIT
 from dpevolve.core.distance import Distance, Gower, TabPEEmbedding
 from dpevolve.core.votes import HardVote, SoftVote, Vote
 from dpevolve.data.encoding import Records
@@ -44,6 +47,7 @@ class _Ops:
     asarray: Callable[[np.ndarray], Any]
     zeros: Callable[[tuple[int, ...]], Any]
     exp: Callable[[Any], Any]
+    floor: Callable[[Any], Any]
     sqrt: Callable[[Any], Any]
     argmin_rows: Callable[[Any], Any]
     bincount: Callable[[Any, int], Any]
@@ -72,6 +76,7 @@ def _torch_ops(device: str | None) -> _Ops | None:
         asarray=asarray,
         zeros=lambda shape: torch.zeros(shape, dtype=f64, device=dev),
         exp=torch.exp,
+        floor=torch.floor,
         sqrt=torch.sqrt,
         argmin_rows=lambda d: torch.argmin(d, dim=1),
         bincount=lambda idx, m: torch.bincount(idx, minlength=m),
@@ -97,6 +102,7 @@ def _xp_ops(xp: Any) -> _Ops:
         asarray=asarray,
         zeros=lambda shape: xp.zeros(shape, dtype=xp.float64),
         exp=xp.exp,
+        floor=xp.floor,
         sqrt=xp.sqrt,
         argmin_rows=lambda d: xp.argmin(d, axis=1),
         bincount=lambda idx, m: xp.bincount(idx, minlength=m),
@@ -225,8 +231,13 @@ def _vote_with(
             logits -= ops.row_max(logits)
             votes = ops.exp(logits)
             votes /= ops.row_sum(votes)
-            histogram += ops.col_sum(votes)
-    return ops.to_numpy(histogram)
+            # The canonical grid (dpevolve.core.canonical): whole units of 2^-30, summed
+            # exactly, so chunking and the device's summation order cannot matter.
+            votes *= SOFT_SCALE
+            votes += 0.5
+            histogram += ops.col_sum(ops.floor(votes))
+    out = ops.to_numpy(histogram)
+    return out * SOFT_UNIT if isinstance(vote, SoftVote) else out
 
 
 __all__ = ["GpuBackend", "gpu_available"]

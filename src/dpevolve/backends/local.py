@@ -7,8 +7,9 @@ from collections.abc import Iterator
 import numpy as np
 
 from dpevolve.backends.base import PrivateData
+from dpevolve.core.canonical import soft_histogram
 from dpevolve.core.distance import Distance
-from dpevolve.core.votes import Vote
+from dpevolve.core.votes import SoftVote, Vote
 from dpevolve.data.encoding import Records
 
 
@@ -21,7 +22,7 @@ def chunks(private: PrivateData, rows: int) -> Iterator[Records]:
 
 
 class LocalBackend:
-    """The reference backend: ``distance.pairwise`` then ``vote.histogram`` per chunk.
+    """The reference backend: ``distance.pairwise`` then the vote's histogram per chunk.
 
     ``chunk_cells`` caps the size of one distance block (rows x candidates), so the
     private chunk shrinks as the population grows.
@@ -36,5 +37,13 @@ class LocalBackend:
         rows = max(1, self.chunk_cells // max(1, len(population)))
         histogram = np.zeros(len(population), dtype=np.float64)
         for chunk in chunks(private, rows):
-            histogram += vote.histogram(distance.pairwise(chunk, population))
+            histogram += chunk_histogram(vote, distance.pairwise(chunk, population))
         return histogram
+
+
+def chunk_histogram(vote: Vote, distances: np.ndarray) -> np.ndarray:
+    """One chunk's histogram; SoftVote by the canonical quantised rule, so that every
+    backend and chunking sums to the same bits (:mod:`dpevolve.core.canonical`)."""
+    if type(vote) is SoftVote:
+        return soft_histogram(distances, vote.temperature)
+    return vote.histogram(distances)

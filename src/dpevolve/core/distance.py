@@ -16,6 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
+from dpevolve.core.canonical import tabpe_squared
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import CategoricalColumn, Schema
 
@@ -103,13 +104,13 @@ class TabPEEmbedding:
         self._mismatch = 2.0 * self.CATEGORY_WEIGHT**2
 
     def squared(self, x: Records, c: Records) -> np.ndarray:
-        """``||e(x) - e(c)||^2`` as ``||e(x)||^2 + ||e(c)||^2 - 2 e(x).e(c)`` (one BLAS call)."""
-        ex, ec = self.embed(x), self.embed(c)
-        out = ex @ ec.T
-        out *= -2.0
-        out += np.einsum("ij,ij->i", ex, ex)[:, None]
-        out += np.einsum("ij,ij->i", ec, ec)[None, :]
-        return np.maximum(out, 0.0, out=out)
+        """``||e(x) - e(c)||^2`` per pair in the canonical order every backend uses.
+
+        Not the BLAS identity ``||x||^2 + ||c||^2 - 2 x.c``: its rounding depends on the
+        batch, and a near tie must resolve the same way in every backend and in the
+        exact sensitivity search (see :mod:`dpevolve.core.canonical`).
+        """
+        return tabpe_squared(x.numeric, x.codes, c.numeric, c.codes, self._mismatch)
 
     def pairwise(self, x: Records, c: Records) -> np.ndarray:
         return np.sqrt(self.squared(x, c))

@@ -20,7 +20,13 @@ is public, so running it costs no privacy budget.
 
 Validity of an exact value as a *calibration* needs every record the private table can
 hold to be in the searched set: the full domain of integer/categorical columns is, a
-grid over a continuous column or a sample of records is not.
+grid over a continuous column or a sample of records is not. It also needs the search
+to evaluate the very vote the backends evaluate: distances come from
+``distance.pairwise``, which for the built-in distances is the canonical per-pair
+arithmetic of :mod:`dpevolve.core.canonical` that every backend follows bit for bit,
+and ties go to the lowest index as in every backend. A near tie therefore resolves the
+same way here as in the vote (a search with one float formula and a vote with another
+could call a leaking edge free).
 """
 
 from __future__ import annotations
@@ -164,7 +170,7 @@ class _HardScorer:
         self.ceiling = 2.0 if norm == "l1" else math.sqrt(2.0)
 
     def features(self, distances: np.ndarray) -> np.ndarray:
-        # np.argmin breaks ties to the lowest index, as HardVote does.
+        # np.argmin breaks ties to the lowest index, as every backend does (canonical rule).
         return np.argmin(distances, axis=-1)
 
     def compare(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -28,7 +28,8 @@ class GaussianRelease:
 
     ``sensitivity_of`` (optional) computes the exact sensitivity of this round's
     population, at most ``sensitivity``; the population is public, so the search costs no
-    budget, and a round whose exact sensitivity is 0 costs nothing in the ledger.
+    budget, it goes into ``selection.info["exact_sensitivity"]`` for the ex-post figure;
+    the event is always charged at ``sensitivity``, the bound fixed before the run.
 
     ``noise`` draws every noise value (:mod:`dpevolve.release.noise`). It rounds
     real-valued histograms to a fine grid, which can add ``rounding_slack`` (e.g.
