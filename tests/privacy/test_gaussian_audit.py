@@ -55,7 +55,9 @@ def _audit_round(
         return exact, -math.inf
     rng = np.random.default_rng(seed)
     tail = 50 / TRIALS
-    hits = projection_event(noisy_trials(release, here, TRIALS, rng), here, there, release.sigma, tail)
+    hits = projection_event(
+        noisy_trials(release, here, TRIALS, rng), here, there, release.sigma, tail
+    )
     hits_prime = projection_event(
         noisy_trials(release, there, TRIALS, rng), here, there, release.sigma, tail
     )
@@ -283,7 +285,9 @@ def test_local_and_fused_votes_agree_off_ties(age_sex) -> None:
     """The audits read histograms from the default backend; off ties it is the reference."""
     distance = make_distance("gower", age_sex)
     rng = np.random.default_rng(0)
-    frame = pd.DataFrame({"age": rng.integers(17, 91, 300), "sex": rng.choice(["Male", "Female"], 300)})
+    frame = pd.DataFrame(
+        {"age": rng.integers(17, 91, 300), "sex": rng.choice(["Male", "Female"], 300)}
+    )
     candidates = encode(pd.DataFrame({"age": [20, 51, 80], "sex": ["Male"] * 3}), age_sex)
     private = encode(frame, age_sex)
     assert np.array_equal(

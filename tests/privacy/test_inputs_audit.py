@@ -59,8 +59,12 @@ def _point_mass_divergence(a: str, b: str) -> float:
 def test_drop_keeps_the_shareable_ledger_independent_of_the_data(age_sex) -> None:
     table = _base()
     invalid = _replace_last(table, {"age": 250, "sex": "Male"})  # out of range: dropped
-    model, _ = fit_spied(age_sex, table, on_invalid="drop", random_state=0, **{**FAST, "delta": None})
-    other, _ = fit_spied(age_sex, invalid, on_invalid="drop", random_state=0, **{**FAST, "delta": None})
+    model, _ = fit_spied(
+        age_sex, table, on_invalid="drop", random_state=0, **{**FAST, "delta": None}
+    )
+    other, _ = fit_spied(
+        age_sex, invalid, on_invalid="drop", random_state=0, **{**FAST, "delta": None}
+    )
     claimed_delta = model.ledger_.to_dict()["delta"]
     found = _point_mass_divergence(_claims(model), _claims(other))
     assert found <= claimed_delta, (
@@ -138,7 +142,7 @@ def test_streaming_histograms_within_the_sensitivity(age_sex, tmp_path, moved) -
         model.fit_file(_write(frame, tmp_path / name), batch_rows=7)
         runs.append((model, spy))
     (model, spy), (other, spy2) = runs
-    memory, memory_spy = fit_spied(age_sex, table, random_state=3, **FAST)
+    _, memory_spy = fit_spied(age_sex, table, random_state=3, **FAST)
     assert np.allclose(spy.histograms[0], memory_spy.histograms[0])
     assert _claims(model) == _claims(other)
     shift = np.linalg.norm(spy.histograms[0] - spy2.histograms[0])
@@ -158,8 +162,12 @@ def test_dask_backend_histograms_within_the_sensitivity(age_sex) -> None:
     neighbour = _replace_last(table, {"age": 17, "sex": "Female"})
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
                       dashboard_address=None) as cluster, Client(cluster) as client:  # fmt: skip
-        model, spy = fit_spied(age_sex, table, DaskBackend(client, partitions=3), random_state=4, **FAST)
-        _, spy2 = fit_spied(age_sex, neighbour, DaskBackend(client, partitions=3), random_state=4, **FAST)
+        model, spy = fit_spied(
+            age_sex, table, DaskBackend(client, partitions=3), random_state=4, **FAST
+        )
+        _, spy2 = fit_spied(
+            age_sex, neighbour, DaskBackend(client, partitions=3), random_state=4, **FAST
+        )
     _, local = fit_spied(age_sex, table, LocalBackend(), random_state=4, **FAST)
     assert np.allclose(spy.histograms[0], local.histograms[0])
     shift = np.linalg.norm(spy.histograms[0] - spy2.histograms[0])

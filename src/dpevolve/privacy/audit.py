@@ -55,7 +55,11 @@ def clopper_pearson(successes: int, trials: int, alpha: float = 0.05) -> tuple[f
         raise InputError(f"need 0 <= successes <= trials, trials >= 1; got {successes}/{trials}")
     if not 0 < alpha < 1:
         raise InputError(f"alpha must lie in (0, 1), got {alpha}")
-    low = 0.0 if successes == 0 else float(stats.beta.ppf(alpha / 2, successes, trials - successes + 1))
+    low = (
+        0.0
+        if successes == 0
+        else float(stats.beta.ppf(alpha / 2, successes, trials - successes + 1))
+    )
     high = (
         1.0
         if successes == trials
@@ -203,9 +207,7 @@ def independent_epsilon(events: Sequence[Any], delta: float, disc: float = 1e-4)
     kinds = [_kind(e) for e in events]
     active = [(e, k) for e, k in zip(events, kinds, strict=True) if k != "zero_cost"]
     if all(k == "gaussian" for _, k in active):
-        mu = math.sqrt(
-            sum((_field(e, "sensitivity") / _field(e, "sigma")) ** 2 for e, _ in active)
-        )
+        mu = math.sqrt(sum((_field(e, "sensitivity") / _field(e, "sigma")) ** 2 for e, _ in active))
         return gaussian_epsilon(mu, delta)
     chains: list[Any] = [None, None]  # forward and reverse direction of every pair
 
