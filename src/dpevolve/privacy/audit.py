@@ -1,0 +1,248 @@
+"""Tools to audit a differential privacy claim from the outside.
+
+Two kinds of check, usable on any mechanism whose output you can observe:
+
+* **Empirical lower bound.** Run the mechanism many times on neighbouring tables ``D``
+  and ``D'``, count how often a chosen event ``E`` happens, and bound the two
+  probabilities with Clopper-Pearson intervals. Any ``(eps, delta)``-DP mechanism has
+  ``P_D(E) <= e^eps P_D'(E) + delta``, so
+  ``eps >= log((p_D_low - delta) / p_D'_high)`` with the stated confidence
+  (:func:`eps_lower_bound`). A bound above the claimed epsilon is a proof of a leak
+  (up to the confidence level); a bound below it proves nothing more than "not caught".
+* **Exact check.** When the output distributions are known exactly (tiny discrete
+  domains, or two Gaussians with the same covariance), the hockey-stick divergence
+  ``H_eps(P || Q) = sum_o [P(o) - e^eps Q(o)]_+`` gives the exact ``delta`` at every
+  ``eps`` (:func:`hockey_stick`, :func:`gaussian_delta`); compare it to the claim.
+
+:func:`independent_epsilon` recomputes a ledger's epsilon from its recorded events
+without dpevolve's own accountant (closed forms and ``dp_accounting`` PLDs built here),
+so a ledger that reports less than its events cost is caught.
+
+References: Balle & Wang (2018) for the exact Gaussian profile; Jagielski, Ullman &
+Oprea (2020) and Nasr et al. (2021) for auditing by lower bounds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
+
+import mpmath
+import numpy as np
+from scipy import stats
+
+from dpevolve.errors import InputError
+
+__all__ = [
+    "clopper_pearson",
+    "eps_lower_bound",
+    "exact_epsilon",
+    "gaussian_delta",
+    "gaussian_epsilon",
+    "hockey_stick",
+    "independent_epsilon",
+]
+
+
+def clopper_pearson(successes: int, trials: int, alpha: float = 0.05) -> tuple[float, float]:
+    """Two-sided ``1 - alpha`` Clopper-Pearson interval for a binomial proportion.
+
+    Exact (conservative) coverage: it is built from the binomial tails, not a normal
+    approximation, so it stays valid at 0 or ``trials`` successes.
+    """
+    if trials < 1 or not 0 <= successes <= trials:
+        raise InputError(f"need 0 <= successes <= trials, trials >= 1; got {successes}/{trials}")
+    if not 0 < alpha < 1:
+        raise InputError(f"alpha must lie in (0, 1), got {alpha}")
+    low = (
+        0.0
+        if successes == 0
+        else float(stats.beta.ppf(alpha / 2, successes, trials - successes + 1))
+    )
+    high = (
+        1.0
+        if successes == trials
+        else float(stats.beta.ppf(1 - alpha / 2, successes + 1, trials - successes))
+    )
+    return low, high
+
+
+def eps_lower_bound(
+    hits: int,
+    trials: int,
+    hits_prime: int,
+    trials_prime: int,
+    delta: float,
+    alpha: float = 0.05,
+) -> float:
+    """Lower bound on epsilon from event counts on ``D`` (``hits``) and ``D'``.
+
+    ``log((p_D_low - delta) / p_D'_high)`` with Clopper-Pearson intervals at ``alpha``;
+    the event's complement is tried too (half of ``alpha`` each, a Bonferroni split, so
+    the bound holds at ``1 - alpha`` whichever side wins). ``-inf`` when neither side
+    gives a positive numerator; ``inf`` when ``p_D'_high`` is 0 (cannot happen with a
+    finite trial count).
+    """
+    if not 0 <= delta < 1:
+        raise InputError(f"delta must lie in [0, 1), got {delta}")
+    best = -math.inf
+    for a, b in ((hits, hits_prime), (trials - hits, trials_prime - hits_prime)):
+        low, _ = clopper_pearson(a, trials, alpha / 2)
+        _, high = clopper_pearson(b, trials_prime, alpha / 2)
+        if low - delta > 0:
+            best = max(best, math.log((low - delta) / high) if high > 0 else math.inf)
+    return best
+
+
+def _as_pmf(p: Mapping[Hashable, float] | np.ndarray) -> dict[Hashable, float]:
+    if isinstance(p, Mapping):
+        return {k: float(v) for k, v in p.items()}
+    return {i: float(v) for i, v in enumerate(np.asarray(p, dtype=np.float64).ravel())}
+
+
+def hockey_stick(
+    p: Mapping[Hashable, float] | np.ndarray,
+    q: Mapping[Hashable, float] | np.ndarray,
+    epsilon: float,
+) -> float:
+    """Exact ``max(H_eps(P || Q), H_eps(Q || P))`` for two discrete distributions.
+
+    ``p`` and ``q`` are probability mass functions over the same outcomes (arrays
+    aligned by index, or mappings; a missing outcome has mass 0). This is the smallest
+    ``delta`` for which a mechanism with these two output distributions on a pair of
+    neighbours is ``(epsilon, delta)``-DP on that pair.
+    """
+    pp, qq = _as_pmf(p), _as_pmf(q)
+    keys = list(set(pp) | set(qq))
+    a = np.array([pp.get(k, 0.0) for k in keys])
+    b = np.array([qq.get(k, 0.0) for k in keys])
+    scale = math.exp(epsilon)
+    return float(max(np.maximum(a - scale * b, 0).sum(), np.maximum(b - scale * a, 0).sum()))
+
+
+def exact_epsilon(
+    p: Mapping[Hashable, float] | np.ndarray,
+    q: Mapping[Hashable, float] | np.ndarray,
+    delta: float,
+    tol: float = 1e-9,
+) -> float:
+    """The smallest epsilon with :func:`hockey_stick` ``<= delta`` (``inf`` if none)."""
+    if hockey_stick(p, q, 0.0) <= delta:
+        return 0.0
+    hi = 1.0
+    while hockey_stick(p, q, hi) > delta:
+        hi *= 2
+        if hi > 1e4:
+            return math.inf
+    lo = 0.0
+    while hi - lo > tol * max(1.0, hi):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if hockey_stick(p, q, mid) <= delta else (mid, hi)
+    return hi
+
+
+def gaussian_delta(mu: float, epsilon: float) -> float:
+    """Exact ``delta(eps)`` of ``N(0, 1)`` vs ``N(mu, 1)`` (Balle & Wang 2018, Thm 8).
+
+    ``Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``, evaluated with mpmath so that
+    small deltas do not cancel to zero. Two Gaussians ``N(a, s^2 I)`` and ``N(b, s^2 I)``
+    have this profile at ``mu = ||a - b||_2 / s``.
+    """
+    if mu < 0:
+        raise InputError(f"mu must be non-negative, got {mu}")
+    if mu == 0:
+        return 0.0
+    with mpmath.workdps(40):
+        m, e = mpmath.mpf(mu), mpmath.mpf(epsilon)
+        value = mpmath.ncdf(-e / m + m / 2) - mpmath.exp(e) * mpmath.ncdf(-e / m - m / 2)
+        return float(max(value, 0))
+
+
+def gaussian_epsilon(mu: float, delta: float) -> float:
+    """The exact epsilon of a ``mu``-GDP mechanism at ``delta`` (bisection on
+    :func:`gaussian_delta`)."""
+    if gaussian_delta(mu, 0.0) <= delta:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while gaussian_delta(mu, hi) > delta:
+        lo, hi = hi, 2 * hi
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if gaussian_delta(mu, mid) <= delta else (mid, hi)
+        if hi - lo < 1e-12 * hi:
+            break
+    return hi
+
+
+def _field(event: Any, name: str) -> Any:
+    return event[name] if isinstance(event, Mapping) else getattr(event, name)
+
+
+def _kind(event: Any) -> str:
+    if isinstance(event, Mapping):
+        return str(event["kind"])
+    return {
+        "GaussianEvent": "gaussian",
+        "ApproxDPEvent": "approx_dp",
+        "PrivacyLossPairEvent": "privacy_loss_pair",
+        "ZeroCostEvent": "zero_cost",
+    }.get(type(event).__name__, type(event).__name__)
+
+
+def independent_epsilon(events: Sequence[Any], delta: float, disc: float = 1e-4) -> float:
+    """Epsilon at ``delta`` of the composition of ``events``, recomputed independently.
+
+    Uses none of dpevolve's accounting code: Gaussian events compose in closed form
+    (``mu = sqrt(sum (S_i / sigma_i)^2)``, then :func:`gaussian_epsilon`); as soon as
+    another kind is present every event becomes a ``dp_accounting`` PLD built here
+    (Gaussian: ``from_gaussian_mechanism``; ``(eps, delta)``: ``from_privacy_parameters``;
+    a dominating pair: ``from_two_probability_mass_functions`` of each direction, the
+    larger epsilon of the two direction chains). Events are dpevolve event objects
+    (``ledger.events``); the pair's probability tables are read from them.
+    """
+    from dp_accounting.pld import common
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+
+    kinds = [_kind(e) for e in events]
+    active = [(e, k) for e, k in zip(events, kinds, strict=True) if k != "zero_cost"]
+    if all(k == "gaussian" for _, k in active):
+        mu = math.sqrt(sum((_field(e, "sensitivity") / _field(e, "sigma")) ** 2 for e, _ in active))
+        return gaussian_epsilon(mu, delta)
+    chains: list[Any] = [None, None]  # forward and reverse direction of every pair
+
+    def add(index: int, pld: Any) -> None:
+        chains[index] = pld if chains[index] is None else chains[index].compose(pld)
+
+    for event, kind in active:
+        if kind == "gaussian":
+            s, sigma = _field(event, "sensitivity"), _field(event, "sigma")
+            if s == 0:
+                continue
+            pld = pld_lib.from_gaussian_mechanism(sigma / s, value_discretization_interval=disc)
+            add(0, pld)
+            add(1, pld)
+        elif kind == "approx_dp":
+            params = common.DifferentialPrivacyParameters(
+                _field(event, "epsilon"), _field(event, "delta")
+            )
+            pld = pld_lib.from_privacy_parameters(params, disc)
+            add(0, pld)
+            add(1, pld)
+        elif kind == "privacy_loss_pair":
+            up, low = dict(event.log_pmf_upper), dict(event.log_pmf_lower)
+            reverse = (low, up)
+            if getattr(event, "reverse_log_pmf_upper", None) is not None:
+                reverse = (dict(event.reverse_log_pmf_upper), dict(event.reverse_log_pmf_lower))
+            for index, (a, b) in enumerate(((up, low), reverse)):
+                add(
+                    index,
+                    pld_lib.from_two_probability_mass_functions(
+                        b, a, value_discretization_interval=disc
+                    ),
+                )
+        else:
+            raise InputError(f"unknown event kind '{kind}'")
+    if chains[0] is None:
+        return 0.0
+    return float(max(c.get_epsilon_for_delta(delta) for c in chains))

@@ -1,0 +1,88 @@
+"""Shared pieces of the privacy audit: a tiny schema, a spying backend, noise drivers.
+
+The audits compare two neighbouring private tables ``D`` and ``D'``. End to end, a
+:class:`SpyBackend` records every histogram the Synthesizer computed (and the population
+it was computed over), so the exact divergence of each round's release can be set
+against the ledger's claim. One-round audits drive the release's own noise path many
+times at once (:func:`noisy_trials`); the helpers in :mod:`dpevolve.privacy.audit` turn
+counts into bounds.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpevolve import Synthesizer
+from dpevolve.backends import make_backend
+from dpevolve.core.distance import Distance
+from dpevolve.core.votes import Vote
+from dpevolve.data.encoding import Records
+from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
+from dpevolve.release.gaussian import GaussianRelease
+
+DELTA = 1e-5
+
+
+@pytest.fixture(scope="session")
+def age_sex() -> Schema:
+    """Age 17..90 (integer) and sex: the domain of the known findings."""
+    return Schema(
+        (NumericColumn("age", 17, 90, integer=True), CategoricalColumn("sex", ("Female", "Male")))
+    )
+
+
+class SpyBackend:
+    """A backend that records each round's population and histogram, then passes them on."""
+
+    def __init__(self, inner: Any = None) -> None:
+        self.inner = inner if inner is not None else make_backend("auto")
+        self.populations: list[Records] = []
+        self.histograms: list[np.ndarray] = []
+
+    def vote(self, private: Any, population: Records, distance: Distance, vote: Vote) -> np.ndarray:
+        histogram = self.inner.vote(private, population, distance, vote)
+        self.populations.append(population)
+        self.histograms.append(np.array(histogram, dtype=np.float64))
+        return histogram
+
+
+def fit_spied(
+    schema: Schema, table: pd.DataFrame, inner: Any = None, **kwargs: Any
+) -> tuple[Synthesizer, SpyBackend]:
+    """Fit with a :class:`SpyBackend`; policy warnings are expected here and silenced."""
+    spy = SpyBackend(inner)
+    kwargs.setdefault("delta", DELTA)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        model = Synthesizer(schema, backend=spy, **kwargs).fit(table)
+    return model, spy
+
+
+def noisy_trials(
+    release: GaussianRelease, histogram: np.ndarray, trials: int, rng: np.random.Generator
+) -> np.ndarray:
+    """``trials`` independent noisy histograms from the release's own noise path.
+
+    The histogram is tiled so one call draws every trial (the noise is per cell); the
+    only place the audit touches the noise interface.
+    """
+    h = np.asarray(histogram, dtype=np.float64)
+    return np.asarray(release.noisy(np.tile(h, trials), rng)).reshape(trials, h.size)
+
+
+def projection_event(
+    noisy: np.ndarray, here: np.ndarray, there: np.ndarray, sigma: float, tail: float
+) -> np.ndarray:
+    """The most powerful test of ``N(here, s^2)`` against ``N(there, s^2)``: the projection
+    on ``here - there`` above a cut that ``there`` passes with probability ``tail``."""
+    v = np.asarray(here, dtype=np.float64) - np.asarray(there, dtype=np.float64)
+    norm = float(np.linalg.norm(v))
+    from scipy import stats
+
+    cut = float(v @ there) / norm + sigma * float(stats.norm.isf(tail))
+    return (noisy @ v) / norm > cut
