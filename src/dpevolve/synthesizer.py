@@ -253,6 +253,14 @@ class Synthesizer(BaseEstimator):
         schema = self._schema()
         report = source.report
         n = source.n
+        fit_number = getattr(self, "fits_", 0) + 1
+        if fit_number > 1:
+            warnings.warn(
+                f"fit() called again (fit {fit_number} of this model): the budget is spent "
+                "again on top of the earlier fits, and ledger_ describes this fit only",
+                UserWarning,
+                stacklevel=2,
+            )
         preset = self._preset()
         if n < 1:
             raise InputError("the private table is empty (0 rows)")
@@ -306,6 +314,7 @@ class Synthesizer(BaseEstimator):
                 "noise": noise_source.name,
                 "adjacency": "replace-one (bounded DP): the private row count n is public",
                 "private_rows": n,
+                "fit_number": fit_number,
                 "budget": {"epsilon": budget.epsilon, "delta": budget.delta, "rho": budget.rho},
                 "preset": preset.name,
                 "schedule": {
@@ -376,6 +385,7 @@ class Synthesizer(BaseEstimator):
 
             final = engine.run(source, initial, rng, on_round)
 
+        self.fits_ = fit_number
         self.population_ = final
         self.synthetic_ = decode(final, schema)
         self.ledger_ = ledger
@@ -480,6 +490,31 @@ class Synthesizer(BaseEstimator):
                 "gamma": gamma,
             }
         }
+
+    # ----------------------------------------------------------- conveniences
+    @classmethod
+    def create(cls, preset: str = "tabpe", **params: Any) -> Synthesizer:
+        """A synthesizer from a named preset (``Synthesizer.create("bfsoft", schema=...,
+        epsilon=1)``), the way SDV and smartnoise-synth users construct one."""
+        get_preset(preset)  # a clear error for an unknown name, before anything runs
+        return cls(preset=preset, **params)
+
+    def fit_sample(self, X: pd.DataFrame, num_rows: int | None = None) -> pd.DataFrame:
+        """``fit(X)`` then ``sample(num_rows)``."""
+        return self.fit(X).sample(num_rows)
+
+    def save(self, path: str | Path, *, force: bool = False) -> None:
+        """Save the fitted model: parameters and released values only, no private record."""
+        from dpevolve.model_io import save_model
+
+        save_model(self, path, force=force)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Synthesizer:
+        """A model saved by :meth:`save`, ready to :meth:`sample` (no privacy cost)."""
+        from dpevolve.model_io import load_model
+
+        return load_model(path)
 
     # ------------------------------------------------------------------ sample
     def sample(self, n: int | None = None) -> pd.DataFrame:

@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from dpevolve.privacy.accounting import Budget, calibrate_gaussian
 from scipy import stats
 
 from dpevolve.backends import LocalBackend, make_backend
@@ -22,7 +23,6 @@ from dpevolve.core.policy import Policy
 from dpevolve.core.sensitivity import reach_edge
 from dpevolve.core.votes import HardVote, SoftVote
 from dpevolve.data.encoding import Records, encode
-from dpevolve.privacy.accounting import Budget, calibrate_gaussian
 from dpevolve.privacy.audit import (
     eps_lower_bound,
     gaussian_delta,

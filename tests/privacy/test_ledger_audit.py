@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from dpevolve.privacy.accounting import Budget
 
 from dpevolve.core.policy import Policy
-from dpevolve.privacy.accounting import Budget
 from dpevolve.privacy.audit import eps_lower_bound, independent_epsilon
 from dpevolve.release.discrete import sample_discrete
 
