@@ -138,6 +138,10 @@ class TabPEEmbedding:
 
 def make_distance(name: str, schema: Schema) -> Distance:
     """``gower`` or ``tabpe`` (the one-hot/L2 embedding)."""
+    if name in ("gower", "tabpe", "embedding", "l2") and Layout.of(schema).nullable_mask.any():
+        from dpevolve.core.missing import nullable_distance  # missing numeric cells (NaN)
+
+        return nullable_distance("gower" if name == "gower" else "tabpe", schema)
     if name == "gower":
         return Gower(schema)
     if name in ("tabpe", "embedding", "l2"):

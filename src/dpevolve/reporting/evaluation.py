@@ -110,6 +110,7 @@ def bin_codes(frame: pd.DataFrame, column: NumericColumn | CategoricalColumn) ->
         # exactly on an edge lands in the same bin as with pandas.cut on the same edges.
         edges = np.linspace(column.lo, column.hi, NUMERIC_BINS + 1)
         codes = np.searchsorted(edges[1:-1], x, side="right")
+        codes[np.isnan(x)] = NUMERIC_BINS  # nullable columns: missing is its own bin
         return codes.astype(np.int64, copy=False)
     cells = pd.Categorical(frame[column.name].astype(str), categories=list(column.keys))
     codes = np.asarray(cells.codes, dtype=np.int64)
@@ -120,7 +121,9 @@ def bin_codes(frame: pd.DataFrame, column: NumericColumn | CategoricalColumn) ->
 
 def bin_count(column: NumericColumn | CategoricalColumn) -> int:
     """Number of marginal-table cells of one column: bins or declared values."""
-    return NUMERIC_BINS if isinstance(column, NumericColumn) else len(column.values)
+    if isinstance(column, NumericColumn):
+        return NUMERIC_BINS + 1 if column.nullable else NUMERIC_BINS  # + a "missing" bin
+    return len(column.values)
 
 
 def marginal_tv(
