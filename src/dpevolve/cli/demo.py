@@ -10,6 +10,7 @@ import typer
 from dpevolve.cli.common import Force, Quiet, Seed, app, ledger_path, say
 from dpevolve.data.io import check_writable, write_json, write_table
 from dpevolve.errors import InputError
+from dpevolve.extras import require
 
 
 @app.command(
@@ -50,6 +51,7 @@ def demo(
     public_out = output / "report-public.html"
     for path in (table_out, ledger_out, eval_out, report_out, public_out):
         check_writable(path, force)
+    require("matplotlib", "dpevolve demo (it writes HTML reports)")
     data = datasets.load(dataset)
     test = _maybe_test_split(dataset)
     say(

@@ -27,6 +27,7 @@ from dpevolve.cli.common import (
 )
 from dpevolve.data.io import read_table, write_table
 from dpevolve.errors import InputError
+from dpevolve.extras import require
 
 
 class PresetName(StrEnum):
@@ -197,6 +198,10 @@ def synth(
     from dpevolve.synthesizer import Synthesizer
 
     ledger_out = check_outputs(output, force, report, share_ledger, share_report)
+    if report is not None or share_report is not None:
+        require("matplotlib", "--report and --share-report")
+    if stream:
+        require("pyarrow", "--stream")
     require_budget(epsilon, rho, delta)
     tau = _temperature(temperature)
     vote_name = _vote(vote, tau, public, mechanism, quiet)
@@ -359,6 +364,14 @@ def _say_choices(
                 "temperature auto: hard vote (the public pilot forecast no soft-vote "
                 "temperature beats it at this budget; no private budget spent)",
             )
+    validation = _find(ledger, "validation")
+    if isinstance(validation, dict) and validation.get("rows_in") != validation.get("rows_out"):
+        say(
+            quiet,
+            f"private table: --on-invalid {validation.get('on_invalid')} kept "
+            f"{validation.get('rows_out')} of {validation.get('rows_in')} rows "
+            "(counts from the private data: in the ledger, not in --share-ledger)",
+        )
     if delta is None and epsilon is not None:
         say(
             quiet,

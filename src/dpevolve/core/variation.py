@@ -1,4 +1,4 @@
-"""Random and variation APIs (spec §6): where candidates come from. Post-processing only.
+"""Random and variation APIs (docs/math.md §6): where candidates come from. Post-processing only.
 
 * random API: each column independently uniform over its declared values or range
   (integers rounded), or a sample of public records;

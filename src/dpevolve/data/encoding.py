@@ -1,4 +1,4 @@
-"""Tables <-> arrays (spec §1).
+"""Tables <-> arrays (docs/math.md §1).
 
 A table that passed :meth:`Schema.validate` becomes :class:`Records`: numeric columns
 scaled by their declared range to ``(x - lo) / R`` in [0, 1], categorical columns as

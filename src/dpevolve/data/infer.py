@@ -180,7 +180,8 @@ def schema_yaml(inferred: InferredSchema, source: str) -> str:
         "# Numeric ranges are the public minimum and maximum, widened and rounded so a",
         "# private table of the same kind fits (marked 'widened'). Check every range and",
         "# value list against what you know of the column before synthesizing: a value",
-        "# outside them stops the run (or is dropped/clipped with --on-invalid).",
+        "# outside them stops the run, or is dropped with --on-invalid drop (numbers:",
+        "# clipped with --on-invalid clip).",
     ]
     for line in lines.splitlines():
         match = re.match(r"^  (\S.*?):\s*$", line) or re.match(r"^  (\S.*?): \{", line)
@@ -188,6 +189,12 @@ def schema_yaml(inferred: InferredSchema, source: str) -> str:
         if name in inferred.public_ranges:
             lo, hi = inferred.public_ranges[name]
             line += f"  # widened: public data spans [{_plain(lo)}, {_plain(hi)}]"
+        elif (
+            name is not None
+            and name in inferred.schema
+            and isinstance(inferred.schema[name], CategoricalColumn)
+        ):
+            line += "  # values seen in the public data: add any others the private table holds"
         out.append(line)
     return "\n".join(out) + "\n"
 

@@ -1,4 +1,4 @@
-"""Schemas: the declared domain of every column (spec §1).
+"""Schemas: the declared domain of every column (docs/math.md §1).
 
 A schema names each column's type and domain *before* any private record is read:
 numeric columns carry a declared range ``[lo, hi]`` (so ``R_k = hi - lo`` never comes
@@ -105,7 +105,7 @@ class Hierarchy:
 
     ``treepath(a, b)`` counts the edges between two leaves through their lowest common
     ancestor; ``d_k(a, b) = treepath(a, b) / maxpath`` with ``maxpath`` the largest
-    treepath between two leaves (spec §1). A two-level tree gives siblings 0.5 and
+    treepath between two leaves (docs/math.md §1). A two-level tree gives siblings 0.5 and
     cousins 1.
 
     Parameters

@@ -40,6 +40,7 @@ import pandas as pd
 from dpevolve.data.io import atomic_write, check_writable
 from dpevolve.data.schema import Schema
 from dpevolve.errors import InputError
+from dpevolve.extras import require
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -250,6 +251,7 @@ def write_report(
     """
     # Checked before rendering: plots can take a while, and the answer will not change.
     target = check_writable(path, force)
+    require("matplotlib", "the HTML report")
     page = render_report(
         ledger=ledger,
         evaluation=evaluation,
@@ -707,8 +709,10 @@ def _running_epsilon_figure(points: Sequence[tuple[Any, float]], target: Any) ->
     ax.set_xlabel("round")
     ax.set_ylabel("ε spent")
     ax.set_ylim(bottom=0)
-    if len(set(xs)) <= 30:
-        ax.set_xticks(sorted(set(xs)))
+    from matplotlib.ticker import MaxNLocator
+
+    # At most ~10 whole-round ticks: one per round overlaps beyond a dozen rounds.
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=10, integer=True))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     return fig
