@@ -1,5 +1,5 @@
 # Two commands set up a fresh machine (see README):
-#   make demo   install dpevolve (core + report extra) into .venv and run the main job
+#   make demo   install dpevolve (core + report, fast extras) into .venv and run the main job
 #               on the built-in table
 #   make test   install the development set and run the whole test suite
 PYTHON ?= python3
@@ -13,11 +13,12 @@ endif
 
 .PHONY: demo test lint typecheck bench clean
 
-# Two install levels: what the demo needs (core + report), and everything tests need.
+# Two install levels: what the demo needs (core + report + fast: the numpy reference
+# backend takes minutes where numba takes seconds), and everything tests need.
 $(BIN)/.demo-installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[report]'
+	$(BIN)/python -m pip install -q -e '.[report,fast]'
 	touch $@
 
 $(BIN)/.installed: pyproject.toml $(BIN)/.demo-installed

@@ -187,7 +187,8 @@ def render_report(
             "differentially private: the utility scores and plots of the real data, the "
             "ledger notes and validation counts. The seed is shown too; anyone who knows "
             "it can regenerate the release noise. Keep this file with the private data; "
-            "for a version to share, write the report with <code>public_safe=True</code>."
+            "for a version to share, use <code>dpevolve synth --share-report FILE</code> "
+            "(in Python: <code>write_report(..., public_safe=True)</code>)."
             "</div>"
         )
     body += _guarantee_section(led, public_safe)
