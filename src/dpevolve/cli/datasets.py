@@ -26,7 +26,8 @@ def datasets_list() -> None:
 @datasets_app.command(
     "fetch",
     help="Download a dataset from its original source into the cache and check its sha256.\n\n"
-    "Files already under $DPEVOLVE_DATA are used as they are.\n\n"
+    "Files already in the cache with the right checksum are kept. Loaders look in "
+    "$DPEVOLVE_DATA first, so with it set no fetch is needed.\n\n"
     "Example: dpevolve datasets fetch adult",
 )
 def datasets_fetch(
