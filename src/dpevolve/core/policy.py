@@ -1,4 +1,4 @@
-"""Blowfish policies (spec §2): which substitutions of one record are secrets.
+"""Blowfish policies (docs/math.md §2): which substitutions of one record are secrets.
 
 A policy names, per protected attribute, a *secret graph* over that attribute's values:
 
@@ -99,7 +99,7 @@ def _quote_values(column: CategoricalColumn) -> str:
 
 # --------------------------------------------------------------------------- graphs
 class SecretGraph(ABC):
-    """A Blowfish secret graph over one attribute's values (spec §2).
+    """A Blowfish secret graph over one attribute's values (docs/math.md §2).
 
     Subclasses say which columns they apply to (:meth:`check`), which value pairs are
     edges (:meth:`adjacent`) and the attribute reach they give under a distance
@@ -153,7 +153,7 @@ class Threshold(SecretGraph):
     """Numeric values within ``theta`` (raw units of the column) are secrets: ``|a - b| <= theta``.
 
     Reach: ``r_k = edge_length(k, 0, min(theta, R_k) / R_k)``, i.e. Gower
-    ``w_k * min(theta, R_k) / R_k`` (spec §2). Integer columns are treated as
+    ``w_k * min(theta, R_k) / R_k`` (docs/math.md §2). Integer columns are treated as
     continuous, so a non-integer ``theta`` is not rounded down: the bound stays safe.
     """
 
@@ -292,7 +292,7 @@ class Complete(SecretGraph):
 class HierarchyGraph(SecretGraph):
     """Leaves within ``theta`` tree edges are secrets: ``treepath(a, b) <= theta``.
 
-    ``theta`` counts edges through the lowest common ancestor (spec §1), so in a
+    ``theta`` counts edges through the lowest common ancestor (docs/math.md §1), so in a
     two-level tree ``theta = 2`` links siblings (Gower reach ``w_k / 2``) and
     ``theta = 4`` links cousins too (``w_k``).
     """
@@ -483,7 +483,9 @@ class Policy:
 
     # -------------------------------------------------------------------- reach
     def attribute_reach(self, name: str, distance: Distance) -> float:
-        """``r_k = max over edges (a, b) of graph k of distance.edge_length(k, a, b)`` (spec §2).
+        """``r_k = max over edges (a, b) of graph k of distance.edge_length(k, a, b)``.
+
+        See docs/math.md §2.
 
         0 for an attribute the policy does not name, or whose graph has no edge.
         """
@@ -514,7 +516,7 @@ class Policy:
         Participation, or a protected attribute whose graph already reaches the
         attribute's largest distance (a flat categorical or binary column with any
         edge, a complete graph, a threshold wider than the range) and sets ``r``, put
-        ``q = tanh(r / (2 tau))`` near 1 at small tau (spec §3, "Floors").
+        ``q = tanh(r / (2 tau))`` near 1 at small tau (docs/math.md §3, "Floors").
         """
         out: list[str] = []
         reach = self.reach(distance)
@@ -579,7 +581,7 @@ class PolicySummary:
     """What ``dpevolve policy show`` reports: reaches, noise ratios and floor warnings.
 
     For each temperature ``tau``: ``q = tanh(r / (2 tau))``, the soft-vote bounds
-    ``l1 = 2 q`` and ``l2 = sqrt(2) q`` (spec §3), and ``budget_saving = 1 / q^2``, the
+    ``l1 = 2 q`` and ``l2 = sqrt(2) q`` (docs/math.md §3), and ``budget_saving = 1 / q^2``, the
     factor by which equal noise costs less rho than hard votes (``None`` when q = 0).
     """
 
@@ -634,7 +636,7 @@ def summarize(
 ) -> dict[str, Any]:
     """The ``policy show --json`` dictionary (see :class:`PolicySummary`).
 
-    Default temperatures are the BF-Soft study's (spec §3).
+    Default temperatures are the BF-Soft study's (docs/math.md §3).
     """
     return PolicySummary.of(policy, distance, temperatures).to_dict()
 

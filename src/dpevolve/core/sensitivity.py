@@ -1,4 +1,4 @@
-"""Vote sensitivity (spec §3): closed-form bounds and an exact search for audits.
+"""Vote sensitivity (docs/math.md §3): closed-form bounds and an exact search for audits.
 
 Closed forms, given the policy's reach ``r`` (see :mod:`dpevolve.core.policy`)::
 
@@ -15,7 +15,7 @@ The exact search computes, for a fixed (public) population ``C``::
 
 where ``x`` ranges over the full product domain (numeric columns on a grid: their integer
 values by default) or a supplied record set, and ``x'`` over the protected substitutions
-of ``x`` (spec §2). It is meant for audits on small or moderate domains; the population
+of ``x`` (docs/math.md §2). It is meant for audits on small or moderate domains; the population
 is public, so running it costs no privacy budget.
 
 Validity of an exact value as a *calibration* needs every record the private table can
@@ -65,7 +65,7 @@ def _check_reach(reach: float) -> None:
 
 
 def soft_bound(reach: float, tau: float, norm: Norm = "l2") -> float:
-    """Soft-vote sensitivity bound (spec §3).
+    """Soft-vote sensitivity bound (docs/math.md §3).
 
     ``L1: 2 tanh(r / (2 tau))``; ``L2: sqrt(2) tanh(r / (2 tau))`` (the change sums to
     zero, so ``||v||_2 <= ||v||_1 / sqrt(2)``). Tight for every ``r`` and ``tau``.
@@ -79,7 +79,10 @@ def soft_bound(reach: float, tau: float, norm: Norm = "l2") -> float:
 
 
 def hard_bound(reach: float, norm: Norm = "l2") -> float:
-    """Hard-vote sensitivity bound: ``L1 = 2``, ``L2 = sqrt(2)``; 0 when ``r = 0`` (spec §3)."""
+    """Hard-vote sensitivity bound: ``L1 = 2``, ``L2 = sqrt(2)``; 0 when ``r = 0``.
+
+    See docs/math.md §3.
+    """
     _check_norm(norm)
     _check_reach(reach)
     if reach == 0:
@@ -523,7 +526,8 @@ def exact_soft_sensitivity(
 ) -> SearchResult:
     """Exact soft-vote sensitivity for a fixed population, by search over protected edges.
 
-    ``S = max_{x, x' ~ x} ||softmax(-d(x', C) / tau) - softmax(-d(x, C) / tau)||`` (spec §3),
+    ``S = max_{x, x' ~ x} ||softmax(-d(x', C) / tau) - softmax(-d(x, C) / tau)||``
+    (docs/math.md §3),
     with ``x`` over the full product domain (``records=None``; numeric columns on
     ``grids``, default their integers) or over ``records``, and ``x'`` over the protected
     neighbours of ``x`` (numeric threshold neighbours: grid values ``b`` with
@@ -583,7 +587,7 @@ def per_round_hard_sensitivity(
 ) -> float:
     """Hard-vote L2 sensitivity for this round's population, for exact per-round calibration.
 
-    The population is public, so the search costs no budget (spec §3). ``domain`` must
+    The population is public, so the search costs no budget (docs/math.md §3). ``domain`` must
     hold every record the private table could contain (default: the full product
     domain); a sample of records does not give a valid sensitivity.
     """
@@ -594,7 +598,7 @@ def reach_edge(policy: Policy, distance: Distance, attribute: str) -> tuple[Reco
     """``(x, x')`` one-row records of an edge of ``attribute`` carrying its reach.
 
     With population ``C = [x', x]`` the soft vote's change along this edge equals the
-    closed-form bound exactly (spec §3, tightness). Other columns sit at their first
+    closed-form bound exactly (docs/math.md §3, tightness). Other columns sit at their first
     value (numeric: lo).
     """
     layout = distance.layout

@@ -18,6 +18,7 @@ import pandas as pd
 
 from dpevolve.data.messages import reader_error
 from dpevolve.errors import InputError
+from dpevolve.extras import require
 
 TABLE_SUFFIXES = (".csv", ".csv.gz", ".parquet", ".pq")
 
@@ -42,6 +43,7 @@ def read_table(path: str | Path, what: str = "table") -> pd.DataFrame:
         raise InputError(f"{what} file not found: {path}")
     try:
         if suffix in (".parquet", ".pq"):
+            require("pyarrow", "reading .parquet tables")
             return pd.read_parquet(path)
         return pd.read_csv(path)
     except pd.errors.EmptyDataError:
@@ -57,8 +59,7 @@ def iter_table(path: str | Path, batch_rows: int = 500_000) -> Iterator[pd.DataF
     if not path.is_file():
         raise InputError(f"table file not found: {path}")
     if suffix in (".parquet", ".pq"):
-        import pyarrow.parquet as pq
-
+        pq = require("pyarrow.parquet", "reading .parquet tables")
         for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_rows):
             yield batch.to_pandas()
     else:
@@ -98,6 +99,7 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> None:
     path = Path(path)
     suffix = _suffix(path)
     if suffix in (".parquet", ".pq"):
+        require("pyarrow", "writing .parquet tables")
         atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
     else:
         gzip = suffix == ".csv.gz"

@@ -1,4 +1,4 @@
-"""Floor raising of a public histogram (spec §5).
+"""Floor raising of a public histogram (docs/math.md §5).
 
 Raise every entry of the public histogram A (d bins, sums to 1) to a floor t in
 [0, 1/d]; the deficit
@@ -41,7 +41,7 @@ FEASIBILITY_RTOL = 1e-10
 """Donors cover the deficit when ``sum_S (A_i - t) >= (1 - FEASIBILITY_RTOL) D(t)``.
 
 Relative, so that any positive deficit needs at least one donor, and wide enough that
-exact ties computed in floating point (spec §5's ``.02 - .01 >= .01``) count as covers."""
+exact ties computed in floating point (docs/math.md §5's ``.02 - .01 >= .01``) count as covers."""
 
 # Sums of a probability vector are trusted to this absolute error.
 _SUM_TOL = 1e-9
@@ -80,7 +80,7 @@ def _check_floor(t: float, d: int) -> float:
 
 
 def deficit(A: ArrayLike, t: float) -> float:
-    """Mass needed to raise A to the floor t: ``D(t) = sum_i (t - A_i)_+`` (spec §5)."""
+    """Mass needed to raise A to the floor t: ``D(t) = sum_i (t - A_i)_+`` (docs/math.md §5)."""
     arr = np.asarray(A, dtype=np.float64)
     return float(np.maximum(float(t) - arr, 0.0).sum())
 
@@ -93,7 +93,7 @@ def invariant_mass(A: ArrayLike, B: ArrayLike) -> float:
 
 
 def water_fill(A: ArrayLike, t: float) -> NDArray[np.float64]:
-    """Water-filling floor raising ``B_i = max(t, A_i - s)``, ``sum B = 1`` (spec §5).
+    """Water-filling floor raising ``B_i = max(t, A_i - s)``, ``sum B = 1`` (docs/math.md §5).
 
     B is the Euclidean projection of A onto ``{B >= t, sum B = 1}`` (KKT: ``B_i - A_i =
     nu_i - s`` with ``nu_i >= 0`` active only where ``B_i = t``).  With A sorted in
@@ -166,7 +166,7 @@ def max_invariance_fill(
     counts: ArrayLike | None = None,
     solver: Solver = "auto",
 ) -> NDArray[np.float64]:
-    """Maximum-invariance floor raising (MIFR) of A to the floor t (spec §5).
+    """Maximum-invariance floor raising (MIFR) of A to the floor t (docs/math.md §5).
 
     Entries below t are raised to t; donors S (see :func:`max_invariance_donors`) give
     ``D(t)`` in proportion to their spare capacity,
@@ -220,7 +220,7 @@ def max_invariance_donors(
     counts: ArrayLike | None = None,
     solver: Solver = "auto",
 ) -> DonorChoice:
-    """Solve the MIFR covering knapsack exactly (spec §5).
+    """Solve the MIFR covering knapsack exactly (docs/math.md §5).
 
     ``min_S sum_{i in S} A_i  subject to  sum_{i in S} (A_i - t) >= D(t)``, S among the
     entries with ``A_i > t``.  Neither smallest-first nor largest-first greedy is optimal.

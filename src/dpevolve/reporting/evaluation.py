@@ -1,4 +1,4 @@
-"""Utility of a synthetic table against the real one (spec §7).
+"""Utility of a synthetic table against the real one (docs/math.md §7).
 
 Two measures, both computed by the data owner on their own side (they read the private
 table and are not privatised):
@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 NUMERIC_BINS = 20
-"""Equal-width bins per numeric column over its declared range (spec §7)."""
+"""Equal-width bins per numeric column over its declared range (docs/math.md §7)."""
 
 # Running mixed-radix index sizes above this are compacted with np.unique, so that the
 # index never overflows int64 and bincount never allocates a huge mostly-empty table.
@@ -57,7 +57,7 @@ _HGB_MAX_CATEGORIES = 255
 # ------------------------------------------------------------------ marginals
 @dataclass(frozen=True)
 class MarginalReport:
-    """k-way marginal total variation between a real and a synthetic table (spec §7).
+    """k-way marginal total variation between a real and a synthetic table (docs/math.md §7).
 
     Attributes
     ----------
@@ -93,7 +93,7 @@ class MarginalReport:
 
 
 def bin_codes(frame: pd.DataFrame, column: NumericColumn | CategoricalColumn) -> np.ndarray:
-    """Cells of one validated column as marginal-table codes (spec §7).
+    """Cells of one validated column as marginal-table codes (docs/math.md §7).
 
     Numeric: bin ``i`` of ``NUMERIC_BINS`` is ``[e_i, e_{i+1})`` with
     ``e = linspace(lo, hi, NUMERIC_BINS + 1)``; ``hi`` goes into the last bin.
@@ -110,6 +110,7 @@ def bin_codes(frame: pd.DataFrame, column: NumericColumn | CategoricalColumn) ->
         # exactly on an edge lands in the same bin as with pandas.cut on the same edges.
         edges = np.linspace(column.lo, column.hi, NUMERIC_BINS + 1)
         codes = np.searchsorted(edges[1:-1], x, side="right")
+        codes[np.isnan(x)] = NUMERIC_BINS  # nullable columns: missing is its own bin
         return codes.astype(np.int64, copy=False)
     cells = pd.Categorical(frame[column.name].astype(str), categories=list(column.keys))
     codes = np.asarray(cells.codes, dtype=np.int64)
@@ -120,7 +121,9 @@ def bin_codes(frame: pd.DataFrame, column: NumericColumn | CategoricalColumn) ->
 
 def bin_count(column: NumericColumn | CategoricalColumn) -> int:
     """Number of marginal-table cells of one column: bins or declared values."""
-    return NUMERIC_BINS if isinstance(column, NumericColumn) else len(column.values)
+    if isinstance(column, NumericColumn):
+        return NUMERIC_BINS + 1 if column.nullable else NUMERIC_BINS  # + a "missing" bin
+    return len(column.values)
 
 
 def marginal_tv(
@@ -130,7 +133,7 @@ def marginal_tv(
     k: int,
     columns: Sequence[str] | None = None,
 ) -> MarginalReport:
-    """k-way marginal total variation distance (spec §7).
+    """k-way marginal total variation distance (docs/math.md §7).
 
     For every set ``S`` of ``k`` columns, with ``p_S`` and ``q_S`` the real and synthetic
     ``k``-way contingency tables normalised by their row counts,
@@ -241,7 +244,7 @@ def _joint_index(
 # ----------------------------------------------------------------------- TSTR
 @dataclass(frozen=True)
 class TSTRReport:
-    """Train-on-synthetic, test-on-real classification scores (spec §7).
+    """Train-on-synthetic, test-on-real classification scores (docs/math.md §7).
 
     Attributes
     ----------
@@ -310,7 +313,7 @@ def tstr(
     random_state: int = 0,
     n_threads: int | None = None,
 ) -> TSTRReport:
-    """Train on synthetic, test on real (spec §7).
+    """Train on synthetic, test on real (docs/math.md §7).
 
     A scikit-learn ``HistGradientBoostingClassifier`` is fitted on ``synth_train`` to
     predict ``label`` from every other schema column, then scored on ``real_test``.
@@ -362,7 +365,7 @@ def tstr(
 
 
 def baseline(real_test: pd.DataFrame, schema: Schema, label: str) -> float:
-    """Majority-class accuracy on the test split: ``max_c #{y == c} / n`` (spec §7).
+    """Majority-class accuracy on the test split: ``max_c #{y == c} / n`` (docs/math.md §7).
 
     The accuracy of a constant predictor that knew the test split's most frequent class;
     a TSTR accuracy near this means the synthetic table taught the model nothing.
@@ -495,7 +498,7 @@ def evaluate(
     random_state: int = 0,
     n_threads: int | None = None,
 ) -> dict[str, Any]:
-    """All spec §7 measures of ``synth`` against ``real``, as a JSON-ready dict.
+    """All docs/math.md §7 measures of ``synth`` against ``real``, as a JSON-ready dict.
 
     ``marginals[str(k)]`` holds the mean and max of ``TV_S = 1/2 ||p_S - q_S||_1`` over
     all ``k``-sets ``S`` (see :func:`marginal_tv`); values of ``k`` above the number of
@@ -586,7 +589,7 @@ def format_report(result: Mapping[str, Any]) -> str:
     marginals = result.get("marginals", {})
     if marginals:
         lines.append("")
-        lines.append("k-way marginal TV (spec §7; 0 = identical, 1 = disjoint)")
+        lines.append("k-way marginal TV (docs/math.md §7; 0 = identical, 1 = disjoint)")
         lines.append(f"  {'k':>2}  {'sets':>5}  {'mean':>7}  {'max':>7}  worst set")
         for k, entry in sorted(marginals.items(), key=lambda kv: int(kv[0])):
             worst = ", ".join(entry.get("worst", []))
@@ -599,7 +602,8 @@ def format_report(result: Mapping[str, Any]) -> str:
         lines.append("")
         lines.append(
             f"TSTR: predict '{tstr_result.get('label')}', trained on {tstr_result.get('n_train')} "
-            f"synthetic rows, tested on {tstr_result.get('n_test')} real rows"
+            f"synthetic rows, tested on {tstr_result.get('n_test')} "
+            + ("held-out real rows" if tstr_result.get("test") == "held-out" else "real rows")
         )
         lines.append(
             f"  {'accuracy':<9} {_fmt(tstr_result.get('accuracy'))}"
@@ -626,7 +630,7 @@ def plot_marginals(
     columns: Sequence[str] | None = None,
     max_categories: int = 25,
 ) -> Path:
-    """Draw the 1-way marginals of real vs synthetic as a PNG grid (spec §7).
+    """Draw the 1-way marginals of real vs synthetic as a PNG grid (docs/math.md §7).
 
     One panel per column with the real and synthetic shares ``p(cell)`` and ``q(cell)``
     side by side: numeric columns over the 20 declared-range bins, categorical columns
@@ -673,8 +677,13 @@ def plot_marginals(
             ax.bar(x - 0.2, p[order], width=0.4, color="C0", label="real")
             ax.bar(x + 0.2, q[order], width=0.4, color="C1", label="synthetic")
             ax.set_xticks(x)
+            # Many or long labels overlap at 60 degrees: stand them upright and smaller.
+            crowded = len(order) > 10
             ax.set_xticklabels(
-                [_short(col.keys[i]) for i in order], rotation=60, ha="right", fontsize=7
+                [_short(col.keys[i], 12 if crowded else 14) for i in order],
+                rotation=90 if crowded else 60,
+                ha="center" if crowded else "right",
+                fontsize=6 if crowded else 7,
             )
         ax.set_title(f"{title}  TV={tv:.3f}", fontsize=9)
         ax.tick_params(labelsize=7)

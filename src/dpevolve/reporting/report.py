@@ -40,6 +40,7 @@ import pandas as pd
 from dpevolve.data.io import atomic_write, check_writable
 from dpevolve.data.schema import Schema
 from dpevolve.errors import InputError
+from dpevolve.extras import require
 from dpevolve.privacy.ledger import SHAREABLE_KEYS
 
 if TYPE_CHECKING:
@@ -165,7 +166,8 @@ def render_report(
             "differentially private: the utility scores and plots of the real data, the "
             "ledger notes and validation counts. The seed is shown too; anyone who knows "
             "it can regenerate the release noise. Keep this file with the private data; "
-            "for a version to share, write the report with <code>public_safe=True</code>."
+            "for a version to share, use <code>dpevolve synth --share-report FILE</code> "
+            "(in Python: <code>write_report(..., public_safe=True)</code>)."
             "</div>"
         )
     body += _guarantee_section(led, public_safe)
@@ -229,6 +231,7 @@ def write_report(
     """
     # Checked before rendering: plots can take a while, and the answer will not change.
     target = check_writable(path, force)
+    require("matplotlib", "the HTML report")
     page = render_report(
         ledger=ledger,
         evaluation=evaluation,
@@ -686,8 +689,10 @@ def _running_epsilon_figure(points: Sequence[tuple[Any, float]], target: Any) ->
     ax.set_xlabel("round")
     ax.set_ylabel("ε spent")
     ax.set_ylim(bottom=0)
-    if len(set(xs)) <= 30:
-        ax.set_xticks(sorted(set(xs)))
+    from matplotlib.ticker import MaxNLocator
+
+    # At most ~10 whole-round ticks: one per round overlaps beyond a dozen rounds.
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=10, integer=True))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     return fig
