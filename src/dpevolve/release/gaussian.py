@@ -67,8 +67,11 @@ class GaussianRelease:
         threshold: float = 0.0,
         noise: NoiseSource | None = None,
         sensitivity_of: Callable[[Records], float] | None = None,
+        postprocess: Callable[[np.ndarray, Records], np.ndarray] | None = None,
     ) -> None:
         self.sigma = float(sigma)
+        # Reads only the noisy histogram and the public population: post-processing.
+        self.postprocess = postprocess
         self.sensitivity_of = sensitivity_of
         self.sensitivity = float(sensitivity)
         self.threshold = float(threshold)
@@ -91,6 +94,8 @@ class GaussianRelease:
         mode: SelectionMode,
     ) -> Selection:
         noisy = self.noisy(histogram, rng)
+        if self.postprocess is not None:
+            noisy = self.postprocess(noisy, population)
         clipped = np.where(noisy >= self.threshold, noisy, 0.0)
         clipped = np.maximum(clipped, 0.0)
         if mode == "rank":
