@@ -83,7 +83,7 @@ def synth(
     ] = None,
     rho: Annotated[float | None, typer.Option("--rho", help="zCDP budget instead of eps.")] = None,
     preset: Annotated[str, typer.Option("--preset", "-p", help="bfsoft or tabpe.")] = "tabpe",
-    vote: Annotated[str | None, typer.Option("--vote", help="hard, soft or auto (public pilot; needs --public).")] = None,
+    vote: Annotated[str | None, typer.Option("--vote", help="hard, soft or auto.")] = None,
     temperature: Annotated[
         str | None,
         typer.Option(
