@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from dpevolve.privacy.accounting import Budget, GaussianEvent, calibrate_gaussian
 from scipy import stats
 
 from dpevolve.backends import make_backend
@@ -34,7 +35,6 @@ from dpevolve.core.sensitivity import enumerate_domain, per_round_hard_sensitivi
 from dpevolve.core.votes import HardVote, SoftVote
 from dpevolve.data.encoding import Records, encode
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
-from dpevolve.privacy.accounting import Budget, GaussianEvent, calibrate_gaussian
 from dpevolve.privacy.audit import (
     clopper_pearson,
     eps_lower_bound,

@@ -58,8 +58,9 @@ def round_outward(lo: float, hi: float, margin: float, non_negative: bool) -> tu
         step *= 5
     elif (wide_hi - wide_lo) / step > 10:
         step *= 2
-    out_lo = math.floor(wide_lo / step) * step
-    out_hi = math.ceil(wide_hi / step) * step
+    # floor(x / step) * step can land an ulp inside the range: never narrower than asked.
+    out_lo = min(math.floor(wide_lo / step) * step, wide_lo)
+    out_hi = max(math.ceil(wide_hi / step) * step, wide_hi)
     if out_hi <= out_lo:
         out_hi = out_lo + step
     return float(out_lo), float(out_hi)

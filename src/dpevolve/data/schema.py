@@ -95,7 +95,11 @@ class NumericColumn:
         return self.hi - self.lo
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": "numeric", "lo": plain_cell(self.lo), "hi": plain_cell(self.hi)}
+        out: dict[str, Any] = {
+            "type": "numeric",
+            "lo": plain_cell(self.lo),
+            "hi": plain_cell(self.hi),
+        }
         if self.integer:
             out["integer"] = True
         if self.weight is not None:
