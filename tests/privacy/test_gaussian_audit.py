@@ -347,12 +347,13 @@ def test_gaussian_claim_is_tight_to_the_exact_profile() -> None:
         assert gaussian_delta(math.sqrt(rounds) / z, epsilon * 0.99) > DELTA
 
 
-
 def test_discrete_claim_is_tight_to_the_zcdp_conversion() -> None:
     """The releases draw the discrete Gaussian, calibrated in zCDP: the calibrated sigma's
     rho, converted independently (CKS), meets the budget and not with room to spare."""
     for epsilon, rounds in ((0.5, 1), (1.0, 10), (4.0, 29)):
-        z = calibrate_gaussian(rounds, Budget.from_args(epsilon=epsilon, delta=DELTA), discrete=True)
+        z = calibrate_gaussian(
+            rounds, Budget.from_args(epsilon=epsilon, delta=DELTA), discrete=True
+        )
         independent = cks_epsilon(rounds / (2 * z**2), DELTA)
         assert epsilon * 0.999 <= independent <= epsilon * (1 + 1e-6)
 
