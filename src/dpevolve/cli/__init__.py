@@ -308,6 +308,7 @@ def pubmix(
         ),
     ] = None,
     seed: Seed = None,
+    noise_seed: NoiseSeed = None,
     force: Force = False,
     quiet: Quiet = False,
     show_values: ShowValues = False,
@@ -337,7 +338,10 @@ def pubmix(
         gamma_epsilon=gamma_epsilon,
         floor_epsilon=floor_epsilon,
         random_state=seed,
+        noise_seed=noise_seed,
     )
+    if noise_seed is not None:
+        typer.echo(NOISE_SEED_WARNING, err=True)
     write_table(release.samples, output)
     release.ledger.write(ledger_out)
     details = ", ".join(
