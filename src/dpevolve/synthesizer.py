@@ -542,10 +542,10 @@ class Synthesizer(BaseEstimator):
             rounds,
             budget,
             accounting=self.pubmix_accounting,
-            noise=self.pubmix_noise,
+            fill=self.pubmix_noise,
+            noise=noise,
             gamma=self.gamma,
             max_candidates=largest,
-            seed=int(rng.integers(2**32)),
         )
         gamma = self.gamma if self.gamma is not None else "public folds (k=5, quantile 0.95)"
         return release, {

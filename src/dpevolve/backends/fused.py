@@ -1,4 +1,4 @@
-"""Fused voting on this machine (spec §1, §3): distance, vote and histogram in one pass.
+"""Fused voting on this machine (docs/math.md §1, §3): distance, vote and histogram in one pass.
 
 The vote is nearly all of a run's cost. :class:`~dpevolve.backends.local.LocalBackend`
 builds a (chunk x population) distance block, then argmins or softmaxes it; here numba
@@ -17,7 +17,7 @@ search use, so votes are bit-identical across backends and chunkings.
 * Tab-PE embedding: ``d = sqrt(sum_num (a - b)^2 + (2/9) #mismatches)`` evaluated per
   pair, as written (numeric squares summed in attribute order, then the mismatch count
   times ``2/9`` added once), exactly as :meth:`TabPEEmbedding.squared` does.
-* Hard vote: first index of the minimum distance (spec §3: ties to the lowest index);
+* Hard vote: first index of the minimum distance (docs/math.md §3);
   each record's index is written out and counted with ``bincount`` (exact integers).
 * Soft vote: logits ``-d / tau`` minus their maximum; ``exp`` by the canonical
   polynomial (:func:`~dpevolve.core.canonical.exp_canonical`, within 1 ulp of libm,
@@ -629,8 +629,8 @@ def _fusable(distance: Distance, vote: Vote) -> bool:
 class FusedBackend:
     """Votes with fused numba kernels: no distance matrix, exact, multi-threaded.
 
-    Implements :class:`~dpevolve.backends.base.Backend` for the two distances of spec §1
-    (:class:`Gower`, :class:`TabPEEmbedding`) and the two votes of spec §3
+    Implements :class:`~dpevolve.backends.base.Backend` for the two distances of docs/math.md §1
+    (:class:`Gower`, :class:`TabPEEmbedding`) and the two votes of docs/math.md §3
     (:class:`HardVote`, :class:`SoftVote`); anything else (another distance or vote
     class, including subclasses) goes to ``LocalBackend``, as does everything when
     numba is not installed.
@@ -677,7 +677,7 @@ class FusedBackend:
     def vote(
         self, private: PrivateData, population: Records, distance: Distance, vote: Vote
     ) -> np.ndarray:
-        """The vote histogram ``H = sum_x vote(x)`` over ``population`` (spec §3).
+        """The vote histogram ``H = sum_x vote(x)`` over ``population`` (docs/math.md §3).
 
         Parameters
         ----------

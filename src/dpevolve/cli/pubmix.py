@@ -10,10 +10,12 @@ from typing import Annotated
 import typer
 
 from dpevolve.cli.common import (
+    NOISE_SEED_WARNING,
     Delta,
     Epsilon,
     Force,
     InvalidOption,
+    NoiseSeed,
     OnInvalid,
     Quiet,
     SchemaPath,
@@ -83,6 +85,7 @@ def pubmix(
     ] = None,
     on_invalid: InvalidOption = OnInvalid.error,
     seed: Seed = None,
+    noise_seed: NoiseSeed = None,
     show_values: ShowValues = False,
     force: Force = False,
     quiet: Quiet = False,
@@ -113,7 +116,10 @@ def pubmix(
         gamma_epsilon=gamma_epsilon,
         floor_epsilon=floor_epsilon,
         random_state=seed,
+        noise_seed=noise_seed,
     )
+    if noise_seed is not None:
+        typer.echo(NOISE_SEED_WARNING, err=True)
     write_table(release.samples, output)
     release.ledger.write(ledger_out)
     details = ", ".join(

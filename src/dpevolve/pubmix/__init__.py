@@ -31,6 +31,7 @@ from dpevolve.pubmix.loss import TAIL_P, TAIL_Q, WorstCasePair, worst_case_pair,
 from dpevolve.pubmix.noise import (
     FloorChoice,
     LinMix,
+    as_counts,
     choose_floor,
     choose_floor_privately,
     floor_objective,
@@ -40,6 +41,7 @@ from dpevolve.pubmix.noise import (
     linmix,
     pubmix_distribution,
     pubmix_sample,
+    score_sensitivity,
 )
 
 __all__ = [
@@ -51,6 +53,7 @@ __all__ = [
     "FloorChoice",
     "LinMix",
     "WorstCasePair",
+    "as_counts",
     "beta_min",
     "beta_min_zero_floor",
     "choose_floor",
@@ -70,6 +73,7 @@ __all__ = [
     "pubmix_delta",
     "pubmix_distribution",
     "pubmix_sample",
+    "score_sensitivity",
     "water_fill",
     "worst_case_pair",
     "worst_case_pld",

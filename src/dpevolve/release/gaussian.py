@@ -1,4 +1,4 @@
-"""Gaussian release (spec §4, §6): noisy histogram, clip below H, then select.
+"""Gaussian release (docs/math.md §4, §6): noisy histogram, clip below H, then select.
 
 ``H~ = H + N(0, sigma^2 I)`` with ``sigma = z * S`` for the vote's L2 sensitivity ``S``;
 the noise is a discrete Gaussian on a fine grid (:mod:`dpevolve.release.noise`). One
