@@ -10,19 +10,16 @@ table and are not privatised):
 * **TSTR** (:func:`tstr`): train a classifier on the synthetic table, test it on a real
   held-out split; accuracy, macro-F1 and AUC.
 
-:func:`evaluate` runs both and returns a JSON-ready dict; :func:`format_report` prints it
-and :func:`plot_marginals` draws the 1-way marginals for the HTML report.
+:func:`evaluate` runs both and returns a JSON-ready dict; :func:`format_report` prints it.
+Figures of these numbers are drawn by :mod:`dpevolve.reporting.figures`.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,8 +35,8 @@ __all__ = [
     "baseline",
     "evaluate",
     "format_report",
+    "marginal_columns",
     "marginal_tv",
-    "plot_marginals",
     "tstr",
 ]
 
@@ -164,14 +161,21 @@ def marginal_tv(
     """
     real_frame, _ = schema.validate(real, on_invalid="error", what="real table")
     synth_frame, _ = schema.validate(synth, on_invalid="error", what="synthetic table")
-    names = _marginal_columns(schema, columns)
+    names = marginal_columns(schema, columns)
     _check_k(k, len(names))
     real_codes = {n: bin_codes(real_frame, schema[n]) for n in names}
     synth_codes = {n: bin_codes(synth_frame, schema[n]) for n in names}
     return _marginal_report(schema, names, k, real_codes, synth_codes)
 
 
-def _marginal_columns(schema: Schema, columns: Sequence[str] | None) -> list[str]:
+def marginal_columns(schema: Schema, columns: Sequence[str] | None) -> list[str]:
+    """The columns to score: all of ``schema``'s by default, else ``columns``, checked.
+
+    Raises
+    ------
+    InputError
+        ``columns`` is one string, names an unknown column, or names one twice.
+    """
     if columns is None:
         return schema.names
     if isinstance(columns, str):
@@ -616,85 +620,3 @@ def _fmt(value: Any) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return f"{'n/a':>7}"
     return f"{float(value):7.4f}"
-
-
-def plot_marginals(
-    real: pd.DataFrame,
-    synth: pd.DataFrame,
-    schema: Schema,
-    path: str | Path,
-    columns: Sequence[str] | None = None,
-    max_categories: int = 25,
-) -> Path:
-    """Draw the 1-way marginals of real vs synthetic as a PNG grid (spec §7).
-
-    One panel per column with the real and synthetic shares ``p(cell)`` and ``q(cell)``
-    side by side: numeric columns over the 20 declared-range bins, categorical columns
-    over declared values (the ``max_categories`` most common ones when there are more).
-    The title gives the column's ``TV = 1/2 sum |p - q|``. The file is written atomically.
-
-    Returns
-    -------
-    pathlib.Path
-        Where the PNG was written.
-    """
-    # Figure + its own Agg canvas, not pyplot: no global state, no GUI backend.
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    real_frame, _ = schema.validate(real, on_invalid="error", what="real table")
-    synth_frame, _ = schema.validate(synth, on_invalid="error", what="synthetic table")
-    names = _marginal_columns(schema, columns)
-    path = Path(path)
-
-    ncols = min(3, len(names))
-    nrows = math.ceil(len(names) / ncols)
-    fig = Figure(figsize=(4.2 * ncols, 3.0 * nrows), layout="constrained")
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(nrows, ncols, squeeze=False)
-    for ax, name in zip(axes.flat, names, strict=False):
-        col = schema[name]
-        size = bin_count(col)
-        p = np.bincount(bin_codes(real_frame, col), minlength=size) / len(real_frame)
-        q = np.bincount(bin_codes(synth_frame, col), minlength=size) / len(synth_frame)
-        tv = 0.5 * float(np.abs(p - q).sum())
-        if isinstance(col, NumericColumn):
-            edges = np.linspace(col.lo, col.hi, NUMERIC_BINS + 1)
-            ax.stairs(p, edges, fill=True, alpha=0.45, color="C0", label="real")
-            ax.stairs(q, edges, linewidth=1.5, color="C1", label="synthetic")
-            title = name
-        else:
-            order = np.arange(size)
-            title = name
-            if size > max_categories:
-                order = np.argsort(-(p + q), kind="stable")[:max_categories]
-                title = f"{name} (top {max_categories} of {size})"
-            x = np.arange(len(order))
-            ax.bar(x - 0.2, p[order], width=0.4, color="C0", label="real")
-            ax.bar(x + 0.2, q[order], width=0.4, color="C1", label="synthetic")
-            ax.set_xticks(x)
-            ax.set_xticklabels(
-                [_short(col.keys[i]) for i in order], rotation=60, ha="right", fontsize=7
-            )
-        ax.set_title(f"{title}  TV={tv:.3f}", fontsize=9)
-        ax.tick_params(labelsize=7)
-    for ax in list(axes.flat)[len(names) :]:
-        ax.set_visible(False)
-    axes.flat[0].legend(fontsize=7)
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Save beside the target then rename, so a reader never sees a half-written PNG.
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            fig.savefig(handle, format="png", dpi=100)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
-
-
-def _short(text: str, limit: int = 14) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
