@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from dpevolve.data.schema import NumericColumn, Schema
-from dpevolve.reporting.evaluation import NUMERIC_BINS, bin_codes, bin_count, marginal_columns
+from dpevolve.reporting.marginals import NUMERIC_BINS, bin_codes, bin_count, marginal_columns
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
