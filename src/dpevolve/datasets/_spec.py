@@ -63,7 +63,7 @@ def read_table(path: Path, **csv_kwargs: object) -> pd.DataFrame:
     try:
         if path.name.lower().endswith((".parquet", ".pq")):
             return pd.read_parquet(path)
-        return pd.read_csv(path, **csv_kwargs)  # type: ignore[call-overload]
+        return pd.read_csv(path, **csv_kwargs)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, OSError,
             ValueError) as exc:  # fmt: skip
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
