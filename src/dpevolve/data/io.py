@@ -23,7 +23,7 @@ from dpevolve.extras import require
 TABLE_SUFFIXES = (".csv", ".csv.gz", ".parquet", ".pq")
 
 
-def _suffix(path: Path) -> str:
+def table_suffix(path: Path) -> str:
     name = path.name.lower()
     for suffix in TABLE_SUFFIXES:
         if name.endswith(suffix):
@@ -38,7 +38,7 @@ def read_table(path: str | Path, what: str = "table") -> pd.DataFrame:
     (:func:`dpevolve.data.messages.show_values`).
     """
     path = Path(path)
-    suffix = _suffix(path)
+    suffix = table_suffix(path)
     if not path.is_file():
         raise InputError(f"{what} file not found: {path}")
     try:
@@ -55,7 +55,7 @@ def read_table(path: str | Path, what: str = "table") -> pd.DataFrame:
 def iter_table(path: str | Path, batch_rows: int = 500_000) -> Iterator[pd.DataFrame]:
     """Stream a CSV or Parquet table in row batches (memory bounded by ``batch_rows``)."""
     path = Path(path)
-    suffix = _suffix(path)
+    suffix = table_suffix(path)
     if not path.is_file():
         raise InputError(f"table file not found: {path}")
     if suffix in (".parquet", ".pq"):
@@ -97,7 +97,7 @@ def atomic_write(path: str | Path, write: Callable[[Path], object]) -> None:
 def write_table(frame: pd.DataFrame, path: str | Path) -> None:
     """Atomically write a table as CSV or Parquet, by the path's suffix."""
     path = Path(path)
-    suffix = _suffix(path)
+    suffix = table_suffix(path)
     if suffix in (".parquet", ".pq"):
         require("pyarrow", "writing .parquet tables")
         atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
