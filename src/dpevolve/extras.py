@@ -8,7 +8,13 @@ from types import ModuleType
 from dpevolve.errors import InputError
 
 #: Extra that provides each optional top-level module.
-EXTRAS = {"pyarrow": "parquet", "matplotlib": "report", "numba": "fast", "dask": "dask"}
+EXTRAS = {
+    "pyarrow": "parquet",
+    "matplotlib": "report",
+    "sklearn": "evaluate",
+    "numba": "fast",
+    "dask": "dask",
+}
 
 
 def require(module: str, feature: str) -> ModuleType:

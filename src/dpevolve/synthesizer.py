@@ -12,7 +12,6 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator
 
 from dpevolve.backends import Backend, make_backend
 from dpevolve.core.canonical import soft_quantisation_slack
@@ -25,6 +24,7 @@ from dpevolve.data.encoding import Layout, Records, decode, encode
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import FrameSource, PrivateSource
 from dpevolve.errors import InputError
+from dpevolve.estimator import EstimatorParams
 from dpevolve.presets import Preset, get_preset
 from dpevolve.privacy import Budget, Ledger, ZeroCostEvent, calibrate_gaussian, default_delta
 from dpevolve.release.base import Release, Selection
@@ -39,7 +39,7 @@ def package_version() -> str:
         return "0+unknown"
 
 
-class Synthesizer(BaseEstimator):
+class Synthesizer(EstimatorParams):
     """Differentially private synthetic tables by Private Evolution.
 
     Parameters

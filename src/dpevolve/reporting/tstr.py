@@ -15,6 +15,7 @@ import pandas as pd
 
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.errors import InputError
+from dpevolve.extras import require
 from dpevolve.reporting.marginals import bin_codes
 
 __all__ = ["TSTRReport", "baseline", "label_column", "tstr", "tstr_encoded"]
@@ -207,6 +208,7 @@ def tstr_encoded(
     random_state: int,
     n_threads: int | None = None,
 ) -> TSTRReport:
+    require("sklearn", "TSTR (train on synthetic, test on real)")
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.metrics import f1_score
     from threadpoolctl import threadpool_limits
