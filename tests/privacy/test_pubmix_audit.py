@@ -18,6 +18,7 @@ from scipy import stats
 
 import dpevolve.release.pubmix as pubmix_module
 from dpevolve.privacy.audit import exact_epsilon, hockey_stick
+from dpevolve.release.noise import SeededNoise
 
 from .conftest import DELTA, fit_spied
 
@@ -34,13 +35,14 @@ def multinomial_pmf(p: np.ndarray, m: int) -> dict[tuple[int, ...], float]:
 
 def _spied_round(monkeypatch, age_sex, table, **settings):
     """Fit; return the model and each round's sampling distribution (p_private, p_noise,
-    beta) as the release handed it to the sampler."""
+    beta) as the release handed it to the sampler (private counts over n)."""
     seen: list[tuple[np.ndarray, np.ndarray, float, int]] = []
     original = pubmix_module.pubmix_sample
 
-    def spy(p_private, p_noise, beta, m, rng):
-        seen.append((np.asarray(p_private, float), np.asarray(p_noise, float), float(beta), m))
-        return original(p_private, p_noise, beta, m, rng)
+    def spy(counts, p_noise, beta, m, noise):
+        p_private = np.asarray(counts, float) / np.sum(counts)
+        seen.append((p_private, np.asarray(p_noise, float), float(beta), m))
+        return original(counts, p_noise, beta, m, noise)
 
     monkeypatch.setattr(pubmix_module, "pubmix_sample", spy)
     model, backend = fit_spied(age_sex, table, **settings)
@@ -98,11 +100,12 @@ def test_mixture_sampling_is_not_short_cut() -> None:
     """The parents follow the stated mixture whatever the private histogram looks like
     (a shortcut such as 'all-private when beta is small' or 'skip the public part for a
     one-hot histogram' changes these frequencies)."""
-    rng = np.random.default_rng(0)
-    for p in (np.array([1.0, 0, 0, 0]), np.array([0.25] * 4), np.array([0.0, 0.5, 0.5, 0])):
+    source = SeededNoise(0)  # the same distributions as the secure source, vectorised
+    for counts in (np.array([5, 0, 0, 0]), np.array([3] * 4), np.array([0, 2, 2, 0])):
+        p = counts / counts.sum()
         noise = np.array([0.7, 0.1, 0.1, 0.1])
         for beta in (0.05, 0.5, 0.999):
-            draws = pubmix_module.pubmix_sample(p, noise, beta, 40_000, rng)
+            draws = pubmix_module.pubmix_sample(counts, noise, beta, 40_000, source)
             expected = (1 - beta) * p + beta * noise
             observed = np.bincount(draws, minlength=4)
             keep = expected > 0

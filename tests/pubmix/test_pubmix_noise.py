@@ -22,6 +22,7 @@ from dpevolve.pubmix import (
     pubmix_sample,
     water_fill,
 )
+from dpevolve.release.noise import SeededNoise
 
 N, M, EPS = 1200, 300, 5.0
 DELTA = 1.0 / N
@@ -130,21 +131,25 @@ def test_gamma_from_folds_edge_cases() -> None:
 
 
 def test_pubmix_sample() -> None:
-    rng = np.random.default_rng(1)
-    prv = np.array([0.0, 0.0, 1.0, 0.0])
+    noise = SeededNoise(1)
+    prv = np.array([0, 0, 7, 0])  # counts: Pbar_prv is one-hot on bin 2
     nse = np.array([0.4, 0.3, 0.2, 0.1])
-    assert np.all(pubmix_sample(prv, nse, 0.0, 50, rng) == 2)
-    mix = pubmix_distribution(prv, nse, 0.3)
-    assert np.allclose(mix, 0.7 * prv + 0.3 * nse)
-    draws = pubmix_sample(prv, nse, 0.3, 200_000, rng)
+    assert np.all(pubmix_sample(prv, nse, 0.0, 50, noise) == 2)
+    mix = pubmix_distribution(prv / 7, nse, 0.3)
+    assert np.allclose(mix, 0.7 * prv / 7 + 0.3 * nse)
+    draws = pubmix_sample(prv, nse, 0.3, 200_000, noise)
     assert draws.shape == (200_000,) and draws.dtype == np.int64
     freq = np.bincount(draws, minlength=4) / draws.size
     assert np.allclose(freq, mix, atol=5e-3)
-    # Same generator state, same release.
-    a = pubmix_sample(prv, nse, 0.3, 20, np.random.default_rng(9))
-    b = pubmix_sample(prv, nse, 0.3, 20, np.random.default_rng(9))
+    # Whole counts in a float array (as vote backends return them) are the same release.
+    a = pubmix_sample(prv, nse, 0.3, 20, SeededNoise(9))
+    b = pubmix_sample(prv.astype(float), nse, 0.3, 20, SeededNoise(9))
     assert np.array_equal(a, b)
     with pytest.raises(InputError):
-        pubmix_sample(prv, nse, 1.2, 5, rng)
+        pubmix_sample(prv, nse, 1.2, 5, noise)
     with pytest.raises(InputError):
-        pubmix_sample(prv, nse[:3] / nse[:3].sum(), 0.5, 5, rng)
+        pubmix_sample(prv, nse[:3] / nse[:3].sum(), 0.5, 5, noise)
+    with pytest.raises(InputError, match="whole numbers"):
+        pubmix_sample(prv / 2, nse, 0.5, 5, noise)
+    with pytest.raises(InputError, match="NoiseSource"):  # a seeded generator replays
+        pubmix_sample(prv, nse, 0.3, 5, np.random.default_rng(9))  # type: ignore[arg-type]

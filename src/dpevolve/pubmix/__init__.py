@@ -1,4 +1,4 @@
-"""PubMix: releasing samples of a public/private mixture, and its privacy (spec §5).
+"""PubMix: releasing samples of a public/private mixture, and its privacy (docs/math.md §5).
 
 ``P_syn = (1-beta) Pbar_prv + beta P_nse`` over d bins; only m i.i.d. samples of P_syn
 are released.
@@ -31,6 +31,7 @@ from dpevolve.pubmix.loss import TAIL_P, TAIL_Q, WorstCasePair, worst_case_pair,
 from dpevolve.pubmix.noise import (
     FloorChoice,
     LinMix,
+    as_counts,
     choose_floor,
     choose_floor_privately,
     floor_objective,
@@ -40,6 +41,7 @@ from dpevolve.pubmix.noise import (
     linmix,
     pubmix_distribution,
     pubmix_sample,
+    score_sensitivity,
 )
 
 __all__ = [
@@ -51,6 +53,7 @@ __all__ = [
     "FloorChoice",
     "LinMix",
     "WorstCasePair",
+    "as_counts",
     "beta_min",
     "beta_min_zero_floor",
     "choose_floor",
@@ -70,6 +73,7 @@ __all__ = [
     "pubmix_delta",
     "pubmix_distribution",
     "pubmix_sample",
+    "score_sensitivity",
     "water_fill",
     "worst_case_pair",
     "worst_case_pld",

@@ -1,4 +1,4 @@
-"""Choosing PubMix's noise distribution and sampling the release (spec §5).
+"""Choosing PubMix's noise distribution and sampling the release (docs/math.md §5).
 
 ``P_syn = (1-beta) Pbar_prv + beta P_nse``; only m i.i.d. samples of P_syn are released.
 
@@ -10,13 +10,18 @@
   where gamma bounds ``TV(P_pub, P_prv)`` and ``D(t)`` is the floor deficit.
 * LinMix: ``P_nse`` uniform, ``beta = beta_min(1/d, 1/d)``; worst-case TV
   ``(1 - 1/d) beta``.
+
+Every draw that touches the private histogram (the release's samples, the private floor
+choice) comes from a :class:`~dpevolve.release.noise.NoiseSource`, never from a numpy
+generator: a generator is replayable from its seed. Numpy generators here only split
+public data into folds.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -26,9 +31,13 @@ from dpevolve.errors import InputError
 from dpevolve.pubmix.beta import beta_min
 from dpevolve.pubmix.floor import as_histogram, deficit, max_invariance_fill, water_fill
 
+if TYPE_CHECKING:  # the runtime import would run dpevolve.release's package init
+    from dpevolve.release.noise import NoiseSource
+
 __all__ = [
     "FloorChoice",
     "LinMix",
+    "as_counts",
     "choose_floor",
     "choose_floor_privately",
     "floor_objective",
@@ -38,6 +47,7 @@ __all__ = [
     "linmix",
     "pubmix_distribution",
     "pubmix_sample",
+    "score_sensitivity",
 ]
 
 GRID_POINTS = 41
@@ -93,7 +103,7 @@ class FloorChoice:
 def floor_objective(
     A: ArrayLike, t: float, *, n: int, m: int, epsilon: float, delta: float, gamma: float
 ) -> float:
-    """``g(t) = beta_min(N1, N1) (gamma + D(t))``, ``N1 = max(t, min A)`` (spec §5).
+    """``g(t) = beta_min(N1, N1) (gamma + D(t))``, ``N1 = max(t, min A)`` (docs/math.md §5).
 
     The same for WF and MIFR: both give ``min P_nse = N1`` and ``TV(A, P_nse) = D(t)``.
     """
@@ -113,7 +123,7 @@ def choose_floor(
     *,
     counts: ArrayLike | None = None,
 ) -> FloorChoice:
-    """Pick the floor t in [0, 1/d] minimising g(t) and raise A to it (spec §5).
+    """Pick the floor t in [0, 1/d] minimising g(t) and raise A to it (docs/math.md §5).
 
     g need not be unimodal, so g is evaluated on 41 equally spaced points of [0, 1/d]
     and then refined with bounded Brent (``scipy.optimize.minimize_scalar``) on the two
@@ -184,7 +194,7 @@ def choose_floor_privately(
     selection_epsilon: float,
     method: Literal["wf", "mifr"] = "wf",
     *,
-    rng: np.random.Generator,
+    noise: NoiseSource,
     counts: ArrayLike | None = None,
 ) -> FloorChoice:
     """Pick the floor by the exponential mechanism on the mixture's actual distance.
@@ -194,9 +204,11 @@ def choose_floor_privately(
     where .25 is reachable). Here each grid floor t is scored by the distance the
     release actually has, ``score(t) = beta(t) TV(P_nse(t), Pbar_prv)``. ``beta(t)`` and
     ``P_nse(t)`` are public, and one replaced record moves ``Pbar_prv`` by ``1/n`` in two
-    bins, so a score moves by at most ``Delta = max_t beta(t) / n``; choosing t with
-    probability proportional to ``exp(-selection_epsilon score(t) / (2 Delta))`` is
-    ``selection_epsilon``-DP (to be charged on top of the release's ``epsilon``).
+    bins, so a score moves by at most ``Delta = max_t beta(t) / n`` (plus the scores'
+    floating-point error, see :func:`score_sensitivity`); choosing t with probability
+    proportional to ``exp(-selection_epsilon score(t) / (2 Delta))`` (``noise``'s
+    Gumbel noisy max) is ``selection_epsilon``-DP, to be charged on top of the
+    release's ``epsilon``.
     """
     arr = as_histogram(A)
     private = as_histogram(p_private)
@@ -204,6 +216,7 @@ def choose_floor_privately(
     _check_d(d)
     if not (math.isfinite(selection_epsilon) and selection_epsilon > 0):
         raise InputError(f"selection_epsilon must be > 0, got {selection_epsilon}")
+    _check_noise_source(noise)
     options = []
     for t in np.linspace(0.0, 1.0 / d, GRID_POINTS):
         fill = water_fill(arr, t) if method == "wf" else max_invariance_fill(arr, t, counts=counts)
@@ -212,9 +225,10 @@ def choose_floor_privately(
         options.append((float(t), beta, fill, z1, z2))
     betas = np.array([o[1] for o in options])
     scores = betas * np.array([0.5 * np.abs(o[2] - private).sum() for o in options])
-    sensitivity = max(float(betas.max()), 1e-300) / n
-    logits = -selection_epsilon * scores / (2.0 * sensitivity)
-    t, beta, fill, z1, z2 = options[int(np.argmax(logits + rng.gumbel(size=len(logits))))]
+    sensitivity = max(score_sensitivity(float(betas.max()), n, d), 1e-300)
+    # Probability proportional to exp(-score / scale): epsilon = 2 Delta / scale.
+    chosen = noise.noisy_argmax(-scores, 2.0 * sensitivity / selection_epsilon)
+    t, beta, fill, z1, z2 = options[chosen]
     fill.setflags(write=False)
     return FloorChoice(
         method=method,
@@ -228,9 +242,32 @@ def choose_floor_privately(
     )
 
 
+def score_sensitivity(beta_max: float, n: int, d: int) -> float:
+    """Bound on how far one replaced record moves a computed score ``beta TV(P, H / n)``.
+
+    Exactly the score moves by at most ``beta / n``. The computed score is within
+    ``beta (2 log2(d) + 300) u`` of the exact one (``u = 2**-53``): each bin's
+    ``|P_i - fl(H_i / n)|`` errs by at most ``u (H_i / n + |P_i - H_i / n|)``, summing
+    to ``3u``; numpy's sum (naive blocks of at most 128 terms, combined pairwise) adds
+    at most ``(127 + log2 d) u`` times the sum of the terms, which is at most 2; the
+    product with ``beta`` one more ``u``. Two neighbours' computed scores differ by the
+    exact bound plus twice that error, a relative change of about ``1e-13 n``.
+    """
+    u = 2.0**-53
+    return beta_max / n + 2.0 * beta_max * (2.0 * math.log2(max(d, 2)) + 300.0) * u
+
+
+def _check_noise_source(noise: object) -> None:
+    if isinstance(noise, np.random.Generator) or not hasattr(noise, "mixture_sample"):
+        raise InputError(
+            "privacy noise must come from a NoiseSource (dpevolve.release.noise.make_noise), "
+            "not a numpy generator: a generator replays from its seed"
+        )
+
+
 @dataclass(frozen=True, eq=False)
 class LinMix:
-    """LinMix: uniform noise (spec §5).
+    """LinMix: uniform noise (docs/math.md §5).
 
     Attributes
     ----------
@@ -267,12 +304,12 @@ def gamma_from_folds(
     quantile: float = 0.95,
     rng: np.random.Generator,
 ) -> float:
-    """Spread of the public data: a quantile of pairwise TVs between k folds (spec §5).
+    """Spread of the public data: a quantile of pairwise TVs between k folds (docs/math.md §5).
 
     Split the public records at random into k folds, normalise each fold's histogram over
     the d cells, and return the ``quantile`` of the k(k-1)/2 pairwise total-variation
     distances.  This measures sampling spread inside the public data, not the
-    public-private shift (spec §5 notes it can badly underestimate the latter).
+    public-private shift (docs/math.md §5 notes it can badly underestimate the latter).
 
     Parameters
     ----------
@@ -333,7 +370,7 @@ def gamma_from_fold_counts(
 def pubmix_distribution(
     p_private: ArrayLike, p_noise: ArrayLike, beta: float
 ) -> NDArray[np.float64]:
-    """``P_syn = (1-beta) Pbar_prv + beta P_nse`` (spec §5)."""
+    """``P_syn = (1-beta) Pbar_prv + beta P_nse`` (docs/math.md §5)."""
     prv = as_histogram(p_private)
     nse = as_histogram(p_noise)
     if prv.shape != nse.shape:
@@ -347,32 +384,61 @@ def pubmix_distribution(
 
 
 def pubmix_sample(
-    p_private: ArrayLike,
+    counts: ArrayLike,
     p_noise: ArrayLike,
     beta: float,
     m: int,
-    rng: np.random.Generator,
+    noise: NoiseSource,
 ) -> NDArray[np.int64]:
-    """The release: m i.i.d. bin indices from ``(1-beta) Pbar_prv + beta P_nse`` (spec §5).
+    """The release: m i.i.d. bin indices from ``(1-beta) H / n + beta P_nse`` (docs/math.md §5).
 
     Parameters
     ----------
-    p_private : array_like
-        Normalised private histogram ``Pbar_prv``.
+    counts : array_like
+        The private histogram ``H`` as counts (integers, possibly in a float array as
+        vote backends return them) summing to ``n``; ``Pbar_prv = H / n``.
     p_noise : array_like
         Noise distribution ``P_nse`` (same bins).
     beta : float
         Noise weight, e.g. from :func:`choose_floor` or :func:`linmix`.
     m : int
         Number of samples.
-    rng : numpy.random.Generator
+    noise : NoiseSource
+        Source of the draws (:meth:`~dpevolve.release.noise.NoiseSource.mixture_sample`,
+        exact); a numpy generator is refused.
 
     Returns
     -------
     numpy.ndarray of int64
         m bin indices.
     """
+    _check_noise_source(noise)
     if int(m) != m or m < 1:
         raise InputError(f"m (number of released samples) must be a positive integer, got {m}")
-    p = pubmix_distribution(p_private, p_noise, beta)
-    return rng.choice(p.size, size=int(m), p=p).astype(np.int64)
+    hist = as_counts(counts)
+    public = as_histogram(p_noise)
+    if public.shape != hist.shape:
+        raise InputError(
+            f"private and noise histograms differ in shape: {hist.shape} vs {public.shape}"
+        )
+    if not (math.isfinite(beta) and 0.0 <= beta <= 1.0):
+        raise InputError(f"beta must lie in [0, 1], got {beta}")
+    return np.asarray(noise.mixture_sample(hist, public, float(beta), int(m)), dtype=np.int64)
+
+
+def as_counts(counts: ArrayLike) -> NDArray[np.int64]:
+    """A histogram of counts as int64, refusing any non-integer or negative entry."""
+    arr = np.asarray(counts)
+    if arr.ndim != 1 or arr.size == 0:
+        raise InputError(f"counts must be a non-empty 1-D array, got shape {arr.shape}")
+    if not np.issubdtype(arr.dtype, np.integer):
+        values = arr.astype(np.float64)
+        if not (np.all(np.isfinite(values)) and np.all(values == np.rint(values))):
+            raise InputError("counts must be whole numbers (hard-vote counts)")
+        if values.size and np.abs(values).max() >= 2.0**53:
+            raise InputError("counts too large to hold exactly")
+        arr = values
+    out = arr.astype(np.int64)
+    if np.any(out < 0):
+        raise InputError("counts must be non-negative")
+    return out

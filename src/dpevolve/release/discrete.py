@@ -1,4 +1,4 @@
-"""PubMix on a discrete table: m DP samples over the product domain (spec §5).
+"""PubMix on a discrete table: m DP samples over the product domain (docs/math.md §5).
 
 The private and public tables become histograms over the product of their columns'
 cells (categorical values; numeric columns in 20 equal-width bins over the declared
@@ -7,18 +7,25 @@ range). One release draws m samples from
 * ``pubmix``: ``(1 - beta) Pbar_prv + beta P_nse``, ``P_nse`` the floor-raised public
   histogram (WF or MIFR) and ``beta = beta_min`` for the chosen floor;
 * ``linmix``: the same with ``P_nse`` uniform;
-* ``gaussian``: the Gaussian baseline, the private counts plus ``N(0, sigma^2)`` with
-  ``sigma`` calibrated for L2 sensitivity ``sqrt(2)`` (replace-one), clipped at zero and
-  normalised, then sampled (post-processing).
+* ``gaussian``: the Gaussian baseline, the private counts plus discrete-Gaussian noise
+  of scale ``sigma`` calibrated in zCDP for L2 sensitivity ``sqrt(2)`` (replace-one),
+  clipped at zero and normalised, then sampled (post-processing).
 
 Samples decode to rows: a categorical cell to its value, a numeric bin to a uniform draw
 inside it (integers rounded). ``n``, the private row count, is public.
+
+Every draw that reads the private table (the Gaussian noise, the mixture samples, the
+private gamma estimate and floor choice) comes from one
+:class:`~dpevolve.release.noise.NoiseSource`: secure by default, seeded only with an
+explicit ``noise_seed``. ``random_state`` seeds the rest, all of it public or
+post-processing: the public folds, sampling the noisy Gaussian histogram, decoding.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Literal
 
 import numpy as np
@@ -34,6 +41,7 @@ from dpevolve.privacy import (
     calibrate_gaussian,
 )
 from dpevolve.pubmix.noise import choose_floor, choose_floor_privately, linmix, pubmix_sample
+from dpevolve.release.noise import make_noise
 from dpevolve.reporting.evaluation import bin_codes, bin_count
 
 MAX_CELLS = 20_000_000  # float64 histograms of this size take 160 MB each
@@ -108,17 +116,23 @@ def sample_discrete(
     gamma_epsilon: float | None = None,
     floor_epsilon: float | None = None,
     random_state: int | None = None,
+    noise_seed: int | None = None,
 ) -> DiscreteRelease:
     """Draw ``m`` DP samples of ``private`` over its product domain (one release).
 
     ``gamma`` bounds ``TV(P_pub, P_prv)`` for the floor choice. By default it comes from
     public folds, which measure the spread inside the public data rather than the
-    public-private shift (spec §5). With ``gamma_epsilon`` it is instead estimated
+    public-private shift (docs/math.md §5). With ``gamma_epsilon`` it is instead estimated
     privately: ``TV(A, Pbar_prv)`` moves by at most ``1/n`` when one record changes, so
     ``TV + Laplace(1 / (n gamma_epsilon))`` is ``gamma_epsilon``-DP; that share is taken
     from ``epsilon`` and recorded in the ledger. With ``floor_epsilon`` the floor itself
     is chosen privately, by the mixture's actual distance from the private histogram
     (:func:`~dpevolve.pubmix.noise.choose_floor_privately`), and gamma is not needed.
+
+    ``random_state`` seeds only public and post-processing randomness. The privacy
+    noise is secure (the operating system's generator) unless ``noise_seed`` is given:
+    an integer makes it reproducible for research, and anyone holding it can remove the
+    noise. It never enters the ledger (which says ``"noise": "seeded"``).
     """
     if m < 1:
         raise InputError(f"m (samples to release) must be at least 1, got {m}")
@@ -131,6 +145,7 @@ def sample_discrete(
     n = len(frame)
     seed = np.random.SeedSequence(random_state)
     rng = np.random.default_rng(seed)
+    noise_source = make_noise(noise_seed)
     counts = domain.counts(frame)
     delta = budget.delta if budget.delta is not None else 1.0 / (n * math.log(max(n, 3)))
     ledger = Ledger(
@@ -140,7 +155,8 @@ def sample_discrete(
             "seed": seed.entropy,
             "private_rows": n,
             "samples": m,
-            "noise": noise,
+            "mechanism": noise,
+            "noise": noise_source.name,
             "cells": domain.cells,
             "schema": schema.to_dict(),
         },
@@ -148,14 +164,17 @@ def sample_discrete(
     details: dict[str, Any] = {"cells": domain.cells}
 
     if noise == "gaussian":
-        multiplier = calibrate_gaussian(1, budget)
+        # Integer counts lie on the noise grid: no rounding slack to add.
+        multiplier = calibrate_gaussian(1, budget, discrete=True)
         sigma = multiplier * math.sqrt(2.0)
-        noisy = np.maximum(counts + sigma * rng.standard_normal(domain.cells), 0.0)
+        noisy = np.maximum(noise_source.gaussian(counts, sigma), 0.0)
         weights = (
             noisy / noisy.sum() if noisy.sum() > 0 else np.full(domain.cells, 1.0 / domain.cells)
         )
-        cells = rng.choice(domain.cells, size=m, p=weights)
-        ledger.record(GaussianEvent(sensitivity=math.sqrt(2.0), sigma=sigma), round=1)
+        cells = rng.choice(domain.cells, size=m, p=weights)  # post-processing
+        ledger.record(
+            GaussianEvent(sensitivity=math.sqrt(2.0), sigma=sigma, discrete=True), round=1
+        )
         details.update(sigma=sigma)
     else:
         if budget.epsilon is None or budget.delta is None:
@@ -188,7 +207,7 @@ def sample_discrete(
                     budget.delta,
                     floor_epsilon,
                     floor,
-                    rng=rng,
+                    noise=noise_source,
                     counts=public_counts,
                 )
                 ledger.record(ApproxDPEvent(floor_epsilon, 0.0, label="floor_selection"), round=0)
@@ -200,8 +219,11 @@ def sample_discrete(
                     raise InputError(
                         f"gamma_epsilon must lie in (0, epsilon={epsilon}), got {gamma_epsilon}"
                     )
-                true_tv = 0.5 * float(np.abs(public_hist - p_private).sum())
-                noisy_tv = true_tv + rng.laplace(scale=1.0 / (n * gamma_epsilon))
+                true_tv = exact_tv(public_counts, counts)
+                # TV moves by at most 1/n; the float conversion (2**-53) and the noise
+                # grid (rounding_slack) add to it, and the scale covers the sum.
+                sensitivity = 1.0 / n + noise_source.rounding_slack(1, "l1") + 2.0**-53
+                noisy_tv = float(noise_source.laplace([true_tv], sensitivity / gamma_epsilon)[0])
                 gamma = min(max(noisy_tv, 0.0), 1.0)
                 ledger.record(ApproxDPEvent(gamma_epsilon, 0.0, label="gamma_estimate"), round=0)
                 epsilon -= gamma_epsilon
@@ -217,8 +239,24 @@ def sample_discrete(
                 details.update(gamma=gamma)
             beta, p_noise = choice.beta, np.asarray(choice.p_noise)
             details.update(floor=choice.t, deficit=choice.deficit, z1=choice.z1, z2=choice.z2)
-        cells = pubmix_sample(p_private, p_noise, beta, m, rng)
+        cells = pubmix_sample(counts, p_noise, beta, m, noise_source)
         ledger.record(ApproxDPEvent(epsilon, budget.delta, label=noise), round=1, beta=beta)
         details.update(beta=beta)
     ledger.add_metadata(details=details)
     return DiscreteRelease(domain.decode(cells, rng), ledger, details)
+
+
+def exact_tv(public_counts: np.ndarray, private_counts: np.ndarray) -> float:
+    """``TV(A / N, H / n)`` of two count vectors, correctly rounded to a float.
+
+    Computed as ``sum |H_i N - A_i n| / (2 n N)`` in integers, so the only error is the
+    final conversion (at most ``2**-53`` for a value in ``[0, 1]``) and the value's
+    sensitivity to one replaced private record is ``1/n`` up to that.
+    """
+    big_n, n = int(public_counts.sum()), int(private_counts.sum())
+    if big_n < 1 or n < 1:
+        raise InputError("both tables must have at least one row")
+    # int64 holds every product and the sum (at most 2 n N) below 2**31 rows each.
+    kind: Any = np.int64 if max(n, big_n) < 2**31 else object
+    diff = np.abs(private_counts.astype(kind) * big_n - public_counts.astype(kind) * n).sum()
+    return float(Fraction(int(diff), 2 * n * big_n))

@@ -1,11 +1,11 @@
-"""PubMix as PE's selection step (spec §5, §6).
+"""PubMix as PE's selection step (docs/math.md §5, §6).
 
 Each round the private hard votes over the ``d`` candidates give ``Pbar_prv = H / n``;
 public records vote over the same candidates to give ``A``; ``P_nse`` is ``A`` raised to
 a floor ``t``; the ``m`` parents are i.i.d. samples of
 ``P_syn = (1 - beta) Pbar_prv + beta P_nse``. Only the parents are released.
 
-Accounting (spec §5, "PubMix inside PE"):
+Accounting (docs/math.md §5):
 
 * ``basic``: every round gets ``(eps / T, delta / T)``; the floor and ``beta`` are chosen
   per round for that target. Each round is then ``(eps_r, delta_r)``-DP whatever the
@@ -25,6 +25,10 @@ Accounting (spec §5, "PubMix inside PE"):
   close to 1 in every round and the parents come almost only from the public votes.
 
 ``n``, the private row count, is public (replace-one adjacency).
+
+The parents are drawn by ``noise.mixture_sample`` (:mod:`dpevolve.release.noise`): exact,
+and from the operating system's secure generator unless a reproduction seed was given.
+The run's numpy generator only splits the public records into folds.
 """
 
 from __future__ import annotations
@@ -52,9 +56,10 @@ from dpevolve.pubmix import (
     worst_case_pld,
 )
 from dpevolve.release.base import Selection, SelectionMode
+from dpevolve.release.noise import NoiseSource
 
 Accounting = Literal["basic", "tight"]
-Noise = Literal["wf", "mifr", "linmix"]
+Fill = Literal["wf", "mifr", "linmix"]
 
 
 class PubMixRelease:
@@ -72,8 +77,11 @@ class PubMixRelease:
         The run's rounds and its (epsilon, delta) budget.
     accounting
         ``basic`` or ``tight`` (see the module docstring).
-    noise
+    fill
         ``wf`` or ``mifr`` floor raising, or ``linmix`` (uniform noise).
+    noise
+        Draws the parents (:mod:`dpevolve.release.noise`); never a seeded numpy
+        generator, which anyone holding the seed could replay.
     gamma
         Bound on ``TV(P_pub, P_prv)``; ``None`` estimates it each round from 5 public
         folds (95% quantile of their pairwise TVs).
@@ -91,19 +99,19 @@ class PubMixRelease:
         budget: Budget,
         *,
         accounting: Accounting = "tight",
-        noise: Noise = "wf",
+        fill: Fill = "wf",
+        noise: NoiseSource,
         gamma: float | None = None,
         folds: int = 5,
         max_candidates: int | None = None,
-        seed: int = 0,
     ) -> None:
         if budget.epsilon is None or budget.delta is None:
             raise InputError("PubMix needs an (epsilon, delta) budget, not rho")
         if accounting not in ("basic", "tight"):
             raise InputError(f"PubMix accounting must be basic or tight, got '{accounting}'")
-        if noise not in ("wf", "mifr", "linmix"):
-            raise InputError(f"PubMix noise must be wf, mifr or linmix, got '{noise}'")
-        if accounting == "tight" and noise == "linmix":
+        if fill not in ("wf", "mifr", "linmix"):
+            raise InputError(f"PubMix noise must be wf, mifr or linmix, got '{fill}'")
+        if accounting == "tight" and fill == "linmix":
             raise InputError("tight accounting raises a floor; use it with wf or mifr")
         if len(public) < folds:
             raise InputError(f"PubMix needs at least {folds} public records")
@@ -114,11 +122,11 @@ class PubMixRelease:
         self.rounds = int(rounds)
         self.epsilon, self.delta = float(budget.epsilon), float(budget.delta)
         self.accounting: Accounting = accounting
-        self.noise: Noise = noise
+        self.fill: Fill = fill
+        self.noise_source = noise
         self.gamma = gamma
-        self._rng = np.random.default_rng(seed)
-        split = np.array_split(self._rng.permutation(len(public)), folds)
-        self._folds = [public.take(np.sort(index)) for index in split]
+        self.folds = int(folds)
+        self._folds: list[Records] | None = None  # split on the first round (public data)
         self._reference: tuple[float, float] | None = None  # tight: (z, beta)
         # The tight floor must be reachable in every round: z <= 1 / (largest population).
         self.max_candidates = max_candidates
@@ -128,7 +136,11 @@ class PubMixRelease:
         """``(eps / T, delta / T)``: the basic split."""
         return self.epsilon / self.rounds, self.delta / self.rounds
 
-    def _public_counts(self, population: Records) -> np.ndarray:
+    def _public_counts(self, population: Records, rng: np.random.Generator) -> np.ndarray:
+        if self._folds is None:
+            # A split of the public records: public randomness, the run's generator will do.
+            split = np.array_split(rng.permutation(len(self.public)), self.folds)
+            self._folds = [self.public.take(np.sort(index)) for index in split]
         vote = HardVote()
         return np.stack(
             [self.backend.vote(f, population, self.distance, vote) for f in self._folds]
@@ -147,14 +159,14 @@ class PubMixRelease:
         d = len(population)
         if d < 3:
             raise InputError(f"PubMix needs at least 3 candidates, got {d}")
-        fold_counts = self._public_counts(population)
+        fold_counts = self._public_counts(population, rng)
         counts = fold_counts.sum(axis=0)
         public_hist = counts / counts.sum()
         # Invalid rows cast no vote; this analysis needs all n, so they vote as one record.
-        p_private = fill_empty_votes(histogram, self.n, population, self.distance) / self.n
+        private_counts = fill_empty_votes(histogram, self.n, population, self.distance)
         eps_r, delta_r = self.per_round
-        info: dict[str, Any] = {"d": d, "m": k, "noise": self.noise}
-        if self.noise == "linmix":
+        info: dict[str, Any] = {"d": d, "m": k, "noise": self.fill}
+        if self.fill == "linmix":
             mix = linmix(d, self.n, k, eps_r, delta_r)
             beta, p_noise = mix.beta, np.asarray(mix.p_noise)
             info.update(beta=beta, floor=1.0 / d)
@@ -169,7 +181,7 @@ class PubMixRelease:
                     eps_r,
                     delta_r,
                     gamma,
-                    self.noise,
+                    self.fill,
                     counts=counts.astype(np.int64),
                 )
                 beta, p_noise = choice.beta, np.asarray(choice.p_noise)
@@ -182,11 +194,11 @@ class PubMixRelease:
                 z, beta = self._reference
                 p_noise = (
                     water_fill(public_hist, z)
-                    if self.noise == "wf"
+                    if self.fill == "wf"
                     else max_invariance_fill(public_hist, z, counts=counts.astype(np.int64))
                 )
                 info.update(beta=beta, floor=z)
-        parents = pubmix_sample(p_private, p_noise, beta, k, rng)
+        parents = pubmix_sample(private_counts, p_noise, beta, k, self.noise_source)
         return Selection(parents=parents, event=self._event(beta, k, info), info=info)
 
     def _event(self, beta: float, m: int, info: dict[str, Any]) -> Any:
