@@ -222,17 +222,19 @@ def pubmix_round(trials: int) -> dict[str, Any]:
     public_hist = np.array([0.8, 0.15, 0.05])
     choice = choose_floor(public_hist, n, m, eps, DELTA, 0.2, "wf")
     noise = np.asarray(choice.p_noise)
-    p = np.array([n - 1, 0, 1]) / n
-    p2 = np.array([n - 1, 1, 0]) / n
-    rng = np.random.default_rng(7)
-    here = np.array([(1 - choice.beta) * p + choice.beta * noise])[0]
-    there = (1 - choice.beta) * p2 + choice.beta * noise
+    h = np.array([n - 1, 0, 1])
+    h2 = np.array([n - 1, 1, 0])
+    here = (1 - choice.beta) * h / n + choice.beta * noise
+    there = (1 - choice.beta) * h2 / n + choice.beta * noise
+    chunks = range(0, trials, CHUNK)
+    seeds = iter(np.random.SeedSequence(7).generate_state(2 * len(chunks), dtype=np.uint64))
     counts = []
-    for q in (p, p2):
+    for hist in (h, h2):
         hits = 0
-        for start in range(0, trials, CHUNK):
+        for start in chunks:
             size = min(CHUNK, trials - start)
-            draws = pubmix_sample(q, noise, choice.beta, m * size, rng).reshape(size, m)
+            source = SeededNoise(int(next(seeds)))  # the secure source's draws, fresh seed
+            draws = pubmix_sample(hist, noise, choice.beta, m * size, source).reshape(size, m)
             hits += int(((draws == 2).sum(axis=1) >= 1).sum())
         counts.append(hits)
     exact = exact_epsilon(

@@ -49,7 +49,7 @@ class Synthesizer(EstimatorParams):
         ranges and categories come from here, never from the private table.
     epsilon, delta
         The (epsilon, delta) guarantee of the whole run. ``delta`` defaults to
-        ``1 / (n ln n)``: ``n``, the private row count, is public under replace-one
+        ``min(1e-5, 1 / (n ln n))``: ``n``, the private row count, is public under replace-one
         adjacency.
     rho
         Alternatively, a zCDP budget (``epsilon`` then reports the guarantee at ``delta``,

@@ -171,3 +171,25 @@ def test_dask_backend_histograms_within_the_sensitivity(age_sex) -> None:
     assert np.allclose(spy.histograms[0], local.histograms[0])
     shift = np.linalg.norm(spy.histograms[0] - spy2.histograms[0])
     assert shift <= model.ledger_.events[0].sensitivity + 1e-9
+
+
+@pytest.mark.parametrize("noise", ["gaussian", "pubmix"])
+def test_every_command_defaults_to_the_same_delta(age_sex, tmp_path, noise) -> None:
+    """The default delta is min(1e-5, 1/(n ln n)) on every command: `dpevolve pubmix`
+    once used 1/(n ln n) alone (1.3e-4 at n = 1000, thirteen times the 1e-5 cap)."""
+    from dpevolve.cli import main
+
+    n = 1000
+    schema = tmp_path / "schema.yaml"
+    schema.write_text(age_sex.to_yaml())
+    private, public = tmp_path / "private.csv", tmp_path / "public.csv"
+    _base(n).to_csv(private, index=False)
+    _base(50).to_csv(public, index=False)
+    out = tmp_path / "out.csv"
+    argv = [
+        "pubmix", str(private), "-s", str(schema), "-o", str(out), "-m", "5",
+        "--epsilon", "1", "--public", str(public), "--gamma", "0.2", "--noise", noise, "-q",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    ledger = json.loads((tmp_path / "out.ledger.json").read_text())
+    assert ledger["delta"] == default_delta(n) == 1e-5

@@ -13,13 +13,18 @@ must agree.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpevolve.core.policy import Policy
-from dpevolve.privacy import Budget, GaussianEvent
-from dpevolve.privacy.audit import eps_lower_bound, independent_epsilon
+from dpevolve.errors import InputError
+from dpevolve.privacy import ApproxDPEvent, Budget, GaussianEvent
+from dpevolve.privacy.audit import cks_epsilon, eps_lower_bound, independent_epsilon
 from dpevolve.release.discrete import sample_discrete
 
 from .conftest import DELTA, fit_spied
@@ -99,6 +104,41 @@ def test_ledger_epsilon_is_what_its_events_cost(age_sex, case) -> None:
 
 def _gaussian(rho: float) -> GaussianEvent:
     return GaussianEvent(sensitivity=1.0, sigma=(1 / (2 * rho)) ** 0.5, discrete=True)
+
+
+def _cks_at(t: np.ndarray, rho: float, delta: float) -> np.ndarray:
+    """The CKS formula at orders ``alpha = 1 + e^t`` (numpy, written here)."""
+    log_alpha = np.logaddexp(0.0, t)
+    alpha = np.exp(log_alpha)
+    return alpha * rho + (t - log_alpha) + (math.log(1 / delta) - log_alpha) * np.exp(-t)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    rho=st.floats(1e-5, 20.0),
+    delta=st.floats(1e-12, 1e-2),
+    t=st.floats(-9.0, 9.0),
+)
+def test_cks_epsilon_is_the_minimum_over_orders(rho, delta, t) -> None:
+    """The audit's conversion is a minimum: never above the formula at any order, and
+    within rounding of a dense scan of orders (so it is not loose either)."""
+    eps = cks_epsilon(rho, delta)
+    assert eps <= max(float(_cks_at(np.array(t), rho, delta)), 0.0) * (1 + 1e-12)
+    scan = float(_cks_at(np.linspace(-30, 30, 400_001), rho, delta).min())
+    assert max(scan, 0.0) * (1 - 1e-7) <= eps <= max(scan, 0.0) * (1 + 1e-12)
+
+
+def test_independent_epsilon_reads_ledger_dicts_and_refuses_what_it_cannot_compose() -> None:
+    """The JSON form of discrete events gives the same value as the objects, and a
+    discrete Gaussian (no PLD is claimed for it) is not silently composed with others."""
+    events = [GaussianEvent(sensitivity=1.0, sigma=3.0, discrete=True)] * 4
+    as_dicts = [e.to_dict() for e in events]
+    value = independent_epsilon(events, DELTA)
+    assert value == independent_epsilon(as_dicts, DELTA) == cks_epsilon(4 / 18, DELTA)
+    continuous = [GaussianEvent(sensitivity=1.0, sigma=3.0)] * 4
+    assert independent_epsilon(continuous, DELTA) < value  # Balle-Wang is tighter
+    with pytest.raises(InputError, match="discrete"):
+        independent_epsilon([*events, ApproxDPEvent(epsilon=0.1, delta=0.0)], DELTA)
 
 
 @pytest.mark.parametrize(

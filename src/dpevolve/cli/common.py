@@ -109,7 +109,9 @@ Epsilon = Annotated[
 ]
 Delta = Annotated[
     float | None,
-    typer.Option("--delta", "-d", help="Privacy budget delta; default 1/(n ln n), n = rows."),
+    typer.Option(
+        "--delta", "-d", help="Privacy budget delta; default min(1e-5, 1/(n ln n)), n = rows."
+    ),
 ]
 Rho = Annotated[
     float | None, typer.Option("--rho", help="Privacy budget as zCDP rho, instead of epsilon.")

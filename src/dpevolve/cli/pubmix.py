@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -91,7 +90,7 @@ def pubmix(
     quiet: Quiet = False,
 ) -> None:
     from dpevolve.data.schema import Schema
-    from dpevolve.privacy.accounting import Budget
+    from dpevolve.privacy import Budget, default_delta
     from dpevolve.release.discrete import sample_discrete
 
     ledger_out = check_outputs(output, force)
@@ -99,9 +98,9 @@ def pubmix(
     table_schema = Schema.load(schema)
     private_table = read_valid(private, table_schema, on_invalid, "private table", quiet)
     if delta is None and epsilon is not None:
-        n = max(len(private_table), 3)
-        delta = 1.0 / (n * math.log(n))
-        say(quiet, f"delta: {delta:.3g} = 1/(n ln n) (--delta not given)")
+        # The one default of every budget (n, every row read, is public).
+        delta = default_delta(len(private_table))
+        say(quiet, f"delta: {delta:.3g} = min(1e-5, 1/(n ln n)) (--delta not given)")
     if noise is not Noise.gaussian and gamma is None and gamma_epsilon is None:
         say(quiet, "gamma: estimated from folds of the public table (--gamma not given)")
     release = sample_discrete(

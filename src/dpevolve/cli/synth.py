@@ -388,7 +388,8 @@ def _say_choices(
     if delta is None and epsilon is not None:
         say(
             quiet,
-            f"delta: {ledger.get('delta', float('nan')):.3g} = 1/(n ln n) (--delta not given)",
+            f"delta: {ledger.get('delta', float('nan')):.3g} = min(1e-5, 1/(n ln n)) "
+            "(--delta not given)",
         )
 
 
