@@ -191,7 +191,9 @@ def pubmix_round(trials: int) -> dict[str, Any]:
     noise = np.asarray(choice.p_noise)
     p = np.array([n - 1, 0, 1]) / n
     p2 = np.array([n - 1, 1, 0]) / n
-    rng = np.random.default_rng(7)
+    from dpevolve.release.noise import SeededNoise  # the secure source's law, vectorised
+
+    source = SeededNoise(7)
     here = np.array([(1 - choice.beta) * p + choice.beta * noise])[0]
     there = (1 - choice.beta) * p2 + choice.beta * noise
     counts = []
@@ -199,7 +201,8 @@ def pubmix_round(trials: int) -> dict[str, Any]:
         hits = 0
         for start in range(0, trials, CHUNK):
             size = min(CHUNK, trials - start)
-            draws = pubmix_sample(q, noise, choice.beta, m * size, rng).reshape(size, m)
+            counts = np.rint(q * n).astype(np.int64)
+            draws = pubmix_sample(counts, noise, choice.beta, m * size, source).reshape(size, m)
             hits += int(((draws == 2).sum(axis=1) >= 1).sum())
         counts.append(hits)
     exact = exact_epsilon(
