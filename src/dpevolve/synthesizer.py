@@ -295,7 +295,6 @@ class Synthesizer(BaseEstimator):
             backend,
             public,
             n,
-            rng,
             invalid.exact(self._exact_sensitivity(vote, policy, distance, backend)),
         )
         ledger = Ledger(
@@ -413,7 +412,6 @@ class Synthesizer(BaseEstimator):
         backend: Backend,
         public: Records | None,
         n: int,
-        rng: np.random.Generator,
         sensitivity_of: Callable[[Records], float] | None = None,
     ) -> tuple[Release, dict[str, Any]]:
         """The selection step and what the ledger should say about its calibration."""
