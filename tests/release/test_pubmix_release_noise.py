@@ -213,3 +213,72 @@ def test_pubmix_cli_noise_seed(tmp_path, capsys) -> None:
     c, ledger_c, err_c = run("c")
     assert c != a  # same --seed, fresh noise
     assert ledger_c["noise"] == "secure" and "noise seed" not in err_c
+
+
+class Recording:
+    """A seeded source that records the scale of every Laplace and noisy-max draw."""
+
+    def __init__(self, seed: int) -> None:
+        self.inner = SeededNoise(seed)
+        self.name = self.inner.name
+        self.calls: list[tuple[str, float, np.ndarray]] = []
+
+    def laplace(self, values, scale):
+        self.calls.append(("laplace", scale, np.asarray(values, dtype=float)))
+        return self.inner.laplace(values, scale)
+
+    def noisy_argmax(self, scores, scale):
+        self.calls.append(("argmax", scale, np.asarray(scores, dtype=float)))
+        return self.inner.noisy_argmax(scores, scale)
+
+    def gaussian(self, values, sigma):
+        return self.inner.gaussian(values, sigma)
+
+    def mixture_sample(self, counts, p_public, beta, m):
+        return self.inner.mixture_sample(counts, p_public, beta, m)
+
+    def rounding_slack(self, d, norm="l2"):
+        return self.inner.rounding_slack(d, norm)
+
+
+def test_private_steps_are_calibrated_for_their_epsilon(monkeypatch) -> None:
+    """The gamma estimate's Laplace scale and the floor choice's Gumbel scale give at
+    most the epsilon the ledger charges, covering grid and floating-point slack."""
+    import dpevolve.release.discrete as discrete
+    from dpevolve.pubmix import score_sensitivity
+
+    private, public = _discrete_tables()
+    n, budget = len(private), Budget(epsilon=1.0, delta=1e-5)
+    source = Recording(3)
+    monkeypatch.setattr(discrete, "make_noise", lambda seed: source)
+    release = sample_discrete(
+        private, public, DISCRETE_SCHEMA, 50, budget, gamma_epsilon=0.3, random_state=0
+    )
+    ((kind, scale, values),) = source.calls
+    domain = discrete.ProductDomain.of(DISCRETE_SCHEMA)
+    a = domain.counts(public) / len(public)
+    h = domain.counts(private) / n
+    assert kind == "laplace" and values[0] == pytest.approx(0.5 * np.abs(a - h).sum(), abs=1e-15)
+    # epsilon = sensitivity / scale, the sensitivity 1/n plus slack far below it
+    assert 0.3 * (1 - 1e-6) <= (1.0 / n) / scale <= 0.3
+    assert release.details["gamma_epsilon"] == 0.3
+
+    source.calls.clear()
+    release = sample_discrete(
+        private, public, DISCRETE_SCHEMA, 50, budget, floor_epsilon=0.2, random_state=0
+    )
+    ((kind, scale, scores),) = source.calls
+    assert kind == "argmax" and scores.size == 41 and np.all(scores <= 0)
+    # epsilon = 2 Delta / scale, Delta the largest beta over the candidate floors / n
+    # (the release keeps epsilon - floor_epsilon), widened by the scores' float error
+    from dpevolve.pubmix import beta_min
+
+    betas = []
+    for t in np.linspace(0.0, 1.0 / domain.cells, 41):
+        z1, z2 = np.sort(water_fill(a, t))[:2]
+        betas.append(beta_min(n, 50, 0.8, 1e-5, z1, z2))
+    sensitivity = max(betas) / n
+    assert 2 * sensitivity / scale <= 0.2
+    assert 2 * sensitivity / scale == pytest.approx(0.2, rel=1e-9)
+    assert sensitivity < score_sensitivity(max(betas), n, domain.cells) < sensitivity * (1 + 1e-9)
+    assert release.details["floor_epsilon"] == 0.2
