@@ -1,23 +1,31 @@
 # Two commands set up a fresh machine (see README):
-#   make demo   install into .venv and run the main job on the built-in table
-#   make test   run the whole test suite
+#   make demo   install dpevolve (core + report, fast extras) into .venv and run the main job
+#               on the built-in table
+#   make test   install the development set and run the whole test suite
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# Real data sets: ../shared/data when it is there (CI and developers), else the user cache.
+# Real data sets: $DPEVOLVE_DATA, else a sibling data folder when one is there (CI and
+# developers), else the user cache filled by `dpevolve datasets fetch NAME`.
 ifneq ($(wildcard ../shared/data),)
 export DPEVOLVE_DATA ?= $(abspath ../shared/data)
 endif
 
 .PHONY: demo test lint typecheck bench clean
 
-$(BIN)/.installed: pyproject.toml
+# Two install levels: what the demo needs (core + report + fast: the numpy reference
+# backend takes minutes where numba takes seconds), and everything tests need.
+$(BIN)/.demo-installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[report,fast]'
+	touch $@
+
+$(BIN)/.installed: pyproject.toml $(BIN)/.demo-installed
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $@
 
-demo: $(BIN)/.installed
+demo: $(BIN)/.demo-installed
 	$(BIN)/dpevolve demo --output demo-output --force
 
 test: $(BIN)/.installed

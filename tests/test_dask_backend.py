@@ -245,7 +245,7 @@ def test_arguments_and_default_client(client, small_schema, private, population)
 
 
 def test_empty_partition_encodes_to_no_rows(small_schema, small_table):
-    from dpevolve.backends.dask import _load_partition
+    from dpevolve.backends.dask_worker import load_partition as _load_partition
 
     records, tally = _load_partition(small_table.iloc[:0], small_schema, "error", "t")
     assert len(records) == 0 and tally.rows_in == tally.rows_out == 0
@@ -255,7 +255,7 @@ def test_empty_partition_encodes_to_no_rows(small_schema, small_table):
 def test_kernel_choice():
     """Which kernel a worker votes with (voting with it is tests/test_fused.py's job: its
     numba compile, once per worker process, would dominate this file's time)."""
-    from dpevolve.backends.dask import _kernel
+    from dpevolve.backends.dask_worker import worker_kernel as _kernel
     from dpevolve.backends.fused import FusedBackend, fused_available
 
     assert type(_kernel("local")) is LocalBackend

@@ -23,9 +23,9 @@ from dpevolve.reporting.evaluation import (
     evaluate,
     format_report,
     marginal_tv,
-    plot_marginals,
     tstr,
 )
+from dpevolve.reporting.figures import plot_marginals
 
 # --------------------------------------------------------------- fixtures
 

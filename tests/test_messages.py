@@ -168,7 +168,7 @@ def test_cli_internal_errors_hide_their_text(files, capsys, monkeypatch) -> None
     def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("cell SSN-INTERNAL-MARKER broke the reader")
 
-    monkeypatch.setattr("dpevolve.cli.read_table", broken)
+    monkeypatch.setattr("dpevolve.cli.schema.read_table", broken)
     assert main(["schema", "check", str(table), "-s", str(schema)]) == 1
     err = capsys.readouterr().err
     assert "RuntimeError" in err and "SSN-INTERNAL-MARKER" not in err

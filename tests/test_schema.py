@@ -88,9 +88,11 @@ def test_hierarchy_must_cover_values() -> None:
 
 def test_infer_uses_public_data_only_and_roundtrips() -> None:
     public = pd.DataFrame({"x": np.linspace(0, 10, 100), "c": ["a", "b"] * 50, "k": [1, 2] * 50})
-    schema = Schema.infer(public)
+    schema = Schema.infer(public, margin=0)
     x = schema["x"]
     assert isinstance(x, NumericColumn) and (x.lo, x.hi) == (0.0, 10.0)
+    widened = Schema.infer(public)["x"]  # default: a margin beyond the public extremes
+    assert isinstance(widened, NumericColumn) and widened.lo == 0.0 and widened.hi > 10.0
     assert isinstance(schema["c"], CategoricalColumn)
     assert isinstance(schema["k"], CategoricalColumn)
     frame, _ = schema.validate(public)

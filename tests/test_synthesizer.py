@@ -217,3 +217,29 @@ def test_scikit_learn_parameters_and_clone(small_schema, small_table) -> None:
     pd.testing.assert_frame_equal(
         clone(model).fit(small_table).synthetic_, model.fit(small_table).synthetic_
     )
+
+
+def test_create_fit_sample_save_load(small_schema, small_table, tmp_path) -> None:
+    model = Synthesizer.create("tabpe", schema=small_schema, epsilon=1.0, random_state=0, **FAST)
+    rows = model.fit_sample(small_table, 7)
+    assert len(rows) == 7 and list(rows.columns) == list(small_table.columns)
+    path = tmp_path / "model.pkl"
+    model.save(path)
+    with pytest.raises(InputError, match="exists"):
+        model.save(path)
+    loaded = Synthesizer.load(path)
+    pd.testing.assert_frame_equal(loaded.synthetic_, model.synthetic_)
+    assert loaded.ledger_.to_dict()["epsilon"] == model.ledger_.to_dict()["epsilon"]
+    assert len(loaded.sample(5)) == 5
+    # A saved model holds released values only: no attribute beyond the fitted ones.
+    assert set(vars(loaded)) - set(vars(model)) == set()
+    with pytest.raises(InputError, match="preset"):
+        Synthesizer.create("nope", schema=small_schema, epsilon=1.0)
+
+
+def test_fitting_twice_warns_and_the_ledger_says_so(small_schema, small_table) -> None:
+    model = Synthesizer(small_schema, epsilon=1.0, random_state=0, **FAST).fit(small_table)
+    assert model.ledger_.to_dict()["fit_number"] == 1
+    with pytest.warns(UserWarning, match="spent again"):
+        model.fit(small_table)
+    assert model.ledger_.to_dict()["fit_number"] == 2

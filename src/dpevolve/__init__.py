@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from dpevolve import compat
@@ -20,7 +21,20 @@ if TYPE_CHECKING:
 
 compat.install()
 
-__all__ = ["DPEvolveError", "InputError", "Schema", "Synthesizer", "load_policy", "load_schema"]
+try:
+    __version__ = version("dpevolve")
+except PackageNotFoundError:  # a source tree on sys.path, not installed
+    __version__ = "0+unknown"
+
+__all__ = [
+    "DPEvolveError",
+    "InputError",
+    "Schema",
+    "Synthesizer",
+    "__version__",
+    "load_policy",
+    "load_schema",
+]
 
 
 def load_policy(path: str, schema: Schema) -> Policy:

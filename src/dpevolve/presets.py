@@ -1,4 +1,4 @@
-"""Named configurations of the engine (spec §6).
+"""Named configurations of the engine (docs/math.md §6).
 
 * ``tabpe``: Tab-PE's released Adult setting. N = 1000, 30 generations (29 DP rounds;
   the random generation 0 costs nothing): rounds 1-4 sample parents in proportion to

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,7 +20,7 @@ from dpevolve.core.distance import Distance, make_distance
 from dpevolve.core.evolution import Evolution
 from dpevolve.core.invalid_rows import calibrate as calibrate_invalid
 from dpevolve.core.variation import Variation
-from dpevolve.core.votes import Vote, make_vote
+from dpevolve.core.votes import SoftVote, Vote, make_vote
 from dpevolve.data.encoding import Layout, Records, decode, encode
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import FrameSource, PrivateSource
@@ -57,7 +58,9 @@ class Synthesizer(BaseEstimator):
         ``tabpe`` (default: Tab-PE's Adult setting, 1000 records, 29 rounds, one-hot/L2)
         or ``bfsoft`` (the BF-Soft study's 512 records, 8 rounds, Gower).
     vote
-        ``hard`` (nearest candidate) or ``soft`` (softmax at ``temperature``).
+        ``hard`` (nearest candidate), ``soft`` (softmax at ``temperature``) or ``auto``:
+        a public pilot (needs ``public``) picks hard or a soft configuration
+        (temperature, sharpening) without spending private budget and says why.
     temperature
         The soft vote's ``tau``, or ``"auto"``: a pilot on the public data picks the
         temperature (or the hard vote, if it forecasts that hard wins) without spending
@@ -75,6 +78,13 @@ class Synthesizer(BaseEstimator):
         PLD composed over the rounds; or ``basic``: an even split of the budget), its
         noise distribution (``wf``/``mifr`` floor-raised public votes, or ``linmix``
         uniform) and the bound on ``TV(P_pub, P_prv)`` (``None``: from public folds).
+    sharpen
+        Multiply the Gower weights of attributes the policy leaves unprotected by this
+        factor (1: off). The reach, hence the soft vote's noise, is unchanged, and a
+        soft vote then blurs only along protected attributes.
+    debias
+        Richardson-Lucy steps undoing the soft vote's blur on the released histogram
+        (0: off; post-processing, no privacy cost).
     calibration
         ``bound`` (the closed-form sensitivity) or ``exact``: with a hard vote under a
         policy, each round searches the protected edges of the schema's domain for an
@@ -143,6 +153,8 @@ class Synthesizer(BaseEstimator):
         noise_seed: int | None = None,
         secure_noise: bool | None = None,
         progress: bool = False,
+        sharpen: float = 1.0,
+        debias: int = 0,
     ) -> None:
         self.schema = schema
         self.epsilon = epsilon
@@ -168,6 +180,8 @@ class Synthesizer(BaseEstimator):
         self.noise_seed = noise_seed
         self.secure_noise = secure_noise
         self.progress = progress
+        self.sharpen = sharpen
+        self.debias = debias
 
     # ------------------------------------------------------------ configuration
     def _schema(self) -> Schema:
@@ -203,6 +217,9 @@ class Synthesizer(BaseEstimator):
     def _vote(self, preset: Preset, schema: Schema, budget: Budget, n: int) -> tuple[Vote, Any]:
         """The vote; ``temperature="auto"`` asks the public pilot (no private budget)."""
         name = self.vote or preset.vote
+        self._arm = (self.sharpen, self.debias)
+        if name == "auto":
+            return self._auto_vote(schema, budget, n)
         if self.temperature != "auto":
             if name == "soft" and self.temperature is None:
                 raise InputError("a soft vote needs a temperature (temperature=TAU)")
@@ -227,6 +244,31 @@ class Synthesizer(BaseEstimator):
         )
         vote = make_vote("soft", result.best_temperature) if result.soft_wins else make_vote("hard")
         return vote, result
+
+    def _auto_vote(self, schema: Schema, budget: Budget, n: int) -> tuple[Vote, Any]:
+        """``vote="auto"``: the public pilot of :mod:`dpevolve.core.vote_choice`."""
+        if self.public is None:
+            raise InputError("vote 'auto' needs public data (--public) for the pilot")
+        from dpevolve.core.vote_choice import choose_vote
+
+        choice = choose_vote(
+            schema,
+            self.public,
+            n,
+            budget,
+            preset=self.preset,
+            policy=self._policy(schema),
+            population_size=self.population_size,
+            rounds=self.rounds,
+            distance=self.distance,
+            threshold=self.threshold,
+            backend=self.backend,
+        )
+        arm = choice.chosen
+        self._arm = (arm.sharpen, arm.debias)
+        # One line on stderr (stdout may carry a table or JSON): what was chosen and why.
+        print(choice.reason(), file=sys.stderr)
+        return make_vote(arm.vote, arm.temperature), choice
 
     # --------------------------------------------------------------------- fit
     def fit(self, X: pd.DataFrame, y: Any = None) -> Synthesizer:
@@ -253,6 +295,14 @@ class Synthesizer(BaseEstimator):
         schema = self._schema()
         report = source.report
         n = source.n
+        fit_number = getattr(self, "fits_", 0) + 1
+        if fit_number > 1:
+            warnings.warn(
+                f"fit() called again (fit {fit_number} of this model): the budget is spent "
+                "again on top of the earlier fits, and ledger_ describes this fit only",
+                UserWarning,
+                stacklevel=2,
+            )
         preset = self._preset()
         if n < 1:
             raise InputError("the private table is empty (0 rows)")
@@ -260,6 +310,13 @@ class Synthesizer(BaseEstimator):
         distance: Distance = make_distance(self.distance or preset.distance, schema)
         vote, pilot = self._vote(preset, schema, budget, n)
         policy = self._policy(schema)
+        sharpen, debias = self._arm
+        if sharpen != 1.0:
+            from dpevolve.core.sharpen import sharpen_unprotected
+
+            if policy is None:
+                raise InputError("sharpening needs a Blowfish policy (--policy)")
+            distance = sharpen_unprotected(distance, policy, float(sharpen))
         reach = distance.diameter() if policy is None else policy.reach(distance)
         if not reach > 0:
             raise InputError(
@@ -296,6 +353,7 @@ class Synthesizer(BaseEstimator):
             public,
             n,
             invalid.exact(self._exact_sensitivity(vote, policy, distance, backend)),
+            debias,
         )
         ledger = Ledger(
             budget.delta if budget.delta is not None else 1e-5,
@@ -305,6 +363,7 @@ class Synthesizer(BaseEstimator):
                 "noise": noise_source.name,
                 "adjacency": "replace-one (bounded DP): the private row count n is public",
                 "private_rows": n,
+                "fit_number": fit_number,
                 "budget": {"epsilon": budget.epsilon, "delta": budget.delta, "rho": budget.rho},
                 "preset": preset.name,
                 "schedule": {
@@ -314,7 +373,12 @@ class Synthesizer(BaseEstimator):
                 },
                 "distance": distance.name,
                 "backend": type(backend).__name__,
-                "vote": {"name": vote.name, "temperature": getattr(vote, "temperature", None)},
+                "vote": {
+                    "name": vote.name,
+                    "temperature": getattr(vote, "temperature", None),
+                    "sharpen": sharpen,
+                    "debias": debias,
+                },
                 "policy": None if policy is None else policy.to_dict(),
                 "reach": reach,
                 "l2_sensitivity": sensitivity,
@@ -327,7 +391,10 @@ class Synthesizer(BaseEstimator):
         )
         for warning in policy_warnings:
             ledger.note(f"policy: {warning}")
-        if pilot is not None:
+        if pilot is not None and not hasattr(pilot, "soft_wins"):  # vote="auto"
+            ledger.add_metadata(vote_choice=pilot.to_dict())
+            ledger.record(ZeroCostEvent("public_pilot", pilot.reason()), round=0)
+        elif pilot is not None:
             ledger.add_metadata(pilot=pilot.to_dict())
             chosen = f" at tau={pilot.best_temperature}" if pilot.soft_wins else ""
             ledger.record(
@@ -375,6 +442,7 @@ class Synthesizer(BaseEstimator):
 
             final = engine.run(source, initial, rng, on_round)
 
+        self.fits_ = fit_number
         self.population_ = final
         self.synthetic_ = decode(final, schema)
         self.ledger_ = ledger
@@ -413,6 +481,7 @@ class Synthesizer(BaseEstimator):
         public: Records | None,
         n: int,
         sensitivity_of: Callable[[Records], float] | None = None,
+        debias: int = 0,
     ) -> tuple[Release, dict[str, Any]]:
         """The selection step and what the ledger should say about its calibration."""
         rounds = preset.schedule.rounds
@@ -431,6 +500,11 @@ class Synthesizer(BaseEstimator):
                 slack = soft_quantisation_slack(largest) + source.rounding_slack(largest)
             sigma = multiplier * (sensitivity + slack)
             threshold = preset.threshold if self.threshold is None else self.threshold
+            postprocess = None
+            if debias and isinstance(vote, SoftVote):
+                from dpevolve.core.debias import SoftDebias
+
+                postprocess = SoftDebias(distance, vote.temperature, int(debias))
             gaussian = GaussianRelease(
                 sigma,
                 sensitivity,
@@ -438,6 +512,7 @@ class Synthesizer(BaseEstimator):
                 noise=source,
                 sensitivity_of=sensitivity_of,
                 rounding_slack=slack,
+                postprocess=postprocess,
             )
             return gaussian, {"noise_multiplier": multiplier, "sigma": sigma}
         if self.mechanism != "pubmix":
@@ -478,6 +553,31 @@ class Synthesizer(BaseEstimator):
                 "gamma": gamma,
             }
         }
+
+    # ----------------------------------------------------------- conveniences
+    @classmethod
+    def create(cls, preset: str = "tabpe", **params: Any) -> Synthesizer:
+        """A synthesizer from a named preset (``Synthesizer.create("bfsoft", schema=...,
+        epsilon=1)``), the way SDV and smartnoise-synth users construct one."""
+        get_preset(preset)  # a clear error for an unknown name, before anything runs
+        return cls(preset=preset, **params)
+
+    def fit_sample(self, X: pd.DataFrame, num_rows: int | None = None) -> pd.DataFrame:
+        """``fit(X)`` then ``sample(num_rows)``."""
+        return self.fit(X).sample(num_rows)
+
+    def save(self, path: str | Path, *, force: bool = False) -> None:
+        """Save the fitted model: parameters and released values only, no private record."""
+        from dpevolve.model_io import save_model
+
+        save_model(self, path, force=force)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Synthesizer:
+        """A model saved by :meth:`save`, ready to :meth:`sample` (no privacy cost)."""
+        from dpevolve.model_io import load_model
+
+        return load_model(path)
 
     # ------------------------------------------------------------------ sample
     def sample(self, n: int | None = None) -> pd.DataFrame:

@@ -10,6 +10,7 @@ counts into bounds.
 
 from __future__ import annotations
 
+import copy
 import warnings
 from typing import Any
 
@@ -24,8 +25,10 @@ from dpevolve.core.votes import Vote
 from dpevolve.data.encoding import Records
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.release.gaussian import GaussianRelease
+from dpevolve.release.noise import SeededNoise
 
 DELTA = 1e-5
+BATCH = 50_000  # noisy cells per batch; each batch draws from a fresh seed
 
 
 @pytest.fixture(scope="session")
@@ -64,15 +67,26 @@ def fit_spied(
 
 
 def noisy_trials(
-    release: GaussianRelease, histogram: np.ndarray, trials: int, rng: np.random.Generator
+    release: GaussianRelease, histogram: np.ndarray, trials: int, seed: int
 ) -> np.ndarray:
     """``trials`` independent noisy histograms from the release's own noise path.
 
-    The histogram is tiled so one call draws every trial (the noise is per cell); the
-    only place the audit touches the noise interface.
+    The histogram is tiled so one call draws many trials (the noise is per cell). The
+    draws come from :class:`SeededNoise` (the secure source's distributions, vectorised),
+    a fresh seed per batch spawned from ``seed``: the release is copied with that
+    source and its own ``noisy`` is called, so the audit samples exactly what
+    :meth:`GaussianRelease.noisy` adds, at the release's sigma.
     """
-    h = np.asarray(histogram, dtype=np.float64)
-    return np.asarray(release.noisy(np.tile(h, trials), rng)).reshape(trials, h.size)
+    h = np.asarray(histogram, dtype=np.float64).ravel()
+    per_batch = max(1, BATCH // max(h.size, 1))
+    sizes = [min(per_batch, trials - start) for start in range(0, trials, per_batch)]
+    seeds = np.random.SeedSequence(seed).generate_state(len(sizes), dtype=np.uint64)
+    out = []
+    for size, batch_seed in zip(sizes, seeds, strict=True):
+        batch = copy.copy(release)
+        batch.noise = SeededNoise(int(batch_seed))
+        out.append(np.asarray(batch.noisy(np.tile(h, size))).reshape(size, h.size))
+    return np.concatenate(out)
 
 
 def projection_event(

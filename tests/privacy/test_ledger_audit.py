@@ -3,8 +3,12 @@
 ``epsilon <= budget`` is only meaningful if the ledger's epsilon is what its events
 cost: a ledger that copies the budget, or composes fewer rounds than it ran, passes a
 budget check. Each run here is recomputed by :func:`~dpevolve.privacy.audit.independent_epsilon`
-(closed forms and PLDs built without dpevolve's accountant), and the events themselves
-are checked against what the run did (one per round, the recorded sigma).
+(closed forms, a zCDP conversion and PLDs built without dpevolve's accountant), and the
+events themselves are checked against what the run did (one per round, the recorded
+sigma). Gaussian rounds draw the discrete Gaussian: the ledger reports the smaller of
+its zCDP (CKS) and RDP conversions; dp_accounting's RDP conversion is the CKS formula on
+a grid of orders, never below the continuous minimum the audit computes, so the two
+must agree.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import pandas as pd
 import pytest
 
 from dpevolve.core.policy import Policy
-from dpevolve.privacy.accounting import Budget
+from dpevolve.privacy import Budget, GaussianEvent
 from dpevolve.privacy.audit import eps_lower_bound, independent_epsilon
 from dpevolve.release.discrete import sample_discrete
 
@@ -65,20 +69,36 @@ def test_ledger_epsilon_is_what_its_events_cost(age_sex, case) -> None:
         assert all(e.sigma == pytest.approx(ledger.to_dict()["sigma"]) for e in events)
     independent = independent_epsilon(ledger.events, ledger.delta)
     reported = ledger.result().epsilon
-    assert reported == pytest.approx(independent, rel=2e-3, abs=2e-3)
+    # PLDs (PubMix pairs) are discretised pessimistically: the audit's value may sit
+    # above the ledger's by the discretisation, but not below it.
+    tolerance = 2e-3
+    if all(getattr(e, "discrete", False) for e in events):
+        # The ledger may be tighter only if the audit's method were looser: it is not
+        # (the same conversion, minimised to high precision), so both ways agree.
+        tolerance = 1e-6
+        assert reported <= independent * (1 + tolerance)
+        assert reported >= independent * (1 - tolerance), "ledger reports less than it costs"
+    else:
+        assert reported == pytest.approx(independent, rel=tolerance, abs=tolerance)
     if "epsilon" in settings:
-        assert independent <= settings["epsilon"] * (1 + 1e-3)
+        assert independent <= settings["epsilon"] * (1 + min(tolerance, 1e-3))
     else:
         assert independent == pytest.approx(
             independent_epsilon([_gaussian(settings["rho"] / rounds)] * rounds, ledger.delta),
             rel=1e-6,
         )
+    ex_post = ledger.ex_post_epsilon()
+    if settings.get("calibration") == "exact":
+        # Charged at the bound; the search's figure is reported apart, never above it.
+        bound = ledger.to_dict()["l2_sensitivity"]
+        assert all(e.sensitivity == pytest.approx(bound) for e in events)
+        assert ex_post is not None and ex_post <= reported * (1 + 1e-9)
+    else:
+        assert ex_post is None
 
 
-def _gaussian(rho: float):
-    from dpevolve.privacy.accounting import GaussianEvent
-
-    return GaussianEvent(sensitivity=1.0, sigma=(1 / (2 * rho)) ** 0.5)
+def _gaussian(rho: float) -> GaussianEvent:
+    return GaussianEvent(sensitivity=1.0, sigma=(1 / (2 * rho)) ** 0.5, discrete=True)
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Where votes are computed. Only a backend reads private records (spec: architecture)."""
+"""Where votes are computed. Only a backend reads private records (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -66,86 +66,32 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from dpevolve.backends.base import Backend, PrivateData
-from dpevolve.backends.local import LocalBackend
+from dpevolve.backends.dask_worker import (
+    load_partition,
+    partial_vote,
+    records_of,
+    tally_of,
+    worker_kernel,
+)
 from dpevolve.core.distance import Distance
 from dpevolve.core.votes import Vote
 from dpevolve.data.encoding import Records
 from dpevolve.data.messages import reader_error
 from dpevolve.data.schema import Schema, ValidationReport
 from dpevolve.data.streaming import (
-    BatchTally,
     StreamedTable,
     TableStream,
     Tally,
     check_columns,
-    encode_batch,
-    encode_clean,
 )
 from dpevolve.errors import InputError
 
 if TYPE_CHECKING:
-    import pandas as pd
     from distributed import Client
 
     from dpevolve.synthesizer import Synthesizer
 
 Kernel = Literal["local", "fused", "auto"]
-
-
-# ----------------------------------------------------------------- on the workers
-def _kernel(inner: Backend | str) -> Backend:
-    """The backend a worker votes with (resolved there: a compiled kernel may not pickle)."""
-    if not isinstance(inner, str):
-        return inner
-    if inner in ("fused", "auto"):
-        try:
-            from dpevolve.backends.fused import FusedBackend, fused_available
-
-            if fused_available():
-                # As many numba threads as the worker has task threads: numba's default
-                # (every core) would oversubscribe a machine running several workers.
-                return FusedBackend(threads=_worker_threads())
-        except ImportError:
-            pass
-        if inner == "fused":
-            raise InputError("the fused kernel is not available on this worker (install numba)")
-    return LocalBackend()
-
-
-def _worker_threads() -> int | None:
-    try:
-        from distributed import get_worker
-
-        return int(get_worker().state.nthreads)
-    except (ImportError, ValueError, AttributeError):
-        return None  # not on a worker (the driver checking availability)
-
-
-def _partial_vote(
-    part: Records, payload: tuple[Records, Distance, Vote], inner: Backend | str
-) -> np.ndarray:
-    population, distance, vote = payload
-    return _kernel(inner).vote(part, population, distance, vote)
-
-
-def _load_partition(
-    frame: pd.DataFrame, schema: Schema, on_invalid: str, what: str
-) -> tuple[Records, BatchTally]:
-    import pyarrow as pa
-
-    # Dask hands over Arrow-backed columns: the clean-batch path skips Python strings.
-    records = encode_clean(pa.Table.from_pandas(frame, preserve_index=False), schema)
-    if records is not None:
-        return records, BatchTally(len(records), len(records))
-    return encode_batch(frame, schema, on_invalid, what)  # type: ignore[arg-type]
-
-
-def _records_of(loaded: tuple[Records, BatchTally]) -> Records:
-    return loaded[0]
-
-
-def _tally_of(loaded: tuple[Records, BatchTally]) -> BatchTally:
-    return loaded[1]
 
 
 # ------------------------------------------------------------------- on the driver
@@ -238,7 +184,7 @@ class DaskBackend:
         if isinstance(inner, str) and inner not in ("local", "fused", "auto"):
             raise InputError(f"inner kernel must be local, fused or auto, got '{inner}'")
         if inner == "fused":
-            _kernel("fused")  # fail here, on the driver, rather than on every worker
+            worker_kernel("fused")  # fail here, on the driver, rather than on every worker
         self._client = client
         self.partitions = partitions
         self.inner = inner
@@ -382,17 +328,17 @@ class DaskBackend:
             raise InputError(f"{what} {path} could not be read: {reader_error(exc)}") from None
         client = self.client
         loaded = [
-            dask.delayed(_load_partition)(part, schema, on_invalid, what)
+            dask.delayed(load_partition)(part, schema, on_invalid, what)
             for part in frame.to_delayed()
         ]
         if persist:
             held = client.compute(loaded)
-            tallies = client.gather(client.map(_tally_of, held))
-            parts: list[Any] = client.map(_records_of, held)
+            tallies = client.gather(client.map(tally_of, held))
+            parts: list[Any] = client.map(records_of, held)
             del held  # the Records futures keep the encoded partitions alive
         else:
-            tallies = client.gather(client.compute([dask.delayed(_tally_of)(x) for x in loaded]))
-            parts = [dask.delayed(_records_of)(x) for x in loaded]
+            tallies = client.gather(client.compute([dask.delayed(tally_of)(x) for x in loaded]))
+            parts = [dask.delayed(records_of)(x) for x in loaded]
         total = Tally(schema, on_invalid, what)
         for tally in tallies:
             total.add(tally)
@@ -451,14 +397,14 @@ class DaskBackend:
             [payload] = client.scatter([(population, distance, vote)], hash=False, broadcast=True)
             if held.persisted:
                 futures = [
-                    client.submit(_partial_vote, part, payload, self.inner, pure=False)
+                    client.submit(partial_vote, part, payload, self.inner, pure=False)
                     for part in held.parts
                 ]
             else:
                 import dask
 
                 futures = client.compute(
-                    [dask.delayed(_partial_vote)(part, payload, self.inner) for part in held.parts]
+                    [dask.delayed(partial_vote)(part, payload, self.inner) for part in held.parts]
                 )
             partials = client.gather(futures)
         finally:

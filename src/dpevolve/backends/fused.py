@@ -1,4 +1,4 @@
-"""Fused voting on this machine (spec §1, §3): distance, vote and histogram in one pass.
+"""Fused voting on this machine (docs/math.md §1, §3): distance, vote and histogram in one pass.
 
 The vote is nearly all of a run's cost. :class:`~dpevolve.backends.local.LocalBackend`
 builds a (chunk x population) distance block, then argmins or softmaxes it; here numba
@@ -17,7 +17,7 @@ search use, so votes are bit-identical across backends and chunkings.
 * Tab-PE embedding: ``d = sqrt(sum_num (a - b)^2 + (2/9) #mismatches)`` evaluated per
   pair, as written (numeric squares summed in attribute order, then the mismatch count
   times ``2/9`` added once), exactly as :meth:`TabPEEmbedding.squared` does.
-* Hard vote: first index of the minimum distance (spec §3: ties to the lowest index);
+* Hard vote: first index of the minimum distance (docs/math.md §3);
   each record's index is written out and counted with ``bincount`` (exact integers).
 * Soft vote: logits ``-d / tau`` minus their maximum; ``exp`` by the canonical
   polynomial (:func:`~dpevolve.core.canonical.exp_canonical`, within 1 ulp of libm,
@@ -35,7 +35,6 @@ without it :class:`FusedBackend` falls back to :class:`LocalBackend` with a warn
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 import warnings
@@ -44,484 +43,18 @@ from typing import Any
 
 import numpy as np
 
+from dpevolve.backends import fused_kernels
 from dpevolve.backends.base import PrivateData
+from dpevolve.backends.fused_kernels import GOWER, TABPE
 from dpevolve.backends.local import LocalBackend, chunks
-from dpevolve.core.canonical import (
-    EXP_MIN,
-    LN2_HI,
-    LN2_LO,
-    LOG2E,
-    SOFT_SCALE,
-    SOFT_UNIT,
-    TAYLOR,
-)
+from dpevolve.core.canonical import SOFT_UNIT
 from dpevolve.core.distance import Distance, Gower, TabPEEmbedding
 from dpevolve.core.votes import HardVote, SoftVote, Vote
 from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
 
-# Kernel codes for the distance (numba specialises on neither strings nor classes).
-_GOWER = 0
-_TABPE = 1
-# Candidates per tile: every attribute pass over a tile of the row buffer hits L1.
-_TILE = 512
-# Private records per partial soft histogram (the unit of the deterministic sum).
-_BLOCK = 256
-# numpy's pairwise-summation block (PW_BLOCKSIZE), reproduced in _pairwise_sum.
-_PW_BLOCK = 128
-# _exp_logits' constants: 1/ln 2, ln 2 split so that k * _LN2_HI is exact for
-# |k| < 2^20 (fdlibm's split), Taylor coefficients 1/i!, and the smallest argument
-# whose 2^k is still a normal double.
-# (The same constants as dpevolve.core.canonical.exp_canonical, which must match.)
-_LOG2E = LOG2E
-_LN2_HI = LN2_HI
-_LN2_LO = LN2_LO
-_E3, _E4, _E5, _E6, _E7, _E8, _E9, _E10, _E11, _E12, _E13 = TAYLOR
-_EXP_MIN = EXP_MIN
-# Soft votes are floored to multiples of 2^-30 (dpevolve.core.canonical).
-_SOFT_SCALE = SOFT_SCALE
-_SOFT_UNIT = SOFT_UNIT
-# Squares whose root rounds to sqrt(s_min) lie within ~2^-51 s_min of s_min; 2^-48 is
-# a safe superset (hard vote on the embedding, see _hard_kernel).
-_NEAR = 1.0 + 2.0**-48
-
-# Rebound to numba.prange by _compile(); as plain ``range`` the kernels still run
-# (slowly) as Python, which keeps them readable to tools and debuggable.
-prange = range
-
-
-# --------------------------------------------------------------------------- kernels
-# Plain functions, compiled on first use by _compile(). Keep them free of Python-only
-# features: every line below must type-check in numba's nopython mode.
-
-
-def _pairwise_leaf(a: np.ndarray, start: int, n: int) -> float:
-    """numpy's pairwise-sum leaf (``n <= 128``): eight running sums, then a tree."""
-    if n < 8:
-        res = 0.0
-        for i in range(start, start + n):
-            res += a[i]
-        return res
-    r0 = a[start]
-    r1 = a[start + 1]
-    r2 = a[start + 2]
-    r3 = a[start + 3]
-    r4 = a[start + 4]
-    r5 = a[start + 5]
-    r6 = a[start + 6]
-    r7 = a[start + 7]
-    stop = start + n - n % 8
-    i = start + 8
-    while i < stop:
-        r0 += a[i]
-        r1 += a[i + 1]
-        r2 += a[i + 2]
-        r3 += a[i + 3]
-        r4 += a[i + 4]
-        r5 += a[i + 5]
-        r6 += a[i + 6]
-        r7 += a[i + 7]
-        i += 8
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    while i < start + n:
-        res += a[i]
-        i += 1
-    return res
-
-
-def _pairwise_sum(a: np.ndarray, stack: np.ndarray, values: np.ndarray) -> float:
-    """``a.sum()`` exactly as numpy computes it (pairwise, same blocking and rounding).
-
-    numpy recurses (split at half the length, rounded down to a multiple of 8, down to
-    blocks of 128); this walks the same tree with an explicit stack, because numba's
-    on-disk cache cannot reload recursive functions. ``stack`` (int64, (64, 3)) and
-    ``values`` (float64, (64,)) are work space: the tree is at most 57 levels deep, and
-    they are passed in so that no call allocates.
-    """
-    nvalues = 0
-    stack[0, 0] = 0  # start
-    stack[0, 1] = a.shape[0]  # size
-    stack[0, 2] = 0  # children pushed so far
-    depth = 1
-    while depth > 0:
-        top = depth - 1
-        size = stack[top, 1]
-        if size <= _PW_BLOCK:
-            values[nvalues] = _pairwise_leaf(a, stack[top, 0], size)
-            nvalues += 1
-            depth -= 1
-            continue
-        half = size // 2
-        half -= half % 8
-        stage = stack[top, 2]
-        if stage < 2:
-            stack[top, 2] = stage + 1
-            stack[depth, 0] = stack[top, 0] + (half if stage == 1 else 0)
-            stack[depth, 1] = size - half if stage == 1 else half
-            stack[depth, 2] = 0
-            depth += 1
-        else:
-            nvalues -= 1
-            values[nvalues - 1] = values[nvalues - 1] + values[nvalues]
-            depth -= 1
-    return values[0]
-
-
-def _gower_tile(
-    xn: np.ndarray,
-    xc: np.ndarray,
-    wnum: np.ndarray,
-    cnum_t: np.ndarray,
-    table_rows: np.ndarray,
-    offsets: np.ndarray,
-    r: np.ndarray,
-    j0: int,
-    j1: int,
-) -> None:
-    """Gower distances of one record (``xn``, ``xc``) to candidates ``j0:j1``, into ``r``.
-
-    The terms are added in Gower.pairwise's order (numeric attributes, then categorical
-    ones), one rounding per term, so every distance is bit-identical to the reference.
-    Several attributes share one pass over the tile only to save loads and stores of
-    ``r``: ``((r + a) + b)`` in one loop rounds exactly as two loops would.
-    """
-    size = j1 - j0
-    for j in range(size):
-        r[j] = 0.0
-    kn = wnum.shape[0]
-    k = 0
-    while k + 2 <= kn:
-        x0, w0, c0 = xn[k], wnum[k], cnum_t[k, j0:j1]
-        x1, w1, c1 = xn[k + 1], wnum[k + 1], cnum_t[k + 1, j0:j1]
-        for j in range(size):
-            r[j] = (r[j] + w0 * abs(x0 - c0[j])) + w1 * abs(x1 - c1[j])
-        k += 2
-    if k < kn:
-        x0, w0, c0 = xn[k], wnum[k], cnum_t[k, j0:j1]
-        for j in range(size):
-            r[j] += w0 * abs(x0 - c0[j])
-    kc = offsets.shape[0]
-    k = 0
-    while k + 4 <= kc:
-        t0 = table_rows[offsets[k] + xc[k], j0:j1]
-        t1 = table_rows[offsets[k + 1] + xc[k + 1], j0:j1]
-        t2 = table_rows[offsets[k + 2] + xc[k + 2], j0:j1]
-        t3 = table_rows[offsets[k + 3] + xc[k + 3], j0:j1]
-        for j in range(size):
-            r[j] = (((r[j] + t0[j]) + t1[j]) + t2[j]) + t3[j]
-        k += 4
-    if k + 2 <= kc:
-        t0 = table_rows[offsets[k] + xc[k], j0:j1]
-        t1 = table_rows[offsets[k + 1] + xc[k + 1], j0:j1]
-        for j in range(size):
-            r[j] = (r[j] + t0[j]) + t1[j]
-        k += 2
-    if k < kc:
-        t0 = table_rows[offsets[k] + xc[k], j0:j1]
-        for j in range(size):
-            r[j] += t0[j]
-
-
-def _embed_tile(
-    xn: np.ndarray,
-    xc: np.ndarray,
-    cnum_t: np.ndarray,
-    mismatch_rows: np.ndarray,
-    offsets: np.ndarray,
-    mismatch: float,
-    r: np.ndarray,
-    count: np.ndarray,
-    j0: int,
-    j1: int,
-) -> None:
-    """Squared embedding distances of one record to candidates ``j0:j1``, into ``r``.
-
-    ``s = (((0 + d_1^2) + d_2^2) + ...) + n_mismatch * (2/9)``, exactly as written.
-    """
-    size = j1 - j0
-    for j in range(size):
-        r[j] = 0.0
-        count[j] = 0.0
-    kn = cnum_t.shape[0]
-    k = 0
-    while k + 2 <= kn:
-        x0, c0 = xn[k], cnum_t[k, j0:j1]
-        x1, c1 = xn[k + 1], cnum_t[k + 1, j0:j1]
-        for j in range(size):
-            d0 = x0 - c0[j]
-            d1 = x1 - c1[j]
-            r[j] = (r[j] + d0 * d0) + d1 * d1
-        k += 2
-    if k < kn:
-        x0, c0 = xn[k], cnum_t[k, j0:j1]
-        for j in range(size):
-            d0 = x0 - c0[j]
-            r[j] += d0 * d0
-    # Mismatch counts are small integers, exact in float64 whatever the grouping.
-    kc = offsets.shape[0]
-    k = 0
-    while k + 4 <= kc:
-        t0 = mismatch_rows[offsets[k] + xc[k], j0:j1]
-        t1 = mismatch_rows[offsets[k + 1] + xc[k + 1], j0:j1]
-        t2 = mismatch_rows[offsets[k + 2] + xc[k + 2], j0:j1]
-        t3 = mismatch_rows[offsets[k + 3] + xc[k + 3], j0:j1]
-        for j in range(size):
-            count[j] += (t0[j] + t1[j]) + (t2[j] + t3[j])
-        k += 4
-    while k < kc:
-        t0 = mismatch_rows[offsets[k] + xc[k], j0:j1]
-        for j in range(size):
-            count[j] += t0[j]
-        k += 1
-    for j in range(size):
-        r[j] = r[j] + count[j] * mismatch
-
-
-def _min_bits(bits: np.ndarray) -> int:
-    """The smallest entry of a non-negative float64 array, as its int64 bit pattern.
-
-    Non-negative doubles order like their bit patterns, and an integer min reduction
-    vectorises without fastmath (a float one does not: NaN and -0.0 semantics).
-    """
-    lo = bits[0]
-    for j in range(1, bits.shape[0]):
-        v = bits[j]
-        lo = v if v < lo else lo
-    return lo
-
-
-def _exp_logits(
-    d: np.ndarray, tau: float, top: float, out: np.ndarray, scale_bits: np.ndarray
-) -> None:
-    """``out = exp(-d / tau - top)``: a softmax's weights, given ``top >= -d / tau``.
-
-    The logit ``x = -d / tau - top`` is rounded exactly as SoftVote computes it and is
-    ``<= 0``. ``exp(x) = 2^k exp(r)`` with ``k = round(x / ln 2)``, ``r = x - k ln 2``
-    in two parts (Cody-Waite; ``k * _LN2_HI`` is exact), ``exp(r)`` by its degree-13
-    Taylor polynomial (truncation < 1e-17 relative on ``|r| <= ln(2) / 2``) and ``2^k``
-    built from its bits: within 1 ulp of libm's ``exp`` over ``[-746, 0]`` (the tests
-    check it). Unlike libm's scalar call it vectorises; libm alone costs three times
-    the distances. Below ``_EXP_MIN`` (weights under ~1e-307, where ``2^k`` would be
-    subnormal) libm takes over.
-    """
-    n = d.shape[0]
-    low = 0
-    for j in range(n):
-        x = -d[j] / tau - top
-        low += x < _EXP_MIN
-        x = x if x >= _EXP_MIN else _EXP_MIN
-        k = math.floor(x * _LOG2E + 0.5)
-        t = (x - k * _LN2_HI) - k * _LN2_LO
-        p = _E13
-        p = p * t + _E12
-        p = p * t + _E11
-        p = p * t + _E10
-        p = p * t + _E9
-        p = p * t + _E8
-        p = p * t + _E7
-        p = p * t + _E6
-        p = p * t + _E5
-        p = p * t + _E4
-        p = p * t + _E3
-        p = p * t + 0.5
-        p = p * t + 1.0
-        out[j] = p * t + 1.0
-        scale_bits[j] = (np.int64(k) + 1023) << 52
-    scale = scale_bits.view(np.float64)
-    for j in range(n):
-        out[j] *= scale[j]
-    if low:
-        for j in range(n):
-            x = -d[j] / tau - top
-            if x < _EXP_MIN:
-                out[j] = math.exp(x)
-
-
-def _soft_accumulate(
-    row: np.ndarray,
-    tau: float,
-    acc: np.ndarray,
-    weights: np.ndarray,
-    scratch: np.ndarray,
-    stack: np.ndarray,
-    values: np.ndarray,
-) -> None:
-    """Add ``softmax(-row / tau)`` (``row``: distances) to ``acc`` in grid units.
-
-    Logits ``-d / tau`` minus their maximum, ``exp``, divided by the row total (summed
-    pairwise, as numpy sums), rounded to units of ``2^-30`` (the canonical soft vote of
-    :mod:`dpevolve.core.canonical`; ``acc`` holds integer counts). The other arrays
-    are work space (no call allocates): ``weights`` and ``scratch`` of ``m``, ``stack``
-    and ``values`` for _pairwise_sum.
-    """
-    m = row.shape[0]
-    scratch[0] = _min_bits(row.view(np.int64))
-    dmin = scratch.view(np.float64)[0]
-    # max_j(-d_j / tau) == -min_j(d_j) / tau exactly: division rounds monotonically.
-    top = -dmin / tau
-    _exp_logits(row, tau, top, weights, scratch)
-    total = _pairwise_sum(weights, stack, values)
-    # Each vote rounded to the canonical grid, kept as an integer count of grid units:
-    # sums of those are exact, so the histogram is the same in any order.
-    for j in range(m):
-        acc[j] += math.floor((weights[j] / total) * _SOFT_SCALE + 0.5)
-
-
-def _distance_tile(
-    kind: int,
-    xn: np.ndarray,
-    xc: np.ndarray,
-    wnum: np.ndarray,
-    cnum_t: np.ndarray,
-    table_rows: np.ndarray,
-    offsets: np.ndarray,
-    mismatch: float,
-    r: np.ndarray,
-    count: np.ndarray,
-    j0: int,
-    j1: int,
-    root: bool,
-) -> None:
-    """Distances of one record to candidates ``j0:j1`` into ``r``.
-
-    ``kind`` 0 is Gower; 1 the embedding, squared unless ``root``.
-    """
-    if kind == _GOWER:
-        _gower_tile(xn, xc, wnum, cnum_t, table_rows, offsets, r, j0, j1)
-    else:
-        _embed_tile(xn, xc, cnum_t, table_rows, offsets, mismatch, r, count, j0, j1)
-        if root:
-            for j in range(j1 - j0):
-                r[j] = math.sqrt(r[j])
-
-
-def _hard_kernel(
-    kind: int,
-    xnum: np.ndarray,
-    xcode: np.ndarray,
-    wnum: np.ndarray,
-    cnum_t: np.ndarray,
-    table_rows: np.ndarray,
-    offsets: np.ndarray,
-    mismatch: float,
-    m: int,
-) -> np.ndarray:
-    """Index of the nearest candidate (first on ties) for every private record."""
-    n = xnum.shape[0]
-    out = np.empty(n, dtype=np.int64)
-    nblocks = (n + _BLOCK - 1) // _BLOCK
-    for b in prange(nblocks):
-        row = np.empty(min(m, _TILE), dtype=np.float64)
-        count = np.empty(min(m, _TILE), dtype=np.float64)
-        bits = row.view(np.int64)
-        low = np.empty(1, dtype=np.int64)
-        lowf = low.view(np.float64)
-        for i in range(b * _BLOCK, min(n, (b + 1) * _BLOCK)):
-            best = np.inf
-            arg = 0
-            for j0 in range(0, m, _TILE):
-                j1 = min(m, j0 + _TILE)
-                size = j1 - j0
-                # The embedding stays squared here: one root per improving tile, not
-                # one per pair.
-                _distance_tile(
-                    kind,
-                    xnum[i],
-                    xcode[i],
-                    wnum,
-                    cnum_t,
-                    table_rows,
-                    offsets,
-                    mismatch,
-                    row,
-                    count,
-                    j0,
-                    j1,
-                    False,
-                )
-                low[0] = _min_bits(bits[:size])
-                d = lowf[0] if kind == _GOWER else math.sqrt(lowf[0])
-                # Strictly below every earlier tile: this tile holds the first index of
-                # the minimum so far.
-                if d < best:
-                    best = d
-                    if kind == _GOWER:
-                        for j in range(size):
-                            if bits[j] == low[0]:
-                                arg = j0 + j
-                                break
-                    else:
-                        # The vote is defined on the root, and squares a few ulps apart
-                        # can share it: take the first j whose root is d. Only squares
-                        # within _NEAR of the smallest can, so few roots are taken.
-                        near = lowf[0] * _NEAR
-                        for j in range(size):
-                            if row[j] <= near and math.sqrt(row[j]) == d:
-                                arg = j0 + j
-                                break
-            out[i] = arg
-    return out
-
-
-def _soft_kernel(
-    kind: int,
-    xnum: np.ndarray,
-    xcode: np.ndarray,
-    wnum: np.ndarray,
-    cnum_t: np.ndarray,
-    table_rows: np.ndarray,
-    offsets: np.ndarray,
-    mismatch: float,
-    m: int,
-    tau: float,
-) -> np.ndarray:
-    """Per-block soft-vote histograms, shape (ceil(n / _BLOCK), m)."""
-    n = xnum.shape[0]
-    nblocks = (n + _BLOCK - 1) // _BLOCK
-    out = np.zeros((nblocks, m), dtype=np.float64)
-    for b in prange(nblocks):
-        row = np.empty(m, dtype=np.float64)
-        count = np.empty(min(m, _TILE), dtype=np.float64)
-        weights = np.empty(m, dtype=np.float64)
-        scratch = np.empty(m, dtype=np.int64)
-        stack = np.empty((64, 3), dtype=np.int64)
-        values = np.empty(64, dtype=np.float64)
-        acc = out[b]
-        for i in range(b * _BLOCK, min(n, (b + 1) * _BLOCK)):
-            for j0 in range(0, m, _TILE):
-                j1 = min(m, j0 + _TILE)
-                _distance_tile(
-                    kind,
-                    xnum[i],
-                    xcode[i],
-                    wnum,
-                    cnum_t,
-                    table_rows,
-                    offsets,
-                    mismatch,
-                    row[j0:j1],
-                    count,
-                    j0,
-                    j1,
-                    True,
-                )
-            _soft_accumulate(row, tau, acc, weights, scratch, stack, values)
-    return out
-
-
 # ------------------------------------------------------------------ compilation
 
-_HELPERS = (
-    "_pairwise_leaf",
-    "_pairwise_sum",
-    "_gower_tile",
-    "_embed_tile",
-    "_min_bits",
-    "_exp_logits",
-    "_soft_accumulate",
-    "_distance_tile",
-)
-_KERNELS = ("_hard_kernel", "_soft_kernel")
 _compiled = False
 _compile_lock = threading.Lock()
 _kernel_lock = threading.Lock()
@@ -546,30 +79,32 @@ def fused_available() -> bool:
     return bool(_numba_state["ok"])
 
 
-def _compile() -> None:
+def compile_kernels() -> None:
     """Wrap the kernels with numba (once); each compiles for real on its first call.
 
     numba resolves a kernel's globals when it compiles it, so the helpers and ``prange``
-    are rebound here, in this module, to their numba forms before any kernel runs.
-    Closures would avoid the rebinding but defeat numba's on-disk cache (``cache=True``),
-    which is what makes every run after the first skip the ~10 s of compilation.
+    are rebound in :mod:`dpevolve.backends.fused_kernels` to their numba forms before
+    any kernel runs. Closures would avoid the rebinding but defeat numba's on-disk
+    cache (``cache=True``), which is what makes every run after the first skip the
+    ~10 s of compilation. Kernels are therefore always called as attributes of that
+    module (``fused_kernels.hard_kernel``), never imported by name.
     """
-    global _compiled, prange
+    global _compiled
     with _compile_lock:
         if _compiled:
             return
         import numba
 
-        namespace = globals()
+        namespace = vars(fused_kernels)
         # fastmath stays off: reassociation or FMA contraction would change the sums.
         # DPEVOLVE_NUMBA_CACHE=0 compiles in memory only: a way out should a stale or
         # foreign on-disk cache ever fail to load.
         cache = os.environ.get("DPEVOLVE_NUMBA_CACHE", "1") != "0"
         options: dict[str, Any] = {"fastmath": False, "cache": cache, "nogil": True}
-        for name in _HELPERS:
+        for name in fused_kernels.HELPERS:
             namespace[name] = numba.njit(**options)(namespace[name])
-        prange = numba.prange
-        for name in _KERNELS:
+        namespace["prange"] = numba.prange
+        for name in fused_kernels.KERNELS:
             namespace[name] = numba.njit(parallel=True, **options)(namespace[name])
         _compiled = True
 
@@ -629,8 +164,8 @@ def _fusable(distance: Distance, vote: Vote) -> bool:
 class FusedBackend:
     """Votes with fused numba kernels: no distance matrix, exact, multi-threaded.
 
-    Implements :class:`~dpevolve.backends.base.Backend` for the two distances of spec §1
-    (:class:`Gower`, :class:`TabPEEmbedding`) and the two votes of spec §3
+    Implements :class:`~dpevolve.backends.base.Backend` for the two distances of docs/math.md §1
+    (:class:`Gower`, :class:`TabPEEmbedding`) and the two votes of docs/math.md §3
     (:class:`HardVote`, :class:`SoftVote`); anything else (another distance or vote
     class, including subclasses) goes to ``LocalBackend``, as does everything when
     numba is not installed.
@@ -654,7 +189,8 @@ class FusedBackend:
     Notes
     -----
     The first call of each kernel compiles it (a few seconds); compiled code is cached
-    on disk next to this module (numba ``cache=True``), so later processes load it.
+    on disk next to :mod:`~dpevolve.backends.fused_kernels` (numba ``cache=True``), so
+    later processes load it.
     Call :meth:`warmup` to pay that cost up front.
     """
 
@@ -677,7 +213,7 @@ class FusedBackend:
     def vote(
         self, private: PrivateData, population: Records, distance: Distance, vote: Vote
     ) -> np.ndarray:
-        """The vote histogram ``H = sum_x vote(x)`` over ``population`` (spec §3).
+        """The vote histogram ``H = sum_x vote(x)`` over ``population`` (docs/math.md §3).
 
         Parameters
         ----------
@@ -705,7 +241,7 @@ class FusedBackend:
             return self.fallback.vote(private, population, distance, vote)
         if len(population) == 0:
             raise InputError("cannot vote over an empty population")
-        _compile()
+        compile_kernels()
         prepared = _prepare(distance, population)
         histogram = np.zeros(prepared.m, dtype=np.float64)
         blas = not self.exact and prepared.kind == "tabpe" and type(vote) is HardVote
@@ -754,10 +290,10 @@ def _set_threads(threads: int | None) -> int | None:
 
 
 def _vote_chunk(chunk: Records, prepared: _Prepared, vote: Vote) -> np.ndarray:
-    """One chunk's histogram from the fused kernels (numba compiled by _compile())."""
+    """One chunk's histogram from the fused kernels (numba compiled by compile_kernels())."""
     p = prepared
     args = (
-        _GOWER if p.kind == "gower" else _TABPE,
+        GOWER if p.kind == "gower" else TABPE,
         np.ascontiguousarray(chunk.numeric, dtype=np.float64),
         np.ascontiguousarray(chunk.codes, dtype=np.int32),
         p.wnum,
@@ -768,10 +304,10 @@ def _vote_chunk(chunk: Records, prepared: _Prepared, vote: Vote) -> np.ndarray:
         p.m,
     )
     if isinstance(vote, SoftVote):
-        parts = _soft_kernel(*args, float(vote.temperature))
+        parts = fused_kernels.soft_kernel(*args, float(vote.temperature))
         # Integer-valued grid units: exact sums, in any order; scaling by 2^-30 is exact.
-        return parts.sum(axis=0) * _SOFT_UNIT
-    return np.bincount(_hard_kernel(*args), minlength=p.m).astype(np.float64)
+        return parts.sum(axis=0) * SOFT_UNIT
+    return np.bincount(fused_kernels.hard_kernel(*args), minlength=p.m).astype(np.float64)
 
 
 def fused_nearest(records: Records, population: Records, distance: Distance) -> np.ndarray:
@@ -790,12 +326,12 @@ def fused_nearest(records: Records, population: Records, distance: Distance) -> 
         raise InputError("fused_nearest needs numba and the Gower or Tab-PE distance")
     if len(population) == 0:
         raise InputError("cannot vote over an empty population")
-    _compile()
+    compile_kernels()
     p = _prepare(distance, population)
     with _kernel_lock:
         return np.asarray(
-            _hard_kernel(
-                _GOWER if p.kind == "gower" else _TABPE,
+            fused_kernels.hard_kernel(
+                GOWER if p.kind == "gower" else TABPE,
                 np.ascontiguousarray(records.numeric, dtype=np.float64),
                 np.ascontiguousarray(records.codes, dtype=np.int32),
                 p.wnum,
@@ -834,4 +370,4 @@ class _BlasArgmin:
         return out
 
 
-__all__ = ["FusedBackend", "fused_available", "fused_nearest"]
+__all__ = ["FusedBackend", "compile_kernels", "fused_available", "fused_nearest"]

@@ -1,4 +1,4 @@
-"""Voting on a CUDA GPU with torch or CuPy (spec §1, §3), for when one is present.
+"""Voting on a CUDA GPU with torch or CuPy (docs/math.md §1, §3), for when one is present.
 
 Optional and never needed: ``gpu_available()`` says whether torch (with CUDA) or CuPy
 can see a device, and :class:`GpuBackend` refuses to start without one. The
@@ -145,7 +145,7 @@ class GpuBackend:
     """Votes on a CUDA GPU (torch, else CuPy), chunk by chunk, in float64.
 
     Implements :class:`~dpevolve.backends.base.Backend` for :class:`Gower` and
-    :class:`TabPEEmbedding` with :class:`HardVote` or :class:`SoftVote` (spec §1, §3);
+    :class:`TabPEEmbedding` with :class:`HardVote` or :class:`SoftVote` (docs/math.md §1, §3);
     other distances or votes go to ``LocalBackend`` on the CPU.
 
     Parameters

@@ -51,7 +51,7 @@ SOFT_UNIT = 1.0 / SOFT_SCALE
 # 2^-30 below 2^23 have at most 53 significant bits).
 EXACT_CELL_LIMIT = 2 ** (53 - SOFT_GRID_BITS)
 
-# exp_canonical's constants, shared with the numba kernel in backends/fused.py: 1/ln 2,
+# exp_canonical's constants, shared with the numba kernel in backends/fused_kernels.py: 1/ln 2,
 # ln 2 split so that k * LN2_HI is exact for |k| < 2^20 (fdlibm's split), Taylor
 # coefficients 1/i!, and the smallest argument whose 2^k is still a normal double.
 LOG2E = 1.4426950408889634

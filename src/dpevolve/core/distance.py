@@ -1,4 +1,4 @@
-"""Record distances (spec §1): Gower, and Tab-PE's one-hot/L2 embedding.
+"""Record distances (docs/math.md §1): Gower, and Tab-PE's one-hot/L2 embedding.
 
 A distance works on :class:`~dpevolve.data.encoding.Records` and knows, per attribute, how
 far two records that differ only in that attribute can be (:meth:`edge_length`). The
@@ -41,7 +41,7 @@ class Distance(Protocol):
 
 
 class Gower:
-    """Gower distance ``d(x, c) = sum_k w_k d_k(x_k, c_k)`` (spec §1).
+    """Gower distance ``d(x, c) = sum_k w_k d_k(x_k, c_k)`` (docs/math.md §1).
 
     Numeric ``d_k = |a - b| / R_k`` (records are already scaled by ``R_k``); flat
     categorical ``1[a != b]``; hierarchical ``treepath(a, b) / maxpath_k``.
@@ -88,7 +88,7 @@ class Gower:
 
 
 class TabPEEmbedding:
-    """Tab-PE's embedding distance (spec §1): L2 between embeddings.
+    """Tab-PE's embedding distance (docs/math.md §1): L2 between embeddings.
 
     Numeric columns are min-max scaled by the declared range (weight 1); categorical
     columns are one-hot with weight 1/3, so two different categories are ``sqrt(2)/3``
@@ -139,6 +139,10 @@ class TabPEEmbedding:
 
 def make_distance(name: str, schema: Schema) -> Distance:
     """``gower`` or ``tabpe`` (the one-hot/L2 embedding)."""
+    if name in ("gower", "tabpe", "embedding", "l2") and Layout.of(schema).nullable_mask.any():
+        from dpevolve.core.missing import nullable_distance  # missing numeric cells (NaN)
+
+        return nullable_distance("gower" if name == "gower" else "tabpe", schema)
     if name == "gower":
         return Gower(schema)
     if name in ("tabpe", "embedding", "l2"):

@@ -1,4 +1,4 @@
-"""The Private Evolution loop (spec §6), and nothing else.
+"""The Private Evolution loop (docs/math.md §6), and nothing else.
 
 Each round: the backend sums private votes over the population (the only step that
 reads private records), the release turns that histogram into parents (the only step

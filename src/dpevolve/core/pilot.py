@@ -2,7 +2,7 @@
 
 The pilot runs the synthesizer with public data standing in for the private table, once
 with the hard vote and once per candidate temperature, at the user's budget, and
-forecasts which vote wins on the private run (spec §3, BF-Soft).
+forecasts which vote wins on the private run (docs/math.md §3).
 
 Noise-to-signal is matched: vote counts grow with the number of records, so with
 ``N_pub`` public records standing in for ``n`` private ones the pilot's noise is
@@ -31,7 +31,7 @@ DEFAULT_TEMPERATURES = (0.015, 0.03, 0.06)
 def pilot_error(
     real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema, ks: Sequence[int] = (1, 2, 3)
 ) -> float:
-    """Mean over ``k`` of the mean k-way marginal TV (spec §7); the pilot's yardstick."""
+    """Mean over ``k`` of the mean k-way marginal TV (docs/math.md §7); the pilot's yardstick."""
     ks = [k for k in ks if k <= len(schema)]
     return statistics.fmean(marginal_tv(real, synthetic, schema, k).mean for k in ks)
 

@@ -1,4 +1,4 @@
-"""Random and variation APIs (spec §6): where candidates come from. Post-processing only.
+"""Random and variation APIs (docs/math.md §6): where candidates come from. Post-processing only.
 
 * random API: each column independently uniform over its declared values or range
   (integers rounded), or a sample of public records;
@@ -6,6 +6,11 @@
   value is resampled uniformly with probability ``r_t``; a numeric one moves by
   ``U(-r_t, r_t) * R`` (``U(-r_t, r_t)`` in scaled units), clipped to the range and
   rounded for integer columns.
+* missing cells (``nullable`` columns) are one more value: a categorical column's
+  reserved category is resampled like any other; a numeric cell's missing state is
+  redrawn with probability ``r_t`` (missing with probability 1/2, else a uniform value),
+  and the random API leaves a cell missing with probability 1/2. The missing rate of
+  the release is thus selected by the votes, never read from the private data.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ class Variation:
         self._ranges = layout.ranges
         self._lo = np.array([c.lo for c in layout.numeric], dtype=np.float64)
         self._cards = layout.cardinalities
+        self._nullable = np.flatnonzero(layout.nullable_mask)
 
     def _snap(self, numeric: np.ndarray) -> np.ndarray:
         """Clip to [0, 1] and round integer columns on their raw scale."""
@@ -44,6 +50,7 @@ class Variation:
     def random(self, size: int, rng: np.random.Generator) -> Records:
         """``size`` records uniform over the declared domain."""
         numeric = self._snap(rng.random((size, len(self.layout.numeric))))
+        self._redraw_missing(numeric, 1.0, rng)
         codes = np.empty((size, len(self._cards)), dtype=np.int32)
         for k, card in enumerate(self._cards):
             codes[:, k] = rng.integers(0, card, size=size)
@@ -58,8 +65,17 @@ class Variation:
         size = len(parents)
         step = rng.uniform(-rate, rate, size=parents.numeric.shape)
         numeric = self._snap(parents.numeric + step)
+        self._redraw_missing(numeric, rate, rng)
         codes = parents.codes.copy()
         for k, card in enumerate(self._cards):
             flip = rng.random(size) < rate
             codes[flip, k] = rng.integers(0, card, size=int(flip.sum()))
         return Records(numeric, codes)
+
+    def _redraw_missing(self, numeric: np.ndarray, rate: float, rng: np.random.Generator) -> None:
+        """With probability ``rate`` per nullable cell: missing or a fresh uniform value."""
+        for k in self._nullable:
+            redraw = rng.random(len(numeric)) < rate
+            missing = rng.random(len(numeric)) < 0.5
+            fresh = self._snap(rng.random((len(numeric), len(self.layout.numeric))))[:, k]
+            numeric[redraw, k] = np.where(missing[redraw], np.nan, fresh[redraw])

@@ -1,4 +1,4 @@
-"""Votes (spec §3): how one private record spreads its unit of weight over candidates.
+"""Votes (docs/math.md §3): how one private record spreads its unit of weight over candidates.
 
 The histogram is ``H = sum_{x in D} vote(x)``; a protected substitution changes it by
 ``vote(x') - vote(x)``. Each vote states the L2 norm bound of that change given the
@@ -64,7 +64,7 @@ class HardVote:
 
 
 class SoftVote:
-    """BF-Soft's vote: ``v_j(x) = softmax_j(-d(x, c_j) / tau)`` (spec §3).
+    """BF-Soft's vote: ``v_j(x) = softmax_j(-d(x, c_j) / tau)`` (docs/math.md §3).
 
     A substitution moves every logit by at most ``r / tau``, so the logit spread moves
     by at most ``D = 2 r / tau`` and ``||p - p'||_1 <= 2 tanh(D / 4) = 2 tanh(r / (2 tau))``;
@@ -96,7 +96,7 @@ class SoftVote:
 
 
 def noise_ratio(reach: float, temperature: float) -> float:
-    """``q = tanh(r / (2 tau))``: soft L2 bound over hard L2 sensitivity (spec §3)."""
+    """``q = tanh(r / (2 tau))``: soft L2 bound over hard L2 sensitivity (docs/math.md §3)."""
     return math.tanh(reach / (2.0 * temperature))
 
 

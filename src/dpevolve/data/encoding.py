@@ -1,4 +1,4 @@
-"""Tables <-> arrays (spec §1).
+"""Tables <-> arrays (docs/math.md §1).
 
 A table that passed :meth:`Schema.validate` becomes :class:`Records`: numeric columns
 scaled by their declared range to ``(x - lo) / R`` in [0, 1], categorical columns as
@@ -69,6 +69,11 @@ class Layout:
         return np.array([c.integer for c in self.numeric], dtype=bool)
 
     @property
+    def nullable_mask(self) -> np.ndarray:
+        """Numeric slots that may hold NaN (missing); categorical ones use a category."""
+        return np.array([c.nullable for c in self.numeric], dtype=bool)
+
+    @property
     def ranges(self) -> np.ndarray:
         return np.array([c.range for c in self.numeric], dtype=np.float64)
 
@@ -99,9 +104,11 @@ def decode(records: Records, schema: Schema) -> pd.DataFrame:
         if isinstance(column, NumericColumn):
             raw = column.lo + records.numeric[:, num_index[column.name]] * column.range
             raw = np.clip(raw, column.lo, column.hi)
-            columns[column.name] = np.round(raw).astype(np.int64) if column.integer else raw
+            columns[column.name] = column.format(raw)  # dates, Int64 for nullable integers
         else:
             values = np.array(column.values, dtype=object)
+            if column.nullable:
+                values[-1] = None  # the reserved missing category decodes to a missing cell
             decoded = values[records.codes[:, cat_index[column.name]]]
             columns[column.name] = pd.Series(decoded).infer_objects().to_numpy()
     return pd.DataFrame(columns)

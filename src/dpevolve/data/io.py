@@ -18,11 +18,12 @@ import pandas as pd
 
 from dpevolve.data.messages import reader_error
 from dpevolve.errors import InputError
+from dpevolve.extras import require
 
 TABLE_SUFFIXES = (".csv", ".csv.gz", ".parquet", ".pq")
 
 
-def _suffix(path: Path) -> str:
+def table_suffix(path: Path) -> str:
     name = path.name.lower()
     for suffix in TABLE_SUFFIXES:
         if name.endswith(suffix):
@@ -37,11 +38,12 @@ def read_table(path: str | Path, what: str = "table") -> pd.DataFrame:
     (:func:`dpevolve.data.messages.show_values`).
     """
     path = Path(path)
-    suffix = _suffix(path)
+    suffix = table_suffix(path)
     if not path.is_file():
         raise InputError(f"{what} file not found: {path}")
     try:
         if suffix in (".parquet", ".pq"):
+            require("pyarrow", "reading .parquet tables")
             return pd.read_parquet(path)
         return pd.read_csv(path)
     except pd.errors.EmptyDataError:
@@ -53,12 +55,11 @@ def read_table(path: str | Path, what: str = "table") -> pd.DataFrame:
 def iter_table(path: str | Path, batch_rows: int = 500_000) -> Iterator[pd.DataFrame]:
     """Stream a CSV or Parquet table in row batches (memory bounded by ``batch_rows``)."""
     path = Path(path)
-    suffix = _suffix(path)
+    suffix = table_suffix(path)
     if not path.is_file():
         raise InputError(f"table file not found: {path}")
     if suffix in (".parquet", ".pq"):
-        import pyarrow.parquet as pq
-
+        pq = require("pyarrow.parquet", "reading .parquet tables")
         for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_rows):
             yield batch.to_pandas()
     else:
@@ -96,8 +97,9 @@ def atomic_write(path: str | Path, write: Callable[[Path], object]) -> None:
 def write_table(frame: pd.DataFrame, path: str | Path) -> None:
     """Atomically write a table as CSV or Parquet, by the path's suffix."""
     path = Path(path)
-    suffix = _suffix(path)
+    suffix = table_suffix(path)
     if suffix in (".parquet", ".pq"):
+        require("pyarrow", "writing .parquet tables")
         atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
     else:
         gzip = suffix == ".csv.gz"

@@ -1,4 +1,4 @@
-"""Schemas: the declared domain of every column (spec §1).
+"""Schemas: the declared domain of every column (docs/math.md §1).
 
 A schema names each column's type and domain *before* any private record is read:
 numeric columns carry a declared range ``[lo, hi]`` (so ``R_k = hi - lo`` never comes
@@ -18,6 +18,14 @@ YAML form::
           employed: [Private, Self-emp, State-gov]
           not-working: [Without-pay]
       income: {type: categorical, values: ["<=50K", ">50K"], weight: 0.2}
+
+Missing values and dates (see :mod:`dpevolve.data.types`)::
+
+    na_values: ["?"]              # cell texts that mean "missing" in every column
+    columns:
+      occupation: {type: categorical, values: [...], nullable: true}
+      hours: {type: numeric, lo: 0, hi: 100, nullable: true}
+      joined: {type: date, lo: "2000-01-01", hi: "2030-12-31", format: "%Y-%m-%d"}
 """
 
 from __future__ import annotations
@@ -32,10 +40,15 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from dpevolve.data.messages import first_at
+from dpevolve.data.messages import first_at, plain_cell
 from dpevolve.errors import InputError
 
 Scalar = str | int | float | bool
+
+#: The reserved category a ``nullable`` categorical column gives to missing cells. It is
+#: appended to the declared values (so it is one more domain value everywhere: encoding,
+#: distance, variation, votes) and decodes back to a missing cell.
+MISSING = "(missing)"
 
 
 @dataclass(frozen=True)
@@ -52,6 +65,7 @@ class NumericColumn:
     hi: float
     integer: bool = False
     weight: float | None = None
+    nullable: bool = False
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.lo) and math.isfinite(self.hi)):
@@ -81,12 +95,31 @@ class NumericColumn:
         return self.hi - self.lo
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": "numeric", "lo": _plain(self.lo), "hi": _plain(self.hi)}
+        out: dict[str, Any] = {
+            "type": "numeric",
+            "lo": plain_cell(self.lo),
+            "hi": plain_cell(self.hi),
+        }
         if self.integer:
             out["integer"] = True
         if self.weight is not None:
             out["weight"] = self.weight
+        if self.nullable:
+            out["nullable"] = True
         return out
+
+    def parse(self, values: pd.Series) -> np.ndarray:
+        """Table cells as float64 numbers on the declared scale (NaN: not a number)."""
+        return pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
+
+    def format(self, numbers: np.ndarray) -> Any:
+        """Decoded numbers (clipped, NaN for missing) as the column's table values."""
+        if self.integer:
+            rounded = np.round(numbers)
+            if self.nullable:
+                return pd.array(rounded, dtype="Int64")  # NaN -> <NA>, not garbage
+            return rounded.astype(np.int64)
+        return numbers
 
 
 @dataclass(frozen=True)
@@ -95,7 +128,7 @@ class Hierarchy:
 
     ``treepath(a, b)`` counts the edges between two leaves through their lowest common
     ancestor; ``d_k(a, b) = treepath(a, b) / maxpath`` with ``maxpath`` the largest
-    treepath between two leaves (spec §1). A two-level tree gives siblings 0.5 and
+    treepath between two leaves (docs/math.md §1). A two-level tree gives siblings 0.5 and
     cousins 1.
 
     Parameters
@@ -176,10 +209,15 @@ class CategoricalColumn:
     values: tuple[Scalar, ...]
     hierarchy: Hierarchy | None = None
     weight: float | None = None
+    nullable: bool = False
 
     def __post_init__(self) -> None:
         if len(self.values) == 0:
             raise InputError(f"column '{self.name}': a categorical column needs at least one value")
+        if self.nullable and self.values[-1] != MISSING:
+            if MISSING in self.values:
+                raise InputError(f"column '{self.name}': '{MISSING}' is reserved for missing")
+            object.__setattr__(self, "values", (*self.values, MISSING))
         keys = [str(v) for v in self.values]
         if len(set(keys)) != len(keys):
             raise InputError(f"column '{self.name}': categorical values must be distinct")
@@ -195,16 +233,31 @@ class CategoricalColumn:
         size = len(self.values)
         if self.hierarchy is None:
             return 1.0 - np.eye(size)
-        paths = self.hierarchy.path_matrix(self.keys)
+        keys = self.keys[:-1] if self.nullable else self.keys
+        paths = self.hierarchy.path_matrix(keys)
         maxpath = paths.max()
-        return paths / maxpath if maxpath > 0 else paths
+        paths = paths / maxpath if maxpath > 0 else paths
+        if self.nullable:  # missing is 1 from every value (the maximum), 0 from itself
+            paths = np.pad(paths, ((0, 1), (0, 1)), constant_values=1.0)
+            paths[-1, -1] = 0.0
+        return paths
+
+    @property
+    def declared(self) -> tuple[Scalar, ...]:
+        """The declared values, without the reserved missing category."""
+        return self.values[:-1] if self.nullable else self.values
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": "categorical", "values": [_plain(v) for v in self.values]}
+        out: dict[str, Any] = {
+            "type": "categorical",
+            "values": [plain_cell(v) for v in self.declared],
+        }
         if self.hierarchy is not None:
             out["hierarchy"] = self.hierarchy.spec
         if self.weight is not None:
             out["weight"] = self.weight
+        if self.nullable:
+            out["nullable"] = True
         return out
 
 
@@ -263,6 +316,7 @@ class Schema:
 
     columns: tuple[Column, ...]
     label: str | None = None
+    na_values: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.columns:
@@ -310,7 +364,7 @@ class Schema:
     def select(self, names: Sequence[str]) -> Schema:
         """A schema over a subset of columns (weights kept as declared)."""
         label = self.label if self.label in names else None
-        return Schema(tuple(self[n] for n in names), label=label)
+        return Schema(tuple(self[n] for n in names), label=label, na_values=self.na_values)
 
     # ------------------------------------------------------------- YAML I/O
     @classmethod
@@ -324,12 +378,17 @@ class Schema:
             raise InputError("schema 'columns' must map column names to their declarations")
         columns = tuple(_column_from_dict(str(name), decl) for name, decl in raw.items())
         label = spec.get("label")
-        return cls(columns, label=None if label is None else str(label))
+        from dpevolve.data.types import read_na_values
+
+        na_values = read_na_values(spec.get("na_values"))
+        return cls(columns, label=None if label is None else str(label), na_values=na_values)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if self.label is not None:
             out["label"] = self.label
+        if self.na_values:
+            out["na_values"] = list(self.na_values)
         out["columns"] = {c.name: c.to_dict() for c in self.columns}
         return out
 
@@ -441,6 +500,8 @@ class Schema:
         if not isinstance(table, pd.DataFrame):
             raise InputError(f"{what} must be a pandas DataFrame, got {type(table).__name__}")
         self._check_columns(table, what)
+        if self.na_values:  # declared "missing" texts (e.g. Adult's "?") become NaN
+            table = table.replace(list(self.na_values), np.nan)
         problems: list[CellProblem] = []
         clipped: dict[str, int] = {}
         out: dict[str, Any] = {}
@@ -454,9 +515,10 @@ class Schema:
             values = table[column.name]
             nan = values.isna().to_numpy()
             if isinstance(column, NumericColumn):
-                numeric = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
+                numeric = column.parse(values)
                 note(column.name, np.isnan(numeric) & ~nan, "are not numbers", values)
-                note(column.name, nan, "are missing (NaN)", values)
+                if not column.nullable:
+                    note(column.name, nan, "are missing (NaN)", values)
                 finite = np.isfinite(numeric)
                 outside = ~finite & ~np.isnan(numeric) | (
                     finite & ((numeric < column.lo) | (numeric > column.hi))
@@ -465,7 +527,7 @@ class Schema:
                     clipped[column.name] = int(outside.sum())
                     numeric = np.clip(numeric, *column.whole_range)
                 elif not clip:
-                    declared = f"[{_plain(column.lo)}, {_plain(column.hi)}]"
+                    declared = f"[{plain_cell(column.lo)}, {plain_cell(column.hi)}]"
                     note(column.name, outside, f"lie outside the declared range {declared}", values)
                 if column.integer:
                     # Never rounded: see NumericColumn. Out-of-range cells are judged above.
@@ -474,8 +536,11 @@ class Schema:
                     note(column.name, fraction, "are not whole numbers (integer column)", values)
                 out[column.name] = numeric
             else:
-                note(column.name, nan, "are missing (NaN)", values)
+                if not column.nullable:
+                    note(column.name, nan, "are missing (NaN)", values)
                 keys = _as_keys(values)
+                if column.nullable:
+                    keys[nan] = MISSING
                 undeclared = ~np.isin(keys, np.array(column.keys, dtype=object)) & ~nan
                 note(column.name, undeclared, "hold values outside the declared set", values)
                 out[column.name] = keys
@@ -489,55 +554,62 @@ class Schema:
         label: str | None = None,
         max_categories: int = 50,
         categorical: Sequence[str] = (),
+        margin: float = 0.1,
+        na_values: Sequence[str] = (),
     ) -> Schema:
-        """Declare a schema from **public** data: ranges are public minima/maxima.
+        """Propose a schema from **public** data (see :mod:`dpevolve.data.infer`).
 
-        A column is numeric when its values are numbers with more than ``max_categories``
-        distinct values (or any non-integer value); otherwise categorical with its
-        observed values. Never call this on private data: the declared domain would leak.
+        Numeric ranges are the public extremes widened by ``margin`` of the range and
+        rounded outward (``margin=0``: the exact extremes); integer columns with at most
+        ``max_categories`` values, text and the label are categorical; columns with
+        missing cells are nullable. Never call this on private data: the declared domain
+        would leak. Check the proposed domains before use.
         """
-        if len(public) == 0:
-            raise InputError("public table is empty (0 rows); cannot infer a schema")
-        columns: list[Column] = []
-        for name in public.columns:
-            values = public[name].dropna()
-            if len(values) == 0:
-                raise InputError(f"public column '{name}' has only missing values")
-            numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(
-                values
-            )
-            if numeric and name not in categorical and name != label:
-                as_float = values.to_numpy(dtype=np.float64)
-                integral = bool(np.all(np.equal(np.round(as_float), as_float)))
-                if values.nunique() > max_categories or not integral:
-                    lo, hi = float(as_float.min()), float(as_float.max())
-                    if hi == lo:
-                        hi = lo + 1.0
-                    columns.append(NumericColumn(str(name), lo, hi, integer=integral))
-                    continue
-            uniques = sorted(pd.unique(values), key=lambda v: (str(type(v)), v))
-            columns.append(CategoricalColumn(str(name), tuple(_plain(v) for v in uniques)))
-        return cls(tuple(columns), label=label)
+        from dpevolve.data.infer import infer_schema
+
+        return infer_schema(
+            public,
+            label=label,
+            max_categories=max_categories,
+            categorical=categorical,
+            margin=margin,
+            na_values=na_values,
+        ).schema
 
 
 def _column_from_dict(name: str, decl: Any) -> Column:
     if not isinstance(decl, Mapping):
         raise InputError(f"column '{name}': declaration must be a mapping with a 'type'")
     kind = decl.get("type")
-    known = {"type", "lo", "hi", "integer", "weight", "values", "hierarchy", "name"}
+    known = {"type", "lo", "hi", "integer", "weight", "values", "hierarchy", "name", "nullable"}
+    known |= {"format"}
     extra = sorted(set(decl) - known)
     if extra:
         raise InputError(f"column '{name}': unknown key '{extra[0]}'")
     weight = decl.get("weight")
     if weight is not None:
         weight = _number(name, "weight", weight)
+    nullable = decl.get("nullable", False)
+    if not isinstance(nullable, bool):
+        raise InputError(f"column '{name}': 'nullable' must be true or false, got {nullable!r}")
+    if kind in ("date", "datetime"):
+        from dpevolve.data.types import date_column
+
+        return date_column(name, kind, decl, weight, nullable)
+    if "format" in decl:
+        raise InputError(f"column '{name}': 'format' is only for date and datetime columns")
     if kind in ("numeric", "int", "integer", "float"):
         for key in ("lo", "hi"):
             if key not in decl:
                 raise InputError(f"column '{name}': numeric columns need a declared '{key}'")
         integer = bool(decl.get("integer", kind in ("int", "integer")))
         return NumericColumn(
-            name, _number(name, "lo", decl["lo"]), _number(name, "hi", decl["hi"]), integer, weight
+            name,
+            _number(name, "lo", decl["lo"]),
+            _number(name, "hi", decl["hi"]),
+            integer,
+            weight,
+            nullable,
         )
     if kind == "categorical":
         values = decl.get("values")
@@ -549,8 +621,10 @@ def _column_from_dict(name: str, decl: Any) -> Column:
         hierarchy = (
             None if tree is None else Hierarchy.from_nested(name, tree, [str(v) for v in values])
         )
-        return CategoricalColumn(name, tuple(values), hierarchy, weight)
-    raise InputError(f"column '{name}': type must be numeric or categorical, got {kind!r}")
+        return CategoricalColumn(name, tuple(values), hierarchy, weight, nullable)
+    raise InputError(
+        f"column '{name}': type must be numeric, categorical, date or datetime, got {kind!r}"
+    )
 
 
 def _number(column: str, key: str, value: Any) -> float:
@@ -562,15 +636,6 @@ def _number(column: str, key: str, value: Any) -> float:
 def _check_weight(name: str, weight: float | None) -> None:
     if weight is not None and not (math.isfinite(weight) and weight > 0):
         raise InputError(f"column '{name}': weight must be a positive number, got {weight}")
-
-
-def _plain(value: Any) -> Scalar:
-    """numpy scalars to Python ones (for YAML), integral floats to int."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
 
 
 def _as_keys(values: pd.Series) -> np.ndarray:

@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from dpevolve.data.encoding import Layout, Records, encode
-from dpevolve.data.io import _suffix
+from dpevolve.data.io import table_suffix
 from dpevolve.data.messages import first_at, reader_error
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema, ValidationReport
 from dpevolve.errors import InputError
@@ -411,7 +411,7 @@ class StreamedTable:
         self.on_invalid: OnInvalid = on_invalid
         self.what = what
         self.show_values = show_values
-        self.format = "parquet" if _suffix(self.path) in (".parquet", ".pq") else "csv"
+        self.format = "parquet" if table_suffix(self.path) in (".parquet", ".pq") else "csv"
         if not self.path.is_file():
             raise InputError(f"{what} file not found: {self.path}")
         # Numeric CSV columns found to hold text: read as text so validation can count

@@ -34,21 +34,20 @@ where each domain comes from.
 """
 
 from dpevolve.datasets._base import DATA_ENV, Dataset, cache_dir, data_dirs
-from dpevolve.datasets._core import (
-    ADULT5,
-    ADULT_COLUMNS,
-    ADULT_TABPE,
-    BANK5,
+from dpevolve.datasets.adult import ADULT5, ADULT_COLUMNS, ADULT_TABPE, WORKCLASS_BLOCKS
+from dpevolve.datasets.bank import BANK5
+from dpevolve.datasets.nist import (
     NIST_NUMERIC,
     NIST_NUMERIC_NULLS,
     NIST_SUBSET,
     NIST_SUBSET7,
-    PERSON_ACTIVITY_TAGS,
-    WORKCLASS_BLOCKS,
+    nist_restore_nulls,
+)
+from dpevolve.datasets.person_activity import PERSON_ACTIVITY_TAGS
+from dpevolve.datasets.registry import (
     fetch,
     load,
     names,
-    nist_restore_nulls,
     person_activity_holdout,
     presets,
     schema,

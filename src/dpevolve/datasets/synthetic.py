@@ -6,11 +6,14 @@ drawn inside them), so they validate by construction.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.datasets._base import Dataset, finish, shipped_schema
+from dpevolve.datasets._spec import Spec
 from dpevolve.errors import InputError
 
 XOR_LO = -10.0
@@ -193,3 +196,67 @@ def make_demo(n: int = 30_000, seed: int = 0) -> Dataset:
         ),
         source=None,
     )
+
+
+# ----------------------------------------------------------------- registry entries
+XOR_TRAIN_ROWS = 12000
+
+
+XOR_TEST_ROWS = 3000
+
+
+DEMO_TRAIN_ROWS = 30_000
+
+
+DEMO_TEST_ROWS = 2000
+
+
+def _xor_generator(k: int) -> Callable[[str], Dataset]:
+    def generate(split: str) -> Dataset:
+        if split == "train":
+            return make_xor(k, XOR_TRAIN_ROWS, seed=0)
+        return make_xor(k, XOR_TEST_ROWS, seed=1)
+
+    return generate
+
+
+def _demo_generator(split: str) -> Dataset:
+    if split == "train":
+        return make_demo(DEMO_TRAIN_ROWS, seed=0)
+    return make_demo(DEMO_TEST_ROWS, seed=1)
+
+
+def _xor_schema(k: int) -> Callable[[], Schema]:
+    return lambda: xor_schema(k)
+
+
+SPECS: tuple[Spec, ...] = (
+    *(
+        Spec(
+            name=f"xor{k}",
+            description=(
+                f"XOR stress test (Tab-PE) with {k} feature(s) uniform on [-10, 10], label "
+                "target = parity of the number of positive features; generated: split "
+                f"'train' = make_xor({k}, {XOR_TRAIN_ROWS}, seed=0), 'test' = "
+                f"make_xor({k}, {XOR_TEST_ROWS}, seed=1)."
+            ),
+            default_split="train",
+            splits={"train": (), "test": ()},
+            schema=_xor_schema(k),
+            generator=_xor_generator(k),
+        )
+        for k in range(1, 8)
+    ),
+    Spec(
+        name="demo",
+        description=(
+            "Census-like demo table generated in code (no files needed): split 'train' "
+            f"= make_demo({DEMO_TRAIN_ROWS}, seed=0), 'test' = make_demo({DEMO_TEST_ROWS}, "
+            "seed=1)."
+        ),
+        default_split="train",
+        splits={"train": (), "test": ()},
+        schema=demo_schema,
+        generator=_demo_generator,
+    ),
+)

@@ -351,7 +351,7 @@ class Accountant:
 
 
 def pair_pld(event: PrivacyLossPairEvent, disc: float) -> PrivacyLossDistribution:
-    """PLD of a dominating pair (spec §5); see :class:`PrivacyLossPairEvent`."""
+    """PLD of a dominating pair (docs/math.md §5); see :class:`PrivacyLossPairEvent`."""
     from dp_accounting.pld import pld_pmf
     from dp_accounting.pld import privacy_loss_distribution as pld_lib
 

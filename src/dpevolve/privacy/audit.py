@@ -15,10 +15,17 @@ Two kinds of check, usable on any mechanism whose output you can observe:
   ``eps`` (:func:`hockey_stick`, :func:`gaussian_delta`); compare it to the claim.
 
 :func:`independent_epsilon` recomputes a ledger's epsilon from its recorded events
-without dpevolve's own accountant (closed forms and ``dp_accounting`` PLDs built here),
-so a ledger that reports less than its events cost is caught.
+without dpevolve's own accountant (closed forms, a zCDP conversion minimised here in
+mpmath, and ``dp_accounting`` PLDs built here), so a ledger that reports less than its
+events cost is caught.
 
-References: Balle & Wang (2018) for the exact Gaussian profile; Jagielski, Ullman &
+The releases draw the *discrete* Gaussian on a fine grid; its privacy is claimed through
+zCDP (Canonne, Kamath & Steinke 2020), not the continuous Gaussian's exact curve. The
+exact continuous profile (:func:`gaussian_epsilon` of the actual shift) still lies below
+that claim, and is the reference the empirical bounds are compared with.
+
+References: Balle & Wang (2018) for the exact Gaussian profile; Canonne, Kamath &
+Steinke (2020) for the discrete Gaussian and the zCDP conversion; Jagielski, Ullman &
 Oprea (2020) and Nasr et al. (2021) for auditing by lower bounds.
 """
 
@@ -35,6 +42,7 @@ from scipy import stats
 from dpevolve.errors import InputError
 
 __all__ = [
+    "cks_epsilon",
     "clopper_pearson",
     "eps_lower_bound",
     "exact_epsilon",
@@ -175,8 +183,58 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
     return hi
 
 
+def cks_epsilon(rho: float, delta: float) -> float:
+    """Epsilon at ``delta`` of a ``rho``-zCDP mechanism (Canonne, Kamath & Steinke 2020).
+
+    ``min_{alpha > 1} alpha rho + log(1 - 1/alpha) + (log(1/delta) - log alpha) / (alpha - 1)``,
+    minimised here in mpmath (50 digits) over ``alpha = 1 + e^t``: a coarse scan of
+    ``t`` brackets the minimum, then a golden-section search refines it. Every
+    ``alpha > 1`` gives a valid bound, so an imperfect minimum could only overstate
+    epsilon. dp_accounting's RDP conversion is this formula on a fixed grid of orders,
+    so for Gaussian releases it is never below this value.
+    """
+    if rho < 0 or not 0 < delta < 1:
+        raise InputError(f"need rho >= 0 and 0 < delta < 1, got rho={rho}, delta={delta}")
+    if rho == 0:
+        return 0.0
+    with mpmath.workdps(50):
+        r, log_inv_delta = mpmath.mpf(rho), -mpmath.log(mpmath.mpf(delta))
+
+        def objective(t: Any) -> Any:
+            alpha = 1 + mpmath.exp(t)
+            # log(1 - 1/alpha) = t - log(alpha), exact for alpha near 1.
+            return (
+                alpha * r + t - mpmath.log(alpha)
+                + (log_inv_delta - mpmath.log(alpha)) * mpmath.exp(-t)
+            )  # fmt: skip
+
+        grid = [mpmath.mpf(-40) + mpmath.mpf(i) / 20 for i in range(1601)]  # t in [-40, 40]
+        values = [objective(t) for t in grid]
+        i = min(range(len(values)), key=values.__getitem__)
+        lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
+        ratio = (mpmath.sqrt(5) - 1) / 2
+        a, b = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+        fa, fb = objective(a), objective(b)
+        for _ in range(150):
+            if fa <= fb:
+                hi, b, fb = b, a, fa
+                a = hi - ratio * (hi - lo)
+                fa = objective(a)
+            else:
+                lo, a, fa = a, b, fb
+                b = lo + ratio * (hi - lo)
+                fb = objective(b)
+        return float(max(min(fa, fb, values[i]), 0))
+
+
 def _field(event: Any, name: str) -> Any:
     return event[name] if isinstance(event, Mapping) else getattr(event, name)
+
+
+def _is_discrete(event: Any) -> bool:
+    if isinstance(event, Mapping):
+        return event.get("noise") == "discrete_gaussian"
+    return bool(getattr(event, "discrete", False))
 
 
 def _kind(event: Any) -> str:
@@ -193,13 +251,16 @@ def _kind(event: Any) -> str:
 def independent_epsilon(events: Sequence[Any], delta: float, disc: float = 1e-4) -> float:
     """Epsilon at ``delta`` of the composition of ``events``, recomputed independently.
 
-    Uses none of dpevolve's accounting code: Gaussian events compose in closed form
-    (``mu = sqrt(sum (S_i / sigma_i)^2)``, then :func:`gaussian_epsilon`); as soon as
-    another kind is present every event becomes a ``dp_accounting`` PLD built here
-    (Gaussian: ``from_gaussian_mechanism``; ``(eps, delta)``: ``from_privacy_parameters``;
-    a dominating pair: ``from_two_probability_mass_functions`` of each direction, the
-    larger epsilon of the two direction chains). Events are dpevolve event objects
-    (``ledger.events``); the pair's probability tables are read from them.
+    Uses none of dpevolve's accounting code. Gaussian events only: if any of them drew
+    the discrete Gaussian, they compose in zCDP (``rho = sum S_i^2 / (2 sigma_i^2)``,
+    valid for both kinds) converted by :func:`cks_epsilon`; if all are continuous, in
+    closed form (``mu = sqrt(sum (S_i / sigma_i)^2)``, then :func:`gaussian_epsilon`).
+    As soon as another kind is present every event becomes a ``dp_accounting`` PLD
+    built here (Gaussian: ``from_gaussian_mechanism``; ``(eps, delta)``:
+    ``from_privacy_parameters``; a dominating pair: ``from_two_probability_mass_functions``
+    of each direction, the larger epsilon of the two direction chains); a discrete
+    Gaussian has no claimed PLD and is refused there. Events are dpevolve event objects
+    (``ledger.events``) or their ``to_dict()`` forms (pairs: objects only).
     """
     from dp_accounting.pld import common
     from dp_accounting.pld import privacy_loss_distribution as pld_lib
@@ -207,8 +268,10 @@ def independent_epsilon(events: Sequence[Any], delta: float, disc: float = 1e-4)
     kinds = [_kind(e) for e in events]
     active = [(e, k) for e, k in zip(events, kinds, strict=True) if k != "zero_cost"]
     if all(k == "gaussian" for _, k in active):
-        mu = math.sqrt(sum((_field(e, "sensitivity") / _field(e, "sigma")) ** 2 for e, _ in active))
-        return gaussian_epsilon(mu, delta)
+        ratios = [_field(e, "sensitivity") / _field(e, "sigma") for e, _ in active]
+        if any(_is_discrete(e) for e, _ in active):
+            return cks_epsilon(sum(r * r for r in ratios) / 2.0, delta)
+        return gaussian_epsilon(math.sqrt(sum(r * r for r in ratios)), delta)
     chains: list[Any] = [None, None]  # forward and reverse direction of every pair
 
     def add(index: int, pld: Any) -> None:
@@ -219,6 +282,8 @@ def independent_epsilon(events: Sequence[Any], delta: float, disc: float = 1e-4)
             s, sigma = _field(event, "sensitivity"), _field(event, "sigma")
             if s == 0:
                 continue
+            if _is_discrete(event):
+                raise InputError("a discrete Gaussian event has no PLD to compose with pairs")
             pld = pld_lib.from_gaussian_mechanism(sigma / s, value_discretization_interval=disc)
             add(0, pld)
             add(1, pld)

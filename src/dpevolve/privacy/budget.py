@@ -25,7 +25,7 @@ def default_delta(n: int) -> float:
 
 @dataclass(frozen=True)
 class Budget:
-    """A privacy budget: ``(epsilon, delta)``-DP or ``rho``-zCDP (spec §4).
+    """A privacy budget: ``(epsilon, delta)``-DP or ``rho``-zCDP (docs/math.md §4).
 
     Parameters
     ----------

@@ -41,7 +41,7 @@ def log_gaussian_delta(mu: float, epsilon: float) -> float:
 
 
 def gaussian_delta(mu: float, epsilon: float) -> float:
-    """Hockey-stick divergence of the Gaussian mechanism (Balle & Wang 2018; spec §4).
+    """Hockey-stick divergence of the Gaussian mechanism (Balle & Wang 2018; docs/math.md §4).
 
     ``delta(eps) = Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu)``, for ``N(mu, 1)``
     vs ``N(0, 1)``, i.e. a Gaussian release with ``mu = S / sigma``. Computed as
@@ -133,7 +133,7 @@ def mu_for_epsilon(epsilon: float, delta: float) -> float:
 
 
 def epsilon_from_rho(rho: float, delta: float, method: ConversionMethod = "exact") -> float:
-    """Convert ``rho``-zCDP to ``(eps, delta)`` (spec §4), tightest last.
+    """Convert ``rho``-zCDP to ``(eps, delta)`` (docs/math.md §4), tightest last.
 
     * ``simple``: ``eps = rho + 2 sqrt(rho log(1/delta))`` (Bun & Steinke 2016).
     * ``cks``: ``eps = min_{alpha>1} alpha rho + log(1 - 1/alpha)
@@ -163,7 +163,7 @@ def epsilon_from_rho(rho: float, delta: float, method: ConversionMethod = "exact
 def rho_for_epsilon(epsilon: float, delta: float, method: ConversionMethod = "exact") -> float:
     """The largest ``rho`` whose conversion by ``method`` gives at most ``epsilon``.
 
-    Inverse of :func:`epsilon_from_rho` (spec §4): ``simple`` in closed form
+    Inverse of :func:`epsilon_from_rho` (docs/math.md §4): ``simple`` in closed form
     ``rho = (sqrt(log(1/delta) + eps) - sqrt(log(1/delta)))^2``; ``exact`` as
     ``mu^2 / 2`` with ``gaussian_delta(mu, eps) = delta``; ``cks`` by root finding,
     bracketed by the other two (simple <= cks <= exact in rho).

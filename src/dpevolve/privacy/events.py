@@ -34,7 +34,7 @@ MAX_PMF_EXCESS = 1e-6
 
 @dataclass(frozen=True)
 class GaussianEvent:
-    """One Gaussian release of a histogram (spec §4).
+    """One Gaussian release of a histogram (docs/math.md §4).
 
     Parameters
     ----------
@@ -183,14 +183,14 @@ def total_mass(log_pmf: Mapping[Hashable, float]) -> float:
 
 @dataclass(frozen=True)
 class PrivacyLossPairEvent:
-    """A release described by a dominating pair of discrete distributions (spec §5).
+    """A release described by a dominating pair of discrete distributions (docs/math.md §5).
 
     For every pair of neighbouring tables ``(D, D')`` the output distributions satisfy
     ``H_eps(M(D) || M(D')) <= max(H_eps(P || Q), H_eps(P' || Q'))`` for all ``eps``,
     with ``H_eps(P || Q) = sum_o [P(o) - e^eps Q(o)]_+`` the hockey-stick divergence;
     ``(P, Q)`` is (``log_pmf_upper``, ``log_pmf_lower``) and ``(P', Q')`` the reverse
     direction. For PubMix, ``P = Mult(m; a, b, rest)`` and ``Q = Mult(m; c, d, rest)``
-    (spec §5, ``h1``); the reverse direction is ``(Q, P)`` (``h2``).
+    (docs/math.md §5); the reverse direction is ``(Q, P)`` (``h2``).
 
     Parameters
     ----------

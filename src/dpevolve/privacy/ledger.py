@@ -42,6 +42,7 @@ SHAREABLE_KEYS = frozenset(
         "noise",
         "adjacency",
         "private_rows",
+        "fit_number",
         "budget",
         "preset",
         "schedule",

@@ -1,4 +1,4 @@
-"""PubMix: releasing samples of a public/private mixture, and its privacy (spec §5).
+"""PubMix: releasing samples of a public/private mixture, and its privacy (docs/math.md §5).
 
 ``P_syn = (1-beta) Pbar_prv + beta P_nse`` over d bins; only m i.i.d. samples of P_syn
 are released.

@@ -1,4 +1,4 @@
-"""Shared pieces of the worst-case pair of a PubMix release (spec §5).
+"""Shared pieces of the worst-case pair of a PubMix release (docs/math.md §5).
 
 With ``g = (1-beta)/n`` the pair is ``P = Mult(m; a, b, rest)``, ``Q = Mult(m; c, d, rest)``::
 

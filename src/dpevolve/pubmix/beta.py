@@ -1,4 +1,4 @@
-"""The smallest noise weight beta that makes a PubMix release (epsilon, delta)-DP (spec §5).
+"""The smallest noise weight beta that makes a PubMix release (epsilon, delta)-DP (docs/math.md §5).
 
 PubMix releases m i.i.d. samples of ``P_syn = (1-beta) Pbar_prv + beta P_nse`` over d bins.
 Under replace-one adjacency the worst case is a record alone in its bin, moving to an
@@ -89,7 +89,9 @@ def _hockey(
 
 
 def h1(beta: float, *, n: int, m: int, epsilon: float, z1: float, z2: float) -> float:
-    """Hockey-stick divergence of the worst-case pair, record moving out of bin z1 (spec §5).
+    """Hockey-stick divergence of the worst-case pair, record moving out of bin z1.
+
+    See docs/math.md §5.
 
     ``h1 = sum_{lam+mu<=m} m!/(lam! mu! (m-lam-mu)!) rest^(m-lam-mu)
     [a^lam b^mu - e^eps c^lam d^mu]_+`` with ``a = beta z1 + g``, ``b = beta z2``,
@@ -131,13 +133,13 @@ def _h1_unchecked(beta: float, n: int, m: int, epsilon: float, z1: float, z2: fl
 def h2(beta: float, *, n: int, m: int, epsilon: float, z1: float, z2: float) -> float:
     """``h2(beta; z1, z2) = h1(beta; z2, z1)``, the reverse direction ``H_eps(Q || P)``.
 
-    See :func:`h1` (spec §5).
+    See :func:`h1` (docs/math.md §5).
     """
     return h1(beta, n=n, m=m, epsilon=epsilon, z1=z2, z2=z1)
 
 
 def pubmix_delta(beta: float, n: int, m: int, epsilon: float, z1: float, z2: float) -> float:
-    """delta(eps) of one PubMix release at noise weight beta: ``max(h1, h2)`` (spec §5).
+    """delta(eps) of one PubMix release at noise weight beta: ``max(h1, h2)`` (docs/math.md §5).
 
     Parameters
     ----------
@@ -163,7 +165,7 @@ def _delta_unchecked(beta: float, n: int, m: int, epsilon: float, z1: float, z2:
 
 
 def h1_by_sum(beta: float, *, n: int, m: int, epsilon: float, z1: float, z2: float) -> float:
-    """h1 by an independent O(m) route: condition on ``s = lam + mu`` (spec §5).
+    """h1 by an independent O(m) route: condition on ``s = lam + mu`` (docs/math.md §5).
 
     ``a + b = c + d``, so ``s ~ Bin(m, a + b)`` under both P and Q, and given s,
     ``lam ~ Bin(s, a/(a+b))`` under P and ``Bin(s, c/(c+d))`` under Q.  The privacy loss
@@ -206,7 +208,7 @@ def h1_by_sum(beta: float, *, n: int, m: int, epsilon: float, z1: float, z2: flo
 
 
 def beta_min_zero_floor(n: int, m: int, delta: float) -> float:
-    """beta_min when the noise puts zero mass on the two bins (spec §5).
+    """beta_min when the noise puts zero mass on the two bins (docs/math.md §5).
 
     With ``z1 = z2 = 0``, ``h1 = 1 - (1 - g)^m`` for every eps, so
 
@@ -242,7 +244,7 @@ def beta_min(
     z1: float,
     z2: float | None = None,
 ) -> float:
-    """Smallest beta with ``max(h1, h2) <= delta`` (spec §5).
+    """Smallest beta with ``max(h1, h2) <= delta`` (docs/math.md §5).
 
     ``beta_min(z1, z2) = min {beta in [0, 1] : max(h1(beta; z1, z2), h2(beta; z1, z2)) <= delta}``,
     found by bisection (``max(h1, h2)`` is non-increasing in beta) to a bracket of 1e-12;

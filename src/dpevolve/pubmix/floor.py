@@ -1,4 +1,4 @@
-"""Floor raising of a public histogram (spec §5).
+"""Floor raising of a public histogram (docs/math.md §5).
 
 Raise every entry of the public histogram A (d bins, sums to 1) to a floor t in
 [0, 1/d]; the deficit
@@ -26,6 +26,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dpevolve.errors import InputError
+from dpevolve.pubmix.donors import (
+    FEASIBILITY_RTOL,
+    donors_by_bnb,
+    donors_by_count_dp,
+    donors_by_milp,
+)
 
 __all__ = [
     "FEASIBILITY_RTOL",
@@ -37,19 +43,9 @@ __all__ = [
     "water_fill",
 ]
 
-FEASIBILITY_RTOL = 1e-10
-"""Donors cover the deficit when ``sum_S (A_i - t) >= (1 - FEASIBILITY_RTOL) D(t)``.
-
-Relative, so that any positive deficit needs at least one donor, and wide enough that
-exact ties computed in floating point (spec §5's ``.02 - .01 >= .01``) count as covers."""
 
 # Sums of a probability vector are trusted to this absolute error.
 _SUM_TOL = 1e-9
-# The exact integer DP holds one bit-array of length ~N_pub per item bundle; above this
-# many cells, branch and bound on value classes is used instead.
-_DP_MAX_CELLS = 400_000_000
-# Branch-and-bound nodes (~1 s) before handing over to HiGHS.
-_BNB_MAX_NODES = 200_000
 # Largest smallest-count tried when recognising A as counts / N.
 _MAX_MIN_COUNT = 64
 
@@ -80,7 +76,7 @@ def _check_floor(t: float, d: int) -> float:
 
 
 def deficit(A: ArrayLike, t: float) -> float:
-    """Mass needed to raise A to the floor t: ``D(t) = sum_i (t - A_i)_+`` (spec §5)."""
+    """Mass needed to raise A to the floor t: ``D(t) = sum_i (t - A_i)_+`` (docs/math.md §5)."""
     arr = np.asarray(A, dtype=np.float64)
     return float(np.maximum(float(t) - arr, 0.0).sum())
 
@@ -93,7 +89,7 @@ def invariant_mass(A: ArrayLike, B: ArrayLike) -> float:
 
 
 def water_fill(A: ArrayLike, t: float) -> NDArray[np.float64]:
-    """Water-filling floor raising ``B_i = max(t, A_i - s)``, ``sum B = 1`` (spec §5).
+    """Water-filling floor raising ``B_i = max(t, A_i - s)``, ``sum B = 1`` (docs/math.md §5).
 
     B is the Euclidean projection of A onto ``{B >= t, sum B = 1}`` (KKT: ``B_i - A_i =
     nu_i - s`` with ``nu_i >= 0`` active only where ``B_i = t``).  With A sorted in
@@ -166,7 +162,7 @@ def max_invariance_fill(
     counts: ArrayLike | None = None,
     solver: Solver = "auto",
 ) -> NDArray[np.float64]:
-    """Maximum-invariance floor raising (MIFR) of A to the floor t (spec §5).
+    """Maximum-invariance floor raising (MIFR) of A to the floor t (docs/math.md §5).
 
     Entries below t are raised to t; donors S (see :func:`max_invariance_donors`) give
     ``D(t)`` in proportion to their spare capacity,
@@ -220,7 +216,7 @@ def max_invariance_donors(
     counts: ArrayLike | None = None,
     solver: Solver = "auto",
 ) -> DonorChoice:
-    """Solve the MIFR covering knapsack exactly (spec §5).
+    """Solve the MIFR covering knapsack exactly (docs/math.md §5).
 
     ``min_S sum_{i in S} A_i  subject to  sum_{i in S} (A_i - t) >= D(t)``, S among the
     entries with ``A_i > t``.  Neither smallest-first nor largest-first greedy is optimal.
@@ -282,13 +278,13 @@ def max_invariance_donors(
     if solver == "dp" and c is None:
         raise InputError("the exact integer DP for MIFR needs counts= (integer public counts)")
     if solver in ("auto", "dp") and c is not None:
-        chosen = _donors_by_count_dp(c, arr, t, need, cand, strict=solver == "dp")
+        chosen = donors_by_count_dp(c, arr, t, need, cand, strict=solver == "dp")
         used = "dp"
     if chosen is None and solver in ("auto", "bnb"):
-        chosen = _donors_by_bnb(arr, t, need, cand)
+        chosen = donors_by_bnb(arr, t, need, cand)
         used = "bnb"
     if chosen is None:
-        chosen = _donors_by_milp(arr, t, need, cand)
+        chosen = donors_by_milp(arr, t, need, cand)
         used = "milp"
     chosen = np.sort(chosen)
     return DonorChoice(
@@ -323,187 +319,3 @@ def _infer_counts(arr: NDArray[np.float64]) -> NDArray[np.int64] | None:
         if int(c.sum()) == total and float(np.max(np.abs(c / total - arr))) <= 1e-12:
             return c.astype(np.int64)
     return None
-
-
-def _greedy_cover(weights: NDArray[np.float64], need: float) -> int:
-    """Number of leading entries (weights sorted decreasingly) whose sum reaches ``need``."""
-    reach = np.cumsum(weights)
-    k = int(np.searchsorted(reach, need, side="left")) + 1
-    return min(k, weights.size)
-
-
-def _donors_by_count_dp(
-    c: NDArray[np.int64],
-    arr: NDArray[np.float64],
-    t: float,
-    need: float,
-    cand: NDArray[np.int64],
-    *,
-    strict: bool,
-) -> NDArray[np.int64] | None:
-    total = int(c.sum())
-    T = total * t
-    # In count units, with the same relative tolerance as in probability units.
-    need_c = total * need * (1.0 - FEASIBILITY_RTOL)
-    cc = c[cand]
-    values, mult = np.unique(cc, return_counts=True)
-    # Upper bound on the optimal count sum: the largest-first greedy cover.
-    order = np.sort(cc)[::-1]
-    k = _greedy_cover((order - T).astype(np.float64), need_c)
-    upper = int(order[:k].sum())
-    bundles: list[tuple[int, int, int]] = []  # (value, copies, class index)
-    for j, (v, n_v) in enumerate(zip(values.tolist(), mult.tolist(), strict=True)):
-        q = 1
-        left = n_v
-        while left > 0:
-            take = min(q, left)
-            bundles.append((v, take, j))
-            left -= take
-            q *= 2
-    if len(bundles) * (upper + 1) > _DP_MAX_CELLS:
-        if strict:
-            raise InputError(
-                f"the MIFR integer DP would need {len(bundles) * (upper + 1)} cells; "
-                "use solver='bnb' or 'milp'"
-            )
-        return None
-    big = np.iinfo(np.int64).max // 4
-    kmin = np.full(upper + 1, big, dtype=np.int64)
-    kmin[0] = 0
-    took = np.zeros((len(bundles), upper + 1), dtype=bool)
-    for b, (v, q, _) in enumerate(bundles):
-        w = v * q
-        if w > upper:
-            continue
-        cand_k = kmin[:-w] + q if w > 0 else kmin + q
-        better = cand_k < kmin[w:]
-        kmin[w:] = np.where(better, cand_k, kmin[w:])
-        took[b, w:] = better
-    s_grid = np.arange(upper + 1)
-    ok = (kmin < big) & (s_grid - T * kmin >= need_c)
-    hits = np.flatnonzero(ok)
-    if hits.size == 0:  # pragma: no cover - the greedy cover is feasible by construction
-        raise AssertionError("MIFR DP found no cover below the greedy bound")
-    s = int(hits[0])
-    per_class = np.zeros(values.size, dtype=np.int64)
-    for b in range(len(bundles) - 1, -1, -1):
-        if took[b, s]:
-            v, q, j = bundles[b]
-            per_class[j] += q
-            s -= v * q
-    picks = [cand[cc == values[j]][:x] for j, x in enumerate(per_class.tolist()) if x > 0]
-    return np.concatenate(picks) if picks else np.zeros(0, dtype=np.int64)
-
-
-def _donors_by_bnb(
-    arr: NDArray[np.float64],
-    t: float,
-    need: float,
-    cand: NDArray[np.int64],
-) -> NDArray[np.int64] | None:
-    values, mult = np.unique(arr[cand], return_counts=True)
-    values = values[::-1].copy()
-    mult = mult[::-1].copy()
-    w = values - t
-    n_cls = values.size
-    cap_prefix = np.concatenate([[0.0], np.cumsum(mult * w)])
-    cost_prefix = np.concatenate([[0.0], np.cumsum(mult * values)])
-    tol = FEASIBILITY_RTOL * need
-
-    def lp_bound(j: int, left: float) -> float:
-        """Fractional cover of ``left`` by classes j.. taken in decreasing value."""
-        target = cap_prefix[j] + left - tol
-        if target > cap_prefix[n_cls]:
-            return math.inf
-        jj = int(np.searchsorted(cap_prefix, target, side="left")) - 1
-        jj = max(jj, j)
-        covered = cap_prefix[jj] - cap_prefix[j]
-        return float(cost_prefix[jj] - cost_prefix[j]) + max(0.0, left - covered) * (
-            values[jj] / w[jj]
-        )
-
-    def x_max(j: int, left: float) -> int:
-        return int(min(mult[j], max(0, math.ceil((left - tol) / w[j]))))
-
-    # Incumbent: largest-first greedy.
-    best = math.inf
-    best_x: dict[int, int] = {}
-    left = need
-    greedy: dict[int, int] = {}
-    cost = 0.0
-    for j in range(n_cls):
-        x = x_max(j, left)
-        if x:
-            greedy[j] = x
-            left -= x * w[j]
-            cost += x * values[j]
-        if left <= tol:
-            best, best_x = cost, greedy
-            break
-
-    # Frames: [class j, deficit left, cost so far, next multiplicity to try (descending)].
-    frames: list[list[float]] = [[0, need, 0.0, x_max(0, need)]]
-    nodes = 0
-    while frames:
-        nodes += 1
-        if nodes > _BNB_MAX_NODES:
-            return None
-        frame = frames[-1]
-        j = int(frame[0])
-        left, cost, x = frame[1], frame[2], int(frame[3])
-        if x < 0:
-            frames.pop()
-            continue
-        frame[3] = x - 1
-        left2 = left - x * w[j]
-        cost2 = cost + x * values[j]
-        if left2 <= tol:
-            if cost2 < best:
-                best = cost2
-                best_x = {int(f[0]): int(f[3]) + 1 for f in frames}
-            continue
-        bound = cost2 + lp_bound(j + 1, left2) if j + 1 < n_cls else math.inf
-        if bound >= best:
-            # Fewer copies of class j only raise the bound: later classes cover a unit
-            # of capacity at a higher price than class j.
-            frames.pop()
-            continue
-        frames.append([j + 1, left2, cost2, x_max(j + 1, left2)])
-
-    picks = [cand[arr[cand] == values[j]][:x] for j, x in sorted(best_x.items()) if x > 0]
-    return np.concatenate(picks) if picks else np.zeros(0, dtype=np.int64)
-
-
-def _donors_by_milp(
-    arr: NDArray[np.float64],
-    t: float,
-    need: float,
-    cand: NDArray[np.int64],
-) -> NDArray[np.int64]:
-    from scipy.optimize import Bounds, LinearConstraint, milp
-
-    values, mult = np.unique(arr[cand], return_counts=True)
-    w = values - t
-    row = w / need
-    x = np.zeros(values.size, dtype=np.int64)
-    # HiGHS accepts rows violated by up to ~1e-7; asking for a margin above that makes the
-    # answer feasible in floating point, at the price of exactness on knife edges.
-    for margin in (1e-9, 1e-6):
-        res = milp(
-            c=values,
-            constraints=LinearConstraint(row[None, :], lb=1.0 + margin, ub=np.inf),
-            integrality=np.ones(values.size),
-            bounds=Bounds(np.zeros(values.size), mult.astype(np.float64)),
-            options={"mip_rel_gap": 0.0},
-        )
-        if res.x is None:
-            continue
-        x = np.round(res.x).astype(np.int64)
-        if float((x * w).sum()) >= need * (1.0 - FEASIBILITY_RTOL):
-            break
-    else:
-        # No margin is feasible only when the candidates' total spare capacity is within
-        # 1e-6 of D(t) (t at or next to 1/d): then all of them are needed.
-        x = mult.astype(np.int64)
-    picks = [cand[arr[cand] == values[j]][:k] for j, k in enumerate(x.tolist()) if k > 0]
-    return np.concatenate(picks) if picks else np.zeros(0, dtype=np.int64)

@@ -1,4 +1,4 @@
-"""The worst-case pair of output distributions of one PubMix release (spec §5).
+"""The worst-case pair of output distributions of one PubMix release (docs/math.md §5).
 
 For PLD accounting (composition over rounds) a PubMix release is dominated by the pair
 
@@ -81,7 +81,7 @@ def _outside(logpmf: np.ndarray, lo: int, hi: int) -> float:
 
 
 def worst_case_pair(n: int, m: int, beta: float, z1: float, z2: float) -> WorstCasePair:
-    """P = Mult(m; a, b, rest) and Q = Mult(m; c, d, rest) on (lam, mu), pruned (spec §5).
+    """P = Mult(m; a, b, rest) and Q = Mult(m; c, d, rest) on (lam, mu), pruned (docs/math.md §5).
 
     Cells outside the ranges where any of the four binomial marginals
     (lam: Bin(m, a), Bin(m, c); mu: Bin(m, b), Bin(m, d)) reaches 1e-30 are pruned, and
@@ -136,7 +136,7 @@ def worst_case_pld(
     *,
     value_discretization_interval: float = 1e-4,
 ) -> Any:
-    """Pessimistic, non-symmetric dp_accounting PLD of one PubMix release (spec §5).
+    """Pessimistic, non-symmetric dp_accounting PLD of one PubMix release (docs/math.md §5).
 
     ``get_delta_for_epsilon(eps)`` of the result lies between ``max(h1, h2)`` at eps and
     at ``eps - value_discretization_interval``; ``compose``/``self_compose`` give the

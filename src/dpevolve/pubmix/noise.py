@@ -1,4 +1,4 @@
-"""Choosing PubMix's noise distribution and sampling the release (spec §5).
+"""Choosing PubMix's noise distribution and sampling the release (docs/math.md §5).
 
 ``P_syn = (1-beta) Pbar_prv + beta P_nse``; only m i.i.d. samples of P_syn are released.
 
@@ -103,7 +103,7 @@ class FloorChoice:
 def floor_objective(
     A: ArrayLike, t: float, *, n: int, m: int, epsilon: float, delta: float, gamma: float
 ) -> float:
-    """``g(t) = beta_min(N1, N1) (gamma + D(t))``, ``N1 = max(t, min A)`` (spec §5).
+    """``g(t) = beta_min(N1, N1) (gamma + D(t))``, ``N1 = max(t, min A)`` (docs/math.md §5).
 
     The same for WF and MIFR: both give ``min P_nse = N1`` and ``TV(A, P_nse) = D(t)``.
     """
@@ -123,7 +123,7 @@ def choose_floor(
     *,
     counts: ArrayLike | None = None,
 ) -> FloorChoice:
-    """Pick the floor t in [0, 1/d] minimising g(t) and raise A to it (spec §5).
+    """Pick the floor t in [0, 1/d] minimising g(t) and raise A to it (docs/math.md §5).
 
     g need not be unimodal, so g is evaluated on 41 equally spaced points of [0, 1/d]
     and then refined with bounded Brent (``scipy.optimize.minimize_scalar``) on the two
@@ -267,7 +267,7 @@ def _check_noise_source(noise: object) -> None:
 
 @dataclass(frozen=True, eq=False)
 class LinMix:
-    """LinMix: uniform noise (spec §5).
+    """LinMix: uniform noise (docs/math.md §5).
 
     Attributes
     ----------
@@ -304,12 +304,12 @@ def gamma_from_folds(
     quantile: float = 0.95,
     rng: np.random.Generator,
 ) -> float:
-    """Spread of the public data: a quantile of pairwise TVs between k folds (spec §5).
+    """Spread of the public data: a quantile of pairwise TVs between k folds (docs/math.md §5).
 
     Split the public records at random into k folds, normalise each fold's histogram over
     the d cells, and return the ``quantile`` of the k(k-1)/2 pairwise total-variation
     distances.  This measures sampling spread inside the public data, not the
-    public-private shift (spec §5 notes it can badly underestimate the latter).
+    public-private shift (docs/math.md §5 notes it can badly underestimate the latter).
 
     Parameters
     ----------
@@ -370,7 +370,7 @@ def gamma_from_fold_counts(
 def pubmix_distribution(
     p_private: ArrayLike, p_noise: ArrayLike, beta: float
 ) -> NDArray[np.float64]:
-    """``P_syn = (1-beta) Pbar_prv + beta P_nse`` (spec §5)."""
+    """``P_syn = (1-beta) Pbar_prv + beta P_nse`` (docs/math.md §5)."""
     prv = as_histogram(p_private)
     nse = as_histogram(p_noise)
     if prv.shape != nse.shape:
@@ -390,7 +390,7 @@ def pubmix_sample(
     m: int,
     noise: NoiseSource,
 ) -> NDArray[np.int64]:
-    """The release: m i.i.d. bin indices from ``(1-beta) H / n + beta P_nse`` (spec §5).
+    """The release: m i.i.d. bin indices from ``(1-beta) H / n + beta P_nse`` (docs/math.md §5).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""PubMix on a discrete table: m DP samples over the product domain (spec §5).
+"""PubMix on a discrete table: m DP samples over the product domain (docs/math.md §5).
 
 The private and public tables become histograms over the product of their columns'
 cells (categorical values; numeric columns in 20 equal-width bins over the declared
@@ -122,7 +122,7 @@ def sample_discrete(
 
     ``gamma`` bounds ``TV(P_pub, P_prv)`` for the floor choice. By default it comes from
     public folds, which measure the spread inside the public data rather than the
-    public-private shift (spec §5). With ``gamma_epsilon`` it is instead estimated
+    public-private shift (docs/math.md §5). With ``gamma_epsilon`` it is instead estimated
     privately: ``TV(A, Pbar_prv)`` moves by at most ``1/n`` when one record changes, so
     ``TV + Laplace(1 / (n gamma_epsilon))`` is ``gamma_epsilon``-DP (discrete Laplace on
     the noise grid, its scale widened by the grid's and the float conversion's slack,

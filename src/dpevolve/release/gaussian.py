@@ -1,4 +1,4 @@
-"""Gaussian release (spec §4, §6): noisy histogram, clip below H, then select.
+"""Gaussian release (docs/math.md §4, §6): noisy histogram, clip below H, then select.
 
 ``H~ = H + N(0, sigma^2 I)`` with ``sigma = z * S`` for the vote's L2 sensitivity ``S``;
 the noise is a discrete Gaussian on a fine grid (:mod:`dpevolve.release.noise`). One
@@ -49,8 +49,11 @@ class GaussianRelease:
         noise: NoiseSource,
         sensitivity_of: Callable[[Records], float] | None = None,
         rounding_slack: float = 0.0,
+        postprocess: Callable[[np.ndarray, Records], np.ndarray] | None = None,
     ) -> None:
         self.sigma = float(sigma)
+        # Reads only the noisy histogram and the public population: post-processing.
+        self.postprocess = postprocess
         self.sensitivity_of = sensitivity_of
         self.sensitivity = float(sensitivity)
         self.threshold = float(threshold)
@@ -78,6 +81,8 @@ class GaussianRelease:
         if 0 < self.rounding_slack < self.noise.rounding_slack(histogram.size):
             raise AssertionError("rounding slack calibrated for a shorter histogram")
         noisy = self.noisy(histogram)
+        if self.postprocess is not None:
+            noisy = self.postprocess(noisy, population)
         clipped = np.where(noisy >= self.threshold, noisy, 0.0)
         clipped = np.maximum(clipped, 0.0)
         if mode == "rank":

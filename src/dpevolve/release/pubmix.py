@@ -1,11 +1,11 @@
-"""PubMix as PE's selection step (spec §5, §6).
+"""PubMix as PE's selection step (docs/math.md §5, §6).
 
 Each round the private hard votes over the ``d`` candidates give ``Pbar_prv = H / n``;
 public records vote over the same candidates to give ``A``; ``P_nse`` is ``A`` raised to
 a floor ``t``; the ``m`` parents are i.i.d. samples of
 ``P_syn = (1 - beta) Pbar_prv + beta P_nse``. Only the parents are released.
 
-Accounting (spec §5, "PubMix inside PE"):
+Accounting (docs/math.md §5):
 
 * ``basic``: every round gets ``(eps / T, delta / T)``; the floor and ``beta`` are chosen
   per round for that target. Each round is then ``(eps_r, delta_r)``-DP whatever the

@@ -1,13 +1,4 @@
-"""Vote sensitivity (spec §3): closed-form bounds and an exact search for audits.
-
-Closed forms, given the policy's reach ``r`` (see :mod:`dpevolve.core.policy`)::
-
-    soft:  ||v(x') - v(x)||_1 <= 2 tanh(r / (2 tau)),   ||.||_2 <= sqrt(2) tanh(r / (2 tau))
-    hard:  ||.||_1 <= 2,  ||.||_2 <= sqrt(2)            (0 when r = 0)
-
-The soft bound follows from the lemma ``||softmax(z) - softmax(z + e)||_1 <= 2 tanh(D / 4)``
-for logit shifts with spread ``max(e) - min(e) <= D = 2 r / tau``; it is attained by the
-population ``C = [x', x]`` of a protected edge carrying the reach.
+"""Exact vote sensitivity search for audits (docs/math.md §3); closed forms are in ``bounds``.
 
 The exact search computes, for a fixed (public) population ``C``::
 
@@ -15,7 +6,7 @@ The exact search computes, for a fixed (public) population ``C``::
 
 where ``x`` ranges over the full product domain (numeric columns on a grid: their integer
 values by default) or a supplied record set, and ``x'`` over the protected substitutions
-of ``x`` (spec §2). It is meant for audits on small or moderate domains; the population
+of ``x`` (docs/math.md §2). It is meant for audits on small or moderate domains; the population
 is public, so running it costs no privacy budget.
 
 Validity of an exact value as a *calibration* needs every record the private table can
@@ -35,56 +26,30 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from dpevolve.core.distance import Distance
 from dpevolve.core.policy import Policy, SecretGraph, Threshold
+from dpevolve.core.sensitivity.bounds import Norm, check_norm
+from dpevolve.core.sensitivity.domain import (
+    DEFAULT_MAX_DOMAIN,
+    Slot,
+    build_records,
+    domain_size,
+    domain_slots,
+    enumerate_domain,
+    raw_values,
+    replace_values,
+)
 from dpevolve.core.votes import SoftVote
 from dpevolve.data.encoding import Layout, Records
-from dpevolve.data.schema import Column, NumericColumn
+from dpevolve.data.schema import NumericColumn
 from dpevolve.errors import InputError
-
-Norm = Literal["l1", "l2"]
 
 # Floats per working block of the search: keeps memory near 32 MB whatever the domain.
 _BLOCK_CELLS = 1 << 22
-DEFAULT_MAX_DOMAIN = 1_000_000
-
-
-# ----------------------------------------------------------------- closed forms
-def _check_norm(norm: str) -> None:
-    if norm not in ("l1", "l2"):
-        raise InputError(f"norm must be l1 or l2, got {norm!r}")
-
-
-def _check_reach(reach: float) -> None:
-    if not (math.isfinite(reach) and reach >= 0):
-        raise InputError(f"reach must be a non-negative number, got {reach}")
-
-
-def soft_bound(reach: float, tau: float, norm: Norm = "l2") -> float:
-    """Soft-vote sensitivity bound (spec §3).
-
-    ``L1: 2 tanh(r / (2 tau))``; ``L2: sqrt(2) tanh(r / (2 tau))`` (the change sums to
-    zero, so ``||v||_2 <= ||v||_1 / sqrt(2)``). Tight for every ``r`` and ``tau``.
-    """
-    _check_norm(norm)
-    _check_reach(reach)
-    if not (math.isfinite(tau) and tau > 0):
-        raise InputError(f"temperature must be a positive number, got {tau}")
-    q = math.tanh(reach / (2.0 * tau))
-    return 2.0 * q if norm == "l1" else math.sqrt(2.0) * q
-
-
-def hard_bound(reach: float, norm: Norm = "l2") -> float:
-    """Hard-vote sensitivity bound: ``L1 = 2``, ``L2 = sqrt(2)``; 0 when ``r = 0`` (spec §3)."""
-    _check_norm(norm)
-    _check_reach(reach)
-    if reach == 0:
-        return 0.0
-    return 2.0 if norm == "l1" else math.sqrt(2.0)
 
 
 # ----------------------------------------------------------------- search result
@@ -177,107 +142,6 @@ class _HardScorer:
         return np.where(a != b, self.ceiling, 0.0)
 
 
-# ---------------------------------------------------------------------- domain
-def numeric_grid(column: NumericColumn, grids: Mapping[str, Sequence[float]] | None) -> np.ndarray:
-    """Raw grid values of a numeric column: the given grid, else its integers in [lo, hi]."""
-    if grids is not None and column.name in grids:
-        grid = np.unique(np.asarray(grids[column.name], dtype=np.float64))
-        if grid.size == 0:
-            raise InputError(f"grid for '{column.name}' is empty")
-        if grid[0] < column.lo or grid[-1] > column.hi:
-            raise InputError(
-                f"grid for '{column.name}' leaves the declared range [{column.lo:g}, {column.hi:g}]"
-            )
-        return grid
-    if not column.integer:
-        raise InputError(
-            f"column '{column.name}' is not integer: give a grid for it (grids={{name: values}})"
-        )
-    return np.arange(math.ceil(column.lo), math.floor(column.hi) + 1, dtype=np.float64)
-
-
-@dataclass(frozen=True)
-class _Slot:
-    """One column's place in :class:`Records` and its enumerated values."""
-
-    column: Column
-    numeric: bool
-    index: int  # column index inside Records.numeric or Records.codes
-    raw: np.ndarray  # values the secret graph compares (raw numbers, or codes)
-    encoded: np.ndarray  # the same values as stored in Records
-
-
-def _slots(
-    layout: Layout, grids: Mapping[str, Sequence[float]] | None, need: set[str] | None
-) -> list[_Slot]:
-    """Enumerated values of every column (``need``: only those; others get empty grids)."""
-    out: list[_Slot] = []
-    for j, num in enumerate(layout.numeric):
-        if need is None or num.name in need:
-            raw = numeric_grid(num, grids)
-            out.append(_Slot(num, True, j, raw, (raw - num.lo) / num.range))
-        else:
-            out.append(_Slot(num, True, j, np.empty(0), np.empty(0)))
-    for j, cat in enumerate(layout.categorical):
-        codes = np.arange(len(cat.values))
-        out.append(_Slot(cat, False, j, codes, codes.astype(np.int32)))
-    if grids is not None:
-        names = {slot.column.name for slot in out}
-        unknown = sorted(set(grids) - names)
-        if unknown:
-            raise InputError(f"grid names unknown column '{unknown[0]}'")
-    return out
-
-
-def _build(slots: Sequence[_Slot], layout: Layout, coords: np.ndarray) -> Records:
-    """Records from value indices ``coords`` (n, K) into each slot's enumeration."""
-    n = coords.shape[0]
-    numeric = np.empty((n, len(layout.numeric)), dtype=np.float64)
-    codes = np.empty((n, len(layout.categorical)), dtype=np.int32)
-    for k, slot in enumerate(slots):
-        target = numeric if slot.numeric else codes
-        target[:, slot.index] = slot.encoded[coords[:, k]]
-    return Records(numeric, codes)
-
-
-def _domain_size(slots: Sequence[_Slot], max_domain: int) -> int:
-    size = math.prod(len(s.raw) for s in slots)
-    if size > max_domain:
-        raise InputError(
-            f"the full domain has {size} records (more than max_domain={max_domain}); "
-            "pass records=..., coarser grids, or raise max_domain"
-        )
-    return size
-
-
-def enumerate_domain(
-    layout: Layout,
-    grids: Mapping[str, Sequence[float]] | None = None,
-    max_domain: int = DEFAULT_MAX_DOMAIN,
-) -> Records:
-    """Every record of the product domain (numeric columns on their grids), in C order."""
-    slots = _slots(layout, grids, None)
-    size = _domain_size(slots, max_domain)
-    coords = np.stack(np.unravel_index(np.arange(size), [len(s.raw) for s in slots]), axis=1)
-    return _build(slots, layout, coords)
-
-
-def _raw_values(slot: _Slot, records: Records) -> np.ndarray:
-    if slot.numeric:
-        col = slot.column
-        assert isinstance(col, NumericColumn)
-        return np.asarray(col.lo + records.numeric[:, slot.index] * col.range)
-    return np.asarray(records.codes[:, slot.index])
-
-
-def _replace(records: Records, slot: _Slot, rows: np.ndarray, values_at: np.ndarray) -> Records:
-    """Records ``rows`` with ``slot`` set to its enumerated values ``values_at`` (pairwise)."""
-    numeric, codes = records.numeric[rows], records.codes[rows]
-    target = numeric if slot.numeric else codes
-    target[:, slot.index] = slot.encoded[values_at]
-    return Records(numeric, codes)
-
-
 # ---------------------------------------------------------------------- search
 class _Best:
     """Running maximum over edges, keeping how to rebuild the worst pair lazily."""
@@ -311,7 +175,7 @@ def _edge_groups(ia: np.ndarray, ib: np.ndarray) -> list[tuple[np.ndarray, np.nd
 
 
 def _search_fibers(
-    slots: Sequence[_Slot],
+    slots: Sequence[Slot],
     layout: Layout,
     s: int,
     graph: SecretGraph,
@@ -344,7 +208,7 @@ def _search_fibers(
         coords = np.insert(
             np.repeat(other, g, axis=0), s, np.tile(np.arange(g), stop - start), axis=1
         )
-        points = _build(slots, layout, coords)
+        points = build_records(slots, layout, coords)
         feats = scorer.features(distance.pairwise(points, population).reshape(stop - start, g, m))
         values = np.concatenate(
             [
@@ -364,8 +228,8 @@ def _search_fibers(
         def make(f: int = f, e: int = e, coords: np.ndarray = coords) -> tuple[Records, Records]:
             rows = coords[f * g : (f + 1) * g]
             return (
-                _build(slots, layout, rows[ia[e] : ia[e] + 1]),
-                _build(slots, layout, rows[ib[e] : ib[e] + 1]),
+                build_records(slots, layout, rows[ia[e] : ia[e] + 1]),
+                build_records(slots, layout, rows[ib[e] : ib[e] + 1]),
             )
 
         best.offer(float(values.flat[flat]), slot.column.name, make)
@@ -374,7 +238,7 @@ def _search_fibers(
 
 
 def _search_records(
-    slots: Sequence[_Slot],
+    slots: Sequence[Slot],
     s: int,
     graph: SecretGraph,
     distance: Distance,
@@ -393,13 +257,11 @@ def _search_records(
     chunk = max(1, _BLOCK_CELLS // (g * max(m, 1)))
     for start in range(0, len(records), chunk):
         block = records.take(slice(start, start + chunk))
-        rows, values_at = np.nonzero(
-            graph.adjacent(slot.column, _raw_values(slot, block), slot.raw)
-        )
+        rows, values_at = np.nonzero(graph.adjacent(slot.column, raw_values(slot, block), slot.raw))
         if rows.size == 0:
             continue
         here = scorer.features(distance.pairwise(block, population))
-        moved = _replace(block, slot, rows, values_at)
+        moved = replace_values(block, slot, rows, values_at)
         there = scorer.features(distance.pairwise(moved, population))
         values = scorer.compare(here[rows], there)
         best.edges += int(rows.size)
@@ -416,7 +278,7 @@ def _search_records(
 
 
 def _search_participation(
-    slots: Sequence[_Slot],
+    slots: Sequence[Slot],
     layout: Layout,
     distance: Distance,
     population: Records,
@@ -478,16 +340,16 @@ def _exact(
     protected = list(policy.columns(layout))  # validates the policy against the columns
     best = _Best()
     if policy.participation:
-        slots = _slots(layout, grids, None)
+        slots = domain_slots(layout, grids, None)
         _search_participation(
             slots, layout, distance, population, records, max_domain, scorer, best
         )
     elif protected:
         need = None if records is None else {name for name, _, _ in protected}
-        slots = _slots(layout, grids, need)
+        slots = domain_slots(layout, grids, need)
         position = {slot.column.name: k for k, slot in enumerate(slots)}
         if records is None:
-            _domain_size(slots, max_domain)
+            domain_size(slots, max_domain)
         for name, _, graph in protected:
             if records is None:
                 _search_fibers(
@@ -523,7 +385,7 @@ def exact_soft_sensitivity(
 ) -> SearchResult:
     """Exact soft-vote sensitivity for a fixed population, by search over protected edges.
 
-    ``S = max_{x, x' ~ x} ||softmax(-d(x', C) / tau) - softmax(-d(x, C) / tau)||`` (spec §3),
+    ``S = max_{x, x' ~ x} ||softmax(-d(x', C) / tau) - softmax(-d(x, C) / tau)||``,
     with ``x`` over the full product domain (``records=None``; numeric columns on
     ``grids``, default their integers) or over ``records``, and ``x'`` over the protected
     neighbours of ``x`` (numeric threshold neighbours: grid values ``b`` with
@@ -542,7 +404,7 @@ def exact_soft_sensitivity(
     max_domain
         Refuse to enumerate a larger product domain.
     """
-    _check_norm(norm)
+    check_norm(norm)
     return _exact(
         policy, distance, population, records, grids, max_domain,
         _SoftScorer(tau, norm), "soft", norm,
@@ -565,7 +427,7 @@ def exact_hard_sensitivity(
     Same domain and neighbour rules as :func:`exact_soft_sensitivity`; the search stops
     at the first edge that changes the argmin.
     """
-    _check_norm(norm)
+    check_norm(norm)
     return _exact(
         policy, distance, population, records, grids, max_domain,
         _HardScorer(norm), "hard", norm,
@@ -583,7 +445,7 @@ def per_round_hard_sensitivity(
 ) -> float:
     """Hard-vote L2 sensitivity for this round's population, for exact per-round calibration.
 
-    The population is public, so the search costs no budget (spec §3). ``domain`` must
+    The population is public, so the search costs no budget (docs/math.md §3). ``domain`` must
     hold every record the private table could contain (default: the full product
     domain); a sample of records does not give a valid sensitivity.
     """
@@ -594,7 +456,7 @@ def reach_edge(policy: Policy, distance: Distance, attribute: str) -> tuple[Reco
     """``(x, x')`` one-row records of an edge of ``attribute`` carrying its reach.
 
     With population ``C = [x', x]`` the soft vote's change along this edge equals the
-    closed-form bound exactly (spec §3, tightness). Other columns sit at their first
+    closed-form bound exactly (docs/math.md §3). Other columns sit at their first
     value (numeric: lo).
     """
     layout = distance.layout
@@ -622,14 +484,9 @@ def reach_edge(policy: Policy, distance: Distance, attribute: str) -> tuple[Reco
 
 
 __all__ = [
-    "DEFAULT_MAX_DOMAIN",
     "SearchResult",
-    "enumerate_domain",
     "exact_hard_sensitivity",
     "exact_soft_sensitivity",
-    "hard_bound",
-    "numeric_grid",
     "per_round_hard_sensitivity",
     "reach_edge",
-    "soft_bound",
 ]

@@ -1,0 +1,87 @@
+"""What a Dask worker runs for :class:`~dpevolve.backends.dask.DaskBackend`.
+
+Functions here are shipped to the workers by name: they vote on the partitions a
+worker holds and validate and encode the partitions it reads. Nothing here adds noise;
+the driver sums the partial histograms and the release adds noise once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from dpevolve.backends.base import Backend
+from dpevolve.backends.local import LocalBackend
+from dpevolve.core.distance import Distance
+from dpevolve.core.votes import Vote
+from dpevolve.data.encoding import Records
+from dpevolve.data.schema import Schema
+from dpevolve.data.streaming import (
+    BatchTally,
+    encode_batch,
+    encode_clean,
+)
+from dpevolve.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+__all__ = ["load_partition", "partial_vote", "records_of", "tally_of", "worker_kernel"]
+
+
+# ----------------------------------------------------------------- on the workers
+def worker_kernel(inner: Backend | str) -> Backend:
+    """The backend a worker votes with (resolved there: a compiled kernel may not pickle)."""
+    if not isinstance(inner, str):
+        return inner
+    if inner in ("fused", "auto"):
+        try:
+            from dpevolve.backends.fused import FusedBackend, fused_available
+
+            if fused_available():
+                # As many numba threads as the worker has task threads: numba's default
+                # (every core) would oversubscribe a machine running several workers.
+                return FusedBackend(threads=worker_threads())
+        except ImportError:
+            pass
+        if inner == "fused":
+            raise InputError("the fused kernel is not available on this worker (install numba)")
+    return LocalBackend()
+
+
+def worker_threads() -> int | None:
+    try:
+        from distributed import get_worker
+
+        return int(get_worker().state.nthreads)
+    except (ImportError, ValueError, AttributeError):
+        return None  # not on a worker (the driver checking availability)
+
+
+def partial_vote(
+    part: Records, payload: tuple[Records, Distance, Vote], inner: Backend | str
+) -> np.ndarray:
+    population, distance, vote = payload
+    return worker_kernel(inner).vote(part, population, distance, vote)
+
+
+def load_partition(
+    frame: pd.DataFrame, schema: Schema, on_invalid: str, what: str
+) -> tuple[Records, BatchTally]:
+    import pyarrow as pa
+
+    # Dask hands over Arrow-backed columns: the clean-batch path skips Python strings.
+    records = encode_clean(pa.Table.from_pandas(frame, preserve_index=False), schema)
+    if records is not None:
+        return records, BatchTally(len(records), len(records))
+    return encode_batch(frame, schema, on_invalid, what)  # type: ignore[arg-type]
+
+
+def records_of(loaded: tuple[Records, BatchTally]) -> Records:
+    return loaded[0]
+
+
+def tally_of(loaded: tuple[Records, BatchTally]) -> BatchTally:
+    return loaded[1]

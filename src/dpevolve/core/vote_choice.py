@@ -1,0 +1,196 @@
+"""``vote="auto"``: choose hard or a soft configuration on public data alone.
+
+Each *arm* is a vote configuration: the hard vote, or a soft vote at a temperature,
+with the distance sharpened on unprotected attributes (:mod:`dpevolve.core.sharpen`)
+and optionally debiased after release (:mod:`dpevolve.core.debias`). The public pilot
+runs the synthesizer on public data standing in for the private table, at the private
+run's noise-to-signal ratio (see :mod:`dpevolve.core.pilot`), once per arm and seed, and
+picks the arm with the lowest mean pilot error. Nothing here reads private records, so
+the choice costs no private budget.
+"""
+
+from __future__ import annotations
+
+import statistics
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpevolve.data.schema import Schema
+from dpevolve.errors import InputError
+from dpevolve.privacy import Budget, calibrate_gaussian
+
+# Seed of the split of the public table into a stand-in private half and a seed half.
+_SPLIT_SEED = 12345
+
+
+@dataclass(frozen=True)
+class VoteArm:
+    """One vote configuration the pilot can choose.
+
+    ``sharpen`` multiplies the Gower weights of unprotected attributes (1: off);
+    ``debias`` is the number of Richardson-Lucy steps after release (0: off).
+    """
+
+    vote: str
+    temperature: float | None = None
+    sharpen: float = 1.0
+    debias: int = 0
+
+    def __post_init__(self) -> None:
+        if self.vote not in ("hard", "soft"):
+            raise InputError(f"an arm's vote is hard or soft, got '{self.vote}'")
+        if (self.vote == "soft") != (self.temperature is not None):
+            raise InputError("a soft arm needs a temperature and a hard arm none")
+
+    @property
+    def label(self) -> str:
+        if self.vote == "hard":
+            return "hard"
+        text = f"soft tau={self.temperature:g}"
+        if self.sharpen != 1.0:
+            text += f" sharpen={self.sharpen:g}"
+        if self.debias:
+            text += f" debias={self.debias}"
+        return text
+
+    def options(self) -> dict[str, Any]:
+        """Synthesizer keyword arguments for this arm."""
+        return {
+            "vote": self.vote,
+            "temperature": self.temperature,
+            "sharpen": self.sharpen,
+            "debias": self.debias,
+        }
+
+
+def default_arms(policy: Any) -> tuple[VoteArm, ...]:
+    """Hard, and soft at tau in {0.015, 0.03, 0.06}; sharpened (x10) under a Blowfish
+    policy without participation, where sharpening leaves the reach unchanged."""
+    sharpen = 10.0 if policy is not None and not policy.participation else 1.0
+    soft = [VoteArm("soft", tau, sharpen=sharpen) for tau in (0.015, 0.03, 0.06)]
+    return (VoteArm("hard"), *soft)
+
+
+@dataclass(frozen=True)
+class VoteChoice:
+    """The pilot's mean error per arm and the chosen arm."""
+
+    errors: dict[VoteArm, float]
+    noise_scale: float
+    seeds: tuple[int, ...]
+    per_seed: dict[str, list[float]] = field(default_factory=dict)
+
+    @property
+    def chosen(self) -> VoteArm:
+        return min(self.errors, key=lambda arm: self.errors[arm])
+
+    @property
+    def hard_error(self) -> float | None:
+        return next((e for a, e in self.errors.items() if a.vote == "hard"), None)
+
+    def reason(self) -> str:
+        """One line: which vote, and the pilot errors that decided it."""
+        chosen, best = self.chosen, self.errors[self.chosen]
+        runner = (
+            min((e, a.label) for a, e in self.errors.items() if a != chosen)
+            if len(self.errors) > 1
+            else None
+        )
+        text = f"vote auto: chose {chosen.label} (public pilot error {best:.4f}"
+        if runner is not None:
+            text += f"; next best {runner[1]} {runner[0]:.4f}"
+        return text + "; no private budget spent)"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "chosen": self.chosen.options(),
+            "reason": self.reason(),
+            "errors": {a.label: e for a, e in self.errors.items()},
+            "noise_scale": self.noise_scale,
+            "seeds": list(self.seeds),
+            "per_seed": self.per_seed,
+            "private_budget_spent": 0.0,
+        }
+
+
+def choose_vote(
+    schema: Schema,
+    public: pd.DataFrame,
+    n_private: int,
+    budget: Budget,
+    *,
+    arms: Sequence[VoteArm] | None = None,
+    seeds: Sequence[int] = (0, 1),
+    public_init: bool = True,
+    **synth_options: Any,
+) -> VoteChoice:
+    """Run every arm on public data at the private run's noise-to-signal ratio.
+
+    Parameters
+    ----------
+    schema, public
+        The schema and the public table.
+    n_private
+        The private row count (public under replace-one adjacency).
+    budget
+        The private run's budget.
+    arms
+        Candidate configurations; default :func:`default_arms` of the policy.
+    public_init
+        Whether the private run seeds its population from public data; the pilot then
+        splits the public table into a stand-in private half and a seed half.
+    synth_options
+        Passed to every pilot :class:`~dpevolve.synthesizer.Synthesizer` (preset,
+        policy, rounds, backend...).
+    """
+    from dpevolve.core.pilot import pilot_error
+    from dpevolve.presets import get_preset
+    from dpevolve.synthesizer import Synthesizer
+
+    frame, _ = schema.validate(public, on_invalid="error", what="public table")
+    seed_pool = None
+    if public_init:
+        order = np.random.default_rng(_SPLIT_SEED).permutation(len(frame))
+        half = len(frame) // 2
+        seed_pool, frame = frame.iloc[order[:half]], frame.iloc[order[half:]]
+    if len(frame) < 2:
+        raise InputError("the pilot needs a public table of at least 4 rows")
+    policy = synth_options.get("policy")
+    chosen_arms = tuple(arms) if arms is not None else default_arms(policy)
+    if not chosen_arms:
+        raise InputError("the pilot needs at least one arm")
+    preset = get_preset(synth_options.get("preset", "tabpe")).with_overrides(
+        synth_options.get("population_size"), synth_options.get("rounds")
+    )
+    rounds = preset.schedule.rounds
+    multiplier = calibrate_gaussian(rounds, budget)
+    noise_scale = len(frame) / n_private
+    # The same noise per record: z_pub = z * N_pub / n, i.e. rho_pub = T / (2 z_pub^2).
+    pilot_rho = rounds / (2.0 * (multiplier * noise_scale) ** 2)
+    options = {
+        k: v
+        for k, v in synth_options.items()
+        if k not in ("vote", "temperature", "sharpen", "debias", "epsilon", "delta", "rho")
+    }
+
+    def error(arm: VoteArm, seed: int) -> float:
+        model = Synthesizer(
+            schema, rho=pilot_rho, public=seed_pool, random_state=seed, **arm.options(), **options
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # policy floors are said once, by the private run
+            model.fit(frame)
+        return pilot_error(frame, model.synthetic_, schema)
+
+    per_seed = {arm.label: [error(arm, s) for s in seeds] for arm in chosen_arms}
+    return VoteChoice(
+        errors={arm: statistics.fmean(per_seed[arm.label]) for arm in chosen_arms},
+        noise_scale=noise_scale,
+        seeds=tuple(seeds),
+        per_seed=per_seed,
+    )
