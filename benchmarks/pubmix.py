@@ -119,6 +119,7 @@ def nist() -> dict[str, Any]:
         "domain": domain,
         "n": len(prv.frame),
         "p_private": counts / counts.sum(),
+        "counts": counts,
         "public": {},
     }
     for name in PUBLICS:
@@ -143,6 +144,7 @@ def tv_task(public: str, epsilon: float, m: int, seed: int) -> list[dict[str, An
     from dpevolve.privacy import Budget
     from dpevolve.pubmix import deficit, max_invariance_fill, pubmix_sample, water_fill
     from dpevolve.release.discrete import sample_discrete
+    from dpevolve.release.noise import SeededNoise
 
     data = nist()
     domain, n, p_prv = data["domain"], data["n"], data["p_private"]
@@ -177,6 +179,7 @@ def tv_task(public: str, epsilon: float, m: int, seed: int) -> list[dict[str, An
             m,
             budget,
             random_state=random_state,
+            noise_seed=random_state,  # research reproduction: rerunning gives the same rows
             **kwargs,
         )
         seconds = time.perf_counter() - start
@@ -205,7 +208,7 @@ def tv_task(public: str, epsilon: float, m: int, seed: int) -> list[dict[str, An
     # g = beta (gamma + D(t)), leaves on the table when its bound gamma + D(t) is loose.
     start = time.perf_counter()
     t, beta, p_nse, mix = oracle_floor(pub["p"], p_prv, n, m, epsilon, 1.0 / n)
-    cells = pubmix_sample(p_prv, p_nse, beta, m, rng)
+    cells = pubmix_sample(data["counts"], p_nse, beta, m, SeededNoise(int(rng.integers(2**31))))
     hist = domain.counts(domain.decode(cells, rng)) / m
     rows.append(
         {

@@ -352,7 +352,6 @@ class Synthesizer(EstimatorParams):
             backend,
             public,
             n,
-            rng,
             invalid.exact(self._exact_sensitivity(vote, policy, distance, backend)),
             debias,
         )
@@ -481,7 +480,6 @@ class Synthesizer(EstimatorParams):
         backend: Backend,
         public: Records | None,
         n: int,
-        rng: np.random.Generator,
         sensitivity_of: Callable[[Records], float] | None = None,
         debias: int = 0,
     ) -> tuple[Release, dict[str, Any]]:

@@ -124,9 +124,11 @@ def sample_discrete(
     public folds, which measure the spread inside the public data rather than the
     public-private shift (docs/math.md §5). With ``gamma_epsilon`` it is instead estimated
     privately: ``TV(A, Pbar_prv)`` moves by at most ``1/n`` when one record changes, so
-    ``TV + Laplace(1 / (n gamma_epsilon))`` is ``gamma_epsilon``-DP; that share is taken
-    from ``epsilon`` and recorded in the ledger. With ``floor_epsilon`` the floor itself
-    is chosen privately, by the mixture's actual distance from the private histogram
+    ``TV + Laplace(1 / (n gamma_epsilon))`` is ``gamma_epsilon``-DP (discrete Laplace on
+    the noise grid, its scale widened by the grid's and the float conversion's slack,
+    below ``1e-9``); that share is taken from ``epsilon`` and recorded in the ledger.
+    With ``floor_epsilon`` the floor itself is chosen privately, by the mixture's actual
+    distance from the private histogram
     (:func:`~dpevolve.pubmix.noise.choose_floor_privately`), and gamma is not needed.
 
     ``random_state`` seeds only public and post-processing randomness. The privacy
