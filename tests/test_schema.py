@@ -133,3 +133,21 @@ def test_integer_coded_categories_match_floats_and_strings() -> None:
         frame, _ = schema.validate(pd.DataFrame({"v": column}))
         assert frame["v"].tolist() == ["1", "2", "3"]
     assert decode(encode(frame, schema), schema)["v"].tolist() == [1, 2, 3]
+
+
+def test_names_moved_out_of_schema_and_streaming_keep_their_old_import_paths() -> None:
+    # schema.py and streaming.py were split by concept; users' imports must not break.
+    import dpevolve.data.batches as batches
+    import dpevolve.data.columns as columns
+    import dpevolve.data.schema as schema
+    import dpevolve.data.streaming as streaming
+    import dpevolve.data.validation as validation
+
+    for name in columns.__all__:
+        assert getattr(schema, name) is getattr(columns, name)
+    for name in ("ValidationReport", "CellProblem"):
+        assert getattr(schema, name) is getattr(validation, name)
+    for name in batches.__all__:
+        assert getattr(streaming, name) is getattr(batches, name)
+    assert streaming.check_columns is validation.check_columns
+    assert set(streaming.__all__) >= {"StreamedTable", "TableStream", "fit_file", "Tally"}

@@ -11,14 +11,13 @@ in-memory table (:class:`FrameSource`), a file read in bounded batches
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import pandas as pd
 
 from dpevolve.data.encoding import Records, encode
-from dpevolve.data.schema import Schema, ValidationReport
-
-OnInvalid = Literal["error", "drop", "clip"]
+from dpevolve.data.schema import Schema
+from dpevolve.data.validation import OnInvalid, ValidationReport
 
 
 @runtime_checkable

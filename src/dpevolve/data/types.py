@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpevolve.data.schema import NumericColumn
+from dpevolve.data.columns import NumericColumn
 from dpevolve.errors import InputError
 
 #: Seconds in one unit of each kind.

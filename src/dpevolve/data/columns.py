@@ -1,0 +1,256 @@
+"""Column types: the declared domain of one column (docs/math.md §1).
+
+A numeric column carries a declared range ``[lo, hi]`` (so ``R_k = hi - lo`` never
+comes from private data); a categorical column a declared list of values and,
+optionally, a :class:`Hierarchy` tree over them. Each may carry an explicit Gower
+weight ``w_k``. Dates are numeric columns in disguise (:mod:`dpevolve.data.types`);
+the collection of columns is a :class:`~dpevolve.data.schema.Schema`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpevolve.data.messages import plain_cell
+from dpevolve.errors import InputError
+
+Scalar = str | int | float | bool
+
+#: The reserved category a ``nullable`` categorical column gives to missing cells. It is
+#: appended to the declared values (so it is one more domain value everywhere: encoding,
+#: distance, variation, votes) and decodes back to a missing cell.
+MISSING = "(missing)"
+
+
+@dataclass(frozen=True)
+class NumericColumn:
+    """A numeric column on the declared range ``[lo, hi]``; ``d_k(a, b) = |a - b| / (hi - lo)``.
+
+    An ``integer`` column holds whole numbers only: a cell like ``30.5`` is invalid, never
+    rounded (rounding is not a contraction: it can push two values within a policy's
+    threshold further apart than the noise was calibrated for).
+    """
+
+    name: str
+    lo: float
+    hi: float
+    integer: bool = False
+    weight: float | None = None
+    nullable: bool = False
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.lo) and math.isfinite(self.hi)):
+            raise InputError(f"column '{self.name}': lo and hi must be finite numbers")
+        if not self.hi > self.lo:
+            raise InputError(
+                f"column '{self.name}': hi must be greater than lo, got [{self.lo}, {self.hi}]"
+            )
+        if self.integer and math.ceil(self.lo) > math.floor(self.hi):
+            raise InputError(
+                f"column '{self.name}': an integer column needs a whole number in "
+                f"[{self.lo}, {self.hi}]"
+            )
+        _check_weight(self.name, self.weight)
+
+    @property
+    def whole_range(self) -> tuple[float, float]:
+        """Where ``clip`` puts out-of-range cells: ``[lo, hi]``, shrunk to whole numbers
+        for an integer column (so a clipped cell is always valid)."""
+        if self.integer:
+            return float(math.ceil(self.lo)), float(math.floor(self.hi))
+        return self.lo, self.hi
+
+    @property
+    def range(self) -> float:
+        """The declared range ``R_k = hi - lo``."""
+        return self.hi - self.lo
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": "numeric",
+            "lo": plain_cell(self.lo),
+            "hi": plain_cell(self.hi),
+        }
+        if self.integer:
+            out["integer"] = True
+        if self.weight is not None:
+            out["weight"] = self.weight
+        if self.nullable:
+            out["nullable"] = True
+        return out
+
+    def parse(self, values: pd.Series) -> np.ndarray:
+        """Table cells as float64 numbers on the declared scale (NaN: not a number)."""
+        return pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
+
+    def format(self, numbers: np.ndarray) -> Any:
+        """Decoded numbers (clipped, NaN for missing) as the column's table values."""
+        if self.integer:
+            rounded = np.round(numbers)
+            if self.nullable:
+                return pd.array(rounded, dtype="Int64")  # NaN -> <NA>, not garbage
+            return rounded.astype(np.int64)
+        return numbers
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    """A tree over a categorical column's values (the leaves).
+
+    ``treepath(a, b)`` counts the edges between two leaves through their lowest common
+    ancestor; ``d_k(a, b) = treepath(a, b) / maxpath`` with ``maxpath`` the largest
+    treepath between two leaves (docs/math.md §1). A two-level tree gives siblings 0.5 and
+    cousins 1.
+
+    Parameters
+    ----------
+    parent
+        Maps every node but the (implicit) root to its parent; leaves are the values.
+    """
+
+    parent: Mapping[str, str]
+    spec: Any = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def from_nested(cls, column: str, tree: Any, values: Sequence[str]) -> Hierarchy:
+        """Build from the YAML form: ``{inner: [leaf, ...] | {inner: ...}}``."""
+        parent: dict[str, str] = {}
+        root = "\x00root"
+
+        def walk(node: str, children: Any) -> None:
+            if isinstance(children, Mapping):
+                items: Iterable[tuple[str, Any]] = children.items()
+            elif isinstance(children, list):
+                items = ((str(c), None) for c in children)
+            else:
+                raise InputError(
+                    f"column '{column}': hierarchy nodes must map to a list or a mapping"
+                )
+            for child, grandchildren in items:
+                child = str(child)
+                if child in parent:
+                    raise InputError(f"column '{column}': hierarchy repeats node '{child}'")
+                parent[child] = node
+                if grandchildren is not None:
+                    walk(child, grandchildren)
+
+        walk(root, tree)
+        leaves = {p for p in parent if p not in set(parent.values())}
+        declared = {str(v) for v in values}
+        if leaves != declared:
+            missing = sorted(declared - leaves)
+            extra = sorted(leaves - declared)
+            problem = (
+                f"values not in the tree: {missing}"
+                if missing
+                else f"leaves not in values: {extra}"
+            )
+            raise InputError(
+                f"column '{column}': hierarchy leaves must equal its values ({problem})"
+            )
+        return cls(parent=parent, spec=tree)
+
+    def _ancestors(self, leaf: str) -> list[str]:
+        chain = [leaf]
+        while chain[-1] in self.parent:
+            chain.append(self.parent[chain[-1]])
+        return chain
+
+    def treepath(self, a: str, b: str) -> int:
+        """Edges on the path between leaves ``a`` and ``b`` through their lowest common ancestor."""
+        up_a = self._ancestors(a)
+        up_b = self._ancestors(b)
+        depth_b = {node: i for i, node in enumerate(up_b)}
+        for i, node in enumerate(up_a):
+            if node in depth_b:
+                return i + depth_b[node]
+        raise AssertionError("a tree always has a common root")
+
+    def path_matrix(self, values: Sequence[str]) -> np.ndarray:
+        """``treepath`` between every pair of leaves, in the order of ``values``."""
+        keys = [str(v) for v in values]
+        return np.array([[self.treepath(a, b) for b in keys] for a in keys], dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class CategoricalColumn:
+    """A categorical column over declared ``values`` (flat, or with a hierarchy tree)."""
+
+    name: str
+    values: tuple[Scalar, ...]
+    hierarchy: Hierarchy | None = None
+    weight: float | None = None
+    nullable: bool = False
+
+    def __post_init__(self) -> None:
+        if len(self.values) == 0:
+            raise InputError(f"column '{self.name}': a categorical column needs at least one value")
+        if self.nullable and self.values[-1] != MISSING:
+            if MISSING in self.values:
+                raise InputError(f"column '{self.name}': '{MISSING}' is reserved for missing")
+            object.__setattr__(self, "values", (*self.values, MISSING))
+        keys = [str(v) for v in self.values]
+        if len(set(keys)) != len(keys):
+            raise InputError(f"column '{self.name}': categorical values must be distinct")
+        _check_weight(self.name, self.weight)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Values as strings: how table cells are matched against the declared set."""
+        return tuple(str(v) for v in self.values)
+
+    def distance_matrix(self) -> np.ndarray:
+        """``d_k`` between every pair of values: flat 0/1, or tree path over maxpath."""
+        size = len(self.values)
+        if self.hierarchy is None:
+            return 1.0 - np.eye(size)
+        keys = self.keys[:-1] if self.nullable else self.keys
+        paths = self.hierarchy.path_matrix(keys)
+        maxpath = paths.max()
+        paths = paths / maxpath if maxpath > 0 else paths
+        if self.nullable:  # missing is 1 from every value (the maximum), 0 from itself
+            paths = np.pad(paths, ((0, 1), (0, 1)), constant_values=1.0)
+            paths[-1, -1] = 0.0
+        return paths
+
+    @property
+    def declared(self) -> tuple[Scalar, ...]:
+        """The declared values, without the reserved missing category."""
+        return self.values[:-1] if self.nullable else self.values
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": "categorical",
+            "values": [plain_cell(v) for v in self.declared],
+        }
+        if self.hierarchy is not None:
+            out["hierarchy"] = self.hierarchy.spec
+        if self.weight is not None:
+            out["weight"] = self.weight
+        if self.nullable:
+            out["nullable"] = True
+        return out
+
+
+Column = NumericColumn | CategoricalColumn
+
+
+def _check_weight(name: str, weight: float | None) -> None:
+    if weight is not None and not (math.isfinite(weight) and weight > 0):
+        raise InputError(f"column '{name}': weight must be a positive number, got {weight}")
+
+
+__all__ = [
+    "MISSING",
+    "CategoricalColumn",
+    "Column",
+    "Hierarchy",
+    "NumericColumn",
+    "Scalar",
+]
