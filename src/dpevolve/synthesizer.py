@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -26,6 +26,9 @@ from dpevolve.release.gaussian import GaussianRelease, SystemNoise
 from dpevolve.schema import Schema, ValidationReport
 from dpevolve.variation import Variation
 from dpevolve.votes import Vote, make_vote
+
+if TYPE_CHECKING:
+    from dpevolve.core.hybrid import WeightedSupport
 
 
 def package_version() -> str:
@@ -92,6 +95,16 @@ class Synthesizer(BaseEstimator):
         reproducible).
     progress
         Show a progress bar with the privacy spent so far.
+    marginals
+        Share of the budget (in zCDP ``rho``, ``0 < share <= 1``) for one Gaussian release
+        of low-order marginals after the PE rounds; ``None`` (default) runs PE alone. The
+        rounds get the rest of ``rho``; both are Gaussian, so the run composes exactly
+        to the target (see :mod:`dpevolve.core.hybrid`). The released population is then
+        grown and weighted to match the noisy marginals (post-processing) and
+        :meth:`sample` draws rows from that weighted support.
+    marginal_options
+        :class:`~dpevolve.core.hybrid.MarginalOptions` or a dict of its fields
+        (workload order, numeric bins, pool growth, numeric output handling).
 
     Attributes
     ----------
@@ -130,6 +143,8 @@ class Synthesizer(BaseEstimator):
         backend: Backend | None = None,
         secure_noise: bool = False,
         progress: bool = False,
+        marginals: float | None = None,
+        marginal_options: Any = None,
     ) -> None:
         self.schema = schema
         self.epsilon = epsilon
@@ -154,6 +169,8 @@ class Synthesizer(BaseEstimator):
         self.backend = backend
         self.secure_noise = secure_noise
         self.progress = progress
+        self.marginals = marginals
+        self.marginal_options = marginal_options
 
     # ------------------------------------------------------------ configuration
     def _schema(self) -> Schema:
@@ -237,6 +254,14 @@ class Synthesizer(BaseEstimator):
         if n is None or n < 1:
             raise InputError("the private table is empty (0 rows)")
         budget = self._budget(n)
+        run_budget, marginal_rho = budget, None
+        if self.marginals is not None:
+            from dpevolve.core.hybrid import split_budget
+
+            if self.mechanism != "gaussian":
+                raise InputError("the marginal release composes with the gaussian mechanism only")
+            pe_budget, marginal_rho = split_budget(budget, self.marginals)
+            run_budget = budget if pe_budget is None else pe_budget
         distance: Distance = make_distance(self.distance or preset.distance, schema)
         vote, pilot = self._vote(preset, schema, budget, n)
         policy = self._policy(schema)
@@ -263,7 +288,7 @@ class Synthesizer(BaseEstimator):
         sensitivity = vote.l2_sensitivity(reach)
         release, noise = self._release(
             preset,
-            budget,
+            run_budget,
             sensitivity,
             vote,
             distance,
@@ -353,7 +378,12 @@ class Synthesizer(BaseEstimator):
                 )
                 advance(t, spent)
 
-            final = engine.run(private, initial, rng, on_round)
+            skip_pe = marginal_rho is not None and self.marginals == 1.0
+            final = initial if skip_pe else engine.run(private, initial, rng, on_round)
+
+        self.support_: WeightedSupport | None = None
+        if marginal_rho is not None:
+            final = self._fit_marginals(private, schema, final, marginal_rho, ledger, rng, n)
 
         self.population_ = final
         self.synthetic_ = decode(final, schema)
@@ -363,6 +393,33 @@ class Synthesizer(BaseEstimator):
         self.n_private_ = n
         self.warnings_ = policy_warnings
         return self
+
+    def _fit_marginals(
+        self,
+        private: Records | Callable[[], Any],
+        schema: Schema,
+        population: Records,
+        rho: float,
+        ledger: Ledger,
+        rng: np.random.Generator,
+        n: int,
+    ) -> Records:
+        """Release the marginals, record them, weight the grown pool; returns the pool."""
+        from dpevolve.core.hybrid import MarginalOptions, release_and_fit
+
+        options = MarginalOptions.from_any(self.marginal_options)
+        noise_seed = None if self.secure_noise else int(rng.integers(2**63))
+        support = release_and_fit(private, schema, population, rho, options, rng, noise_seed, n)
+        ledger.record(
+            support.released.event,
+            round=len(ledger.events) + 1,
+            marginal_sets=len(support.released.workload.sets),
+            numeric_bins=support.released.workload.bins,
+            **support.summary(),
+        )
+        ledger.add_metadata(marginals={"share": self.marginals, **options.to_dict()})
+        self.support_ = support
+        return support.pool
 
     def _exact_sensitivity(
         self, vote: Vote, policy: Any, distance: Distance
@@ -446,10 +503,18 @@ class Synthesizer(BaseEstimator):
         """Rows of the released population (post-processing: no privacy cost).
 
         ``None`` returns the whole final population; otherwise ``n`` rows drawn from it,
-        without replacement when ``n`` does not exceed the population.
+        without replacement when ``n`` does not exceed the population. With
+        ``marginals``, rows are drawn from the weighted support instead and ``None``
+        means the private row count (public under replace-one).
         """
         if not hasattr(self, "synthetic_"):
             raise InputError("call fit() before sample()")
+        support: WeightedSupport | None = getattr(self, "support_", None)
+        if support is not None:
+            rows = self.n_private_ if n is None else n
+            if rows < 0:
+                raise InputError(f"n must be non-negative, got {rows}")
+            return decode(support.draw(rows, self._sample_rng), self.schema_)
         if n is None:
             return self.synthetic_.copy()
         if n < 0:

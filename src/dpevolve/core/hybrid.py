@@ -1,0 +1,220 @@
+"""PE plus marginals: split the budget, release the marginals, weight the released pool.
+
+Privacy of the split. Every release of the run is a Gaussian mechanism: ``T`` PE rounds
+with noise multiplier ``z`` (``mu_t = 1 / z`` each) and one marginal release
+(``mu_m = S_m / sigma_m``). Gaussian mechanisms compose exactly into one Gaussian
+mechanism with ``mu^2 = sum_i mu_i^2``, and ``mu^2 = 2 rho`` in zCDP terms, so
+splitting the budget is splitting ``rho``:
+
+* ``rho = mu*^2 / 2`` where ``mu*`` is the largest ``mu`` whose Gaussian tradeoff meets
+  the target ``(epsilon, delta)`` (or ``rho`` as given);
+* the marginals get ``share * rho``: ``sigma_m = S_m / sqrt(2 share rho)``;
+* the PE rounds get ``(1 - share) rho``: ``z = sqrt(T / (2 (1 - share) rho))``.
+
+The composed run is then a Gaussian mechanism with ``mu = mu*`` and so meets the target
+exactly (the ledger's accountant reports it). ``share = 1`` runs no PE round: the
+pool starts from the random (or public) initial population, which costs nothing.
+
+Everything after the marginal release (fitting weights, growing the pool, drawing the
+output rows) reads only released values: post-processing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from dpevolve.accounting import Budget, rho_for_epsilon
+from dpevolve.core.marginal_fit import FitResult, MarginalFit, NumericMode, draw_rows
+from dpevolve.encoding import Records
+from dpevolve.errors import InputError
+from dpevolve.release.marginals import (
+    DEFAULT_BINS,
+    CellIndex,
+    NoisyMarginals,
+    PrivateRecords,
+    Workload,
+    make_gaussian_noise,
+    measure_marginals,
+)
+from dpevolve.schema import Schema
+from dpevolve.variation import Variation
+
+# Keeps the composed epsilon at or below the target despite rounding in the split.
+_SPLIT_SLACK = 1.0 - 1e-9
+
+
+@dataclass(frozen=True)
+class MarginalOptions:
+    """How the marginals are measured and the pool fitted (all public choices).
+
+    Attributes
+    ----------
+    order
+        Measure every set of 1 to ``order`` columns.
+    label_order
+        Above ``order``: also every set of this many columns holding the label.
+    one_way
+        Measure the 1-way sets (the 2-way sets already hold them).
+    bins
+        Equal-width bins per numeric column over its declared range.
+    grow_rounds, children, rate
+        Pool growth: rounds of fit / draw parents by weight / mutate / refit, mutated
+        children per round, and their mutation rate.
+    numeric
+        Output numerics: ``keep`` candidates' exact values or ``jitter`` within bin.
+    iterations
+        Solver iterations per fit.
+    """
+
+    order: int = 2
+    bins: int = DEFAULT_BINS
+    label_order: int = 0
+    one_way: bool = True
+    grow_rounds: int = 6
+    children: int = 5000
+    rate: float = 0.1
+    numeric: NumericMode = "keep"
+    iterations: int = 400
+
+    def __post_init__(self) -> None:
+        if self.grow_rounds < 0 or self.children < 1 or self.iterations < 1:
+            raise InputError("marginal options: grow_rounds >= 0, children >= 1, iterations >= 1")
+        if not 0.0 <= self.rate <= 1.0:
+            raise InputError(f"marginal options: rate must lie in [0, 1], got {self.rate}")
+        if self.numeric not in ("keep", "jitter"):
+            raise InputError(
+                f"marginal options: numeric must be keep or jitter, got {self.numeric}"
+            )
+
+    @classmethod
+    def from_any(cls, value: MarginalOptions | dict[str, Any] | None) -> MarginalOptions:
+        if value is None:
+            return cls()
+        if isinstance(value, MarginalOptions):
+            return value
+        unknown = set(value) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise InputError(f"unknown marginal options {sorted(unknown)}")
+        return cls(**value)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def total_rho(budget: Budget) -> float:
+    """The run's budget as zCDP ``rho`` for Gaussian releases (exact conversion)."""
+    if budget.rho is not None:
+        return budget.rho
+    assert budget.epsilon is not None and budget.delta is not None
+    return rho_for_epsilon(budget.epsilon, budget.delta, "exact")
+
+
+def split_budget(budget: Budget, share: float) -> tuple[Budget | None, float]:
+    """The PE rounds' budget (``None`` when ``share = 1``) and the marginals' ``rho``.
+
+    See the module docstring for why splitting ``rho`` is exact for Gaussian releases.
+    """
+    if not (isinstance(share, (int, float)) and 0.0 < share <= 1.0):
+        raise InputError(f"the marginal share must lie in (0, 1], got {share!r}")
+    rho = total_rho(budget) * _SPLIT_SLACK
+    delta = budget.delta if budget.delta is not None else 1e-5
+    marginal_rho = share * rho
+    if share == 1.0:
+        return None, marginal_rho
+    return Budget(rho=(1.0 - share) * rho, delta=delta), marginal_rho
+
+
+@dataclass
+class WeightedSupport:
+    """The released pool and its fitted weights: what ``sample`` draws from."""
+
+    pool: Records
+    weights: np.ndarray
+    released: NoisyMarginals
+    index: CellIndex
+    fit: FitResult
+    numeric: NumericMode
+
+    def draw(self, num_rows: int, rng: np.random.Generator) -> Records:
+        return draw_rows(self.pool, self.weights, num_rows, rng, self.index, self.numeric)
+
+    def summary(self) -> dict[str, Any]:
+        """Facts about the fit for the ledger (post-processing of released values)."""
+        return {
+            "pool": len(self.pool),
+            "support": int(np.count_nonzero(self.weights)),
+            "fit_loss": self.fit.loss,
+            "fit_iterations": self.fit.iterations,
+        }
+
+
+def release_and_fit(
+    private: PrivateRecords,
+    schema: Schema,
+    population: Records,
+    rho: float,
+    options: MarginalOptions,
+    rng: np.random.Generator,
+    noise_seed: int | None,
+    rows: int | None = None,
+) -> WeightedSupport:
+    """Release the marginals (``rho``-zCDP) and fit weights on the grown pool.
+
+    Parameters
+    ----------
+    private
+        Encoded private records (or batches, or a callable returning batches).
+    schema
+        Declared domains.
+    population
+        The released PE population (public): the initial pool.
+    rho
+        zCDP cost of the marginal release.
+    options
+        Workload and fitting choices.
+    rng
+        Post-processing randomness (pool growth and fitting).
+    noise_seed
+        Seed of the release noise (``None``: operating-system entropy).
+    rows
+        The private row count, if known.
+    """
+    workload = Workload.all_up_to(
+        schema, options.order, options.bins, options.label_order, options.one_way
+    )
+    released = measure_marginals(
+        private, schema, workload, rho, make_gaussian_noise(noise_seed), rows=rows
+    )
+    index = CellIndex(schema, workload)
+    fitter = MarginalFit(index, released, iterations=options.iterations)
+    variation = Variation(index.binning.layout)
+    pool, result = fitter.grow(
+        population,
+        variation,
+        rng,
+        rounds=options.grow_rounds,
+        children=options.children,
+        rate=options.rate,
+    )
+    keep = np.flatnonzero(result.weights > 0)
+    return WeightedSupport(
+        pool.take(keep), result.weights[keep], released, index, result, options.numeric
+    )
+
+
+def marginal_sigma(released: NoisyMarginals) -> float:
+    """Noise scale of the release per cell, relative to the row count (for reports)."""
+    return released.sigma / max(released.rows, 1)
+
+
+__all__ = [
+    "MarginalOptions",
+    "WeightedSupport",
+    "marginal_sigma",
+    "release_and_fit",
+    "split_budget",
+    "total_rho",
+]

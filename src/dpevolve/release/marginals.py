@@ -1,0 +1,351 @@
+"""Noisy low-order marginals: one Gaussian release of many contingency tables.
+
+The workload (which column sets to count, and how numeric columns are binned) is a
+public choice made before any private record is read: by default every 1- and 2-way
+set of the schema's columns, numeric columns cut into equal-width bins over their
+*declared* range (never a range seen in the data).
+
+Privacy. Stack the ``m`` marginal count vectors into one vector ``c(D)``. Under
+replace-one adjacency one record changes: in every marginal, one cell loses 1 and one
+cell gains 1 (the same cell when the record's projection does not change). So
+
+``||c(D) - c(D')||_2^2 <= m * (1^2 + 1^2) = 2m``,  ``S = sqrt(2m)``,
+
+and releasing ``c(D) + N(0, sigma^2 I)`` is ``rho = S^2 / (2 sigma^2)``-zCDP (a Gaussian
+mechanism with ``mu = S / sigma``). The row count ``n`` is public under replace-one, so
+dividing by it is post-processing. A Blowfish policy only removes neighbouring pairs,
+so the bound holds under any policy too.
+
+Counting streams over record batches: memory is one batch's cell indices plus the
+released vector, never an ``n x cells`` matrix.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Protocol
+
+import numpy as np
+
+from dpevolve.accounting import GaussianEvent
+from dpevolve.encoding import Layout, Records
+from dpevolve.errors import InputError
+from dpevolve.schema import NumericColumn, Schema
+
+DEFAULT_BINS = 20
+"""Equal-width bins per numeric column (the same cut the evaluation module uses)."""
+
+PrivateRecords = Records | Iterable[Records] | Callable[[], Iterable[Records]]
+
+
+class GaussianNoise(Protocol):
+    """What the release needs from the project's noise source."""
+
+    def gaussian(self, values: np.ndarray, sigma: float) -> np.ndarray:
+        """``values`` plus independent Gaussian noise of scale ``sigma`` on every entry."""
+        ...
+
+
+class _SeededGaussian:
+    """Stand-in for ``dpevolve.release.noise`` until that module is present.
+
+    Continuous Gaussian noise from a generator seeded by ``noise_seed`` (or by the
+    operating system's entropy when ``None``). The generator is private to this object
+    and never shared with post-processing randomness.
+    """
+
+    def __init__(self, noise_seed: int | None) -> None:
+        self._rng = np.random.default_rng(np.random.SeedSequence(noise_seed))
+
+    def gaussian(self, values: np.ndarray, sigma: float) -> np.ndarray:
+        return np.asarray(values, dtype=np.float64) + sigma * self._rng.standard_normal(
+            np.shape(values)
+        )
+
+
+def make_gaussian_noise(noise_seed: int | None) -> GaussianNoise:
+    """The project's noise source when available, else the seeded stand-in."""
+    try:
+        from dpevolve.release.noise import make_noise
+    except ImportError:
+        return _SeededGaussian(noise_seed)
+    source: GaussianNoise = make_noise(noise_seed)
+    return source
+
+
+# ------------------------------------------------------------------------ workload
+@dataclass(frozen=True)
+class Workload:
+    """Which marginals to measure: column sets and the bins of numeric columns.
+
+    Parameters
+    ----------
+    sets
+        Column-name tuples, each a marginal (in schema order within a set).
+    bins
+        Equal-width bins per numeric column over its declared ``[lo, hi]``.
+    """
+
+    sets: tuple[tuple[str, ...], ...]
+    bins: int = DEFAULT_BINS
+
+    def __post_init__(self) -> None:
+        if not self.sets:
+            raise InputError("a marginal workload needs at least one column set")
+        if self.bins < 1:
+            raise InputError(f"numeric columns need at least one bin, got {self.bins}")
+        for s in self.sets:
+            if not s or len(set(s)) != len(s):
+                raise InputError(f"marginal {s!r}: a set needs distinct columns")
+
+    @classmethod
+    def all_up_to(
+        cls,
+        schema: Schema,
+        order: int = 2,
+        bins: int = DEFAULT_BINS,
+        label_order: int = 0,
+        one_way: bool = True,
+    ) -> Workload:
+        """Every set of 1 (or 2, without ``one_way``) to ``order`` columns of ``schema``.
+
+        ``label_order > order`` adds every set of ``label_order`` columns that holds the
+        schema's label (the label is declared in the schema: a public choice).
+        """
+        if order < 1:
+            raise InputError(f"marginal order must be at least 1, got {order}")
+        names = schema.names
+        first = 1 if one_way or order < 2 else 2
+        sets = [s for k in range(first, order + 1) for s in combinations(names, k)]
+        if label_order > order and schema.label is not None:
+            sets += [s for s in combinations(names, label_order) if schema.label in s]
+        return cls(tuple(sets), bins)
+
+    @property
+    def sensitivity(self) -> float:
+        """Replace-one L2 sensitivity of all counts stacked: ``sqrt(2 m)``."""
+        return math.sqrt(2.0 * len(self.sets))
+
+
+class Binning:
+    """Cell codes of encoded records, per schema column.
+
+    Numeric columns are decoded to their raw value (integer columns rounded, as
+    :func:`~dpevolve.encoding.decode` does) and cut at ``linspace(lo, hi, bins + 1)``
+    with the top edge in the last bin; categorical columns keep their value code.
+    """
+
+    def __init__(self, schema: Schema, bins: int = DEFAULT_BINS) -> None:
+        self.layout = Layout.of(schema)
+        self.bins = int(bins)
+        self._where: dict[str, tuple[str, int]] = {}
+        sizes: dict[str, int] = {}
+        for k, col in enumerate(self.layout.numeric):
+            self._where[col.name] = ("numeric", k)
+            sizes[col.name] = self.bins
+        for k, cat in enumerate(self.layout.categorical):
+            self._where[cat.name] = ("categorical", k)
+            sizes[cat.name] = len(cat.values)
+        self.sizes = sizes
+        self._edges = [np.linspace(c.lo, c.hi, self.bins + 1) for c in self.layout.numeric]
+
+    def raw(self, records: Records, k: int) -> np.ndarray:
+        """Raw values of numeric column ``k`` as the decoder writes them."""
+        col: NumericColumn = self.layout.numeric[k]
+        raw = np.clip(col.lo + records.numeric[:, k] * col.range, col.lo, col.hi)
+        return np.round(raw) if col.integer else raw
+
+    def codes(self, records: Records, column: str) -> np.ndarray:
+        """int64 cell codes of ``column`` in ``[0, sizes[column])``."""
+        kind, k = self._where[column]
+        if kind == "categorical":
+            return records.codes[:, k].astype(np.int64)
+        cut = np.searchsorted(self._edges[k][1:-1], self.raw(records, k), side="right")
+        return cut.astype(np.int64, copy=False)
+
+    def bin_bounds(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Encoded ``[lower, upper]`` of every bin of numeric column ``k`` (in [0, 1])."""
+        edges = np.linspace(0.0, 1.0, self.bins + 1)
+        return edges[:-1], edges[1:]
+
+
+class CellIndex:
+    """Maps records to their cell in every marginal of a workload (flat, offset)."""
+
+    def __init__(self, schema: Schema, workload: Workload) -> None:
+        self.workload = workload
+        self.binning = Binning(schema, workload.bins)
+        unknown = {c for s in workload.sets for c in s} - set(self.binning.sizes)
+        if unknown:
+            raise InputError(f"marginal workload names unknown columns {sorted(unknown)}")
+        self.shapes = tuple(tuple(self.binning.sizes[c] for c in s) for s in workload.sets)
+        self.cells = np.array([math.prod(shape) for shape in self.shapes], dtype=np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(self.cells)]).astype(np.int64)
+
+    @property
+    def total_cells(self) -> int:
+        return int(self.offsets[-1])
+
+    def index(self, records: Records) -> np.ndarray:
+        """(sets, rows) int64: each record's flat cell, offset into the stacked vector."""
+        per_column = {
+            c: self.binning.codes(records, c) for c in {c for s in self.workload.sets for c in s}
+        }
+        out = np.empty((len(self.workload.sets), len(records)), dtype=np.int64)
+        for i, (s, shape) in enumerate(zip(self.workload.sets, self.shapes, strict=True)):
+            flat = np.zeros(len(records), dtype=np.int64)
+            for column, size in zip(s, shape, strict=True):
+                flat = flat * size + per_column[column]
+            out[i] = flat + self.offsets[i]
+        return out
+
+    def counts(self, records: Records) -> np.ndarray:
+        """Stacked marginal counts of ``records`` (float64, length ``total_cells``)."""
+        idx = self.index(records)
+        return np.bincount(idx.ravel(), minlength=self.total_cells).astype(np.float64)
+
+
+# ------------------------------------------------------------------------- release
+@dataclass(frozen=True)
+class NoisyMarginals:
+    """The released marginals: noisy counts of every set, and what they cost.
+
+    Attributes
+    ----------
+    workload
+        The measured sets and numeric bins.
+    noisy
+        Stacked noisy counts (read-only), marginal ``i`` at
+        ``noisy[offsets[i]:offsets[i + 1]]`` in row-major order of its columns.
+    offsets
+        Start of every marginal in ``noisy`` (length ``sets + 1``).
+    rows
+        The private row count ``n`` (public under replace-one).
+    sigma, sensitivity
+        Noise scale and replace-one L2 sensitivity ``sqrt(2 m)``.
+    """
+
+    workload: Workload
+    noisy: np.ndarray
+    offsets: np.ndarray
+    rows: int
+    sigma: float
+    sensitivity: float
+
+    @property
+    def event(self) -> GaussianEvent:
+        """The privacy event: ``rho = S^2 / (2 sigma^2)``."""
+        return GaussianEvent(self.sensitivity, self.sigma, label="marginals")
+
+    @property
+    def rho(self) -> float:
+        return self.event.rho
+
+    def marginal(self, i: int) -> np.ndarray:
+        """Noisy counts of marginal ``i`` (flat, row-major)."""
+        return self.noisy[self.offsets[i] : self.offsets[i + 1]]
+
+    def to_dict(self) -> dict[str, object]:
+        """What the ledger says about the release (no counts)."""
+        return {
+            "sets": [list(s) for s in self.workload.sets],
+            "numeric_bins": self.workload.bins,
+            "cells": int(self.offsets[-1]),
+        }
+
+
+def _batches(private: PrivateRecords) -> Iterable[Records]:
+    if isinstance(private, Records):
+        return (private,)
+    if callable(private):
+        return private()
+    return private
+
+
+def count_marginals(
+    private: PrivateRecords, index: CellIndex, batch_rows: int = 65_536
+) -> tuple[np.ndarray, int]:
+    """Exact stacked counts and the row count, streaming over record batches.
+
+    Each batch is cut into slices of at most ``batch_rows`` rows so the cell indices in
+    memory stay ``sets x batch_rows`` whatever the batch size.
+    """
+    counts = np.zeros(index.total_cells, dtype=np.float64)
+    rows = 0
+    for batch in _batches(private):
+        for start in range(0, len(batch), batch_rows):
+            part = batch.take(slice(start, start + batch_rows))
+            counts += index.counts(part)
+            rows += len(part)
+    return counts, rows
+
+
+def measure_marginals(
+    private: PrivateRecords,
+    schema: Schema,
+    workload: Workload,
+    rho: float,
+    noise: GaussianNoise,
+    rows: int | None = None,
+) -> NoisyMarginals:
+    """Release the workload's marginals of ``private`` as one ``rho``-zCDP Gaussian.
+
+    Parameters
+    ----------
+    private
+        Encoded private records: one :class:`Records`, an iterable of batches, or a
+        callable returning a fresh iterable of batches (read once).
+    schema
+        The declared domains (bins come from here, never from the data).
+    workload
+        The public choice of marginals.
+    rho
+        zCDP cost of the release, ``> 0``: ``sigma = sqrt(2 m) / sqrt(2 rho)``.
+    noise
+        The noise source (``gaussian(values, sigma)``).
+    rows
+        The private row count when already known (public); checked against the count.
+
+    Returns
+    -------
+    NoisyMarginals
+        The released counts; its ``event`` goes into the ledger.
+    """
+    if not (isinstance(rho, (int, float)) and math.isfinite(rho) and rho > 0):
+        raise InputError(f"the marginal release needs rho > 0, got {rho!r}")
+    index = CellIndex(schema, workload)
+    exact, counted = count_marginals(private, index)
+    if rows is not None and rows != counted:
+        raise InputError(f"expected {rows} private rows, counted {counted}")
+    if counted < 1:
+        raise InputError("the private table is empty (0 rows)")
+    sensitivity = workload.sensitivity
+    sigma = sensitivity / math.sqrt(2.0 * rho)
+    noisy = np.asarray(noise.gaussian(exact, sigma), dtype=np.float64)
+    del exact  # only the noisy vector leaves this function
+    noisy.setflags(write=False)
+    offsets = index.offsets.copy()
+    offsets.setflags(write=False)
+    return NoisyMarginals(workload, noisy, offsets, counted, sigma, sensitivity)
+
+
+def l2_change(index: CellIndex, a: Records, b: Records) -> float:
+    """``||c(a) - c(b)||_2`` of two tables' stacked counts (for audits and tests)."""
+    return float(np.linalg.norm(index.counts(a) - index.counts(b)))
+
+
+__all__: Sequence[str] = [
+    "DEFAULT_BINS",
+    "Binning",
+    "CellIndex",
+    "GaussianNoise",
+    "NoisyMarginals",
+    "Workload",
+    "count_marginals",
+    "l2_change",
+    "make_gaussian_noise",
+    "measure_marginals",
+]
