@@ -108,14 +108,17 @@ def test_projection_lands_on_the_simplex_and_is_closest(v: np.ndarray) -> None:
         assert np.linalg.norm(v - w) <= np.linalg.norm(v - vertex) + 1e-9
 
 
-def test_fit_drives_the_error_to_exact_marginals_down(small_schema, small_table) -> None:
+@pytest.mark.parametrize("solver", ["fista", "mw"])
+def test_fit_drives_the_error_to_exact_marginals_down(
+    small_schema, small_table, solver: str
+) -> None:
     private = encode(small_schema.validate(small_table)[0], small_schema)
     workload = Workload.all_up_to(small_schema)
     index = CellIndex(small_schema, workload)
     released = measure_marginals(private, small_schema, workload, 1.0, _NoNoise())
     rng = np.random.default_rng(0)
     pool = Variation(Layout.of(small_schema)).random(300, rng)
-    fitter = MarginalFit(index, released, iterations=300)
+    fitter = MarginalFit(index, released, iterations=300, solver=solver)  # type: ignore[arg-type]
     uniform = fitter.loss(pool, np.full(len(pool), 1 / len(pool)))
     result = fitter.fit(pool, rng)
     assert result.weights.sum() == pytest.approx(1.0) and (result.weights >= 0).all()

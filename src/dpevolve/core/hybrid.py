@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from dpevolve.accounting import Budget, rho_for_epsilon
-from dpevolve.core.marginal_fit import FitResult, MarginalFit, NumericMode, draw_rows
+from dpevolve.core.marginal_fit import FitResult, MarginalFit, NumericMode, Solver, draw_rows
 from dpevolve.encoding import Records
 from dpevolve.errors import InputError
 from dpevolve.release.marginals import (
@@ -53,11 +53,13 @@ class MarginalOptions:
     Attributes
     ----------
     order
-        Measure every set of 1 to ``order`` columns.
+        Measure every set of up to ``order`` columns.
     label_order
         Above ``order``: also every set of this many columns holding the label.
     one_way
-        Measure the 1-way sets (the 2-way sets already hold them).
+        Also measure the 1-way sets. Off by default: every 2-way set already holds them,
+        and leaving them out lowers the sensitivity from ``sqrt(2 (k + k(k-1)/2))`` to
+        ``sqrt(k (k - 1))`` for ``k`` columns.
     bins
         Equal-width bins per numeric column over its declared range.
     grow_rounds, children, rate
@@ -67,17 +69,20 @@ class MarginalOptions:
         Output numerics: ``keep`` candidates' exact values or ``jitter`` within bin.
     iterations
         Solver iterations per fit.
+    solver
+        ``fista`` or ``mw`` (see :class:`~dpevolve.core.marginal_fit.MarginalFit`).
     """
 
     order: int = 2
     bins: int = DEFAULT_BINS
     label_order: int = 0
-    one_way: bool = True
-    grow_rounds: int = 6
+    one_way: bool = False
+    grow_rounds: int = 10
     children: int = 5000
     rate: float = 0.1
     numeric: NumericMode = "keep"
-    iterations: int = 400
+    iterations: int = 150
+    solver: Solver = "fista"
 
     def __post_init__(self) -> None:
         if self.grow_rounds < 0 or self.children < 1 or self.iterations < 1:
@@ -189,7 +194,7 @@ def release_and_fit(
         private, schema, workload, rho, make_gaussian_noise(noise_seed), rows=rows
     )
     index = CellIndex(schema, workload)
-    fitter = MarginalFit(index, released, iterations=options.iterations)
+    fitter = MarginalFit(index, released, iterations=options.iterations, solver=options.solver)
     variation = Variation(index.binning.layout)
     pool, result = fitter.grow(
         population,
@@ -199,7 +204,7 @@ def release_and_fit(
         children=options.children,
         rate=options.rate,
     )
-    keep = np.flatnonzero(result.weights > 0)
+    keep = np.flatnonzero(result.weights > 1e-12)
     return WeightedSupport(
         pool.take(keep), result.weights[keep], released, index, result, options.numeric
     )

@@ -33,6 +33,7 @@ from dpevolve.release.marginals import CellIndex, NoisyMarginals
 from dpevolve.variation import Variation
 
 NumericMode = Literal["keep", "jitter"]
+Solver = Literal["fista", "mw"]
 
 
 def project_simplex(v: np.ndarray) -> np.ndarray:
@@ -66,7 +67,11 @@ class MarginalFit:
     released
         The noisy marginals.
     iterations
-        FISTA iterations per fit.
+        Solver iterations per fit.
+    solver
+        ``fista`` (accelerated projected gradient; sparse weights) or ``mw``
+        (multiplicative weights / entropic mirror descent from uniform, with a
+        backtracking step: early stopping keeps it near the maximum-entropy mix).
     tol
         Stop when the relative decrease of the loss over 10 iterations is below this.
     """
@@ -77,6 +82,7 @@ class MarginalFit:
         released: NoisyMarginals,
         iterations: int = 400,
         tol: float = 1e-7,
+        solver: Solver = "fista",
     ) -> None:
         if index.total_cells != len(released.noisy):
             raise InputError("the cell index and the released marginals disagree in size")
@@ -84,6 +90,9 @@ class MarginalFit:
         self.target = np.asarray(released.noisy, dtype=np.float64) / released.rows
         self.iterations = int(iterations)
         self.tol = float(tol)
+        if solver not in ("fista", "mw"):
+            raise InputError(f"solver must be fista or mw, got '{solver}'")
+        self.solver = solver
 
     # ------------------------------------------------------------------ operators
     def _forward(self, idx: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -131,6 +140,8 @@ class MarginalFit:
         if size < 1:
             raise InputError("the candidate pool is empty")
         idx = self.index.index(pool)
+        if self.solver == "mw":
+            return self._fit_mw(idx, start)
         step = 1.0 / self._lipschitz(idx, rng)
         w = np.full(size, 1.0 / size) if start is None else project_simplex(start)
         z, t = w.copy(), 1.0
@@ -152,6 +163,34 @@ class MarginalFit:
             if len(history) > 10 and history[-11] - value <= self.tol * max(value, 1e-300):
                 break
         return FitResult(w, previous, done, {"support": float(np.count_nonzero(w))})
+
+    def _fit_mw(self, idx: np.ndarray, start: np.ndarray | None) -> FitResult:
+        """Entropic mirror descent: ``w <- w exp(-eta g) / Z`` with Armijo backtracking."""
+        size = idx.shape[1]
+        w = np.full(size, 1.0 / size) if start is None else _normalise(start)
+        residual = self._forward(idx, w) - self.target
+        value = 0.5 * float(residual @ residual)
+        eta = math.nan
+        done = 0
+        for done in range(1, self.iterations + 1):  # noqa: B007 (reported after the loop)
+            grad = self._adjoint(idx, residual)
+            if math.isnan(eta):
+                eta = 1.0 / max(float(np.abs(grad).max()), 1e-300)
+            while True:
+                logits = np.log(np.maximum(w, 1e-300)) - eta * (grad - grad.min())
+                trial = np.exp(logits - logits.max())
+                trial /= trial.sum()
+                r_trial = self._forward(idx, trial) - self.target
+                v_trial = 0.5 * float(r_trial @ r_trial)
+                if v_trial <= value - 0.5 * float(grad @ (w - trial)) or eta < 1e-12:
+                    break
+                eta /= 2.0
+            improved = value - v_trial
+            w, residual, value = trial, r_trial, v_trial
+            eta *= 1.5  # let the step grow back after a cut
+            if improved <= self.tol * max(value, 1e-300):
+                break
+        return FitResult(w, value, done, {"support": float(np.count_nonzero(w > 1e-12))})
 
     def grow(
         self,
@@ -184,13 +223,15 @@ class MarginalFit:
         """
         result = self.fit(pool, rng)
         for _ in range(rounds):
-            keep = result.weights > 0
+            keep = result.weights > (0.0 if self.solver == "fista" else 1e-9 / len(pool))
             survivors = pool.take(np.flatnonzero(keep))
             parents = survivors.take(
                 rng.choice(len(survivors), size=children, p=_normalise(result.weights[keep]))
             )
             pool = Records.concat([survivors, variation.mutate(parents, rate, rng)])
-            start = np.concatenate([result.weights[keep], np.zeros(children)])
+            # MW cannot move a zero weight: children start at the survivors' mean weight.
+            fill = 0.0 if self.solver == "fista" else 1.0 / len(survivors)
+            start = np.concatenate([result.weights[keep], np.full(children, fill)])
             result = self.fit(pool, rng, start=start)
         return pool, result
 
