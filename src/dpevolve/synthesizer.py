@@ -417,7 +417,13 @@ class Synthesizer(BaseEstimator):
             numeric_bins=support.released.workload.bins,
             **support.summary(),
         )
-        ledger.add_metadata(marginals={"share": self.marginals, **options.to_dict()})
+        ledger.add_metadata(
+            marginals={
+                "share": self.marginals,
+                "pe_rounds_run": self.marginals != 1.0,
+                **options.to_dict(),
+            }
+        )
         self.support_ = support
         return support.pool
 
