@@ -58,9 +58,17 @@ def _domain(schema: Schema) -> Records:
     return encode(pd.DataFrame(rows, columns=schema.names), schema)
 
 
-def test_sensitivity_is_the_brute_forced_max_l2_change(tiny_schema: Schema) -> None:
-    workload = Workload.all_up_to(tiny_schema, order=2, bins=2)
+@pytest.mark.parametrize(
+    ("coarse_order", "sets"),
+    [(0, 6), (3, 7)],  # 3 one-way + 3 two-way (+ 1 coarse 3-way)
+)
+def test_sensitivity_is_the_brute_forced_max_l2_change(
+    tiny_schema: Schema, coarse_order: int, sets: int
+) -> None:
+    workload = Workload.all_up_to(tiny_schema, order=2, bins=2, coarse_order=coarse_order)
+    assert len(workload.sets) == sets
     index = CellIndex(tiny_schema, workload)
+    assert index.total_cells == (2 + 2 + 3) + (2 * 2 + 2 * 3 + 2 * 3) + (12 if sets == 7 else 0)
     domain = _domain(tiny_schema)
     others = domain.take(np.array([0, 7, 13]))  # the rest of the table: counts cancel
     largest = 0.0
@@ -69,7 +77,7 @@ def test_sensitivity_is_the_brute_forced_max_l2_change(tiny_schema: Schema) -> N
         after = Records.concat([others, domain.take(np.array([j]))])
         largest = max(largest, l2_change(index, before, after))
     assert largest == pytest.approx(workload.sensitivity)
-    assert workload.sensitivity == pytest.approx(math.sqrt(2 * 6))
+    assert workload.sensitivity == pytest.approx(math.sqrt(2 * sets))
 
 
 def test_release_calibrates_sigma_and_event(tiny_schema: Schema) -> None:
@@ -150,7 +158,8 @@ def test_allocation_honours_num_rows(w: np.ndarray, num_rows: int, seed: int) ->
 
 def test_jitter_keeps_every_cell(small_schema, small_table) -> None:
     private = encode(small_schema.validate(small_table)[0], small_schema)
-    index = CellIndex(small_schema, Workload.all_up_to(small_schema))
+    workload = Workload.all_up_to(small_schema, coarse_order=3, coarse_bins=4)
+    index = CellIndex(small_schema, workload)
     weights = np.full(len(private), 1 / len(private))
     kept = draw_rows(private, weights, 1000, np.random.default_rng(3), index, "keep")
     jittered = draw_rows(private, weights, 1000, np.random.default_rng(3), index, "jitter")

@@ -56,6 +56,9 @@ class MarginalOptions:
         Measure every set of up to ``order`` columns.
     label_order
         Above ``order``: also every set of this many columns holding the label.
+    coarse_order, coarse_bins
+        Also every set of ``coarse_order`` columns holding the label, numeric columns
+        in ``coarse_bins`` bins (higher-order structure at a coarse resolution).
     one_way
         Also measure the 1-way sets. Off by default: every 2-way set already holds them,
         and leaving them out lowers the sensitivity from ``sqrt(2 (k + k(k-1)/2))`` to
@@ -77,6 +80,8 @@ class MarginalOptions:
     bins: int = DEFAULT_BINS
     label_order: int = 0
     one_way: bool = False
+    coarse_order: int = 0
+    coarse_bins: int = 2
     grow_rounds: int = 10
     children: int = 5000
     rate: float = 0.1
@@ -188,7 +193,13 @@ def release_and_fit(
         The private row count, if known.
     """
     workload = Workload.all_up_to(
-        schema, options.order, options.bins, options.label_order, options.one_way
+        schema,
+        options.order,
+        options.bins,
+        options.label_order,
+        options.one_way,
+        options.coarse_order,
+        options.coarse_bins,
     )
     released = measure_marginals(
         private, schema, workload, rho, make_gaussian_noise(noise_seed), rows=rows

@@ -87,10 +87,15 @@ class Workload:
         Column-name tuples, each a marginal (in schema order within a set).
     bins
         Equal-width bins per numeric column over its declared ``[lo, hi]``.
+    set_bins
+        Optional bins per set (same length as ``sets``), overriding ``bins``: coarse
+        bins keep high-order sets small. Use divisors of ``bins`` so that a value
+        redrawn within its fine bin stays in its coarse bin.
     """
 
     sets: tuple[tuple[str, ...], ...]
     bins: int = DEFAULT_BINS
+    set_bins: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if not self.sets:
@@ -100,6 +105,14 @@ class Workload:
         for s in self.sets:
             if not s or len(set(s)) != len(s):
                 raise InputError(f"marginal {s!r}: a set needs distinct columns")
+        if self.set_bins is not None and (
+            len(self.set_bins) != len(self.sets) or min(self.set_bins) < 1
+        ):
+            raise InputError("set_bins needs one bin count >= 1 per set")
+
+    def bins_of(self, i: int) -> int:
+        """Numeric bins of set ``i``."""
+        return self.bins if self.set_bins is None else int(self.set_bins[i])
 
     @classmethod
     def all_up_to(
@@ -109,11 +122,15 @@ class Workload:
         bins: int = DEFAULT_BINS,
         label_order: int = 0,
         one_way: bool = True,
+        coarse_order: int = 0,
+        coarse_bins: int = 2,
     ) -> Workload:
         """Every set of 1 (or 2, without ``one_way``) to ``order`` columns of ``schema``.
 
         ``label_order > order`` adds every set of ``label_order`` columns that holds the
-        schema's label (the label is declared in the schema: a public choice).
+        schema's label (the label is declared in the schema: a public choice), and
+        ``coarse_order`` every set of that many columns holding the label with numeric
+        columns in ``coarse_bins`` bins.
         """
         if order < 1:
             raise InputError(f"marginal order must be at least 1, got {order}")
@@ -122,7 +139,12 @@ class Workload:
         sets = [s for k in range(first, order + 1) for s in combinations(names, k)]
         if label_order > order and schema.label is not None:
             sets += [s for s in combinations(names, label_order) if schema.label in s]
-        return cls(tuple(sets), bins)
+        fine = len(sets)
+        if coarse_order > 1 and schema.label is not None:
+            sets += [s for s in combinations(names, coarse_order) if schema.label in s]
+        if len(sets) == fine:
+            return cls(tuple(sets), bins)
+        return cls(tuple(sets), bins, (bins,) * fine + (coarse_bins,) * (len(sets) - fine))
 
     @property
     def sensitivity(self) -> float:
@@ -181,7 +203,13 @@ class CellIndex:
         unknown = {c for s in workload.sets for c in s} - set(self.binning.sizes)
         if unknown:
             raise InputError(f"marginal workload names unknown columns {sorted(unknown)}")
-        self.shapes = tuple(tuple(self.binning.sizes[c] for c in s) for s in workload.sets)
+        self._set_bins = [workload.bins_of(i) for i in range(len(workload.sets))]
+        self._binnings = {b: Binning(schema, b) for b in set(self._set_bins)}
+        self._binnings[workload.bins] = self.binning
+        self.shapes = tuple(
+            tuple(self._binnings[b].sizes[c] for c in s)
+            for s, b in zip(workload.sets, self._set_bins, strict=True)
+        )
         self.cells = np.array([math.prod(shape) for shape in self.shapes], dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(self.cells)]).astype(np.int64)
 
@@ -191,14 +219,16 @@ class CellIndex:
 
     def index(self, records: Records) -> np.ndarray:
         """(sets, rows) int64: each record's flat cell, offset into the stacked vector."""
-        per_column = {
-            c: self.binning.codes(records, c) for c in {c for s in self.workload.sets for c in s}
-        }
+        per_column: dict[tuple[str, int], np.ndarray] = {}
+        for s, b in zip(self.workload.sets, self._set_bins, strict=True):
+            for c in s:
+                if (c, b) not in per_column:
+                    per_column[(c, b)] = self._binnings[b].codes(records, c)
         out = np.empty((len(self.workload.sets), len(records)), dtype=np.int64)
         for i, (s, shape) in enumerate(zip(self.workload.sets, self.shapes, strict=True)):
             flat = np.zeros(len(records), dtype=np.int64)
             for column, size in zip(s, shape, strict=True):
-                flat = flat * size + per_column[column]
+                flat = flat * size + per_column[(column, self._set_bins[i])]
             out[i] = flat + self.offsets[i]
         return out
 
@@ -253,6 +283,7 @@ class NoisyMarginals:
         return {
             "sets": [list(s) for s in self.workload.sets],
             "numeric_bins": self.workload.bins,
+            "set_bins": None if self.workload.set_bins is None else list(self.workload.set_bins),
             "cells": int(self.offsets[-1]),
         }
 
