@@ -215,6 +215,8 @@ def test_synthesizer_samples_num_rows_from_the_weighted_support(
     mechanisms = [e["mechanism"] for e in ledger["events"]]
     assert mechanisms[-1] == "marginals"
     assert len(mechanisms) == (1 if share == 1.0 else 4)
+    assert ledger["events"][-1]["round"] == len(mechanisms)
+    assert ledger["marginals"]["pe_rounds_run"] == (share < 1.0)
     assert ledger["marginals"]["share"] == share
     # Deterministic given the seed (post-processing randomness follows it).
     first = Synthesizer(**model.get_params()).fit(small_table).sample(50)

@@ -411,8 +411,7 @@ class Synthesizer(BaseEstimator):
         noise_seed = None if self.secure_noise else int(rng.integers(2**63))
         support = release_and_fit(private, schema, population, rho, options, rng, noise_seed, n)
         ledger.record(
-            support.released.event,
-            round=len(ledger.events) + 1,
+            support.released.event,  # round: the one after the last PE round
             marginal_sets=len(support.released.workload.sets),
             numeric_bins=support.released.workload.bins,
             **support.summary(),
