@@ -116,6 +116,9 @@ class Synthesizer(BaseEstimator):
         Every release and the guarantee of the run.
     history_ : list of dict
         Per-round facts derived from released quantities only.
+    support_ : WeightedSupport or None
+        With ``marginals``: the released marginals, the fitted pool (then also
+        ``population_`` and, unweighted, ``synthetic_``) and its weights.
     """
 
     def __init__(
