@@ -386,7 +386,13 @@ class Synthesizer(BaseEstimator):
 
         self.support_: WeightedSupport | None = None
         if marginal_rho is not None:
-            final = self._fit_marginals(private, schema, final, marginal_rho, ledger, rng, n)
+            from dpevolve.core.hybrid import fit_and_record
+
+            self.support_ = fit_and_record(
+                private, schema, final, marginal_rho, self.marginals, self.marginal_options,
+                ledger, rng, n, self.secure_noise,
+            )  # fmt: skip
+            final = self.support_.pool
 
         self.population_ = final
         self.synthetic_ = decode(final, schema)
@@ -396,38 +402,6 @@ class Synthesizer(BaseEstimator):
         self.n_private_ = n
         self.warnings_ = policy_warnings
         return self
-
-    def _fit_marginals(
-        self,
-        private: Records | Callable[[], Any],
-        schema: Schema,
-        population: Records,
-        rho: float,
-        ledger: Ledger,
-        rng: np.random.Generator,
-        n: int,
-    ) -> Records:
-        """Release the marginals, record them, weight the grown pool; returns the pool."""
-        from dpevolve.core.hybrid import MarginalOptions, release_and_fit
-
-        options = MarginalOptions.from_any(self.marginal_options)
-        noise_seed = None if self.secure_noise else int(rng.integers(2**63))
-        support = release_and_fit(private, schema, population, rho, options, rng, noise_seed, n)
-        ledger.record(
-            support.released.event,  # round: the one after the last PE round
-            marginal_sets=len(support.released.workload.sets),
-            numeric_bins=support.released.workload.bins,
-            **support.summary(),
-        )
-        ledger.add_metadata(
-            marginals={
-                "share": self.marginals,
-                "pe_rounds_run": self.marginals != 1.0,
-                **options.to_dict(),
-            }
-        )
-        self.support_ = support
-        return support.pool
 
     def _exact_sensitivity(
         self, vote: Vote, policy: Any, distance: Distance

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from dpevolve.accounting import Budget, rho_for_epsilon
+from dpevolve.accounting import Budget, Ledger, rho_for_epsilon
 from dpevolve.core.marginal_fit import FitResult, MarginalFit, NumericMode, Solver, draw_rows
 from dpevolve.encoding import Records
 from dpevolve.errors import InputError
@@ -221,6 +221,39 @@ def release_and_fit(
     )
 
 
+def fit_and_record(
+    private: PrivateRecords,
+    schema: Schema,
+    population: Records,
+    rho: float,
+    share: float | None,
+    options: MarginalOptions | dict[str, Any] | None,
+    ledger: Ledger,
+    rng: np.random.Generator,
+    rows: int,
+    secure_noise: bool = False,
+) -> WeightedSupport:
+    """:func:`release_and_fit`, then the release's event and settings into ``ledger``.
+
+    The event is numbered after the last PE round. ``secure_noise`` draws the release
+    noise from operating-system entropy; otherwise its seed comes from ``rng``.
+    """
+    chosen = MarginalOptions.from_any(options)
+    noise_seed = None if secure_noise else int(rng.integers(2**63))
+    support = release_and_fit(private, schema, population, rho, chosen, rng, noise_seed, rows)
+    released = support.released
+    ledger.record(
+        released.event,
+        marginal_sets=len(released.workload.sets),
+        numeric_bins=released.workload.bins,
+        **support.summary(),
+    )
+    ledger.add_metadata(
+        marginals={"share": share, "pe_rounds_run": share != 1.0, **chosen.to_dict()}
+    )
+    return support
+
+
 def marginal_sigma(released: NoisyMarginals) -> float:
     """Noise scale of the release per cell, relative to the row count (for reports)."""
     return released.sigma / max(released.rows, 1)
@@ -229,6 +262,7 @@ def marginal_sigma(released: NoisyMarginals) -> float:
 __all__ = [
     "MarginalOptions",
     "WeightedSupport",
+    "fit_and_record",
     "marginal_sigma",
     "release_and_fit",
     "split_budget",
