@@ -55,7 +55,9 @@ class MarginalOptions:
     order
         Measure every set of up to ``order`` columns.
     label_order
-        Above ``order``: also every set of this many columns holding the label.
+        Above ``order``: also every set of this many columns holding the schema's label
+        (default 3: label triples; about +0.008 TSTR on Adult at the same ``tv_all``).
+        No effect without a label.
     coarse_order, coarse_bins
         Also every set of ``coarse_order`` columns holding the label, numeric columns
         in ``coarse_bins`` bins (higher-order structure at a coarse resolution).
@@ -78,7 +80,7 @@ class MarginalOptions:
 
     order: int = 2
     bins: int = DEFAULT_BINS
-    label_order: int = 0
+    label_order: int = 3
     one_way: bool = False
     coarse_order: int = 0
     coarse_bins: int = 2
