@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -30,6 +30,9 @@ from dpevolve.privacy import Budget, Ledger, ZeroCostEvent, calibrate_gaussian, 
 from dpevolve.release.base import Release, Selection
 from dpevolve.release.gaussian import GaussianRelease
 from dpevolve.release.noise import NoiseSource, make_noise
+
+if TYPE_CHECKING:
+    from dpevolve.core.hybrid import WeightedSupport
 
 
 def package_version() -> str:
@@ -113,6 +116,16 @@ class Synthesizer(EstimatorParams):
         Deprecated: secure noise is the default; ``noise_seed`` opts out.
     progress
         Show a progress bar with the privacy spent so far.
+    marginals
+        Share of the budget (in zCDP ``rho``, ``0 < share <= 1``) for one Gaussian release
+        of low-order marginals after the PE rounds; ``None`` (default) runs PE alone. The
+        rounds get the rest of ``rho``; both are Gaussian, so the run composes exactly
+        to the target (see :mod:`dpevolve.core.hybrid`). The released population is then
+        grown and weighted to match the noisy marginals (post-processing) and
+        :meth:`sample` draws rows from that weighted support.
+    marginal_options
+        :class:`~dpevolve.core.hybrid.MarginalOptions` or a dict of its fields
+        (workload order, numeric bins, pool growth, numeric output handling).
 
     Attributes
     ----------
@@ -124,6 +137,9 @@ class Synthesizer(EstimatorParams):
         Every release and the guarantee of the run.
     history_ : list of dict
         Per-round facts derived from released quantities only.
+    support_ : WeightedSupport or None
+        With ``marginals``: the released marginals, the fitted pool (then also
+        ``population_`` and, unweighted, ``synthetic_``) and its weights.
     """
 
     def __init__(
@@ -155,6 +171,8 @@ class Synthesizer(EstimatorParams):
         progress: bool = False,
         sharpen: float = 1.0,
         debias: int = 0,
+        marginals: float | None = None,
+        marginal_options: Any = None,
     ) -> None:
         self.schema = schema
         self.epsilon = epsilon
@@ -182,6 +200,8 @@ class Synthesizer(EstimatorParams):
         self.progress = progress
         self.sharpen = sharpen
         self.debias = debias
+        self.marginals = marginals
+        self.marginal_options = marginal_options
 
     # ------------------------------------------------------------ configuration
     def _schema(self) -> Schema:
@@ -307,6 +327,14 @@ class Synthesizer(EstimatorParams):
         if n < 1:
             raise InputError("the private table is empty (0 rows)")
         budget = self._budget(n)
+        run_budget, marginal_rho = budget, None
+        if self.marginals is not None:
+            from dpevolve.core.hybrid import split_budget
+
+            if self.mechanism != "gaussian":
+                raise InputError("the marginal release composes with the gaussian mechanism only")
+            pe_budget, marginal_rho = split_budget(budget, self.marginals)
+            run_budget = budget if pe_budget is None else pe_budget
         distance: Distance = make_distance(self.distance or preset.distance, schema)
         vote, pilot = self._vote(preset, schema, budget, n)
         policy = self._policy(schema)
@@ -345,7 +373,7 @@ class Synthesizer(EstimatorParams):
         release, calibration = self._release(
             noise_source,
             preset,
-            budget,
+            run_budget,
             sensitivity,
             vote,
             distance,
@@ -440,7 +468,18 @@ class Synthesizer(EstimatorParams):
                 )
                 advance(t, spent)
 
-            final = engine.run(source, initial, rng, on_round)
+            skip_pe = marginal_rho is not None and self.marginals == 1.0
+            final = initial if skip_pe else engine.run(source, initial, rng, on_round)
+
+        self.support_: WeightedSupport | None = None
+        if marginal_rho is not None:
+            from dpevolve.core.hybrid import fit_and_record
+
+            self.support_ = fit_and_record(
+                source.batches(), schema, final, marginal_rho, self.marginals, self.marginal_options,
+                ledger, rng, n, noise_source,
+            )  # fmt: skip
+            final = self.support_.pool
 
         self.fits_ = fit_number
         self.population_ = final
@@ -584,10 +623,18 @@ class Synthesizer(EstimatorParams):
         """Rows of the released population (post-processing: no privacy cost).
 
         ``None`` returns the whole final population; otherwise ``n`` rows drawn from it,
-        without replacement when ``n`` does not exceed the population.
+        without replacement when ``n`` does not exceed the population. With
+        ``marginals``, rows are drawn from the weighted support instead and ``None``
+        means the private row count (public under replace-one).
         """
         if not hasattr(self, "synthetic_"):
             raise InputError("call fit() before sample()")
+        support: WeightedSupport | None = getattr(self, "support_", None)
+        if support is not None:
+            rows = self.n_private_ if n is None else n
+            if rows < 0:
+                raise InputError(f"n must be non-negative, got {rows}")
+            return decode(support.draw(rows, self._sample_rng), self.schema_)
         if n is None:
             return self.synthetic_.copy()
         if n < 0:

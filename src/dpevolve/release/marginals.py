@@ -1,0 +1,344 @@
+"""Noisy low-order marginals: one Gaussian release of many contingency tables.
+
+The workload (which column sets to count, and how numeric columns are binned) is a
+public choice made before any private record is read: by default every 1- and 2-way
+set of the schema's columns, numeric columns cut into equal-width bins over their
+*declared* range (never a range seen in the data).
+
+Privacy. Stack the ``m`` marginal count vectors into one vector ``c(D)``. Under
+replace-one adjacency one record changes: in every marginal, one cell loses 1 and one
+cell gains 1 (the same cell when the record's projection does not change). So
+
+``||c(D) - c(D')||_2^2 <= m * (1^2 + 1^2) = 2m``,  ``S = sqrt(2m)``,
+
+and releasing ``c(D) + N(0, sigma^2 I)`` is ``rho = S^2 / (2 sigma^2)``-zCDP (a Gaussian
+mechanism with ``mu = S / sigma``). The row count ``n`` is public under replace-one, so
+dividing by it is post-processing. A Blowfish policy only removes neighbouring pairs,
+so the bound holds under any policy too.
+
+Counting streams over record batches: memory is one batch's cell indices plus the
+released vector, never an ``n x cells`` matrix.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+import numpy as np
+
+from dpevolve.data.encoding import Layout, Records
+from dpevolve.data.schema import NumericColumn, Schema
+from dpevolve.errors import InputError
+from dpevolve.privacy import GaussianEvent
+from dpevolve.release.noise import NoiseSource
+
+DEFAULT_BINS = 20
+"""Equal-width bins per numeric column (the same cut the evaluation module uses)."""
+
+PrivateRecords = Records | Iterable[Records] | Callable[[], Iterable[Records]]
+
+
+# ------------------------------------------------------------------------ workload
+@dataclass(frozen=True)
+class Workload:
+    """Which marginals to measure: column sets and the bins of numeric columns.
+
+    Parameters
+    ----------
+    sets
+        Column-name tuples, each a marginal (in schema order within a set).
+    bins
+        Equal-width bins per numeric column over its declared ``[lo, hi]``.
+    set_bins
+        Optional bins per set (same length as ``sets``), overriding ``bins``: coarse
+        bins keep high-order sets small. Use divisors of ``bins`` so that a value
+        redrawn within its fine bin stays in its coarse bin.
+    """
+
+    sets: tuple[tuple[str, ...], ...]
+    bins: int = DEFAULT_BINS
+    set_bins: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.sets:
+            raise InputError("a marginal workload needs at least one column set")
+        if self.bins < 1:
+            raise InputError(f"numeric columns need at least one bin, got {self.bins}")
+        for s in self.sets:
+            if not s or len(set(s)) != len(s):
+                raise InputError(f"marginal {s!r}: a set needs distinct columns")
+        if self.set_bins is not None and (
+            len(self.set_bins) != len(self.sets) or min(self.set_bins) < 1
+        ):
+            raise InputError("set_bins needs one bin count >= 1 per set")
+
+    def bins_of(self, i: int) -> int:
+        """Numeric bins of set ``i``."""
+        return self.bins if self.set_bins is None else int(self.set_bins[i])
+
+    @classmethod
+    def all_up_to(
+        cls,
+        schema: Schema,
+        order: int = 2,
+        bins: int = DEFAULT_BINS,
+        label_order: int = 0,
+        one_way: bool = True,
+        coarse_order: int = 0,
+        coarse_bins: int = 2,
+    ) -> Workload:
+        """Every set of 1 (or 2, without ``one_way``) to ``order`` columns of ``schema``.
+
+        ``label_order > order`` adds every set of ``label_order`` columns that holds the
+        schema's label (the label is declared in the schema: a public choice), and
+        ``coarse_order`` every set of that many columns holding the label with numeric
+        columns in ``coarse_bins`` bins.
+        """
+        if order < 1:
+            raise InputError(f"marginal order must be at least 1, got {order}")
+        names = schema.names
+        first = 1 if one_way or order < 2 else 2
+        sets = [s for k in range(first, order + 1) for s in combinations(names, k)]
+        if label_order > order and schema.label is not None:
+            sets += [s for s in combinations(names, label_order) if schema.label in s]
+        fine = len(sets)
+        if coarse_order > 1 and schema.label is not None:
+            sets += [s for s in combinations(names, coarse_order) if schema.label in s]
+        if len(sets) == fine:
+            return cls(tuple(sets), bins)
+        return cls(tuple(sets), bins, (bins,) * fine + (coarse_bins,) * (len(sets) - fine))
+
+    @property
+    def sensitivity(self) -> float:
+        """Replace-one L2 sensitivity of all counts stacked: ``sqrt(2 m)``."""
+        return math.sqrt(2.0 * len(self.sets))
+
+
+class Binning:
+    """Cell codes of encoded records, per schema column.
+
+    Numeric columns are decoded to their raw value (integer columns rounded, as
+    :func:`~dpevolve.data.encoding.decode` does) and cut at ``linspace(lo, hi, bins + 1)``
+    with the top edge in the last bin; categorical columns keep their value code.
+    """
+
+    def __init__(self, schema: Schema, bins: int = DEFAULT_BINS) -> None:
+        self.layout = Layout.of(schema)
+        self.bins = int(bins)
+        self._where: dict[str, tuple[str, int]] = {}
+        sizes: dict[str, int] = {}
+        for k, col in enumerate(self.layout.numeric):
+            self._where[col.name] = ("numeric", k)
+            sizes[col.name] = self.bins
+        for k, cat in enumerate(self.layout.categorical):
+            self._where[cat.name] = ("categorical", k)
+            sizes[cat.name] = len(cat.values)
+        self.sizes = sizes
+        self._edges = [np.linspace(c.lo, c.hi, self.bins + 1) for c in self.layout.numeric]
+
+    def raw(self, records: Records, k: int) -> np.ndarray:
+        """Raw values of numeric column ``k`` as the decoder writes them."""
+        col: NumericColumn = self.layout.numeric[k]
+        raw = np.clip(col.lo + records.numeric[:, k] * col.range, col.lo, col.hi)
+        return np.round(raw) if col.integer else raw
+
+    def codes(self, records: Records, column: str) -> np.ndarray:
+        """int64 cell codes of ``column`` in ``[0, sizes[column])``."""
+        kind, k = self._where[column]
+        if kind == "categorical":
+            return records.codes[:, k].astype(np.int64)
+        cut = np.searchsorted(self._edges[k][1:-1], self.raw(records, k), side="right")
+        return cut.astype(np.int64, copy=False)
+
+    def bin_bounds(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Encoded ``[lower, upper]`` of every bin of numeric column ``k`` (in [0, 1])."""
+        edges = np.linspace(0.0, 1.0, self.bins + 1)
+        return edges[:-1], edges[1:]
+
+
+class CellIndex:
+    """Maps records to their cell in every marginal of a workload (flat, offset)."""
+
+    def __init__(self, schema: Schema, workload: Workload) -> None:
+        self.workload = workload
+        self.binning = Binning(schema, workload.bins)
+        unknown = {c for s in workload.sets for c in s} - set(self.binning.sizes)
+        if unknown:
+            raise InputError(f"marginal workload names unknown columns {sorted(unknown)}")
+        self._set_bins = [workload.bins_of(i) for i in range(len(workload.sets))]
+        self._binnings = {b: Binning(schema, b) for b in set(self._set_bins)}
+        self._binnings[workload.bins] = self.binning
+        self.shapes = tuple(
+            tuple(self._binnings[b].sizes[c] for c in s)
+            for s, b in zip(workload.sets, self._set_bins, strict=True)
+        )
+        self.cells = np.array([math.prod(shape) for shape in self.shapes], dtype=np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(self.cells)]).astype(np.int64)
+
+    @property
+    def total_cells(self) -> int:
+        return int(self.offsets[-1])
+
+    def index(self, records: Records) -> np.ndarray:
+        """(sets, rows) int64: each record's flat cell, offset into the stacked vector."""
+        per_column: dict[tuple[str, int], np.ndarray] = {}
+        for s, b in zip(self.workload.sets, self._set_bins, strict=True):
+            for c in s:
+                if (c, b) not in per_column:
+                    per_column[(c, b)] = self._binnings[b].codes(records, c)
+        out = np.empty((len(self.workload.sets), len(records)), dtype=np.int64)
+        for i, (s, shape) in enumerate(zip(self.workload.sets, self.shapes, strict=True)):
+            flat = np.zeros(len(records), dtype=np.int64)
+            for column, size in zip(s, shape, strict=True):
+                flat = flat * size + per_column[(column, self._set_bins[i])]
+            out[i] = flat + self.offsets[i]
+        return out
+
+    def counts(self, records: Records) -> np.ndarray:
+        """Stacked marginal counts of ``records`` (float64, length ``total_cells``)."""
+        idx = self.index(records)
+        return np.bincount(idx.ravel(), minlength=self.total_cells).astype(np.float64)
+
+
+# ------------------------------------------------------------------------- release
+@dataclass(frozen=True)
+class NoisyMarginals:
+    """The released marginals: noisy counts of every set, and what they cost.
+
+    Attributes
+    ----------
+    workload
+        The measured sets and numeric bins.
+    noisy
+        Stacked noisy counts (read-only), marginal ``i`` at
+        ``noisy[offsets[i]:offsets[i + 1]]`` in row-major order of its columns.
+    offsets
+        Start of every marginal in ``noisy`` (length ``sets + 1``).
+    rows
+        The private row count ``n`` (public under replace-one).
+    sigma, sensitivity
+        Noise scale and replace-one L2 sensitivity ``sqrt(2 m)``.
+    """
+
+    workload: Workload
+    noisy: np.ndarray
+    offsets: np.ndarray
+    rows: int
+    sigma: float
+    sensitivity: float
+
+    @property
+    def event(self) -> GaussianEvent:
+        """The privacy event: ``rho = S^2 / (2 sigma^2)``."""
+        # Integer counts plus the noise source's discrete Gaussian: accounted in zCDP.
+        return GaussianEvent(self.sensitivity, self.sigma, label="marginals", discrete=True)
+
+    @property
+    def rho(self) -> float:
+        return self.event.rho
+
+    def marginal(self, i: int) -> np.ndarray:
+        """Noisy counts of marginal ``i`` (flat, row-major)."""
+        return self.noisy[self.offsets[i] : self.offsets[i + 1]]
+
+    def to_dict(self) -> dict[str, object]:
+        """What the ledger says about the release (no counts)."""
+        return {
+            "sets": [list(s) for s in self.workload.sets],
+            "numeric_bins": self.workload.bins,
+            "set_bins": None if self.workload.set_bins is None else list(self.workload.set_bins),
+            "cells": int(self.offsets[-1]),
+        }
+
+
+def _batches(private: PrivateRecords) -> Iterable[Records]:
+    if isinstance(private, Records):
+        return (private,)
+    if callable(private):
+        return private()
+    return private
+
+
+def count_marginals(
+    private: PrivateRecords, index: CellIndex, batch_rows: int = 65_536
+) -> tuple[np.ndarray, int]:
+    """Exact stacked counts and the row count, streaming over record batches.
+
+    Each batch is cut into slices of at most ``batch_rows`` rows so the cell indices in
+    memory stay ``sets x batch_rows`` whatever the batch size.
+    """
+    counts = np.zeros(index.total_cells, dtype=np.float64)
+    rows = 0
+    for batch in _batches(private):
+        for start in range(0, len(batch), batch_rows):
+            part = batch.take(slice(start, start + batch_rows))
+            counts += index.counts(part)
+            rows += len(part)
+    return counts, rows
+
+
+def measure_marginals(
+    private: PrivateRecords,
+    schema: Schema,
+    workload: Workload,
+    rho: float,
+    noise: NoiseSource,
+    rows: int,
+) -> NoisyMarginals:
+    """Release the workload's marginals of ``private`` as one ``rho``-zCDP Gaussian.
+
+    Parameters
+    ----------
+    private
+        Encoded private records: one :class:`Records`, an iterable of batches, or a
+        callable returning a fresh iterable of batches (read once).
+    schema
+        The declared domains (bins come from here, never from the data).
+    workload
+        The public choice of marginals.
+    rho
+        zCDP cost of the release, ``> 0``: ``sigma = sqrt(2 m) / sqrt(2 rho)``.
+    noise
+        The one noise source (:mod:`dpevolve.release.noise`).
+    rows
+        The private row count ``n``, public under replace-one (invalid rows included:
+        they count in no cell, an empty vote).
+
+    Returns
+    -------
+    NoisyMarginals
+        The released counts; its ``event`` goes into the ledger.
+    """
+    if not (isinstance(rho, (int, float)) and math.isfinite(rho) and rho > 0):
+        raise InputError(f"the marginal release needs rho > 0, got {rho!r}")
+    index = CellIndex(schema, workload)
+    # The count of valid rows is private: only ``rows`` (public) leaves this function.
+    exact, _ = count_marginals(private, index)
+    sensitivity = workload.sensitivity
+    sigma = sensitivity / math.sqrt(2.0 * rho)
+    noisy = np.asarray(noise.gaussian(exact, sigma), dtype=np.float64)
+    del exact  # only the noisy vector leaves this function
+    noisy.setflags(write=False)
+    offsets = index.offsets.copy()
+    offsets.setflags(write=False)
+    return NoisyMarginals(workload, noisy, offsets, rows, sigma, sensitivity)
+
+
+def l2_change(index: CellIndex, a: Records, b: Records) -> float:
+    """``||c(a) - c(b)||_2`` of two tables' stacked counts (for audits and tests)."""
+    return float(np.linalg.norm(index.counts(a) - index.counts(b)))
+
+
+__all__: Sequence[str] = [
+    "DEFAULT_BINS",
+    "Binning",
+    "CellIndex",
+    "NoisyMarginals",
+    "Workload",
+    "count_marginals",
+    "l2_change",
+    "measure_marginals",
+]
