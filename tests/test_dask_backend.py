@@ -30,6 +30,7 @@ from dpevolve.data.streaming import StreamedTable, fit_file
 from dpevolve.errors import InputError
 
 SETTINGS = {
+    "preset": "tabpe",
     "epsilon": 1.0,
     "random_state": 7,
     "noise_seed": 7,

@@ -49,7 +49,8 @@ def neighbour(table: pd.DataFrame, row: int = 0, **cells: Any) -> pd.DataFrame:
 def public_view(ledger: dict[str, Any]) -> dict[str, Any]:
     """The shareable ledger without what each round's DP output decides."""
     out = dict(ledger)
-    out["events"] = [{k: v for k, v in e.items() if k != "kept_candidates"} for e in out["events"]]
+    noisy = {"kept_candidates", "support", "pool", "fit_loss", "fit_iterations"}
+    out["events"] = [{k: v for k, v in e.items() if k not in noisy} for e in out["events"]]
     return out
 
 

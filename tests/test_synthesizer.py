@@ -15,7 +15,7 @@ from dpevolve.core.variation import mutation_rate
 from dpevolve.errors import InputError
 from dpevolve.presets import get_preset
 
-FAST = {"population_size": 40, "rounds": 3}
+FAST = {"preset": "tabpe", "population_size": 40, "rounds": 3}
 
 
 def test_fit_returns_self_and_sets_fitted_attributes(small_schema, small_table) -> None:
@@ -113,10 +113,16 @@ def test_public_data_seeds_the_population(small_schema, small_table) -> None:
         delta=1e-5,
         public=public,
         random_state=0,
+        preset="tabpe",
         population_size=20,
         rounds=1,
     ).fit(small_table.iloc[50:])
     assert len(model.synthetic_) == 20
+
+
+def test_unknown_preset(small_schema, small_table) -> None:
+    with pytest.raises(InputError, match="unknown preset"):
+        Synthesizer(small_schema, epsilon=1.0, preset="fast").fit(small_table)
 
 
 @pytest.mark.parametrize(
@@ -125,7 +131,7 @@ def test_public_data_seeds_the_population(small_schema, small_table) -> None:
         ({"epsilon": -1.0, "delta": 1e-5}, "epsilon"),
         ({"epsilon": 1.0, "delta": 2.0}, "delta"),
         ({}, "budget"),
-        ({"epsilon": 1.0, "delta": 1e-5, "preset": "fast"}, "unknown preset"),
+        ({"epsilon": 1.0, "delta": 1e-5, "mechanism": "laplace"}, "mechanism"),
         ({"epsilon": 1.0, "delta": 1e-5, "vote": "soft"}, "temperature"),
     ],
 )
@@ -168,12 +174,11 @@ def test_rank_stage_population_is_four_n(small_schema, small_table) -> None:
 def test_the_loop_improves_on_random(small_schema, small_table) -> None:
     from dpevolve.reporting.evaluation import marginal_tv
 
-    model = Synthesizer(small_schema, rho=10.0, random_state=0, population_size=200, rounds=8).fit(
+    pe = {"preset": "tabpe", "population_size": 200}
+    model = Synthesizer(small_schema, rho=10.0, random_state=0, rounds=8, **pe).fit(small_table)
+    random_only = Synthesizer(small_schema, rho=10.0, random_state=0, rounds=1, **pe).fit(
         small_table
     )
-    random_only = Synthesizer(
-        small_schema, rho=10.0, random_state=0, population_size=200, rounds=1
-    ).fit(small_table)
     evolved = marginal_tv(small_table, model.synthetic_, small_schema, 2).mean
     start = marginal_tv(small_table, random_only.synthetic_, small_schema, 2).mean
     assert evolved < start
@@ -220,7 +225,8 @@ def test_scikit_learn_parameters_and_clone(small_schema, small_table) -> None:
 
 
 def test_create_fit_sample_save_load(small_schema, small_table, tmp_path) -> None:
-    model = Synthesizer.create("tabpe", schema=small_schema, epsilon=1.0, random_state=0, **FAST)
+    pe = {k: v for k, v in FAST.items() if k != "preset"}
+    model = Synthesizer.create("tabpe", schema=small_schema, epsilon=1.0, random_state=0, **pe)
     rows = model.fit_sample(small_table, 7)
     assert len(rows) == 7 and list(rows.columns) == list(small_table.columns)
     path = tmp_path / "model.pkl"
@@ -243,3 +249,25 @@ def test_fitting_twice_warns_and_the_ledger_says_so(small_schema, small_table) -
     with pytest.warns(UserWarning, match="spent again"):
         model.fit(small_table)
     assert model.ledger_.to_dict()["fit_number"] == 2
+
+
+def test_default_preset_is_hybrid_unless_pe_options_are_asked_for(
+    small_schema, small_table
+) -> None:
+    """No preset: the hybrid (marginals + weighted pool), said in the ledger; a policy,
+    a soft vote or PubMix act on PE rounds, so they get the PE preset."""
+    model = Synthesizer(small_schema, epsilon=1.0, random_state=0)
+    assert model.resolved_preset() == "hybrid"
+    model.set_params(marginal_options={"grow_rounds": 1, "children": 100, "iterations": 30})
+    model.fit(small_table)
+    ledger = model.ledger_.to_dict()
+    assert ledger["preset"] == "hybrid" and ledger["marginals"]["share"] == 1.0
+    assert [e["mechanism"] for e in ledger["events"]] == ["marginals"]
+    assert ledger["epsilon"] <= 1.0 + 1e-9
+    rows = model.sample()
+    assert len(rows) == len(small_table) and list(rows.columns) == small_schema.names
+    assert len(model.sample(num_rows=7)) == 7
+    assert Synthesizer(small_schema, epsilon=1.0, vote="soft").resolved_preset() == "tabpe"
+    assert Synthesizer(small_schema, epsilon=1.0, mechanism="pubmix").resolved_preset() == "tabpe"
+    with pytest.raises(InputError, match="num_rows"):
+        model.sample(-1)

@@ -46,10 +46,18 @@ class EstimatorParams:
         }
         changed = []
         for name, value in self.get_params().items():
-            default = defaults.get(name, inspect.Parameter.empty)
-            if default is inspect.Parameter.empty or (value is not default and value != default):
+            if not _same(value, defaults.get(name, inspect.Parameter.empty)):
                 changed.append(f"{name}={_short_repr(value)}")
         return f"{type(self).__name__}({', '.join(changed)})"
+
+
+def _same(value: Any, default: Any) -> bool:
+    if value is default:
+        return True
+    try:
+        return bool(value == default)
+    except (TypeError, ValueError):  # e.g. a DataFrame: no single truth value
+        return False
 
 
 def _short_repr(value: Any) -> str:

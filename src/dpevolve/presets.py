@@ -7,11 +7,18 @@
   hard votes, threshold H = 0.
 * ``bfsoft``: the BF-Soft study setting. 512-record releases, 8 rounds of sampling
   selection, Gower distance; hard votes unless a soft vote is asked for.
+* ``hybrid`` (the default when no policy, soft vote or PubMix is asked for): the whole
+  budget measures the 2-way marginals, the 3-way ones holding the label and, at two bins
+  per number, the 4-way ones holding the label, in one Gaussian release; a pool grown
+  from the initial population is weighted to match them and rows are drawn from it
+  (docs/guide.md, "Presets"). Best measured on Adult and XOR-3 (benchmarks/FIDELITY.md).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from dpevolve.core.evolution import Schedule, Stage
 from dpevolve.errors import InputError
@@ -24,6 +31,9 @@ class Preset:
     distance: str
     vote: str
     threshold: float = 0.0
+    #: Share of the budget (zCDP rho) for the marginal release; ``None``: PE alone.
+    marginals: float | None = None
+    marginal_options: Mapping[str, Any] = field(default_factory=dict)
 
     def with_overrides(self, population: int | None = None, rounds: int | None = None) -> Preset:
         """Change N, or the number of rounds (the last stage absorbs the change)."""
@@ -38,20 +48,36 @@ class Preset:
                 last = stages[-1]
                 stages[-1] = Stage(last.mode, rounds - before, last.keep_selected, last.mutations)
         size = self.schedule.population if population is None else population
-        return Preset(
-            self.name, Schedule(size, tuple(stages)), self.distance, self.vote, self.threshold
-        )
+        return replace(self, schedule=Schedule(size, tuple(stages)))
 
+
+_TABPE_SCHEDULE = Schedule(
+    1000, (Stage("sample", 4), Stage("rank", 25, keep_selected=True, mutations=3))
+)
 
 PRESETS: dict[str, Preset] = {
-    "tabpe": Preset(
-        "tabpe",
-        Schedule(1000, (Stage("sample", 4), Stage("rank", 25, keep_selected=True, mutations=3))),
+    "tabpe": Preset("tabpe", _TABPE_SCHEDULE, distance="tabpe", vote="hard"),
+    "hybrid": Preset(
+        "hybrid",
+        _TABPE_SCHEDULE,
         distance="tabpe",
         vote="hard",
+        marginals=1.0,
+        marginal_options={"coarse_order": 4, "coarse_bins": 2},
     ),
     "bfsoft": Preset("bfsoft", Schedule(512, (Stage("sample", 8),)), distance="gower", vote="hard"),
 }
+
+
+#: The presets a run that names none may use: PE alone where the user asked for a
+#: policy, a soft or automatic vote or PubMix (they act on the PE rounds), else hybrid.
+DEFAULT_PRESET = "hybrid"
+PE_PRESET = "tabpe"
+
+
+def default_preset(*, policy: bool, soft_vote: bool, pubmix: bool) -> str:
+    """The preset a run gets when it names none (said in one line by the CLI)."""
+    return PE_PRESET if (policy or soft_vote or pubmix) else DEFAULT_PRESET
 
 
 def get_preset(name: str) -> Preset:

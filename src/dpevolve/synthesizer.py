@@ -25,7 +25,7 @@ from dpevolve.data.schema import Schema
 from dpevolve.data.sources import FrameSource, PrivateSource
 from dpevolve.errors import InputError
 from dpevolve.estimator import EstimatorParams
-from dpevolve.presets import Preset, get_preset
+from dpevolve.presets import Preset, default_preset, get_preset
 from dpevolve.privacy import Budget, Ledger, ZeroCostEvent, calibrate_gaussian, default_delta
 from dpevolve.release.base import Release, Selection
 from dpevolve.release.gaussian import GaussianRelease
@@ -58,8 +58,12 @@ class Synthesizer(EstimatorParams):
         Alternatively, a zCDP budget (``epsilon`` then reports the guarantee at ``delta``,
         default 1e-5).
     preset
-        ``tabpe`` (default: Tab-PE's Adult setting, 1000 records, 29 rounds, one-hot/L2)
-        or ``bfsoft`` (the BF-Soft study's 512 records, 8 rounds, Gower).
+        ``hybrid`` (the whole budget on one release of low-order marginals, rows drawn
+        from a pool weighted to match them: the best measured default), ``tabpe``
+        (Tab-PE's Adult setting: 1000 records, 29 rounds, one-hot/L2) or ``bfsoft`` (the
+        BF-Soft study's 512 records, 8 rounds, Gower). ``None`` (default): ``hybrid``,
+        or ``tabpe`` when a policy, a soft or automatic vote or PubMix is asked for (they
+        act on the PE rounds).
     vote
         ``hard`` (nearest candidate), ``soft`` (softmax at ``temperature``) or ``auto``:
         a public pilot (needs ``public``) picks hard or a soft configuration
@@ -149,7 +153,7 @@ class Synthesizer(EstimatorParams):
         epsilon: float | None = None,
         delta: float | None = None,
         rho: float | None = None,
-        preset: str = "tabpe",
+        preset: str | None = None,
         vote: str | None = None,
         temperature: float | Literal["auto"] | None = None,
         policy: Any = None,
@@ -207,8 +211,18 @@ class Synthesizer(EstimatorParams):
     def _schema(self) -> Schema:
         return Schema.of(self.schema)
 
+    def resolved_preset(self) -> str:
+        """The preset this model runs: ``preset``, or the default for its settings."""
+        if self.preset is not None:
+            return self.preset
+        return default_preset(
+            policy=self.policy is not None,
+            soft_vote=self.vote in ("soft", "auto") or self.temperature is not None,
+            pubmix=self.mechanism != "gaussian",
+        )
+
     def _preset(self) -> Preset:
-        return get_preset(self.preset).with_overrides(self.population_size, self.rounds)
+        return get_preset(self.resolved_preset()).with_overrides(self.population_size, self.rounds)
 
     def _budget(self, n: int) -> Budget:
         delta = default_delta(n) if self.delta is None else self.delta
@@ -254,7 +268,7 @@ class Synthesizer(EstimatorParams):
             n,
             budget,
             public_init=True,
-            preset=self.preset,
+            preset=self.resolved_preset(),
             policy=self.policy,
             population_size=self.population_size,
             rounds=self.rounds,
@@ -276,7 +290,7 @@ class Synthesizer(EstimatorParams):
             self.public,
             n,
             budget,
-            preset=self.preset,
+            preset=self.resolved_preset(),
             policy=self._policy(schema),
             population_size=self.population_size,
             rounds=self.rounds,
@@ -328,12 +342,16 @@ class Synthesizer(EstimatorParams):
             raise InputError("the private table is empty (0 rows)")
         budget = self._budget(n)
         run_budget, marginal_rho = budget, None
-        if self.marginals is not None:
+        share = self.marginals if self.marginals is not None else preset.marginals
+        options = self.marginal_options
+        if options is None:
+            options = dict(preset.marginal_options)
+        if share is not None:
             from dpevolve.core.hybrid import split_budget
 
             if self.mechanism != "gaussian":
                 raise InputError("the marginal release composes with the gaussian mechanism only")
-            pe_budget, marginal_rho = split_budget(budget, self.marginals)
+            pe_budget, marginal_rho = split_budget(budget, share)
             run_budget = budget if pe_budget is None else pe_budget
         distance: Distance = make_distance(self.distance or preset.distance, schema)
         vote, pilot = self._vote(preset, schema, budget, n)
@@ -468,7 +486,7 @@ class Synthesizer(EstimatorParams):
                 )
                 advance(t, spent)
 
-            skip_pe = marginal_rho is not None and self.marginals == 1.0
+            skip_pe = marginal_rho is not None and share == 1.0
             final = initial if skip_pe else engine.run(source, initial, rng, on_round)
 
         self.support_: WeightedSupport | None = None
@@ -476,8 +494,8 @@ class Synthesizer(EstimatorParams):
             from dpevolve.core.hybrid import fit_and_record
 
             self.support_ = fit_and_record(
-                source.batches(), schema, final, marginal_rho, self.marginals, self.marginal_options,
-                ledger, rng, n, noise_source,
+                source.batches(), schema, final, marginal_rho, share, options, ledger, rng, n,
+                noise_source,
             )  # fmt: skip
             final = self.support_.pool
 
@@ -595,7 +613,7 @@ class Synthesizer(EstimatorParams):
 
     # ----------------------------------------------------------- conveniences
     @classmethod
-    def create(cls, preset: str = "tabpe", **params: Any) -> Synthesizer:
+    def create(cls, preset: str = "hybrid", **params: Any) -> Synthesizer:
         """A synthesizer from a named preset (``Synthesizer.create("bfsoft", schema=...,
         epsilon=1)``), the way SDV and smartnoise-synth users construct one."""
         get_preset(preset)  # a clear error for an unknown name, before anything runs
@@ -619,28 +637,25 @@ class Synthesizer(EstimatorParams):
         return load_model(path)
 
     # ------------------------------------------------------------------ sample
-    def sample(self, n: int | None = None) -> pd.DataFrame:
-        """Rows of the released population (post-processing: no privacy cost).
+    def sample(self, num_rows: int | None = None) -> pd.DataFrame:
+        """``num_rows`` synthetic rows drawn from what the fit released (post-processing:
+        no privacy cost), as in SDV; default: the private row count ``n`` (public under
+        replace-one).
 
-        ``None`` returns the whole final population; otherwise ``n`` rows drawn from it,
-        without replacement when ``n`` does not exceed the population. With
-        ``marginals``, rows are drawn from the weighted support instead and ``None``
-        means the private row count (public under replace-one).
+        With marginals (the ``hybrid`` preset), rows are drawn from the weighted support;
+        with PE alone, from the final population (without replacement while ``num_rows``
+        does not exceed it). ``synthetic_`` keeps the population itself.
         """
         if not hasattr(self, "synthetic_"):
             raise InputError("call fit() before sample()")
+        rows = self.n_private_ if num_rows is None else num_rows
+        if isinstance(rows, bool) or not isinstance(rows, (int, np.integer)) or rows < 0:
+            raise InputError(f"num_rows must be a whole number >= 0, got {num_rows!r}")
         support: WeightedSupport | None = getattr(self, "support_", None)
         if support is not None:
-            rows = self.n_private_ if n is None else n
-            if rows < 0:
-                raise InputError(f"n must be non-negative, got {rows}")
-            return decode(support.draw(rows, self._sample_rng), self.schema_)
-        if n is None:
-            return self.synthetic_.copy()
-        if n < 0:
-            raise InputError(f"n must be non-negative, got {n}")
+            return decode(support.draw(int(rows), self._sample_rng), self.schema_)
         size = len(self.synthetic_)
-        index = self._sample_rng.choice(size, size=n, replace=n > size)
+        index = self._sample_rng.choice(size, size=int(rows), replace=rows > size)
         return self.synthetic_.iloc[index].reset_index(drop=True)
 
 

@@ -34,6 +34,7 @@ from dpevolve.extras import require
 
 
 class PresetName(StrEnum):
+    hybrid = "hybrid"
     tabpe = "tabpe"
     bfsoft = "bfsoft"
 
@@ -103,13 +104,19 @@ def synth(
             "--rows",
             "-n",
             min=1,
-            help="Rows to write, drawn from the released population (no privacy cost); "
-            "default: the whole population.",
+            help="Rows to write, drawn from what was released (no privacy cost); "
+            "default: as many as PRIVATE has.",
         ),
     ] = None,
     preset: Annotated[
-        PresetName, typer.Option("--preset", "-p", help="Schedule and distance.")
-    ] = PresetName.tabpe,
+        PresetName | None,
+        typer.Option(
+            "--preset",
+            "-p",
+            help="hybrid: marginals + weighted pool; tabpe/bfsoft: Private Evolution alone. "
+            "Default: hybrid, or tabpe with a policy, soft/auto vote or PubMix.",
+        ),
+    ] = None,
     vote: Annotated[
         VoteName | None,
         typer.Option("--vote", help="Vote of each private record; default: the preset's (hard)."),
@@ -221,7 +228,8 @@ def synth(
         from dpevolve.presets import get_preset
 
         loaded = Policy.load(policy, table_schema)
-        for warning in loaded.warnings(make_distance(get_preset(preset).distance, table_schema)):
+        preset_distance = get_preset(preset.value if preset is not None else "tabpe").distance
+        for warning in loaded.warnings(make_distance(preset_distance, table_schema)):
             say(quiet, f"warning: {warning}")
     chosen_backend, backend_line = _backend(backend)
     model = Synthesizer(
@@ -229,7 +237,7 @@ def synth(
         epsilon=epsilon,
         delta=delta,
         rho=rho,
-        preset=preset.value,
+        preset=None if preset is None else preset.value,
         vote=vote_name,
         temperature=tau,
         policy=policy,
@@ -249,6 +257,14 @@ def synth(
     )
     # Said once the arguments are known to be valid, before the (long) run.
     say(quiet, backend_line)
+    if preset is None:
+        chosen = model.resolved_preset()
+        why = (
+            "marginals and a weighted pool, the best measured default"
+            if chosen == "hybrid"
+            else "a policy, soft/auto vote or PubMix acts on the Private Evolution rounds"
+        )
+        say(quiet, f"preset: {chosen} ({why}; --preset to choose)")
     if mechanism is Mechanism.pubmix and gamma is None:
         say(quiet, "gamma: estimated from folds of the public table (--gamma not given)")
     if noise_seed is not None:
@@ -264,8 +280,7 @@ def synth(
             say(quiet, f"warning: {caught_warning.message}")
     ledger = model.ledger_.to_dict()
     _say_choices(ledger, tau, delta, epsilon, quiet)
-    # TODO(lead): model.sample(num_rows=rows) once the API takes it.
-    synthetic = model.synthetic_ if rows is None else model.sample(rows)
+    synthetic = model.sample(rows)
     write_table(synthetic, output)
     model.ledger_.write(ledger_out)
     if share_ledger is not None:
