@@ -107,8 +107,16 @@ def run(
                 else {}
             )
             pe_rounds = rounds if rounds is not None else (config or {}).get("rounds")
+            # Every system names its preset: PE alone for tabpe, PE rounds or none plus
+            # the marginal release for the hybrids (the library default is "hybrid").
             model = Synthesizer(
-                schema, epsilon=epsilon, delta=1e-5, random_state=seed, rounds=pe_rounds, **extra
+                schema,
+                epsilon=epsilon,
+                delta=1e-5,
+                random_state=seed,
+                preset="tabpe",
+                rounds=pe_rounds,
+                **extra,
             )
             synth, seconds, cpu, peak = timed_fit(model, train.frame)
             row = {
