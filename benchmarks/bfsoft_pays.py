@@ -145,12 +145,14 @@ def paired(errors: dict[str, list[float]]) -> dict[str, Any]:
     return out
 
 
-def part_target(seeds: int) -> dict[str, Any]:
+def part_target(
+    seeds: int, arms: dict[str, dict[str, Any]], datasets: tuple[str, ...] = ("adult5", "bank5")
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for dataset in ("adult5", "bank5"):
+    for dataset in datasets:
         errors = {
             name: [fit_error(dataset, TARGET_RHO, arm, s, public=False) for s in range(seeds)]
-            for name, arm in TARGET_ARMS.items()
+            for name, arm in arms.items()
         }
         out[dataset] = paired(errors)
         for name, row in out[dataset].items():
@@ -219,7 +221,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
     if target:
         ax = axes[0][i]
         i += 1
-        names = [n for n in TARGET_ARMS if n != "hard"]
+        names = [n for n in next(iter(target.values())) if n != "hard"]
         for j, dataset in enumerate(target):
             rel = [100 * target[dataset][n]["relative_change"] for n in names]
             lo = [100 * target[dataset][n]["relative_ci95"][0] for n in names]
@@ -256,6 +258,9 @@ def main() -> None:
     parser.add_argument("--rhos", type=float, nargs="*", default=list(AUTO_RHOS))
     parser.add_argument("--datasets", nargs="*", default=["adult5", "bank5", "xor3"])
     parser.add_argument("--tag", default="")
+    parser.add_argument(
+        "--arms", default=None, help="target arms as JSON {name: Synthesizer options}"
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     result: dict[str, Any] = {
@@ -268,7 +273,10 @@ def main() -> None:
         }
     }
     if args.part in ("target", "both"):
-        result["target"] = part_target(args.seeds)
+        arms = TARGET_ARMS if args.arms is None else {"hard": {"vote": "hard"}}
+        arms.update(json.loads(args.arms or "{}"))
+        chosen = tuple(d for d in args.datasets if d != "xor3")
+        result["target"] = part_target(args.seeds, arms, chosen)
     if args.part in ("auto", "both"):
         result["auto"] = part_auto(args.auto_seeds, tuple(args.rhos), tuple(args.datasets))
     result["wall_seconds"] = time.perf_counter() - started

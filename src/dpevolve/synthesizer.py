@@ -60,7 +60,10 @@ class Synthesizer(BaseEstimator):
     vote
         ``hard`` (nearest candidate), ``soft`` (softmax at ``temperature``) or ``auto``:
         a public pilot (needs ``public``) picks hard or a soft configuration
-        (temperature, sharpening) without spending private budget and says why.
+        (temperature, sharpening, debiasing) without spending private budget and says
+        why. Default (``None``): ``auto`` when a ``policy`` and ``public`` data are given
+        with the Gaussian mechanism and no ``temperature``, ``sharpen`` or ``debias``;
+        otherwise the preset's vote (hard).
     temperature
         The soft vote's ``tau``, or ``"auto"``: a pilot on the public data picks the
         temperature (or the hard vote, if it forecasts that hard wins) without spending
@@ -216,7 +219,9 @@ class Synthesizer(BaseEstimator):
 
     def _vote(self, preset: Preset, schema: Schema, budget: Budget, n: int) -> tuple[Vote, Any]:
         """The vote; ``temperature="auto"`` asks the public pilot (no private budget)."""
-        name = self.vote or preset.vote
+        from dpevolve.core.vote_choice import default_vote
+
+        name = self.vote or default_vote(self, preset.vote)
         self._arm = (self.sharpen, self.debias)
         if name == "auto":
             return self._auto_vote(schema, budget, n)
@@ -266,8 +271,10 @@ class Synthesizer(BaseEstimator):
         )
         arm = choice.chosen
         self._arm = (arm.sharpen, arm.debias)
-        # One line on stderr (stdout may carry a table or JSON): what was chosen and why.
-        print(choice.reason(), file=sys.stderr)
+        # One line on stderr (stdout may carry a table or JSON): what was chosen and why;
+        # said when asked for by name or with progress on (the ledger always has it).
+        if self.vote == "auto" or self.progress:
+            print(choice.reason(), file=sys.stderr)
         return make_vote(arm.vote, arm.temperature), choice
 
     # --------------------------------------------------------------------- fit

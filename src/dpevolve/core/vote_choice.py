@@ -76,6 +76,27 @@ def default_arms(policy: Any) -> tuple[VoteArm, ...]:
     return (VoteArm("hard"), *soft)
 
 
+def default_vote(options: Any, preset_vote: str) -> str:
+    """The vote when none is named: ``auto`` where the pilot can run and pays.
+
+    ``options`` is a :class:`~dpevolve.synthesizer.Synthesizer` (read for ``policy``,
+    ``public``, ``mechanism``, ``temperature``, ``sharpen`` and ``debias``). ``auto``
+    needs public data for its pilot and a policy, without which no soft vote has a
+    smaller sensitivity than the hard one; PubMix needs hard votes; a temperature,
+    sharpening or debiasing given by hand is a soft configuration the user chose.
+    Otherwise the preset's vote.
+    """
+    chose_soft = options.temperature is not None or options.sharpen != 1.0 or bool(options.debias)
+    if (
+        options.policy is not None
+        and options.public is not None
+        and options.mechanism == "gaussian"
+        and not chose_soft
+    ):
+        return "auto"
+    return preset_vote
+
+
 @dataclass(frozen=True)
 class VoteChoice:
     """The pilot's mean error per arm and the chosen arm."""
