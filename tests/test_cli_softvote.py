@@ -110,3 +110,25 @@ def test_default_vote_rule(small_schema, small_table) -> None:
     assert vote(policy=policy, public=small_table, mechanism="pubmix") == "hard"
     assert vote(policy=policy, public=small_table, temperature=0.03) == "hard"
     assert vote(policy=policy, public=small_table, sharpen=10.0) == "hard"
+
+
+def test_default_auto_under_a_non_gower_distance_does_not_sharpen(
+    small_schema, small_table
+) -> None:
+    policy = {"attributes": {"age": {"threshold": 5}}}
+    from dpevolve.core.policy import Policy
+
+    model = Synthesizer(
+        small_schema,
+        rho=1e-3,
+        preset="tabpe",
+        policy=Policy.from_dict(policy, small_schema),
+        public=small_table.iloc[:200],
+        population_size=20,
+        rounds=1,
+        random_state=0,
+    ).fit(small_table.iloc[200:])
+    ledger = model.ledger_.to_dict()
+    assert "vote_choice" in ledger  # the default was auto
+    assert ledger["vote"]["sharpen"] == 1.0
+    assert all(" sharpen=" not in label for label in ledger["vote_choice"]["errors"])

@@ -141,6 +141,10 @@ def test_vote_arms_and_the_reason_line() -> None:
     policy = Policy.from_dict({"attributes": {"a": {"threshold": 2}}}, TINY)
     assert {a.sharpen for a in default_arms(policy) if a.vote == "soft"} == {10.0}
     assert {a.sharpen for a in default_arms(Policy.standard())} == {1.0}
+    # sharpening needs the Gower distance: under another one the soft arms stay plain
+    assert {a.sharpen for a in default_arms(policy, "tabpe")} == {1.0}
+    assert {a.sharpen for a in default_arms(policy, make_distance("gower", TINY))} == {1.0, 10.0}
+    assert [a.debias for a in default_arms(policy) if a.debias] == [3]
 
 
 def test_vote_auto_end_to_end(small_schema, small_table, capsys) -> None:
@@ -150,7 +154,7 @@ def test_vote_auto_end_to_end(small_schema, small_table, capsys) -> None:
     choice = choose_vote(
         small_schema, public, len(private), Budget(rho=1e-3, delta=1e-5), seeds=(0,), **options
     )
-    assert len(choice.errors) == 4
+    assert len(choice.errors) == len(default_arms(policy))
     assert choice.errors[choice.chosen] == min(choice.errors.values())
 
     model = Synthesizer(
