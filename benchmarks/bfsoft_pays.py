@@ -3,7 +3,8 @@
 Part ``target`` (the 25% target): Adult-5 and Bank-5, policy age threshold 7, preset
 ``bfsoft`` (512 records, 8 rounds, Gower), rho = 1e-4, population drawn at random (as
 in RESULTS.md). Arms: hard; soft tau=0.03 (plain Gower); soft at tau 0.03 and 0.06 with
-the unprotected attributes sharpened x10; the same with 3 debias steps.
+the unprotected attributes sharpened x10; tau 0.03 x10 with 3 debias steps; tau 0.06
+x30 with 20 debias steps. ``--arms JSON`` replaces them (hard is always kept).
 
 Part ``auto``: Adult-5, Bank-5, XOR-3 over rho in 1e-5..1e-1, population seeded from
 public data (what ``vote="auto"`` needs for its pilot anyway). Arms: hard, the default
@@ -14,7 +15,7 @@ held out as public and the other 80% is the private table.
 Error: mean over k = 1, 2, 3 of the mean k-way marginal TV against the private table.
 Per arm: mean, paired difference against hard with a 95% t-interval, relative change.
 
-    python benchmarks/bfsoft_pays.py [--part target|auto|both] [--seeds 5] [--quick]
+    python benchmarks/bfsoft_pays.py [--part target|auto|both] [--seeds 5] [--arms JSON]
 
 Writes benchmarks/results/bfsoft_pays[_TAG].json and .png. Votes run on the auto backend
 (fused numba kernels when installed). In part ``auto`` the pilot of ``vote="auto"`` runs
@@ -61,6 +62,12 @@ TARGET_ARMS: dict[str, dict[str, Any]] = {
         "temperature": 0.03,
         "sharpen": 10.0,
         "debias": 3,
+    },
+    "soft0.06 sharpen30 debias20": {
+        "vote": "soft",
+        "temperature": 0.06,
+        "sharpen": 30.0,
+        "debias": 20,
     },
 }
 

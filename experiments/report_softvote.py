@@ -26,6 +26,7 @@ from experiments.report import (
     vote_means,
 )
 from experiments.runner import REPO_ROOT
+from experiments.softvote_studies import TARGET_ARM
 
 TARGET = -0.25  # the goal: >= 25% below hard at rho 1e-4, 95% CI excluding 0
 AUTO_SLACK = 0.05  # vote auto within 5% of the better of hard and the best soft arm
@@ -45,28 +46,34 @@ def section_pays(ctx: Context) -> list[str]:
         "debiased by `debias` Richardson-Lucy steps (post-processing, no privacy cost). "
         "Population drawn at random, as in sections 1-2. 'change' is the paired mean "
         "difference against hard over the same seeds, relative to hard's mean, with its "
-        "95% t-interval.",
+        "95% t-interval. The declared arm (`"
+        + TARGET_ARM
+        + "`, also an arm of `vote auto`) was picked "
+        "on separate exploration runs (`benchmarks/bfsoft_pays.py --arms`, other noise "
+        "draws) before these rows were run; the targets are judged on it alone.",
         "",
     ]
     previous = _previous(ctx)
     verdicts: list[str] = []
     for (dataset, rho), cell in df.groupby(["dataset", "rho"]):
         hard = cell[cell["arm"] == "hard"].set_index("seed")["mean_error"]
-        rows, best = [], None
+        rows, tests = [], {}
         for arm, group in cell[cell["arm"] != "hard"].groupby("arm", sort=False):
             errors = group.set_index("seed")["mean_error"]
             seeds = sorted(set(hard.index) & set(errors.index))
             test = analysis.paired(hard.loc[seeds].tolist(), errors.loc[seeds].tolist())
             lo, hi = test.relative_ci
             rows.append([str(arm), fmt(test.mean_b), pct(test.relative), f"[{pct(lo)}, {pct(hi)}]"])
-            if best is None or test.mean_b < best[1].mean_b:
-                best = (str(arm), test)
+            tests[str(arm)] = test
         name = DATASET_NAMES.get(dataset, dataset)
         lines += [f"**{name}, rho = {sci(rho)}** (hard {fmt(hard.mean())}, {len(hard)} seeds)", ""]
         lines += md_table(["arm", "mean error", "change", "95% CI"], rows)
-        if best is None or not math.isclose(rho, 1e-4):
+        if not tests or not math.isclose(rho, 1e-4):
             continue
-        arm, test = best
+        # The declared arm (chosen on a separate exploration run), not the best in
+        # hindsight among the arms here, which would be biased toward a larger gain.
+        arm = TARGET_ARM if TARGET_ARM in tests else min(tests, key=lambda a: tests[a].mean_b)
+        test = tests[arm]
         lo, hi = test.relative_ci
         met = test.relative <= TARGET and hi < 0
         verdicts.append(
@@ -84,7 +91,7 @@ def section_pays(ctx: Context) -> list[str]:
         key = "adult" if dataset == "adult5" else "bank"
         hard_pub, soft_pub = PUBLISHED[f"{key}_1e-4"]
         lines += [
-            f"At rho = 1e-4 the best arm is {arm}: {fmt(test.mean_a)} -> {fmt(test.mean_b)} "
+            f"At rho = 1e-4 the declared arm {arm}: {fmt(test.mean_a)} -> {fmt(test.mean_b)} "
             f"({pct(test.relative)}, 95% CI [{pct(lo)}, {pct(hi)}]); before: {prev_text}; "
             f"published: {hard_pub} -> {soft_pub} ({pct(soft_pub / hard_pub - 1)}).",
             "",

@@ -139,12 +139,13 @@ def test_vote_arms_and_the_reason_line() -> None:
     assert "\n" not in line and "soft tau=0.03 sharpen=10" in line and "hard 0.3000" in line
     assert choice.to_dict()["private_budget_spent"] == 0.0
     policy = Policy.from_dict({"attributes": {"a": {"threshold": 2}}}, TINY)
-    assert {a.sharpen for a in default_arms(policy) if a.vote == "soft"} == {10.0}
+    assert {a.sharpen for a in default_arms(policy) if a.vote == "soft"} == {10.0, 30.0}
     assert {a.sharpen for a in default_arms(Policy.standard())} == {1.0}
     # sharpening needs the Gower distance: under another one the soft arms stay plain
     assert {a.sharpen for a in default_arms(policy, "tabpe")} == {1.0}
-    assert {a.sharpen for a in default_arms(policy, make_distance("gower", TINY))} == {1.0, 10.0}
-    assert [a.debias for a in default_arms(policy) if a.debias] == [3]
+    gower = make_distance("gower", TINY)
+    assert {a.sharpen for a in default_arms(policy, gower)} == {1.0, 10.0, 30.0}
+    assert [a.debias for a in default_arms(policy) if a.debias] == [20]
 
 
 def test_vote_auto_end_to_end(small_schema, small_table, capsys) -> None:
