@@ -55,8 +55,8 @@ def test_sharpening_keeps_the_reach(factor: float, theta: float) -> None:
     assert plain.numeric_weights[1] == pytest.approx(1 / 3)  # the original is untouched
 
 
-@pytest.mark.parametrize("tau", [0.02, 0.1])
-@pytest.mark.parametrize("factor", [1.0, 10.0, 1000.0])
+@pytest.mark.parametrize("tau", [0.02, 0.06, 0.1])
+@pytest.mark.parametrize("factor", [1.0, 10.0, 30.0, 1000.0])
 def test_sharpened_soft_bound_holds_by_brute_force(tau: float, factor: float) -> None:
     """Every record, every protected neighbour, a random candidate set: ||p - p'||_2 is
     within sqrt(2) tanh(r / (2 tau)) on the sharpened distance."""

@@ -82,7 +82,7 @@ Examples:
   dpevolve synth private.csv -s schema.yaml -e 1 --rows 5000 -o synthetic.csv \\
       --report report.html --share-report report-public.html
   dpevolve synth private.csv -s schema.yaml --policy policy.yaml --preset bfsoft \\
-      --vote soft --temperature 0.03 --sharpen 10 --debias 3 --rho 1e-4 -o synthetic.csv
+      --vote soft --temperature 0.06 --sharpen 30 --debias 20 --rho 1e-4 -o synthetic.csv
   dpevolve synth private.csv -s schema.yaml --policy policy.yaml --preset bfsoft \\
       --public public.csv --rho 1e-4 -o synthetic.csv   # vote auto (the default here)
 """
@@ -135,6 +135,7 @@ def synth(
         typer.Option(
             "--sharpen",
             min=1.0,
+            metavar="FACTOR",
             help="Soft vote under --policy: multiply the Gower weights of unprotected "
             "attributes by FACTOR (1: off). Same noise; the vote blurs only protected ones.",
         ),
@@ -144,6 +145,7 @@ def synth(
         typer.Option(
             "--debias",
             min=0,
+            metavar="STEPS",
             help="Soft vote: STEPS of Richardson-Lucy undoing its blur on the released "
             "histogram (0: off; post-processing, no privacy cost).",
         ),
