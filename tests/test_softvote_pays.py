@@ -148,6 +148,29 @@ def test_vote_arms_and_the_reason_line() -> None:
     assert [a.debias for a in default_arms(policy) if a.debias] == [20]
 
 
+@settings(max_examples=50, deadline=None)
+@given(
+    hard=st.lists(st.floats(0.05, 0.5), min_size=3, max_size=3),
+    soft=st.lists(st.floats(0.05, 0.5), min_size=3, max_size=3),
+)
+def test_a_soft_arm_must_beat_hard_on_every_pilot_seed(hard, soft) -> None:
+    h, s = VoteArm("hard"), VoteArm("soft", 0.06, sharpen=30.0, debias=20)
+    choice = VoteChoice(
+        {h: float(np.mean(hard)), s: float(np.mean(soft))},
+        noise_scale=0.5,
+        seeds=(0, 1, 2),
+        per_seed={h.label: hard, s.label: soft},
+    )
+    wins_everywhere = all(a < b for a, b in zip(soft, hard, strict=True))
+    assert choice.chosen == (s if wins_everywhere else h)
+    # hard is kept only where the mean alone would have chosen the soft arm
+    assert choice.tie_to_hard == (choice.best == s and not wins_everywhere)
+    line = choice.reason()
+    assert "\n" not in line and line.startswith(f"vote auto: chose {choice.chosen.label} ")
+    if choice.tie_to_hard:
+        assert "did not beat hard on every pilot seed" in line
+
+
 def test_vote_auto_end_to_end(small_schema, small_table, capsys) -> None:
     public, private = small_table.iloc[:200], small_table.iloc[200:]
     policy = Policy.from_dict({"attributes": {"age": {"threshold": 5}}}, small_schema)

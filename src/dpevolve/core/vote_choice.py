@@ -5,8 +5,9 @@ with the distance sharpened on unprotected attributes (:mod:`dpevolve.core.sharp
 and optionally debiased after release (:mod:`dpevolve.core.debias`). The public pilot
 runs the synthesizer on public data standing in for the private table, at the private
 run's noise-to-signal ratio (see :mod:`dpevolve.core.pilot`), once per arm and seed, and
-picks the arm with the lowest mean pilot error. Nothing here reads private records, so
-the choice costs no private budget.
+picks the arm with the lowest mean pilot error, unless that arm is soft and loses to the
+hard vote on some seed (then it is within the pilot's noise of hard, and hard is kept).
+Nothing here reads private records, so the choice costs no private budget.
 """
 
 from __future__ import annotations
@@ -115,8 +116,32 @@ class VoteChoice:
     per_seed: dict[str, list[float]] = field(default_factory=dict)
 
     @property
-    def chosen(self) -> VoteArm:
+    def best(self) -> VoteArm:
+        """The arm with the lowest mean pilot error."""
         return min(self.errors, key=lambda arm: self.errors[arm])
+
+    @property
+    def tie_to_hard(self) -> bool:
+        """Whether the best arm is soft but does not beat hard on every pilot seed.
+
+        The seeds pair the runs (same split, same population randomness); an arm that
+        loses to hard on one of them is within the pilot's noise of hard, and then the
+        hard vote is kept: a soft arm has to win clearly to be used.
+        """
+        best = self.best
+        hard = next((a for a in self.errors if a.vote == "hard"), None)
+        if hard is None or best == hard:
+            return False
+        ours, theirs = self.per_seed.get(best.label), self.per_seed.get(hard.label)
+        if not ours or not theirs:
+            return False
+        return not all(a < b for a, b in zip(ours, theirs, strict=True))
+
+    @property
+    def chosen(self) -> VoteArm:
+        if self.tie_to_hard:
+            return next(a for a in self.errors if a.vote == "hard")
+        return self.best
 
     @property
     def hard_error(self) -> float | None:
@@ -131,7 +156,12 @@ class VoteChoice:
             else None
         )
         text = f"vote auto: chose {chosen.label} (public pilot error {best:.4f}"
-        if runner is not None:
+        if self.tie_to_hard:
+            text += (
+                f"; best {self.best.label} {self.errors[self.best]:.4f} did not beat hard "
+                "on every pilot seed"
+            )
+        elif runner is not None:
             text += f"; next best {runner[1]} {runner[0]:.4f}"
         return text + "; no private budget spent)"
 
@@ -154,7 +184,7 @@ def choose_vote(
     budget: Budget,
     *,
     arms: Sequence[VoteArm] | None = None,
-    seeds: Sequence[int] = (0, 1),
+    seeds: Sequence[int] = (0, 1, 2),
     public_init: bool = True,
     **synth_options: Any,
 ) -> VoteChoice:
