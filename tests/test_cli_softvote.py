@@ -108,6 +108,7 @@ def test_default_vote_rule(small_schema, small_table) -> None:
     assert vote(policy=policy) == "hard"
     assert vote(public=small_table) == "hard"
     assert vote(policy=policy, public=small_table, mechanism="pubmix") == "hard"
+    assert vote(policy=policy, public=small_table, calibration="exact") == "hard"
     assert vote(policy=policy, public=small_table, temperature=0.03) == "hard"
     assert vote(policy=policy, public=small_table, sharpen=10.0) == "hard"
 

@@ -62,8 +62,8 @@ class Synthesizer(BaseEstimator):
         a public pilot (needs ``public``) picks hard or a soft configuration
         (temperature, sharpening, debiasing) without spending private budget and says
         why. Default (``None``): ``auto`` when a ``policy`` and ``public`` data are given
-        with the Gaussian mechanism and no ``temperature``, ``sharpen`` or ``debias``;
-        otherwise the preset's vote (hard).
+        with the Gaussian mechanism, bound calibration and no ``temperature``,
+        ``sharpen`` or ``debias``; otherwise the preset's vote (hard).
     temperature
         The soft vote's ``tau``, or ``"auto"``: a pilot on the public data picks the
         temperature (or the hard vote, if it forecasts that hard wins) without spending

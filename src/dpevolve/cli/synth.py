@@ -119,7 +119,8 @@ def synth(
             "--vote",
             help="Vote of each private record. auto: a pilot on --public picks hard or a "
             "soft configuration (no private budget) and says which and why. Default: auto "
-            "with --policy and --public (and no --temperature/--sharpen/--debias), else hard.",
+            "with --policy and --public (and no --temperature, --sharpen, --debias or "
+            "--calibration exact), else hard.",
         ),
     ] = None,
     temperature: Annotated[

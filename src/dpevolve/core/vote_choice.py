@@ -89,17 +89,18 @@ def default_vote(options: Any, preset_vote: str) -> str:
     """The vote when none is named: ``auto`` where the pilot can run and pays.
 
     ``options`` is a :class:`~dpevolve.synthesizer.Synthesizer` (read for ``policy``,
-    ``public``, ``mechanism``, ``temperature``, ``sharpen`` and ``debias``). ``auto``
-    needs public data for its pilot and a policy, without which no soft vote has a
-    smaller sensitivity than the hard one; PubMix needs hard votes; a temperature,
-    sharpening or debiasing given by hand is a soft configuration the user chose.
-    Otherwise the preset's vote.
+    ``public``, ``mechanism``, ``calibration``, ``temperature``, ``sharpen`` and
+    ``debias``). ``auto`` needs public data for its pilot and a policy, without which no
+    soft vote has a smaller sensitivity than the hard one; PubMix and exact calibration
+    need hard votes; a temperature, sharpening or debiasing given by hand is a soft
+    configuration the user chose. Otherwise the preset's vote.
     """
     chose_soft = options.temperature is not None or options.sharpen != 1.0 or bool(options.debias)
     if (
         options.policy is not None
         and options.public is not None
         and options.mechanism == "gaussian"
+        and getattr(options, "calibration", "bound") != "exact"
         and not chose_soft
     ):
         return "auto"
