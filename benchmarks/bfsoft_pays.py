@@ -3,7 +3,8 @@
 Part ``target`` (the 25% target): Adult-5 and Bank-5, policy age threshold 7, preset
 ``bfsoft`` (512 records, 8 rounds, Gower), rho = 1e-4, population drawn at random (as
 in RESULTS.md). Arms: hard; soft tau=0.03 (plain Gower); soft at tau 0.03 and 0.06 with
-the unprotected attributes sharpened x10; the same with 3 debias steps.
+the unprotected attributes sharpened x10; tau 0.03 x10 with 3 debias steps; tau 0.06
+x30 with 20 debias steps. ``--arms JSON`` replaces them (hard is always kept).
 
 Part ``auto``: Adult-5, Bank-5, XOR-3 over rho in 1e-5..1e-1, population seeded from
 public data (what ``vote="auto"`` needs for its pilot anyway). Arms: hard, the default
@@ -14,9 +15,11 @@ held out as public and the other 80% is the private table.
 Error: mean over k = 1, 2, 3 of the mean k-way marginal TV against the private table.
 Per arm: mean, paired difference against hard with a 95% t-interval, relative change.
 
-    python benchmarks/bfsoft_pays.py [--part target|auto|both] [--seeds 5] [--quick]
+    python benchmarks/bfsoft_pays.py [--part target|auto|both] [--seeds 5] [--arms JSON]
 
-Writes benchmarks/results/bfsoft_pays.json and bfsoft_pays.png.
+Writes benchmarks/results/bfsoft_pays[_TAG].json and .png. Votes run on the auto backend
+(fused numba kernels when installed). In part ``auto`` the pilot of ``vote="auto"`` runs
+per seed and its private run is the chosen arm's fit of that seed (the same run).
 """
 
 from __future__ import annotations
@@ -60,6 +63,12 @@ TARGET_ARMS: dict[str, dict[str, Any]] = {
         "sharpen": 10.0,
         "debias": 3,
     },
+    "soft0.06 sharpen30 debias20": {
+        "vote": "soft",
+        "temperature": 0.06,
+        "sharpen": 30.0,
+        "debias": 20,
+    },
 }
 
 
@@ -88,7 +97,7 @@ def tables(dataset: str) -> tuple[Any, Any, Any]:
 
 def fit_error(dataset: str, rho: float, arm: dict[str, Any], seed: int, public: bool) -> float:
     from dpevolve import Synthesizer
-    from dpevolve.backends import LocalBackend
+    from dpevolve.backends import make_backend
     from dpevolve.core.pilot import pilot_error
     from dpevolve.core.policy import Policy
 
@@ -101,7 +110,7 @@ def fit_error(dataset: str, rho: float, arm: dict[str, Any], seed: int, public: 
         policy=Policy.from_dict(POLICIES[dataset], schema),
         public=public_frame if public else None,
         random_state=seed,
-        backend=LocalBackend(),
+        backend=make_backend("auto"),
         **arm,
     )
     with warnings.catch_warnings():
@@ -111,6 +120,28 @@ def fit_error(dataset: str, rho: float, arm: dict[str, Any], seed: int, public: 
     if choice is not None:
         fit_error.last_choice = choice["chosen"]  # type: ignore[attr-defined]
     return float(pilot_error(private, model.synthetic_, schema))
+
+
+def auto_choice(dataset: str, rho: float) -> Any:
+    """The arm the public pilot of ``vote="auto"`` picks (no private data read)."""
+    from dpevolve.backends import make_backend
+    from dpevolve.core.policy import Policy
+    from dpevolve.core.vote_choice import choose_vote
+    from dpevolve.privacy import Budget
+
+    private, public_frame, schema = tables(dataset)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        choice = choose_vote(
+            schema,
+            public_frame,
+            len(private),
+            Budget(rho=rho, delta=DELTA),
+            preset="bfsoft",
+            policy=Policy.from_dict(POLICIES[dataset], schema),
+            backend=make_backend("auto"),
+        )
+    return choice.chosen
 
 
 def t_interval(values: list[float]) -> tuple[float, float, float]:
@@ -145,12 +176,14 @@ def paired(errors: dict[str, list[float]]) -> dict[str, Any]:
     return out
 
 
-def part_target(seeds: int) -> dict[str, Any]:
+def part_target(
+    seeds: int, arms: dict[str, dict[str, Any]], datasets: tuple[str, ...] = ("adult5", "bank5")
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for dataset in ("adult5", "bank5"):
+    for dataset in datasets:
         errors = {
             name: [fit_error(dataset, TARGET_RHO, arm, s, public=False) for s in range(seeds)]
-            for name, arm in TARGET_ARMS.items()
+            for name, arm in arms.items()
         }
         out[dataset] = paired(errors)
         for name, row in out[dataset].items():
@@ -162,16 +195,22 @@ def part_target(seeds: int) -> dict[str, Any]:
     return out
 
 
-def part_auto(seeds: int, rhos: tuple[float, ...], datasets: tuple[str, ...]) -> dict[str, Any]:
+def part_auto(
+    seeds: int,
+    rhos: tuple[float, ...],
+    datasets: tuple[str, ...],
+    out: dict[str, Any],
+    on_row: Any = None,
+) -> dict[str, Any]:
+    """Fill ``out`` (dataset -> rho -> row) and call ``on_row()`` after every row."""
     from dpevolve.core.policy import Policy
     from dpevolve.core.vote_choice import default_arms
 
-    out: dict[str, Any] = {}
     for dataset in datasets:
         schema = tables(dataset)[2]
         arms = {
             a.label: {k: v for k, v in a.options().items() if v is not None}
-            for a in default_arms(Policy.from_dict(POLICIES[dataset], schema))
+            for a in default_arms(Policy.from_dict(POLICIES[dataset], schema), "gower")
         }
         out[dataset] = {}
         for rho in rhos:
@@ -182,8 +221,11 @@ def part_auto(seeds: int, rhos: tuple[float, ...], datasets: tuple[str, ...]) ->
             choices = []
             errors["auto"] = []
             for s in range(seeds):
-                errors["auto"].append(fit_error(dataset, rho, {"vote": "auto"}, s, True))
-                choices.append(fit_error.last_choice)  # type: ignore[attr-defined]
+                # The private run of vote="auto" is the chosen arm's run: its error is that
+                # arm's error at this seed (fresh noise either way), so only the pilot runs.
+                arm = auto_choice(dataset, rho)
+                errors["auto"].append(errors[arm.label][s])
+                choices.append(arm.options())
             means = {k: statistics.fmean(v) for k, v in errors.items()}
             best_soft = min(v for k, v in means.items() if k.startswith("soft"))
             better = min(means["hard"], best_soft)
@@ -197,13 +239,21 @@ def part_auto(seeds: int, rhos: tuple[float, ...], datasets: tuple[str, ...]) ->
                 "within_5pct": means["auto"] <= 1.05 * better,
             }
             out[dataset][f"{rho:g}"] = row
+            if on_row is not None:
+                on_row()
             print(
                 f"{dataset} rho={rho:g} hard {means['hard']:.4f} best soft {best_soft:.4f} "
                 f"auto {means['auto']:.4f} ({row['auto_over_best']:+.1%} vs better) "
-                f"choices {[c['vote'] + str(c['temperature'] or '') for c in choices]}",
+                f"choices {[_short(c) for c in choices]}",
                 flush=True,
             )
     return out
+
+
+def _short(choice: dict[str, Any]) -> str:
+    """``hard`` or ``soft0.03`` (+ ``d3`` when debiased)."""
+    text = choice["vote"] + str(choice["temperature"] or "")
+    return text + (f"d{choice['debias']}" if choice["debias"] else "")
 
 
 def plot(result: dict[str, Any], path: Path) -> None:
@@ -219,7 +269,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
     if target:
         ax = axes[0][i]
         i += 1
-        names = [n for n in TARGET_ARMS if n != "hard"]
+        names = [n for n in next(iter(target.values())) if n != "hard"]
         for j, dataset in enumerate(target):
             rel = [100 * target[dataset][n]["relative_change"] for n in names]
             lo = [100 * target[dataset][n]["relative_ci95"][0] for n in names]
@@ -256,8 +306,13 @@ def main() -> None:
     parser.add_argument("--rhos", type=float, nargs="*", default=list(AUTO_RHOS))
     parser.add_argument("--datasets", nargs="*", default=["adult5", "bank5", "xor3"])
     parser.add_argument("--tag", default="")
+    parser.add_argument(
+        "--arms", default=None, help="target arms as JSON {name: Synthesizer options}"
+    )
     args = parser.parse_args()
     started = time.perf_counter()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stem = "bfsoft_pays" + (f"_{args.tag}" if args.tag else "")
     result: dict[str, Any] = {
         "setup": {
             "preset": "bfsoft (512 records, 8 rounds, Gower)",
@@ -268,12 +323,18 @@ def main() -> None:
         }
     }
     if args.part in ("target", "both"):
-        result["target"] = part_target(args.seeds)
+        arms = TARGET_ARMS if args.arms is None else {"hard": {"vote": "hard"}}
+        arms.update(json.loads(args.arms or "{}"))
+        chosen = tuple(d for d in args.datasets if d != "xor3")
+        result["target"] = part_target(args.seeds, arms, chosen)
     if args.part in ("auto", "both"):
-        result["auto"] = part_auto(args.auto_seeds, tuple(args.rhos), tuple(args.datasets))
+        result["auto"] = {}
+
+        def save() -> None:  # after every row: a partial grid survives an interrupted run
+            (RESULTS / f"{stem}.json").write_text(json.dumps(result, indent=2, default=float))
+
+        part_auto(args.auto_seeds, tuple(args.rhos), tuple(args.datasets), result["auto"], save)
     result["wall_seconds"] = time.perf_counter() - started
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    stem = "bfsoft_pays" + (f"_{args.tag}" if args.tag else "")
     (RESULTS / f"{stem}.json").write_text(json.dumps(result, indent=2, default=float))
     plot(result, RESULTS / f"{stem}.png")
     print(f"wrote {RESULTS / stem}.json/.png in {result['wall_seconds']:.0f} s")

@@ -7,10 +7,10 @@ from experiments.runner import Study
 
 def all_studies() -> dict[str, Study]:
     """Study name -> :class:`~experiments.runner.Study`, in running order."""
-    from experiments import baselines, pubmix_studies, studies
+    from experiments import baselines, pubmix_studies, softvote_studies, studies
 
     out: dict[str, Study] = {}
-    for module in (studies, baselines, pubmix_studies):
+    for module in (studies, softvote_studies, baselines, pubmix_studies):
         for study in module.STUDIES:
             out[study.name] = study
     return out

@@ -1297,11 +1297,14 @@ WHY = """## Why our numbers differ from the published ones
 def write_report(store: Store, output: str | Path, figures: str | Path) -> Path:
     """Write RESULTS.md (and the PNG figures) from ``store``; returns the path."""
     output, figures = Path(output), Path(figures)
+    from experiments.report_softvote import section_pays
+
     rows = analysis.latest_rows(store.rows())
     ctx = Context(rows, figures, output)
     sections: list[Callable[[Context], list[str]]] = [
         section_budget,
         section_temperature,
+        section_pays,
         section_policy,
         section_pilot,
         section_calibration,

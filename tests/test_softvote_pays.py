@@ -55,8 +55,8 @@ def test_sharpening_keeps_the_reach(factor: float, theta: float) -> None:
     assert plain.numeric_weights[1] == pytest.approx(1 / 3)  # the original is untouched
 
 
-@pytest.mark.parametrize("tau", [0.02, 0.1])
-@pytest.mark.parametrize("factor", [1.0, 10.0, 1000.0])
+@pytest.mark.parametrize("tau", [0.02, 0.06, 0.1])
+@pytest.mark.parametrize("factor", [1.0, 10.0, 30.0, 1000.0])
 def test_sharpened_soft_bound_holds_by_brute_force(tau: float, factor: float) -> None:
     """Every record, every protected neighbour, a random candidate set: ||p - p'||_2 is
     within sqrt(2) tanh(r / (2 tau)) on the sharpened distance."""
@@ -139,8 +139,36 @@ def test_vote_arms_and_the_reason_line() -> None:
     assert "\n" not in line and "soft tau=0.03 sharpen=10" in line and "hard 0.3000" in line
     assert choice.to_dict()["private_budget_spent"] == 0.0
     policy = Policy.from_dict({"attributes": {"a": {"threshold": 2}}}, TINY)
-    assert {a.sharpen for a in default_arms(policy) if a.vote == "soft"} == {10.0}
+    assert {a.sharpen for a in default_arms(policy) if a.vote == "soft"} == {10.0, 30.0}
     assert {a.sharpen for a in default_arms(Policy.standard())} == {1.0}
+    # sharpening needs the Gower distance: under another one the soft arms stay plain
+    assert {a.sharpen for a in default_arms(policy, "tabpe")} == {1.0}
+    gower = make_distance("gower", TINY)
+    assert {a.sharpen for a in default_arms(policy, gower)} == {1.0, 10.0, 30.0}
+    assert [a.debias for a in default_arms(policy) if a.debias] == [20]
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    hard=st.lists(st.floats(0.05, 0.5), min_size=3, max_size=3),
+    soft=st.lists(st.floats(0.05, 0.5), min_size=3, max_size=3),
+)
+def test_a_soft_arm_must_beat_hard_on_every_pilot_seed(hard, soft) -> None:
+    h, s = VoteArm("hard"), VoteArm("soft", 0.06, sharpen=30.0, debias=20)
+    choice = VoteChoice(
+        {h: float(np.mean(hard)), s: float(np.mean(soft))},
+        noise_scale=0.5,
+        seeds=(0, 1, 2),
+        per_seed={h.label: hard, s.label: soft},
+    )
+    wins_everywhere = all(a < b for a, b in zip(soft, hard, strict=True))
+    assert choice.chosen == (s if wins_everywhere else h)
+    # hard is kept only where the mean alone would have chosen the soft arm
+    assert choice.tie_to_hard == (choice.best == s and not wins_everywhere)
+    line = choice.reason()
+    assert "\n" not in line and line.startswith(f"vote auto: chose {choice.chosen.label} ")
+    if choice.tie_to_hard:
+        assert "did not beat hard on every pilot seed" in line
 
 
 def test_vote_auto_end_to_end(small_schema, small_table, capsys) -> None:
@@ -150,7 +178,7 @@ def test_vote_auto_end_to_end(small_schema, small_table, capsys) -> None:
     choice = choose_vote(
         small_schema, public, len(private), Budget(rho=1e-3, delta=1e-5), seeds=(0,), **options
     )
-    assert len(choice.errors) == 4
+    assert len(choice.errors) == len(default_arms(policy))
     assert choice.errors[choice.chosen] == min(choice.errors.values())
 
     model = Synthesizer(

@@ -67,7 +67,10 @@ class Synthesizer(EstimatorParams):
     vote
         ``hard`` (nearest candidate), ``soft`` (softmax at ``temperature``) or ``auto``:
         a public pilot (needs ``public``) picks hard or a soft configuration
-        (temperature, sharpening) without spending private budget and says why.
+        (temperature, sharpening, debiasing) without spending private budget and says
+        why. Default (``None``): ``auto`` when a ``policy`` and ``public`` data are given
+        with the Gaussian mechanism, bound calibration and no ``temperature``,
+        ``sharpen`` or ``debias``; otherwise the preset's vote (hard).
     temperature
         The soft vote's ``tau``, or ``"auto"``: a pilot on the public data picks the
         temperature (or the hard vote, if it forecasts that hard wins) without spending
@@ -250,7 +253,9 @@ class Synthesizer(EstimatorParams):
 
     def _vote(self, preset: Preset, schema: Schema, budget: Budget, n: int) -> tuple[Vote, Any]:
         """The vote; ``temperature="auto"`` asks the public pilot (no private budget)."""
-        name = self.vote or preset.vote
+        from dpevolve.core.vote_choice import default_vote
+
+        name = self.vote or default_vote(self, preset.vote)
         self._arm = (self.sharpen, self.debias)
         if name == "auto":
             return self._auto_vote(schema, budget, n)
@@ -300,8 +305,10 @@ class Synthesizer(EstimatorParams):
         )
         arm = choice.chosen
         self._arm = (arm.sharpen, arm.debias)
-        # One line on stderr (stdout may carry a table or JSON): what was chosen and why.
-        print(choice.reason(), file=sys.stderr)
+        # One line on stderr (stdout may carry a table or JSON): what was chosen and why;
+        # said when asked for by name or with progress on (the ledger always has it).
+        if self.vote == "auto" or self.progress:
+            print(choice.reason(), file=sys.stderr)
         return make_vote(arm.vote, arm.temperature), choice
 
     # --------------------------------------------------------------------- fit

@@ -138,10 +138,15 @@ def test_soft_vote_on_the_edge_that_carries_the_reach(age_sex) -> None:
 
 
 @pytest.mark.parametrize(
-    ("vote", "policy"),
-    [("hard", None), ("soft", {"attributes": {"age": {"threshold": 7}}})],
+    ("vote", "policy", "soft_options"),
+    [
+        ("hard", None, {}),
+        ("soft", {"attributes": {"age": {"threshold": 7}}}, {}),
+        # sharpened unprotected attributes (sex x10) and debiasing: the same reach and bound
+        ("soft", {"attributes": {"age": {"threshold": 7}}}, {"sharpen": 10.0, "debias": 3}),
+    ],
 )
-def test_end_to_end_rounds_within_the_ledger(age_sex, vote, policy) -> None:
+def test_end_to_end_rounds_within_the_ledger(age_sex, vote, policy, soft_options) -> None:
     """Synthesizer, 3 rounds: every round's actual histogram shift on an adversarial pair
     (a boundary record alone in its corner vs the far boundary) is within what the
     ledger charged, and the composed exact epsilon of the shifts is within its claim."""
@@ -154,7 +159,7 @@ def test_end_to_end_rounds_within_the_ledger(age_sex, vote, policy) -> None:
     d2 = pd.concat([rows, pd.DataFrame([moving[1]])], ignore_index=True)
     settings = {
         "epsilon": 3.0, "preset": "bfsoft", "vote": vote, "temperature": 0.075,
-        "policy": pol, "population_size": 6, "rounds": 3, "random_state": 5,
+        "policy": pol, "population_size": 6, "rounds": 3, "random_state": 5, **soft_options,
     }  # fmt: skip
     model, spy = fit_spied(age_sex, d, **settings)
     _, spy2 = fit_spied(age_sex, d2, **settings)

@@ -42,6 +42,7 @@ class PresetName(StrEnum):
 class VoteName(StrEnum):
     hard = "hard"
     soft = "soft"
+    auto = "auto"
 
 
 class Mechanism(StrEnum):
@@ -82,7 +83,9 @@ Examples:
   dpevolve synth private.csv -s schema.yaml -e 1 --rows 5000 -o synthetic.csv \\
       --report report.html --share-report report-public.html
   dpevolve synth private.csv -s schema.yaml --policy policy.yaml --preset bfsoft \\
-      --vote soft --temperature 0.03 --rho 1e-3 -o synthetic.csv
+      --vote soft --temperature 0.06 --sharpen 30 --debias 20 --rho 1e-4 -o synthetic.csv
+  dpevolve synth private.csv -s schema.yaml --policy policy.yaml --preset bfsoft \\
+      --public public.csv --rho 1e-4 -o synthetic.csv   # vote auto (the default here)
 """
 
 
@@ -119,7 +122,13 @@ def synth(
     ] = None,
     vote: Annotated[
         VoteName | None,
-        typer.Option("--vote", help="Vote of each private record; default: the preset's (hard)."),
+        typer.Option(
+            "--vote",
+            help="Vote of each private record. auto: a pilot on --public picks hard or a "
+            "soft configuration (no private budget) and says which and why. Default: auto "
+            "with --policy and --public (and no --temperature, --sharpen, --debias or "
+            "--calibration exact), else hard.",
+        ),
     ] = None,
     temperature: Annotated[
         str | None,
@@ -129,6 +138,26 @@ def synth(
             help="Soft-vote temperature TAU, or 'auto' (a pilot on --public picks hard or soft).",
         ),
     ] = None,
+    sharpen: Annotated[
+        float,
+        typer.Option(
+            "--sharpen",
+            min=1.0,
+            metavar="FACTOR",
+            help="Soft vote under --policy: multiply the Gower weights of unprotected "
+            "attributes by FACTOR (1: off). Same noise; the vote blurs only protected ones.",
+        ),
+    ] = 1.0,
+    debias: Annotated[
+        int,
+        typer.Option(
+            "--debias",
+            min=0,
+            metavar="STEPS",
+            help="Soft vote: STEPS of Richardson-Lucy undoing its blur on the released "
+            "histogram (0: off; post-processing, no privacy cost).",
+        ),
+    ] = 0,
     policy: Annotated[Path | None, typer.Option("--policy", help="Blowfish policy YAML.")] = None,
     public: Annotated[
         Path | None, typer.Option("--public", help="Public table of the same kind.")
@@ -220,6 +249,7 @@ def synth(
     require_budget(epsilon, rho, delta)
     tau = _temperature(temperature)
     vote_name = _vote(vote, tau, public, mechanism, quiet)
+    _soft_options(vote_name, sharpen, debias)
     table_schema = Schema.load(schema)
     public_table = read_table(public, "public table") if public is not None else None
     if policy is not None:
@@ -240,6 +270,8 @@ def synth(
         preset=None if preset is None else preset.value,
         vote=vote_name,
         temperature=tau,
+        sharpen=sharpen,
+        debias=debias,
         policy=policy,
         public=public_table,
         mechanism=mechanism.value,
@@ -326,9 +358,24 @@ def _vote(
     if vote is None and isinstance(tau, float):
         say(quiet, f"vote: soft (--temperature {tau:g} given without --vote)")
         vote = VoteName.soft
-    if mechanism is Mechanism.pubmix and vote is VoteName.soft:
-        raise InputError("--mechanism pubmix needs hard votes: drop --vote soft")
+    if mechanism is Mechanism.pubmix and vote in (VoteName.soft, VoteName.auto):
+        raise InputError(f"--mechanism pubmix needs hard votes: drop --vote {vote.value}")
+    if vote is VoteName.auto and public is None:
+        raise InputError("--vote auto needs --public (the pilot runs on public data)")
+    if vote is VoteName.auto and tau is not None:
+        raise InputError("--vote auto chooses the temperature itself: drop --temperature")
     return None if vote is None else vote.value
+
+
+def _soft_options(vote: str | None, sharpen: float, debias: int) -> None:
+    """--sharpen and --debias shape a soft vote that the user chose."""
+    given = [f for f, on in (("--sharpen", sharpen != 1.0), ("--debias", debias > 0)) if on]
+    if not given:
+        return
+    if vote == "auto":
+        raise InputError(f"--vote auto chooses {' and '.join(given)} itself: drop it")
+    if vote != "soft":
+        raise InputError(f"{' and '.join(given)} shape a soft vote: add --temperature TAU")
 
 
 def _backend(name: BackendName) -> tuple[Any, str]:

@@ -1,0 +1,135 @@
+"""``dpevolve synth --sharpen/--debias`` and ``vote auto`` as the default with a policy
+and public data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dpevolve import Synthesizer
+from dpevolve.cli import ledger_path, main
+from dpevolve.core.vote_choice import default_vote
+
+FAST = ["--population", "30", "--rounds", "2", "--preset", "bfsoft", "--rho", "1e-3"]
+
+
+@pytest.fixture
+def files(tmp_path: Path, small_schema, small_table):
+    schema = tmp_path / "schema.yaml"
+    schema.write_text(small_schema.to_yaml())
+    private, public = tmp_path / "private.csv", tmp_path / "public.csv"
+    small_table.iloc[200:].to_csv(private, index=False)
+    small_table.iloc[:200].to_csv(public, index=False)
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(yaml.safe_dump({"attributes": {"age": {"threshold": 5}}}))
+    return tmp_path, schema, private, public, policy
+
+
+def _synth(files, *extra: str) -> list[str]:
+    folder, schema, private, _, _ = files
+    return [str(a) for a in ("synth", private, "-s", schema, "-o", folder / "out.csv", *FAST)] + [
+        *extra
+    ]
+
+
+def _ledger(files) -> dict:
+    return json.loads(ledger_path(files[0] / "out.csv").read_text())
+
+
+def test_policy_and_public_default_to_vote_auto_with_one_reason_line(files, capsys) -> None:
+    _, _, _, public, policy = files
+    code = main(_synth(files, "--policy", str(policy), "--public", str(public), "--seed", "1"))
+    err = capsys.readouterr().err
+    assert code == 0, err
+    lines = [line for line in err.splitlines() if line.startswith("vote auto:")]
+    assert len(lines) == 1 and "chose" in lines[0] and "no private budget spent" in lines[0]
+    ledger = _ledger(files)
+    choice = ledger["vote_choice"]
+    assert choice["private_budget_spent"] == 0.0
+    assert choice["reason"] == lines[0]
+    # the run used the chosen arm: its vote, sharpening and debiasing
+    vote = ledger["vote"]
+    assert vote["name"] == choice["chosen"]["vote"]
+    assert vote["sharpen"] == choice["chosen"]["sharpen"]
+    assert vote["debias"] == choice["chosen"]["debias"]
+
+
+def test_quiet_says_nothing_and_hard_without_public(files, capsys) -> None:
+    _, _, _, public, policy = files
+    assert main(_synth(files, "--policy", str(policy), "--public", str(public), "--quiet")) == 0
+    assert capsys.readouterr().err == ""
+    assert main(_synth(files, "--policy", str(policy), "--quiet", "--force")) == 0
+    ledger = _ledger(files)
+    vote = ledger["vote"]
+    assert vote["name"] == "hard"  # no public data: no pilot, the preset's vote
+
+
+def test_sharpen_and_debias_reach_the_ledger(files, capsys) -> None:
+    _, _, _, _, policy = files
+    extra = ["--policy", str(policy), "--vote", "soft", "-t", "0.05", "--quiet"]
+    code = main(_synth(files, *extra, "--sharpen", "10", "--debias", "2"))
+    assert code == 0, capsys.readouterr().err
+    ledger = _ledger(files)
+    vote = ledger["vote"]
+    assert vote == {"name": "soft", "temperature": 0.05, "sharpen": 10.0, "debias": 2}
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["--sharpen", "10"], "soft vote"),
+        (["--debias", "3", "--vote", "hard"], "soft vote"),
+        (["--sharpen", "0.5", "--vote", "soft", "-t", "0.05"], "sharpen"),
+        (["--vote", "auto"], "--public"),
+        (["--vote", "auto", "--public", "PUBLIC", "-t", "0.03"], "temperature"),
+        (["--vote", "auto", "--public", "PUBLIC", "--debias", "2"], "debias"),
+        (["--vote", "soft", "-t", "0.05", "--sharpen", "10"], "policy"),
+    ],
+)
+def test_bad_soft_options_fail_in_one_line(files, capsys, extra, needle) -> None:
+    folder, _, _, public, _ = files
+    argv = _synth(files, *[str(public) if a == "PUBLIC" else a for a in extra], "--quiet")
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1, err
+    assert not (folder / "out.csv").exists()
+
+
+def test_default_vote_rule(small_schema, small_table) -> None:
+    policy = {"attributes": {"age": {"threshold": 5}}}
+
+    def vote(**options) -> str:
+        return default_vote(Synthesizer(small_schema, rho=1e-3, **options), "hard")
+
+    assert vote(policy=policy, public=small_table) == "auto"
+    assert vote(policy=policy) == "hard"
+    assert vote(public=small_table) == "hard"
+    assert vote(policy=policy, public=small_table, mechanism="pubmix") == "hard"
+    assert vote(policy=policy, public=small_table, calibration="exact") == "hard"
+    assert vote(policy=policy, public=small_table, temperature=0.03) == "hard"
+    assert vote(policy=policy, public=small_table, sharpen=10.0) == "hard"
+
+
+def test_default_auto_under_a_non_gower_distance_does_not_sharpen(
+    small_schema, small_table
+) -> None:
+    policy = {"attributes": {"age": {"threshold": 5}}}
+    from dpevolve.core.policy import Policy
+
+    model = Synthesizer(
+        small_schema,
+        rho=1e-3,
+        preset="tabpe",
+        policy=Policy.from_dict(policy, small_schema),
+        public=small_table.iloc[:200],
+        population_size=20,
+        rounds=1,
+        random_state=0,
+    ).fit(small_table.iloc[200:])
+    ledger = model.ledger_.to_dict()
+    assert "vote_choice" in ledger  # the default was auto
+    assert ledger["vote"]["sharpen"] == 1.0
+    assert all(" sharpen=" not in label for label in ledger["vote_choice"]["errors"])
