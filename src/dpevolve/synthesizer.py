@@ -78,7 +78,9 @@ class Synthesizer(EstimatorParams):
     mechanism
         ``gaussian`` (noisy vote histogram) or ``pubmix`` (parents sampled from a
         public/private mixture; needs ``public``, hard votes and an (epsilon, delta)
-        budget).
+        budget), or a typed spec: :class:`~dpevolve.config.GaussianSpec` (``threshold``,
+        ``calibration``) or :class:`~dpevolve.config.PubMixSpec` (``accounting``,
+        ``fill``, ``gamma``) in place of the flat arguments below.
     pubmix_accounting, pubmix_noise, gamma
         PubMix's per-round accounting (``tight``, the default: one worst-case pair's
         PLD composed over the rounds; or ``basic``: an even split of the budget), its
