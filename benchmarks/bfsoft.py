@@ -168,7 +168,9 @@ def task_pilot(args: tuple[str, int, tuple[int, ...], str]) -> dict[str, Any]:
     budget, rep, seeds, backend = args
     s = _setup(backend)
     from dpevolve.core.pilot import run_pilot
+    from dpevolve.presets import get_preset
     from dpevolve.privacy import Budget
+    from dpevolve.synthesizer import Synthesizer
 
     start = time.perf_counter()
     result = run_pilot(
@@ -179,9 +181,10 @@ def task_pilot(args: tuple[str, int, tuple[int, ...], str]) -> dict[str, Any]:
         temperatures=TAUS,
         seeds=seeds,
         public_init=_public_init(),
-        preset="bfsoft",
-        policy=s["policy"],
-        backend=s["backend"],
+        fit=Synthesizer.pilot_fit(
+            s["schema"], preset="bfsoft", policy=s["policy"], backend=s["backend"]
+        ),
+        rounds=get_preset("bfsoft").schedule.rounds,
     )
     out = result.to_dict()
     out.update(budget=budget, rep=rep, seconds=time.perf_counter() - start)

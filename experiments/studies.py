@@ -119,7 +119,9 @@ def run_fit(config: FitConfig) -> dict[str, Any]:
 def run_pilot_config(config: PilotConfig) -> dict[str, Any]:
     """The public pilot of one setting: hard and per-temperature errors on public data."""
     from dpevolve.core.pilot import run_pilot
+    from dpevolve.presets import get_preset
     from dpevolve.privacy import Budget
+    from dpevolve.synthesizer import Synthesizer
 
     private = common.load_table(config.dataset)
     public = common.load_table(config.dataset, "test")
@@ -132,9 +134,13 @@ def run_pilot_config(config: PilotConfig) -> dict[str, Any]:
         temperatures=common.TEMPERATURES,
         seeds=(config.seed, config.seed + 1),
         public_init=False,
-        preset="bfsoft",
-        policy=common.policy(config.dataset, config.policy),
-        backend=common.backend(),
+        fit=Synthesizer.pilot_fit(
+            private.schema,
+            preset="bfsoft",
+            policy=common.policy(config.dataset, config.policy),
+            backend=common.backend(),
+        ),
+        rounds=get_preset("bfsoft").schedule.rounds,
     )
     seconds = time.perf_counter() - begin
     metrics: dict[str, Any] = {

@@ -2,7 +2,8 @@
 
 1. No module over :data:`MAX_LINES` lines, except the ones allow-listed below.
 2. No import cycle among dpevolve modules through module-level imports (imports inside
-   functions and under ``TYPE_CHECKING`` are deferred and do not count).
+   functions and under ``TYPE_CHECKING`` are deferred and do not count); and none between
+   the facade and ``core/`` even counting imports inside functions.
 3. No module reaches for another module's underscore names.
 4. Privacy noise is drawn only in ``release/``: nobody else calls numpy's normal,
    Laplace or Gumbel samplers or imports opendp. Post-processing draws (``choice``,
@@ -21,10 +22,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "dpevolve"
 MAX_LINES = 550
 
 # Modules allowed over MAX_LINES, each with its reason. Keep this list short and shrinking.
-OVERSIZED = {
-    # Being split by other engineers at the time this guard was written.
-    "synthesizer.py": "the estimator facade, split separately",
-}
+OVERSIZED: dict[str, str] = {}
 
 NOISE_SAMPLERS = frozenset({"normal", "standard_normal", "laplace", "gumbel"})
 
@@ -175,6 +173,82 @@ def test_no_module_over_the_line_limit() -> None:
 def test_no_import_cycles_at_module_level() -> None:
     cycles = _cycles(_graph())
     assert not cycles, f"module-level import cycles: {cycles}"
+
+
+def _all_imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement, inside functions too (not under ``TYPE_CHECKING``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+
+
+def _deferred_graph() -> dict[str, set[str]]:
+    """The import graph counting imports inside functions (what runs, eventually)."""
+    skipped = {
+        id(imp)
+        for tree in TREES.values()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and _is_type_checking(node)
+        for inner in node.body
+        for imp in ast.walk(inner)
+    }
+    graph: dict[str, set[str]] = {name: set() for name in MODULES}
+    for name, tree in TREES.items():
+        for node in _all_imports(tree):
+            if id(node) not in skipped:
+                graph[name].update(t for t in _targets(name, node) if t != name)
+    return graph
+
+
+# Deferred edges from core/ back to the facade, each with its reason; each must still
+# be found (so removing one drops its line).
+KNOWN_DEFERRED_CYCLES = {
+    ("dpevolve.core.pilot", "dpevolve.synthesizer"): (
+        "the deprecated run_pilot/choose_vote(**synthesizer_options) form builds its "
+        "callback; the facade passes fit= and never takes this path"
+    ),
+}
+
+
+def _facade_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Cycles through the facade and ``core/`` or the modules a fit is delegated to
+    (``model_io``'s deferred round trip with the facade is save/load's business)."""
+    delegated = {"dpevolve.fit_plan", "dpevolve.config", "dpevolve.release.build"}
+    keep = {m for m in MODULES if m.startswith("dpevolve.core.") or m in delegated}
+    return [c for c in _cycles(graph) if "dpevolve.synthesizer" in c and set(c) & keep]
+
+
+def test_no_cycle_between_the_facade_and_core_counting_deferred_imports() -> None:
+    graph = _deferred_graph()
+    for (source, target), why in KNOWN_DEFERRED_CYCLES.items():
+        assert target in graph[source], f"gone, so drop from KNOWN_DEFERRED_CYCLES: {why}"
+        graph[source].discard(target)
+    # The facade does call into the pilot and the vote chooser ...
+    reach = _reachable(graph, "dpevolve.synthesizer")
+    assert {"dpevolve.core.pilot", "dpevolve.core.vote_choice"} <= reach
+    # ... and neither of them (nor anything in core) reaches back, even inside a function.
+    for module in ("dpevolve.core.pilot", "dpevolve.core.vote_choice"):
+        assert "dpevolve.synthesizer" not in _reachable(graph, module), module
+    cycles = _facade_cycles(graph)
+    assert not cycles, f"import cycles through the facade (deferred imports count): {cycles}"
+
+
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for w in graph[todo.pop()]:
+            if w not in seen:
+                seen.add(w)
+                todo.append(w)
+    return seen
+
+
+def test_the_deferred_graph_sees_imports_inside_functions() -> None:
+    # The old shape (core/pilot.py building a Synthesizer inside run_pilot) is a cycle here.
+    graph = _deferred_graph()
+    assert "dpevolve.synthesizer" in graph["dpevolve.core.pilot"]  # the deprecated shim
+    assert "dpevolve.synthesizer" not in _graph()["dpevolve.core.pilot"]
+    assert _facade_cycles({**graph, "dpevolve.synthesizer": {"dpevolve.core.pilot"}})
 
 
 def test_the_cycle_finder_finds_cycles() -> None:

@@ -19,8 +19,7 @@ def test_pilot_forecast_and_auto_temperature(small_schema, small_table) -> None:
         Budget(rho=1e-3, delta=1e-5),
         temperatures=(0.01, 0.05),
         seeds=(0,),
-        policy=policy,
-        population_size=30,
+        fit=Synthesizer.pilot_fit(small_schema, policy=policy, population_size=30, rounds=2),
         rounds=2,
     )
     assert set(result.soft_errors) == {0.01, 0.05}

@@ -176,7 +176,14 @@ def test_vote_auto_end_to_end(small_schema, small_table, capsys) -> None:
     policy = Policy.from_dict({"attributes": {"age": {"threshold": 5}}}, small_schema)
     options = {"policy": policy, "population_size": 30, "rounds": 2, "preset": "bfsoft"}
     choice = choose_vote(
-        small_schema, public, len(private), Budget(rho=1e-3, delta=1e-5), seeds=(0,), **options
+        small_schema,
+        public,
+        len(private),
+        Budget(rho=1e-3, delta=1e-5),
+        seeds=(0,),
+        fit=Synthesizer.pilot_fit(small_schema, **options),
+        rounds=2,
+        policy=policy,
     )
     assert len(choice.errors) == len(default_arms(policy))
     assert choice.errors[choice.chosen] == min(choice.errors.values())

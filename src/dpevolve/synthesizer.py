@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -14,24 +13,24 @@ import numpy as np
 import pandas as pd
 
 from dpevolve.backends import Backend, make_backend
-from dpevolve.core.canonical import soft_quantisation_slack
-from dpevolve.core.distance import Distance, make_distance
+from dpevolve.config import RunConfig, resolve
 from dpevolve.core.evolution import Evolution
-from dpevolve.core.invalid_rows import calibrate as calibrate_invalid
+from dpevolve.core.pilot import PilotFit
 from dpevolve.core.variation import Variation
-from dpevolve.core.votes import SoftVote, Vote, make_vote
-from dpevolve.data.encoding import Layout, Records, decode, encode
+from dpevolve.data.encoding import Layout, Records, decode
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import FrameSource, PrivateSource
 from dpevolve.errors import InputError
 from dpevolve.estimator import EstimatorParams
-from dpevolve.presets import Preset, default_preset, get_preset
-from dpevolve.privacy import Budget, Ledger, ZeroCostEvent, calibrate_gaussian, default_delta
+from dpevolve.fit_plan import FitPlan, open_ledger, plan_fit
+from dpevolve.presets import get_preset
+from dpevolve.privacy import Ledger
 from dpevolve.release.base import Release, Selection
-from dpevolve.release.gaussian import GaussianRelease
+from dpevolve.release.build import ReleaseInputs, build_release
 from dpevolve.release.noise import NoiseSource, make_noise
 
 if TYPE_CHECKING:
+    from dpevolve.config import MechanismSpec
     from dpevolve.core.hybrid import WeightedSupport
 
 
@@ -67,10 +66,7 @@ class Synthesizer(EstimatorParams):
     vote
         ``hard`` (nearest candidate), ``soft`` (softmax at ``temperature``) or ``auto``:
         a public pilot (needs ``public``) picks hard or a soft configuration
-        (temperature, sharpening, debiasing) without spending private budget and says
-        why. Default (``None``): ``auto`` when a ``policy`` and ``public`` data are given
-        with the Gaussian mechanism, bound calibration and no ``temperature``,
-        ``sharpen`` or ``debias``; otherwise the preset's vote (hard).
+        (temperature, sharpening) without spending private budget and says why.
     temperature
         The soft vote's ``tau``, or ``"auto"``: a pilot on the public data picks the
         temperature (or the hard vote, if it forecasts that hard wins) without spending
@@ -82,7 +78,9 @@ class Synthesizer(EstimatorParams):
     mechanism
         ``gaussian`` (noisy vote histogram) or ``pubmix`` (parents sampled from a
         public/private mixture; needs ``public``, hard votes and an (epsilon, delta)
-        budget).
+        budget), or a typed spec: :class:`~dpevolve.config.GaussianSpec` (``threshold``,
+        ``calibration``) or :class:`~dpevolve.config.PubMixSpec` (``accounting``,
+        ``fill``, ``gamma``) in place of the flat arguments below.
     pubmix_accounting, pubmix_noise, gamma
         PubMix's per-round accounting (``tight``, the default: one worst-case pair's
         PLD composed over the rounds; or ``basic``: an even split of the budget), its
@@ -161,7 +159,7 @@ class Synthesizer(EstimatorParams):
         temperature: float | Literal["auto"] | None = None,
         policy: Any = None,
         public: pd.DataFrame | None = None,
-        mechanism: Literal["gaussian", "pubmix"] = "gaussian",
+        mechanism: Literal["gaussian", "pubmix"] | MechanismSpec = "gaussian",
         pubmix_accounting: Literal["basic", "tight"] = "tight",
         pubmix_noise: Literal["wf", "mifr", "linmix"] = "wf",
         gamma: float | None = None,
@@ -214,29 +212,20 @@ class Synthesizer(EstimatorParams):
     def _schema(self) -> Schema:
         return Schema.of(self.schema)
 
+    def config(self) -> RunConfig:
+        """The parameters resolved and checked (:func:`dpevolve.config.resolve`)."""
+        return resolve(self.get_params())
+
     def resolved_preset(self) -> str:
         """The preset this model runs: ``preset``, or the default for its settings."""
-        if self.preset is not None:
-            return self.preset
-        return default_preset(
-            policy=self.policy is not None,
-            soft_vote=self.vote in ("soft", "auto") or self.temperature is not None,
-            pubmix=self.mechanism != "gaussian",
-        )
-
-    def _preset(self) -> Preset:
-        return get_preset(self.resolved_preset()).with_overrides(self.population_size, self.rounds)
-
-    def _budget(self, n: int) -> Budget:
-        delta = default_delta(n) if self.delta is None else self.delta
-        return Budget.from_args(epsilon=self.epsilon, delta=delta, rho=self.rho)
+        return self.config().preset.name
 
     def _noise(self) -> NoiseSource:
         if self.secure_noise is not None:
             warnings.warn(
                 "secure_noise is deprecated: secure noise is the default (noise_seed opts out)",
                 DeprecationWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
             if self.secure_noise and self.noise_seed is not None:
                 raise InputError("secure_noise=True contradicts noise_seed")
@@ -251,65 +240,33 @@ class Synthesizer(EstimatorParams):
             return self.policy
         return Policy.load(self.policy, schema)
 
-    def _vote(self, preset: Preset, schema: Schema, budget: Budget, n: int) -> tuple[Vote, Any]:
-        """The vote; ``temperature="auto"`` asks the public pilot (no private budget)."""
-        from dpevolve.core.vote_choice import default_vote
+    @classmethod
+    def pilot_fit(cls, schema: Schema | str | Path, **params: Any) -> PilotFit:
+        """A public pilot's ``fit`` callback (:data:`~dpevolve.core.pilot.PilotFit`):
+        each call fits ``Synthesizer(schema, **params, **options)`` on ``options["X"]``
+        and returns its synthetic table. The pilot sets the budget (``rho``) itself."""
+        base = {k: v for k, v in params.items() if k not in ("epsilon", "delta", "rho")}
 
-        name = self.vote or default_vote(self, preset.vote)
-        self._arm = (self.sharpen, self.debias)
-        if name == "auto":
-            return self._auto_vote(schema, budget, n)
-        if self.temperature != "auto":
-            if name == "soft" and self.temperature is None:
-                raise InputError("a soft vote needs a temperature (temperature=TAU)")
-            return make_vote(name, self.temperature), None
-        if self.public is None:
-            raise InputError("temperature 'auto' needs public data (--public) for the pilot")
-        from dpevolve.core.pilot import run_pilot
+        def fit(options: dict[str, Any]) -> pd.DataFrame:
+            run = {**base, **options}
+            frame = run.pop("X")
+            return cls(schema, **run).fit(frame).synthetic_
 
-        result = run_pilot(
-            schema,
-            self.public,
-            n,
-            budget,
-            public_init=True,
-            preset=self.resolved_preset(),
-            policy=self.policy,
+        return fit
+
+    def _own_pilot(self, config: RunConfig, policy: Any) -> PilotFit:
+        """The pilot model: this run's preset, policy, schedule, distance and backend."""
+        threshold = getattr(config.mechanism, "threshold", None)
+        return self.pilot_fit(
+            self.schema,
+            preset=config.preset.name,
+            policy=policy,
             population_size=self.population_size,
             rounds=self.rounds,
             distance=self.distance,
-            threshold=self.threshold,
+            threshold=threshold,
             backend=self.backend,
         )
-        vote = make_vote("soft", result.best_temperature) if result.soft_wins else make_vote("hard")
-        return vote, result
-
-    def _auto_vote(self, schema: Schema, budget: Budget, n: int) -> tuple[Vote, Any]:
-        """``vote="auto"``: the public pilot of :mod:`dpevolve.core.vote_choice`."""
-        if self.public is None:
-            raise InputError("vote 'auto' needs public data (--public) for the pilot")
-        from dpevolve.core.vote_choice import choose_vote
-
-        choice = choose_vote(
-            schema,
-            self.public,
-            n,
-            budget,
-            preset=self.resolved_preset(),
-            policy=self._policy(schema),
-            population_size=self.population_size,
-            rounds=self.rounds,
-            distance=self.distance,
-            threshold=self.threshold,
-            backend=self.backend,
-        )
-        arm = choice.chosen
-        self._arm = (arm.sharpen, arm.debias)
-        # One line on stderr (stdout may carry a table or JSON): what was chosen and why;
-        # said when asked for by name or with progress on (the ledger always has it).
-        if self.vote == "auto" or self.progress:
-            print(choice.reason(), file=sys.stderr)
-        return make_vote(arm.vote, arm.temperature), choice
 
     # --------------------------------------------------------------------- fit
     def fit(self, X: pd.DataFrame, y: Any = None) -> Synthesizer:
@@ -333,150 +290,104 @@ class Synthesizer(EstimatorParams):
     def fit_source(self, source: PrivateSource) -> Synthesizer:
         """Fit on any :class:`~dpevolve.data.sources.PrivateSource` (the one door for
         private records: a table in memory, a file stream, Dask partitions)."""
-        schema = self._schema()
-        report = source.report
-        n = source.n
+        config, schema, n = self.config(), self._schema(), source.n
+        fit_number = self._next_fit_number()
+        if n < 1:
+            raise InputError("the private table is empty (0 rows)")
+        # 1. Everything decided from public facts, before a private record is read.
+        policy = self._policy(schema)
+        backend = self.backend if self.backend is not None else make_backend("auto")
+        plan = plan_fit(
+            config, schema, n, policy=policy, public=self.public, on_invalid=self.on_invalid,
+            backend=backend, fit=self._own_pilot(config, policy),
+        )  # fmt: skip
+        # 2. Seeds (post-processing) and the noise source (privacy).
+        seed = np.random.SeedSequence(self.random_state)
+        fit_seed, sample_seed = seed.spawn(2)
+        rng = np.random.default_rng(fit_seed)
+        self._sample_rng = np.random.default_rng(sample_seed)
+        noise = self._noise()
+        # 3. The release, calibrated once, and the ledger that records it.
+        release, calibration = build_release(config.mechanism, self._release_inputs(
+            plan, noise, backend, n
+        ))  # fmt: skip
+        run = {
+            "dpevolve_version": package_version(),
+            "seed": seed.entropy,
+            "noise": noise.name,
+            "adjacency": "replace-one (bounded DP): the private row count n is public",
+            "private_rows": n,
+            "fit_number": fit_number,
+        }
+        ledger = open_ledger(
+            plan, schema, calibration=calibration, run=run, backend=type(backend).__name__,
+            report=source.report,
+        )  # fmt: skip
+        # 4. The rounds, then the optional marginal release (both spend the budget).
+        final, history = self._evolve(plan, schema, source, release, backend, ledger, rng)
+        self.support_: WeightedSupport | None = None
+        if plan.marginal_rho is not None and config.marginals is not None:
+            from dpevolve.core.hybrid import fit_and_record
+
+            self.support_ = fit_and_record(
+                source.batches(), schema, final, plan.marginal_rho, config.marginals.share,
+                config.marginals.options, ledger, rng, n, noise,
+            )  # fmt: skip
+            final = self.support_.pool
+        self._store(fit_number, final, ledger, history, schema, n, plan.warnings)
+        return self
+
+    def _next_fit_number(self) -> int:
         fit_number = getattr(self, "fits_", 0) + 1
         if fit_number > 1:
             warnings.warn(
                 f"fit() called again (fit {fit_number} of this model): the budget is spent "
                 "again on top of the earlier fits, and ledger_ describes this fit only",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=4,
             )
-        preset = self._preset()
-        if n < 1:
-            raise InputError("the private table is empty (0 rows)")
-        budget = self._budget(n)
-        run_budget, marginal_rho = budget, None
-        share = self.marginals if self.marginals is not None else preset.marginals
-        options = self.marginal_options
-        if options is None:
-            options = dict(preset.marginal_options)
-        if share is not None:
-            from dpevolve.core.hybrid import split_budget
+        return fit_number
 
-            if self.mechanism != "gaussian":
-                raise InputError("the marginal release composes with the gaussian mechanism only")
-            pe_budget, marginal_rho = split_budget(budget, share)
-            run_budget = budget if pe_budget is None else pe_budget
-        distance: Distance = make_distance(self.distance or preset.distance, schema)
-        vote, pilot = self._vote(preset, schema, budget, n)
-        policy = self._policy(schema)
-        sharpen, debias = self._arm
-        if sharpen != 1.0:
-            from dpevolve.core.sharpen import sharpen_unprotected
-
-            if policy is None:
-                raise InputError("sharpening needs a Blowfish policy (--policy)")
-            distance = sharpen_unprotected(distance, policy, float(sharpen))
-        reach = distance.diameter() if policy is None else policy.reach(distance)
-        if not reach > 0:
-            raise InputError(
-                "the policy protects no substitution (reach 0): votes would be "
-                "released without noise; protect at least one attribute"
-            )
-        policy_warnings = [] if policy is None else policy.warnings(distance)
-        for warning in policy_warnings:  # said before any budget is spent
-            warnings.warn(f"policy: {warning}", UserWarning, stacklevel=3)
-
-        seed = np.random.SeedSequence(self.random_state)
-        fit_seed, sample_seed = seed.spawn(2)
-        rng = np.random.default_rng(fit_seed)
-        self._sample_rng = np.random.default_rng(sample_seed)
-        backend = self.backend if self.backend is not None else make_backend("auto")
-        public = None
-        if self.public is not None:
-            public_frame, _ = schema.validate(self.public, on_invalid="error", what="public table")
-            public = encode(public_frame, schema)
-
-        invalid = calibrate_invalid(self.on_invalid, vote.l2_sensitivity(reach))
-        sensitivity = invalid.sensitivity  # also covers a valid row replaced by an invalid one
-        if invalid.warning() is not None:
-            warnings.warn(str(invalid.warning()), UserWarning, stacklevel=3)
-        noise_source = self._noise()
-        release, calibration = self._release(
-            noise_source,
-            preset,
-            run_budget,
-            sensitivity,
-            vote,
-            distance,
-            backend,
-            public,
-            n,
-            invalid.exact(self._exact_sensitivity(vote, policy, distance, backend)),
-            debias,
+    def _release_inputs(
+        self, plan: FitPlan, noise: NoiseSource, backend: Backend, n: int
+    ) -> ReleaseInputs:
+        return ReleaseInputs(
+            noise=noise,
+            schedule=plan.config.preset.schedule,
+            budget=plan.run_budget,
+            sensitivity=plan.sensitivity,
+            vote=plan.pick.vote,
+            distance=plan.distance,
+            backend=backend,
+            public=plan.public,
+            n=n,
+            sensitivity_of=plan.sensitivity_of,
+            debias=plan.pick.debias,
         )
-        ledger = Ledger(
-            budget.delta if budget.delta is not None else 1e-5,
-            metadata={
-                "dpevolve_version": package_version(),
-                "seed": seed.entropy,
-                "noise": noise_source.name,
-                "adjacency": "replace-one (bounded DP): the private row count n is public",
-                "private_rows": n,
-                "fit_number": fit_number,
-                "budget": {"epsilon": budget.epsilon, "delta": budget.delta, "rho": budget.rho},
-                "preset": preset.name,
-                "schedule": {
-                    "population": preset.schedule.population,
-                    "rounds": preset.schedule.rounds,
-                    "stages": [vars(s) for s in preset.schedule.stages],
-                },
-                "distance": distance.name,
-                "backend": type(backend).__name__,
-                "vote": {
-                    "name": vote.name,
-                    "temperature": getattr(vote, "temperature", None),
-                    "sharpen": sharpen,
-                    "debias": debias,
-                },
-                "policy": None if policy is None else policy.to_dict(),
-                "reach": reach,
-                "l2_sensitivity": sensitivity,
-                "invalid_rows": invalid.to_dict(),
-                "mechanism": self.mechanism,
-                **calibration,
-                "schema": schema.to_dict(),
-                "validation": None if report is None else report.to_dict(),
-            },
-        )
-        for warning in policy_warnings:
-            ledger.note(f"policy: {warning}")
-        if pilot is not None and not hasattr(pilot, "soft_wins"):  # vote="auto"
-            ledger.add_metadata(vote_choice=pilot.to_dict())
-            ledger.record(ZeroCostEvent("public_pilot", pilot.reason()), round=0)
-        elif pilot is not None:
-            ledger.add_metadata(pilot=pilot.to_dict())
-            chosen = f" at tau={pilot.best_temperature}" if pilot.soft_wins else ""
-            ledger.record(
-                ZeroCostEvent(
-                    "public_pilot",
-                    f"temperature chosen on public data only: {vote.name} vote{chosen}; "
-                    "no private budget spent",
-                ),
-                round=0,
-            )
-        if report is not None and report.changed:
-            ledger.note(
-                f"on_invalid={report.mode} changed the private table: {report.rows_in} rows, "
-                f"{report.rows_in - report.rows_out} invalid (empty votes), clipped cells "
-                f"{dict(report.clipped)}. These counts come from the private data and are not "
-                "privatised: keep this ledger with the data."
-            )
 
+    def _evolve(
+        self,
+        plan: FitPlan,
+        schema: Schema,
+        source: PrivateSource,
+        release: Release,
+        backend: Backend,
+        ledger: Ledger,
+        rng: np.random.Generator,
+    ) -> tuple[Records, list[dict[str, Any]]]:
+        """The PE rounds from the initial population; each release goes to the ledger."""
+        schedule = plan.config.preset.schedule
         variation = Variation(Layout.of(schema))
-        size = preset.schedule.population
         initial = (
-            variation.random(size, rng)
-            if public is None
-            else variation.from_public(public, size, rng)
+            variation.random(schedule.population, rng)
+            if plan.public is None
+            else variation.from_public(plan.public, schedule.population, rng)
         )
-        engine = Evolution(distance, vote, release, preset.schedule, variation, backend)
         history: list[dict[str, Any]] = []
-
-        with _progress(self.progress, preset.schedule.rounds) as advance:
+        if plan.skip_rounds:
+            return initial, history
+        engine = Evolution(plan.distance, plan.pick.vote, release, schedule, variation, backend)
+        with _progress(self.progress, schedule.rounds) as advance:
 
             def on_round(t: int, selection: Selection, population: Records) -> None:
                 ledger.record(
@@ -493,19 +404,18 @@ class Synthesizer(EstimatorParams):
                 )
                 advance(t, spent)
 
-            skip_pe = marginal_rho is not None and share == 1.0
-            final = initial if skip_pe else engine.run(source, initial, rng, on_round)
+            return engine.run(source, initial, rng, on_round), history
 
-        self.support_: WeightedSupport | None = None
-        if marginal_rho is not None:
-            from dpevolve.core.hybrid import fit_and_record
-
-            self.support_ = fit_and_record(
-                source.batches(), schema, final, marginal_rho, share, options, ledger, rng, n,
-                noise_source,
-            )  # fmt: skip
-            final = self.support_.pool
-
+    def _store(
+        self,
+        fit_number: int,
+        final: Records,
+        ledger: Ledger,
+        history: list[dict[str, Any]],
+        schema: Schema,
+        n: int,
+        policy_warnings: list[str],
+    ) -> None:
         self.fits_ = fit_number
         self.population_ = final
         self.synthetic_ = decode(final, schema)
@@ -514,109 +424,6 @@ class Synthesizer(EstimatorParams):
         self.schema_ = schema
         self.n_private_ = n
         self.warnings_ = policy_warnings
-        return self
-
-    def _exact_sensitivity(
-        self, vote: Vote, policy: Any, distance: Distance, backend: Any = None
-    ) -> Callable[[Records], float] | None:
-        if self.calibration == "bound":
-            return None
-        if self.calibration != "exact":
-            raise InputError(f"calibration must be bound or exact, got '{self.calibration}'")
-        if vote.name != "hard" or policy is None or self.mechanism != "gaussian":
-            raise InputError("exact calibration is for hard votes under a policy (Gaussian)")
-        if getattr(backend, "exact", True) is False:
-            # The search assumes the canonical vote arithmetic; a BLAS argmin is another.
-            raise InputError("exact calibration needs a backend with exact=True")
-        from dpevolve.core.sensitivity import enumerate_domain, per_round_hard_sensitivity
-
-        domain = enumerate_domain(distance.layout, None, 1_000_000)
-        return lambda population: per_round_hard_sensitivity(policy, distance, population, domain)
-
-    def _release(
-        self,
-        noise: NoiseSource,
-        preset: Preset,
-        budget: Budget,
-        sensitivity: float,
-        vote: Vote,
-        distance: Distance,
-        backend: Backend,
-        public: Records | None,
-        n: int,
-        sensitivity_of: Callable[[Records], float] | None = None,
-        debias: int = 0,
-    ) -> tuple[Release, dict[str, Any]]:
-        """The selection step and what the ledger should say about its calibration."""
-        rounds = preset.schedule.rounds
-        if self.mechanism == "gaussian":
-            multiplier = calibrate_gaussian(rounds, budget, discrete=True)
-            source = noise
-            largest = max(
-                preset.schedule.population * ((1 + s.mutations) if s.keep_selected else 1)
-                for s in preset.schedule.stages
-            )
-            # Soft votes are quantised per record (bit-identical sums on every backend)
-            # and real-valued histograms rounded to the noise grid: both can add to the
-            # sensitivity, so the noise is calibrated for the sum.
-            slack = 0.0
-            if vote.name != "hard":
-                slack = soft_quantisation_slack(largest) + source.rounding_slack(largest)
-            sigma = multiplier * (sensitivity + slack)
-            threshold = preset.threshold if self.threshold is None else self.threshold
-            postprocess = None
-            if debias and isinstance(vote, SoftVote):
-                from dpevolve.core.debias import SoftDebias
-
-                postprocess = SoftDebias(distance, vote.temperature, int(debias))
-            gaussian = GaussianRelease(
-                sigma,
-                sensitivity,
-                threshold,
-                noise=source,
-                sensitivity_of=sensitivity_of,
-                rounding_slack=slack,
-                postprocess=postprocess,
-            )
-            return gaussian, {"noise_multiplier": multiplier, "sigma": sigma}
-        if self.mechanism != "pubmix":
-            raise InputError(f"unknown mechanism '{self.mechanism}' (choose gaussian or pubmix)")
-        from dpevolve.release.pubmix import PubMixRelease
-
-        if public is None:
-            raise InputError("mechanism 'pubmix' needs public data (--public)")
-        if vote.name != "hard":
-            raise InputError(
-                "PubMix needs hard votes: soft votes break the two-bin structure its privacy "
-                "analysis rests on (use --vote hard)"
-            )
-        if budget.rho is not None:
-            raise InputError("PubMix needs an (epsilon, delta) budget, not --rho")
-        largest = max(
-            preset.schedule.population * ((1 + s.mutations) if s.keep_selected else 1)
-            for s in preset.schedule.stages
-        )
-        release = PubMixRelease(
-            public,
-            distance,
-            backend,
-            n,
-            rounds,
-            budget,
-            accounting=self.pubmix_accounting,
-            fill=self.pubmix_noise,
-            noise=noise,
-            gamma=self.gamma,
-            max_candidates=largest,
-        )
-        gamma = self.gamma if self.gamma is not None else "public folds (k=5, quantile 0.95)"
-        return release, {
-            "pubmix": {
-                "accounting": self.pubmix_accounting,
-                "noise": self.pubmix_noise,
-                "gamma": gamma,
-            }
-        }
 
     # ----------------------------------------------------------- conveniences
     @classmethod

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import statistics
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from dpevolve.core.pilot import PilotFit, pilot_error, pilot_setup
 from dpevolve.data.schema import Schema
 from dpevolve.errors import InputError
 from dpevolve.privacy import Budget, calibrate_gaussian
@@ -88,19 +89,27 @@ def default_arms(policy: Any, distance: Any = "gower") -> tuple[VoteArm, ...]:
 def default_vote(options: Any, preset_vote: str) -> str:
     """The vote when none is named: ``auto`` where the pilot can run and pays.
 
-    ``options`` is a :class:`~dpevolve.synthesizer.Synthesizer` (read for ``policy``,
+    ``options`` is a mapping of Synthesizer parameters or a Synthesizer (read for ``policy``,
     ``public``, ``mechanism``, ``calibration``, ``temperature``, ``sharpen`` and
     ``debias``). ``auto`` needs public data for its pilot and a policy, without which no
     soft vote has a smaller sensitivity than the hard one; PubMix and exact calibration
     need hard votes; a temperature, sharpening or debiasing given by hand is a soft
     configuration the user chose. Otherwise the preset's vote.
     """
-    chose_soft = options.temperature is not None or options.sharpen != 1.0 or bool(options.debias)
+
+    def get(key: str, default: Any = None) -> Any:
+        if isinstance(options, Mapping):
+            return options.get(key, default)
+        return getattr(options, key, default)
+
+    chose_soft = (
+        get("temperature") is not None or get("sharpen", 1.0) != 1.0 or bool(get("debias", 0))
+    )
     if (
-        options.policy is not None
-        and options.public is not None
-        and options.mechanism == "gaussian"
-        and getattr(options, "calibration", "bound") != "exact"
+        get("policy") is not None
+        and get("public") is not None
+        and get("mechanism", "gaussian") == "gaussian"
+        and get("calibration", "bound") != "exact"
         and not chose_soft
     ):
         return "auto"
@@ -187,6 +196,10 @@ def choose_vote(
     arms: Sequence[VoteArm] | None = None,
     seeds: Sequence[int] = (0, 1, 2),
     public_init: bool = True,
+    fit: PilotFit | None = None,
+    rounds: int | None = None,
+    policy: Any = None,
+    distance: Any = "gower",
     **synth_options: Any,
 ) -> VoteChoice:
     """Run every arm on public data at the private run's noise-to-signal ratio.
@@ -204,13 +217,15 @@ def choose_vote(
     public_init
         Whether the private run seeds its population from public data; the pilot then
         splits the public table into a stand-in private half and a seed half.
+    fit, rounds
+        One pilot run (:data:`~dpevolve.core.pilot.PilotFit`) and the private run's
+        number of rounds; ``policy`` and ``distance`` pick the default arms.
     synth_options
-        Passed to every pilot :class:`~dpevolve.synthesizer.Synthesizer` (preset,
-        policy, rounds, backend...).
+        Deprecated (instead of ``fit`` and ``rounds``): Synthesizer keyword arguments.
     """
-    from dpevolve.core.pilot import pilot_error
-    from dpevolve.presets import get_preset
-    from dpevolve.synthesizer import Synthesizer
+    if fit is None and policy is not None:
+        synth_options["policy"] = policy
+    fit, rounds = pilot_setup(schema, fit, rounds, synth_options, "choose_vote")
 
     frame, _ = schema.validate(public, on_invalid="error", what="public table")
     seed_pool = None
@@ -220,33 +235,23 @@ def choose_vote(
         seed_pool, frame = frame.iloc[order[:half]], frame.iloc[order[half:]]
     if len(frame) < 2:
         raise InputError("the pilot needs a public table of at least 4 rows")
-    policy = synth_options.get("policy")
-    preset = get_preset(synth_options.get("preset", "tabpe")).with_overrides(
-        synth_options.get("population_size"), synth_options.get("rounds")
-    )
-    distance = synth_options.get("distance") or preset.distance
+    policy = synth_options.get("policy", policy)
+    distance = synth_options.get("distance") or distance
     chosen_arms = tuple(arms) if arms is not None else default_arms(policy, distance)
     if not chosen_arms:
         raise InputError("the pilot needs at least one arm")
-    rounds = preset.schedule.rounds
     multiplier = calibrate_gaussian(rounds, budget)
     noise_scale = len(frame) / n_private
     # The same noise per record: z_pub = z * N_pub / n, i.e. rho_pub = T / (2 z_pub^2).
     pilot_rho = rounds / (2.0 * (multiplier * noise_scale) ** 2)
-    options = {
-        k: v
-        for k, v in synth_options.items()
-        if k not in ("vote", "temperature", "sharpen", "debias", "epsilon", "delta", "rho")
-    }
 
     def error(arm: VoteArm, seed: int) -> float:
-        model = Synthesizer(
-            schema, rho=pilot_rho, public=seed_pool, random_state=seed, **arm.options(), **options
-        )
+        options = {**arm.options(), "X": frame, "rho": pilot_rho}
+        options.update(public=seed_pool, random_state=seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # policy floors are said once, by the private run
-            model.fit(frame)
-        return pilot_error(frame, model.synthetic_, schema)
+            synthetic = fit(options)
+        return pilot_error(frame, synthetic, schema)
 
     per_seed = {arm.label: [error(arm, s) for s in seeds] for arm in chosen_arms}
     return VoteChoice(

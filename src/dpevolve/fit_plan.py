@@ -1,0 +1,190 @@
+"""What a fit decides before it reads a private record, and the ledger it opens.
+
+:func:`plan_fit` turns a resolved :class:`~dpevolve.config.RunConfig` and public facts
+(the schema, the policy, the public table, the private row count ``n``, public under
+replace-one adjacency) into a :class:`FitPlan`: the budget split, the distance, the
+vote (a public pilot may choose it), the reach and the sensitivity. :func:`open_ledger`
+writes what the run is about to do into a new :class:`~dpevolve.privacy.Ledger`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from dpevolve.config import RunConfig
+from dpevolve.core.distance import Distance, make_distance
+from dpevolve.core.invalid_rows import InvalidRowCalibration
+from dpevolve.core.invalid_rows import calibrate as calibrate_invalid
+from dpevolve.core.pilot import PilotFit
+from dpevolve.core.vote_pick import VotePick, pick_vote
+from dpevolve.data.encoding import Records, encode
+from dpevolve.data.schema import Schema
+from dpevolve.data.validation import ValidationReport
+from dpevolve.errors import InputError
+from dpevolve.privacy import Budget, Ledger
+from dpevolve.release.build import exact_sensitivity
+
+
+@dataclass(frozen=True)
+class FitPlan:
+    """A fit's public decisions. ``run_budget`` is what the PE rounds spend; with a
+    marginal release, ``marginal_rho`` is its share (zCDP)."""
+
+    config: RunConfig
+    budget: Budget
+    run_budget: Budget
+    marginal_rho: float | None
+    distance: Distance
+    pick: VotePick
+    policy: Any
+    reach: float
+    warnings: list[str]
+    invalid: InvalidRowCalibration
+    public: Records | None
+    sensitivity_of: Callable[[Records], float] | None
+
+    @property
+    def sensitivity(self) -> float:
+        """The per-round L2 bound; also covers a valid row replaced by an invalid one."""
+        return self.invalid.sensitivity
+
+    @property
+    def skip_rounds(self) -> bool:
+        """The whole budget goes to the marginals: the population is only a pool seed."""
+        return (
+            self.marginal_rho is not None
+            and self.config.marginals is not None
+            and (self.config.marginals.share == 1.0)
+        )
+
+
+def plan_fit(
+    config: RunConfig,
+    schema: Schema,
+    n: int,
+    *,
+    policy: Any,
+    public: pd.DataFrame | None,
+    on_invalid: str,
+    backend: Any,
+    fit: PilotFit,
+) -> FitPlan:
+    """Every decision of a fit that needs no private record (see the module)."""
+    budget = config.budget(n)
+    run_budget, marginal_rho = budget, None
+    if config.marginals is not None:
+        from dpevolve.core.hybrid import split_budget
+
+        pe_budget, marginal_rho = split_budget(budget, config.marginals.share)
+        run_budget = budget if pe_budget is None else pe_budget
+    distance = make_distance(config.preset.distance, schema)
+    pick = pick_vote(
+        config.vote,
+        schema=schema,
+        public=public,
+        n=n,
+        budget=budget,
+        policy=policy,
+        fit=fit,
+        rounds=config.preset.schedule.rounds,
+        distance=distance,
+    )
+    if pick.sharpen != 1.0:
+        from dpevolve.core.sharpen import sharpen_unprotected
+
+        if policy is None:
+            raise InputError("sharpening needs a Blowfish policy (--policy)")
+        distance = sharpen_unprotected(distance, policy, float(pick.sharpen))
+    reach = distance.diameter() if policy is None else policy.reach(distance)
+    if not reach > 0:
+        raise InputError(
+            "the policy protects no substitution (reach 0): votes would be "
+            "released without noise; protect at least one attribute"
+        )
+    policy_warnings = [] if policy is None else policy.warnings(distance)
+    for warning in policy_warnings:  # said before any budget is spent
+        warnings.warn(f"policy: {warning}", UserWarning, stacklevel=4)
+    records = None
+    if public is not None:
+        public_frame, _ = schema.validate(public, on_invalid="error", what="public table")
+        records = encode(public_frame, schema)
+    invalid = calibrate_invalid(on_invalid, pick.vote.l2_sensitivity(reach))
+    if invalid.warning() is not None:
+        warnings.warn(str(invalid.warning()), UserWarning, stacklevel=4)
+    exact = exact_sensitivity(config.mechanism, pick.vote, policy, distance, backend)
+    return FitPlan(
+        config=config,
+        budget=budget,
+        run_budget=run_budget,
+        marginal_rho=marginal_rho,
+        distance=distance,
+        pick=pick,
+        policy=policy,
+        reach=reach,
+        warnings=policy_warnings,
+        invalid=invalid,
+        public=records,
+        sensitivity_of=invalid.exact(exact),
+    )
+
+
+def open_ledger(
+    plan: FitPlan,
+    schema: Schema,
+    *,
+    calibration: dict[str, Any],
+    run: dict[str, Any],
+    backend: str,
+    report: ValidationReport | None,
+) -> Ledger:
+    """The run's ledger: its configuration, calibration and the pilot's free events.
+
+    ``run`` holds the facts the facade owns (version, seed, noise, n, fit number),
+    written first; ``backend`` names where votes are computed.
+    """
+    budget, preset, pick = plan.budget, plan.config.preset, plan.pick
+    ledger = Ledger(
+        budget.delta if budget.delta is not None else 1e-5,
+        metadata={
+            **run,
+            "budget": {"epsilon": budget.epsilon, "delta": budget.delta, "rho": budget.rho},
+            "preset": preset.name,
+            "schedule": {
+                "population": preset.schedule.population,
+                "rounds": preset.schedule.rounds,
+                "stages": [vars(s) for s in preset.schedule.stages],
+            },
+            "distance": plan.distance.name,
+            "backend": backend,
+            "vote": {
+                "name": pick.vote.name,
+                "temperature": getattr(pick.vote, "temperature", None),
+                "sharpen": pick.sharpen,
+                "debias": pick.debias,
+            },
+            "policy": None if plan.policy is None else plan.policy.to_dict(),
+            "reach": plan.reach,
+            "l2_sensitivity": plan.sensitivity,
+            "invalid_rows": plan.invalid.to_dict(),
+            "mechanism": plan.config.mechanism.name,
+            **calibration,
+            "schema": schema.to_dict(),
+            "validation": None if report is None else report.to_dict(),
+        },
+    )
+    for warning in plan.warnings:
+        ledger.note(f"policy: {warning}")
+    pick.record(ledger)
+    if report is not None and report.changed:
+        ledger.note(
+            f"on_invalid={report.mode} changed the private table: {report.rows_in} rows, "
+            f"{report.rows_in - report.rows_out} invalid (empty votes), clipped cells "
+            f"{dict(report.clipped)}. These counts come from the private data and are not "
+            "privatised: keep this ledger with the data."
+        )
+    return ledger

@@ -1,0 +1,147 @@
+"""The release factory: one function per mechanism spec, chosen by the spec's type.
+
+Each builder calibrates its selection step from public facts only (the budget, the
+schedule, the sensitivity bound, the public records) and returns the release with what
+the ledger should say about its calibration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from dpevolve.backends import Backend
+from dpevolve.config import GaussianSpec, MechanismSpec, PubMixSpec
+from dpevolve.core.canonical import soft_quantisation_slack
+from dpevolve.core.distance import Distance
+from dpevolve.core.evolution import Schedule
+from dpevolve.core.votes import SoftVote, Vote
+from dpevolve.data.encoding import Records
+from dpevolve.errors import InputError
+from dpevolve.privacy import Budget, calibrate_gaussian
+from dpevolve.release.base import Release
+from dpevolve.release.gaussian import GaussianRelease
+from dpevolve.release.noise import NoiseSource
+
+Calibration = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ReleaseInputs:
+    """The public facts a release is calibrated from.
+
+    ``budget`` is the rounds' share of the run's budget; ``sensitivity`` the per-round
+    L2 bound (invalid rows included); ``sensitivity_of`` the optional exact per-round
+    search; ``public`` the encoded public records; ``n`` the private row count (public
+    under replace-one adjacency).
+    """
+
+    noise: NoiseSource
+    schedule: Schedule
+    budget: Budget
+    sensitivity: float
+    vote: Vote
+    distance: Distance
+    backend: Backend
+    public: Records | None
+    n: int
+    sensitivity_of: Callable[[Records], float] | None = None
+    debias: int = 0
+
+    @property
+    def largest_population(self) -> int:
+        """The most candidates a round votes on (parents plus kept mutations)."""
+        return max(
+            self.schedule.population * ((1 + s.mutations) if s.keep_selected else 1)
+            for s in self.schedule.stages
+        )
+
+
+def gaussian_release(spec: GaussianSpec, inputs: ReleaseInputs) -> tuple[Release, Calibration]:
+    """The noisy vote histogram, with ``sigma`` calibrated for the rounds' budget."""
+    multiplier = calibrate_gaussian(inputs.schedule.rounds, inputs.budget, discrete=True)
+    largest = inputs.largest_population
+    # Soft votes are quantised per record (bit-identical sums on every backend) and
+    # real-valued histograms rounded to the noise grid: both can add to the sensitivity,
+    # so the noise is calibrated for the sum.
+    slack = 0.0
+    if inputs.vote.name != "hard":
+        slack = soft_quantisation_slack(largest) + inputs.noise.rounding_slack(largest)
+    sigma = multiplier * (inputs.sensitivity + slack)
+    postprocess = None
+    if inputs.debias and isinstance(inputs.vote, SoftVote):
+        from dpevolve.core.debias import SoftDebias
+
+        postprocess = SoftDebias(inputs.distance, inputs.vote.temperature, int(inputs.debias))
+    release = GaussianRelease(
+        sigma,
+        inputs.sensitivity,
+        0.0 if spec.threshold is None else spec.threshold,
+        noise=inputs.noise,
+        sensitivity_of=inputs.sensitivity_of,
+        rounding_slack=slack,
+        postprocess=postprocess,
+    )
+    return release, {"noise_multiplier": multiplier, "sigma": sigma}
+
+
+def pubmix_release(spec: PubMixSpec, inputs: ReleaseInputs) -> tuple[Release, Calibration]:
+    """Parents from a public/private mixture (hard votes, an (epsilon, delta) budget)."""
+    from dpevolve.release.pubmix import PubMixRelease
+
+    if inputs.public is None:
+        raise InputError("mechanism 'pubmix' needs public data (--public)")
+    if inputs.vote.name != "hard":
+        raise InputError(
+            "PubMix needs hard votes: soft votes break the two-bin structure its privacy "
+            "analysis rests on (use --vote hard)"
+        )
+    if inputs.budget.rho is not None:
+        raise InputError("PubMix needs an (epsilon, delta) budget, not --rho")
+    release = PubMixRelease(
+        inputs.public,
+        inputs.distance,
+        inputs.backend,
+        inputs.n,
+        inputs.schedule.rounds,
+        inputs.budget,
+        accounting=spec.accounting,
+        fill=spec.fill,
+        noise=inputs.noise,
+        gamma=spec.gamma,
+        max_candidates=inputs.largest_population,
+    )
+    gamma = spec.gamma if spec.gamma is not None else "public folds (k=5, quantile 0.95)"
+    return release, {"pubmix": {"accounting": spec.accounting, "noise": spec.fill, "gamma": gamma}}
+
+
+_BUILDERS: dict[type, Callable[[Any, ReleaseInputs], tuple[Release, Calibration]]] = {
+    GaussianSpec: gaussian_release,
+    PubMixSpec: pubmix_release,
+}
+
+
+def build_release(spec: MechanismSpec, inputs: ReleaseInputs) -> tuple[Release, Calibration]:
+    """The selection step for ``spec`` and what the ledger should say about it."""
+    builder = _BUILDERS.get(type(spec))
+    if builder is None:
+        raise InputError(f"no release for mechanism {spec!r} (GaussianSpec or PubMixSpec)")
+    return builder(spec, inputs)
+
+
+def exact_sensitivity(
+    spec: MechanismSpec, vote: Vote, policy: Any, distance: Distance, backend: Any = None
+) -> Callable[[Records], float] | None:
+    """The per-round exact sensitivity search, when ``spec`` asks for it (else ``None``)."""
+    if not isinstance(spec, GaussianSpec) or spec.calibration == "bound":
+        return None
+    if vote.name != "hard" or policy is None:
+        raise InputError("exact calibration is for hard votes under a policy (Gaussian)")
+    if getattr(backend, "exact", True) is False:
+        # The search assumes the canonical vote arithmetic; a BLAS argmin is another.
+        raise InputError("exact calibration needs a backend with exact=True")
+    from dpevolve.core.sensitivity import enumerate_domain, per_round_hard_sensitivity
+
+    domain = enumerate_domain(distance.layout, None, 1_000_000)
+    return lambda population: per_round_hard_sensitivity(policy, distance, population, domain)
