@@ -200,12 +200,12 @@ def resolve(params: Mapping[str, Any]) -> RunConfig:
     if params.get("distance") is not None:
         preset = replace(preset, distance=params["distance"])
     if vote.kind is None:
-        gaussian = isinstance(mechanism, GaussianSpec)
+        calibration = mechanism.calibration if isinstance(mechanism, GaussianSpec) else None
         chosen = default_vote(
             {
                 **params,
-                "mechanism": "gaussian" if gaussian else "pubmix",
-                "calibration": mechanism.calibration if gaussian else "bound",
+                "mechanism": "pubmix" if calibration is None else "gaussian",
+                "calibration": calibration or "bound",
             },
             preset.vote,
         )
