@@ -31,8 +31,11 @@ def demo(
     epsilon: Annotated[float, typer.Option("--epsilon", "-e", help="Privacy budget.")] = 1.0,
     delta: Annotated[float, typer.Option("--delta", "-d", help="Privacy budget delta.")] = 1e-5,
     preset: Annotated[
-        str, typer.Option("--preset", "-p", help="tabpe or bfsoft (see the user guide).")
-    ] = "tabpe",
+        str | None,
+        typer.Option(
+            "--preset", "-p", help="hybrid (default), tabpe or bfsoft (see the user guide)."
+        ),
+    ] = None,
     seed: Seed = 0,
     force: Force = False,
     quiet: Quiet = False,
@@ -54,11 +57,6 @@ def demo(
     require("matplotlib", "dpevolve demo (it writes HTML reports)")
     data = datasets.load(dataset)
     test = _maybe_test_split(dataset)
-    say(
-        quiet,
-        f"{data.name}: {len(data.frame)} private rows, {len(data.schema)} columns; "
-        f"epsilon={epsilon}, delta={delta}, preset={preset}",
-    )
     model = Synthesizer(
         data.schema,
         epsilon=epsilon,
@@ -66,10 +64,17 @@ def demo(
         preset=preset,
         random_state=seed,
         progress=not quiet,
-    ).fit(data.frame)
-    write_table(model.synthetic_, table_out)
+    )
+    say(
+        quiet,
+        f"{data.name}: {len(data.frame)} private rows, {len(data.schema)} columns; "
+        f"epsilon={epsilon}, delta={delta}, preset={model.resolved_preset()}",
+    )
+    model.fit(data.frame)
+    synthetic = model.sample()  # as many rows as the private table (n is public)
+    write_table(synthetic, table_out)
     model.ledger_.write(ledger_out)
-    result = run_evaluation(data.frame, model.synthetic_, data.schema, label=data.label, test=test)
+    result = run_evaluation(data.frame, synthetic, data.schema, label=data.label, test=test)
     write_json(result, eval_out)
     ledger = model.ledger_.to_dict()
     write_report(
@@ -77,7 +82,7 @@ def demo(
         ledger=ledger,
         evaluation=result,
         real=data.frame,
-        synthetic=model.synthetic_,
+        synthetic=synthetic,
         schema=data.schema,
         title=f"dpevolve demo: {data.name}",
         force=force,
