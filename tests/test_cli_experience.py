@@ -68,7 +68,7 @@ def test_every_command_has_help_with_an_example(command, capsys) -> None:
     assert "<bool>" not in out  # flags read as flags
     if command == ["synth"]:
         assert "--force " in out and "--epsilon" in out and "Privacy budget" in out
-        assert "<hybrid|tabpe|bfsoft>" in out and "<error|drop|clip>" in out and "--rows" in out
+        assert "<tabpe|bfsoft|hybrid>" in out and "<error|drop|clip>" in out and "--rows" in out
 
 
 def test_usage_error_names_the_command_help(capsys) -> None:

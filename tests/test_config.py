@@ -55,7 +55,8 @@ def test_resolve_says_what_is_wrong(params: dict, message: str) -> None:
 
 
 def test_resolve_fills_in_from_the_preset() -> None:
-    config = resolve({"epsilon": 1.0})
+    assert resolve({"epsilon": 1.0}).preset.name == "tabpe"  # the default
+    config = resolve({"epsilon": 1.0, "preset": "hybrid"})
     assert config.preset.name == "hybrid" and config.marginals is not None
     assert isinstance(config.mechanism, GaussianSpec)
     assert config.mechanism.threshold == config.preset.threshold
@@ -64,8 +65,8 @@ def test_resolve_fills_in_from_the_preset() -> None:
     assert pe.preset.name == "tabpe" and pe.preset.schedule.rounds == 3
     assert resolve({"epsilon": 1.0, "mechanism": PubMixSpec()}).preset.name == "tabpe"
     assert resolve({"epsilon": 1.0, "distance": "l2"}).preset.distance == "l2"
-    assert resolve({"epsilon": 1.0, "marginals": 0.25}).marginals == MarginalSpec(
-        share=0.25, options=dict(config.preset.marginal_options)
+    assert resolve({"epsilon": 1.0, "preset": "hybrid", "marginals": 0.25}).marginals == (
+        MarginalSpec(share=0.25, options=dict(config.preset.marginal_options))
     )
 
 

@@ -251,14 +251,17 @@ def test_fitting_twice_warns_and_the_ledger_says_so(small_schema, small_table) -
     assert model.ledger_.to_dict()["fit_number"] == 2
 
 
-def test_default_preset_is_hybrid_unless_pe_options_are_asked_for(
-    small_schema, small_table
-) -> None:
-    """No preset: the hybrid (marginals + weighted pool), said in the ledger; a policy,
-    a soft vote or PubMix act on PE rounds, so they get the PE preset."""
-    model = Synthesizer(small_schema, epsilon=1.0, random_state=0)
-    assert model.resolved_preset() == "hybrid"
-    model.set_params(marginal_options={"grow_rounds": 1, "children": 100, "iterations": 30})
+def test_hybrid_preset_releases_marginals_and_samples_n_rows(small_schema, small_table) -> None:
+    """The default is PE alone; the hybrid preset spends the budget on one marginal
+    release (said in the ledger) and draws n rows from the weighted pool."""
+    assert Synthesizer(small_schema, epsilon=1.0).resolved_preset() == "tabpe"
+    model = Synthesizer(
+        small_schema,
+        epsilon=1.0,
+        random_state=0,
+        preset="hybrid",
+        marginal_options={"grow_rounds": 1, "children": 100, "iterations": 30},
+    )
     model.fit(small_table)
     ledger = model.ledger_.to_dict()
     assert ledger["preset"] == "hybrid" and ledger["marginals"]["share"] == 1.0
@@ -267,7 +270,5 @@ def test_default_preset_is_hybrid_unless_pe_options_are_asked_for(
     rows = model.sample()
     assert len(rows) == len(small_table) and list(rows.columns) == small_schema.names
     assert len(model.sample(num_rows=7)) == 7
-    assert Synthesizer(small_schema, epsilon=1.0, vote="soft").resolved_preset() == "tabpe"
-    assert Synthesizer(small_schema, epsilon=1.0, mechanism="pubmix").resolved_preset() == "tabpe"
     with pytest.raises(InputError, match="num_rows"):
         model.sample(-1)

@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Literal
 
 from dpevolve.core.vote_choice import default_vote
 from dpevolve.errors import InputError
-from dpevolve.presets import Preset, default_preset, get_preset
+from dpevolve.presets import DEFAULT_PRESET, Preset, get_preset
 from dpevolve.privacy import Budget, default_delta
 
 VOTES = ("hard", "soft", "auto")
@@ -189,13 +189,7 @@ def resolve(params: Mapping[str, Any]) -> RunConfig:
         announce=params.get("vote") == "auto" or bool(params.get("progress")),
     )
     mechanism = mechanism_spec(params)
-    name = params.get("preset")
-    if name is None:
-        name = default_preset(
-            policy=params.get("policy") is not None,
-            soft_vote=vote.asks_soft,
-            pubmix=not isinstance(mechanism, GaussianSpec),
-        )
+    name = params.get("preset") or DEFAULT_PRESET
     preset = get_preset(name).with_overrides(params.get("population_size"), params.get("rounds"))
     if params.get("distance") is not None:
         preset = replace(preset, distance=params["distance"])

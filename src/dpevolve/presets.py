@@ -7,11 +7,11 @@
   hard votes, threshold H = 0.
 * ``bfsoft``: the BF-Soft study setting. 512-record releases, 8 rounds of sampling
   selection, Gower distance; hard votes unless a soft vote is asked for.
-* ``hybrid`` (the default when no policy, soft vote or PubMix is asked for): the whole
-  budget measures the 2-way marginals, the 3-way ones holding the label and, at two bins
-  per number, the 4-way ones holding the label, in one Gaussian release; a pool grown
-  from the initial population is weighted to match them and rows are drawn from it
-  (docs/guide.md, "Presets"). Best measured on Adult and XOR-3 (benchmarks/FIDELITY.md).
+* ``hybrid``: the whole budget measures the 2-way marginals, the 3-way ones holding the
+  label and, at two bins per number, the 4-way ones holding the label, in one Gaussian
+  release; a pool grown from the initial population is weighted to match them and rows
+  are drawn from it (docs/guide.md, "Presets"). Far better marginals on Adult and XOR-3,
+  worse TSTR on Person Activity (benchmarks/FIDELITY.md).
 """
 
 from __future__ import annotations
@@ -69,15 +69,10 @@ PRESETS: dict[str, Preset] = {
 }
 
 
-#: The presets a run that names none may use: PE alone where the user asked for a
-#: policy, a soft or automatic vote or PubMix (they act on the PE rounds), else hybrid.
-DEFAULT_PRESET = "hybrid"
-PE_PRESET = "tabpe"
-
-
-def default_preset(*, policy: bool, soft_vote: bool, pubmix: bool) -> str:
-    """The preset a run gets when it names none (said in one line by the CLI)."""
-    return PE_PRESET if (policy or soft_vote or pubmix) else DEFAULT_PRESET
+#: The preset of a run that names none: Private Evolution alone, which no measured data
+#: set does worse with. ``hybrid`` wins the marginals (Adult, XOR-3) but loses TSTR on
+#: Person Activity (benchmarks/FIDELITY.md), so it is a choice, not the default.
+DEFAULT_PRESET = "tabpe"
 
 
 def get_preset(name: str) -> Preset:

@@ -57,12 +57,11 @@ class Synthesizer(EstimatorParams):
         Alternatively, a zCDP budget (``epsilon`` then reports the guarantee at ``delta``,
         default 1e-5).
     preset
+        ``tabpe`` (the default; Tab-PE's Adult setting: 1000 records, 29 rounds,
+        one-hot/L2), ``bfsoft`` (the BF-Soft study's 512 records, 8 rounds, Gower) or
         ``hybrid`` (the whole budget on one release of low-order marginals, rows drawn
-        from a pool weighted to match them: the best measured default), ``tabpe``
-        (Tab-PE's Adult setting: 1000 records, 29 rounds, one-hot/L2) or ``bfsoft`` (the
-        BF-Soft study's 512 records, 8 rounds, Gower). ``None`` (default): ``hybrid``,
-        or ``tabpe`` when a policy, a soft or automatic vote or PubMix is asked for (they
-        act on the PE rounds).
+        from a pool weighted to match them: far closer marginals on census-like tables,
+        worse TSTR on Person Activity; see benchmarks/FIDELITY.md).
     vote
         ``hard`` (nearest candidate), ``soft`` (softmax at ``temperature``) or ``auto``:
         a public pilot (needs ``public``) picks hard or a soft configuration
@@ -217,7 +216,7 @@ class Synthesizer(EstimatorParams):
         return resolve(self.get_params())
 
     def resolved_preset(self) -> str:
-        """The preset this model runs: ``preset``, or the default for its settings."""
+        """The preset this model runs: ``preset``, or the default."""
         return self.config().preset.name
 
     def _noise(self) -> NoiseSource:
@@ -427,7 +426,7 @@ class Synthesizer(EstimatorParams):
 
     # ----------------------------------------------------------- conveniences
     @classmethod
-    def create(cls, preset: str = "hybrid", **params: Any) -> Synthesizer:
+    def create(cls, preset: str = "tabpe", **params: Any) -> Synthesizer:
         """A synthesizer from a named preset (``Synthesizer.create("bfsoft", schema=...,
         epsilon=1)``), the way SDV and smartnoise-synth users construct one."""
         get_preset(preset)  # a clear error for an unknown name, before anything runs

@@ -33,7 +33,7 @@ def demo(
     preset: Annotated[
         str | None,
         typer.Option(
-            "--preset", "-p", help="hybrid (default), tabpe or bfsoft (see the user guide)."
+            "--preset", "-p", help="tabpe (default), bfsoft or hybrid (see the user guide)."
         ),
     ] = None,
     seed: Seed = 0,

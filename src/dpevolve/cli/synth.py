@@ -34,9 +34,9 @@ from dpevolve.extras import require
 
 
 class PresetName(StrEnum):
-    hybrid = "hybrid"
     tabpe = "tabpe"
     bfsoft = "bfsoft"
+    hybrid = "hybrid"
 
 
 class VoteName(StrEnum):
@@ -116,8 +116,8 @@ def synth(
         typer.Option(
             "--preset",
             "-p",
-            help="hybrid: marginals + weighted pool; tabpe/bfsoft: Private Evolution alone. "
-            "Default: hybrid, or tabpe with a policy, soft/auto vote or PubMix.",
+            help="tabpe (default) or bfsoft: Private Evolution; hybrid: one release of "
+            "low-order marginals and a weighted pool (closer marginals, see the guide).",
         ),
     ] = None,
     vote: Annotated[
@@ -289,14 +289,6 @@ def synth(
     )
     # Said once the arguments are known to be valid, before the (long) run.
     say(quiet, backend_line)
-    if preset is None:
-        chosen = model.resolved_preset()
-        why = (
-            "marginals and a weighted pool, the best measured default"
-            if chosen == "hybrid"
-            else "a policy, soft/auto vote or PubMix acts on the Private Evolution rounds"
-        )
-        say(quiet, f"preset: {chosen} ({why}; --preset to choose)")
     if mechanism is Mechanism.pubmix and gamma is None:
         say(quiet, "gamma: estimated from folds of the public table (--gamma not given)")
     if noise_seed is not None:
