@@ -289,13 +289,17 @@ def _set_threads(threads: int | None) -> int | None:
     return previous
 
 
-def _vote_chunk(chunk: Records, prepared: _Prepared, vote: Vote) -> np.ndarray:
-    """One chunk's histogram from the fused kernels (numba compiled by compile_kernels())."""
-    p = prepared
-    args = (
+KernelArgs = tuple[
+    int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, int
+]
+
+
+def _kernel_args(records: Records, p: _Prepared) -> KernelArgs:
+    """The arguments every fused kernel takes for ``records`` against a prepared population."""
+    return (
         GOWER if p.kind == "gower" else TABPE,
-        np.ascontiguousarray(chunk.numeric, dtype=np.float64),
-        np.ascontiguousarray(chunk.codes, dtype=np.int32),
+        np.ascontiguousarray(records.numeric, dtype=np.float64),
+        np.ascontiguousarray(records.codes, dtype=np.int32),
         p.wnum,
         p.cnum_t,
         p.table_rows,
@@ -303,6 +307,12 @@ def _vote_chunk(chunk: Records, prepared: _Prepared, vote: Vote) -> np.ndarray:
         p.mismatch,
         p.m,
     )
+
+
+def _vote_chunk(chunk: Records, prepared: _Prepared, vote: Vote) -> np.ndarray:
+    """One chunk's histogram from the fused kernels (numba compiled by compile_kernels())."""
+    p = prepared
+    args = _kernel_args(chunk, p)
     if isinstance(vote, SoftVote):
         parts = fused_kernels.soft_kernel(*args, float(vote.temperature))
         # Integer-valued grid units: exact sums, in any order; scaling by 2^-30 is exact.
@@ -329,20 +339,7 @@ def fused_nearest(records: Records, population: Records, distance: Distance) -> 
     compile_kernels()
     p = _prepare(distance, population)
     with _kernel_lock:
-        return np.asarray(
-            fused_kernels.hard_kernel(
-                GOWER if p.kind == "gower" else TABPE,
-                np.ascontiguousarray(records.numeric, dtype=np.float64),
-                np.ascontiguousarray(records.codes, dtype=np.int32),
-                p.wnum,
-                p.cnum_t,
-                p.table_rows,
-                p.offsets,
-                p.mismatch,
-                p.m,
-            ),
-            dtype=np.int64,
-        )
+        return np.asarray(fused_kernels.hard_kernel(*_kernel_args(records, p)), dtype=np.int64)
 
 
 class _BlasArgmin:

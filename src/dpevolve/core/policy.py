@@ -61,6 +61,7 @@ from dpevolve.core.graphs import (
 )
 from dpevolve.core.votes import SoftVote, noise_ratio
 from dpevolve.data.encoding import Layout
+from dpevolve.data.io import read_yaml
 from dpevolve.data.schema import Column, NumericColumn, Schema
 from dpevolve.errors import InputError
 
@@ -147,16 +148,7 @@ class Policy:
     @classmethod
     def load(cls, path: str | Path, schema: Schema) -> Policy:
         """Read a policy YAML file and validate it against ``schema``."""
-        path = Path(path)
-        if not path.exists():
-            raise InputError(f"policy file not found: {path}")
-        try:
-            spec = yaml.safe_load(path.read_text())
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" (line {mark.line + 1})" if mark is not None else ""
-            raise InputError(f"policy file {path} is not valid YAML{where}") from None
-        return cls.from_dict(spec, schema)
+        return cls.from_dict(read_yaml(path, "policy file"), schema)
 
     def to_dict(self) -> dict[str, Any]:
         """The YAML form; ``Policy.from_dict(p.to_dict(), schema) == p``."""

@@ -111,3 +111,19 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> None:
 def write_json(obj: Any, path: str | Path) -> None:
     """Atomically write JSON (indented, keys in insertion order)."""
     atomic_write(Path(path), lambda tmp: tmp.write_text(json.dumps(obj, indent=2, default=str)))
+
+
+def read_yaml(path: str | os.PathLike[str], what: str) -> Any:
+    """The YAML document at ``path``; a missing file or bad YAML is one line naming
+    ``what`` (``"schema file"``, ``"policy file"``) and, for YAML, the line."""
+    import yaml
+
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{what} not found: {path}")
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise InputError(f"{what} {path} is not valid YAML{where}") from None

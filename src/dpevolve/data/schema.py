@@ -51,6 +51,7 @@ from dpevolve.data.columns import (
     NumericColumn,
     Scalar,
 )
+from dpevolve.data.io import read_yaml
 from dpevolve.data.types import date_column, read_na_values
 from dpevolve.data.validation import (
     CellProblem,
@@ -149,16 +150,7 @@ class Schema:
 
     @classmethod
     def load(cls, path: str | Path) -> Schema:
-        path = Path(path)
-        if not path.exists():
-            raise InputError(f"schema file not found: {path}")
-        try:
-            spec = yaml.safe_load(path.read_text())
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" (line {mark.line + 1})" if mark is not None else ""
-            raise InputError(f"schema file {path} is not valid YAML{where}") from None
-        return cls.from_dict(spec or {})
+        return cls.from_dict(read_yaml(path, "schema file") or {})
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
