@@ -27,6 +27,15 @@ Scalar = str | int | float | bool
 #: distance, variation, votes) and decodes back to a missing cell.
 MISSING = "(missing)"
 
+#: The reserved category an ``other: true`` categorical column gives to every cell
+#: outside its declared values (values the public data did not show). Which cells map
+#: to it depends only on the declared values, never on the private table, so the
+#: mapping costs no budget; it decodes to the text ``(other)``.
+OTHER = "(other)"
+
+#: The most decimals a numeric column may declare (float64 holds about 15 digits).
+MAX_DECIMALS = 12
+
 
 @dataclass(frozen=True)
 class NumericColumn:
@@ -34,7 +43,9 @@ class NumericColumn:
 
     An ``integer`` column holds whole numbers only: a cell like ``30.5`` is invalid, never
     rounded (rounding is not a contraction: it can push two values within a policy's
-    threshold further apart than the noise was calibrated for).
+    threshold further apart than the noise was calibrated for). ``decimals`` is how many
+    decimals the column's values carry: synthetic values are rounded to it on output
+    (post-processing; input cells are never rounded).
     """
 
     name: str
@@ -43,6 +54,7 @@ class NumericColumn:
     integer: bool = False
     weight: float | None = None
     nullable: bool = False
+    decimals: int | None = None
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.lo) and math.isfinite(self.hi)):
@@ -55,6 +67,15 @@ class NumericColumn:
             raise InputError(
                 f"column '{self.name}': an integer column needs a whole number in "
                 f"[{self.lo}, {self.hi}]"
+            )
+        if self.decimals is not None and (
+            isinstance(self.decimals, bool)
+            or not isinstance(self.decimals, int)
+            or not 0 <= self.decimals <= MAX_DECIMALS
+        ):
+            raise InputError(
+                f"column '{self.name}': 'decimals' must be a whole number from 0 to "
+                f"{MAX_DECIMALS}, got {self.decimals!r}"
             )
         _check_weight(self.name, self.weight)
 
@@ -79,6 +100,8 @@ class NumericColumn:
         }
         if self.integer:
             out["integer"] = True
+        elif self.decimals is not None:
+            out["decimals"] = self.decimals
         if self.weight is not None:
             out["weight"] = self.weight
         if self.nullable:
@@ -90,12 +113,16 @@ class NumericColumn:
         return pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
 
     def format(self, numbers: np.ndarray) -> Any:
-        """Decoded numbers (clipped, NaN for missing) as the column's table values."""
+        """Decoded numbers (clipped, NaN for missing) as the column's table values:
+        whole numbers for an integer column, rounded to ``decimals`` when declared."""
         if self.integer:
-            rounded = np.round(numbers)
+            rounded = np.clip(np.round(numbers), *self.whole_range)
             if self.nullable:
                 return pd.array(rounded, dtype="Int64")  # NaN -> <NA>, not garbage
             return rounded.astype(np.int64)
+        if self.decimals is not None:
+            # Rounding can step just past a bound that is not on the grid: clip again.
+            return np.clip(np.round(numbers, self.decimals), self.lo, self.hi)
         return numbers
 
 
@@ -180,21 +207,36 @@ class Hierarchy:
 
 @dataclass(frozen=True)
 class CategoricalColumn:
-    """A categorical column over declared ``values`` (flat, or with a hierarchy tree)."""
+    """A categorical column over declared ``values`` (flat, or with a hierarchy tree).
+
+    ``values`` holds the declared values followed by the reserved categories:
+    :data:`OTHER` when ``other`` (every undeclared cell), then :data:`MISSING` when
+    ``nullable`` (every missing cell). Each is one more domain value everywhere
+    (encoding, distance, variation, votes, marginals).
+    """
 
     name: str
     values: tuple[Scalar, ...]
     hierarchy: Hierarchy | None = None
     weight: float | None = None
     nullable: bool = False
+    other: bool = False
 
     def __post_init__(self) -> None:
-        if len(self.values) == 0:
+        declared = list(self.values)
+        # Built again from its own values (dataclasses.replace): reserved ones go first.
+        if self.nullable and declared and declared[-1] == MISSING:
+            declared.pop()
+        if self.other and declared and declared[-1] == OTHER:
+            declared.pop()
+        if len(declared) == 0:
             raise InputError(f"column '{self.name}': a categorical column needs at least one value")
-        if self.nullable and self.values[-1] != MISSING:
-            if MISSING in self.values:
-                raise InputError(f"column '{self.name}': '{MISSING}' is reserved for missing")
-            object.__setattr__(self, "values", (*self.values, MISSING))
+        texts = {str(v) for v in declared}
+        for flag, reserved, meaning in ((self.other, OTHER, "other"), (self.nullable, MISSING, "missing")):
+            if flag and reserved in texts:
+                raise InputError(f"column '{self.name}': '{reserved}' is reserved for {meaning}")
+        reserved_values = ((OTHER,) if self.other else ()) + ((MISSING,) if self.nullable else ())
+        object.__setattr__(self, "values", (*declared, *reserved_values))
         keys = [str(v) for v in self.values]
         if len(set(keys)) != len(keys):
             raise InputError(f"column '{self.name}': categorical values must be distinct")
@@ -210,19 +252,26 @@ class CategoricalColumn:
         size = len(self.values)
         if self.hierarchy is None:
             return 1.0 - np.eye(size)
-        keys = self.keys[:-1] if self.nullable else self.keys
-        paths = self.hierarchy.path_matrix(keys)
+        declared = len(self.declared)
+        paths = self.hierarchy.path_matrix([str(v) for v in self.declared])
         maxpath = paths.max()
         paths = paths / maxpath if maxpath > 0 else paths
-        if self.nullable:  # missing is 1 from every value (the maximum), 0 from itself
-            paths = np.pad(paths, ((0, 1), (0, 1)), constant_values=1.0)
-            paths[-1, -1] = 0.0
+        # other and missing are 1 from every value (the maximum), 0 from themselves
+        extra = size - declared
+        if extra:
+            paths = np.pad(paths, ((0, extra), (0, extra)), constant_values=1.0)
+            paths[declared:, declared:] = 1.0 - np.eye(extra)
         return paths
 
     @property
+    def reserved(self) -> int:
+        """How many reserved categories (other, missing) follow the declared values."""
+        return int(self.other) + int(self.nullable)
+
+    @property
     def declared(self) -> tuple[Scalar, ...]:
-        """The declared values, without the reserved missing category."""
-        return self.values[:-1] if self.nullable else self.values
+        """The declared values, without the reserved other and missing categories."""
+        return self.values[: len(self.values) - self.reserved]
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -233,6 +282,8 @@ class CategoricalColumn:
             out["hierarchy"] = self.hierarchy.spec
         if self.weight is not None:
             out["weight"] = self.weight
+        if self.other:
+            out["other"] = True
         if self.nullable:
             out["nullable"] = True
         return out
@@ -247,7 +298,9 @@ def _check_weight(name: str, weight: float | None) -> None:
 
 
 __all__ = [
+    "MAX_DECIMALS",
     "MISSING",
+    "OTHER",
     "CategoricalColumn",
     "Column",
     "Hierarchy",

@@ -237,26 +237,30 @@ def _column_from_dict(name: str, decl: Any) -> Column:
     if not isinstance(decl, Mapping):
         raise InputError(f"column '{name}': declaration must be a mapping with a 'type'")
     kind = decl.get("type")
-    known = {"type", "lo", "hi", "integer", "weight", "values", "hierarchy", "name", "nullable"}
-    known |= {"format"}
-    extra = sorted(set(decl) - known)
+    extra = sorted(set(decl) - _KNOWN_KEYS, key=str)
     if extra:
         raise InputError(f"column '{name}': unknown key '{extra[0]}'")
     weight = decl.get("weight")
     if weight is not None:
         weight = _number(name, "weight", weight)
-    nullable = decl.get("nullable", False)
-    if not isinstance(nullable, bool):
-        raise InputError(f"column '{name}': 'nullable' must be true or false, got {nullable!r}")
+    nullable = _flag(name, decl, "nullable")
+    if kind not in _KINDS:
+        raise InputError(
+            f"column '{name}': type must be numeric, categorical, date or datetime, got {kind!r}"
+        )
+    for key, kinds in _KEYS_FOR.items():
+        if key in decl and kind not in kinds:
+            raise InputError(f"column '{name}': '{key}' is only for {kinds[0]} columns")
     if kind in ("date", "datetime"):
         return date_column(name, kind, decl, weight, nullable)
-    if "format" in decl:
-        raise InputError(f"column '{name}': 'format' is only for date and datetime columns")
     if kind in ("numeric", "int", "integer", "float"):
         for key in ("lo", "hi"):
             if key not in decl:
                 raise InputError(f"column '{name}': numeric columns need a declared '{key}'")
-        integer = bool(decl.get("integer", kind in ("int", "integer")))
+        integer = _flag(name, decl, "integer", kind in ("int", "integer"))
+        decimals = decl.get("decimals")
+        if integer and decimals not in (None, 0):
+            raise InputError(f"column '{name}': an integer column has no 'decimals'")
         return NumericColumn(
             name,
             _number(name, "lo", decl["lo"]),
@@ -264,6 +268,7 @@ def _column_from_dict(name: str, decl: Any) -> Column:
             integer,
             weight,
             nullable,
+            None if integer else decimals,
         )
     if kind == "categorical":
         values = decl.get("values")
@@ -275,10 +280,30 @@ def _column_from_dict(name: str, decl: Any) -> Column:
         hierarchy = (
             None if tree is None else Hierarchy.from_nested(name, tree, [str(v) for v in values])
         )
-        return CategoricalColumn(name, tuple(values), hierarchy, weight, nullable)
-    raise InputError(
-        f"column '{name}': type must be numeric, categorical, date or datetime, got {kind!r}"
-    )
+        other = _flag(name, decl, "other")
+        return CategoricalColumn(name, tuple(values), hierarchy, weight, nullable, other)
+    raise AssertionError(f"unhandled column type {kind!r}")
+
+
+_KINDS = ("numeric", "int", "integer", "float", "categorical", "date", "datetime")
+_KNOWN_KEYS = {"type", "lo", "hi", "integer", "weight", "values", "hierarchy", "name"}
+_KNOWN_KEYS |= {"nullable", "format", "decimals", "other"}
+# Keys that only some types take (the first type names them in the message).
+_KEYS_FOR = {
+    "format": ("date", "datetime"),
+    "other": ("categorical",),
+    "values": ("categorical",),
+    "hierarchy": ("categorical",),
+    "decimals": ("numeric", "int", "integer", "float"),
+    "integer": ("numeric", "int", "integer", "float", "date", "datetime"),
+}
+
+
+def _flag(column: str, decl: Mapping[str, Any], key: str, default: bool = False) -> bool:
+    value = decl.get(key, default)
+    if not isinstance(value, bool):
+        raise InputError(f"column '{column}': '{key}' must be true or false, got {value!r}")
+    return value
 
 
 def _number(column: str, key: str, value: Any) -> float:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pandas as pd
 
-from dpevolve.data.columns import MISSING, NumericColumn
+from dpevolve.data.columns import MISSING, OTHER, NumericColumn
 from dpevolve.data.messages import first_at, plain_cell
 from dpevolve.errors import InputError
 
@@ -200,7 +200,12 @@ def check_table(
             if column.nullable:
                 keys[nan] = MISSING
             undeclared = ~np.isin(keys, np.array(column.keys, dtype=object)) & ~nan
-            note(column.name, undeclared, UNDECLARED, values)
+            if column.other:
+                # Decided by the declared values alone (no private count is kept or
+                # reported): the mapping is data-independent and costs no budget.
+                keys[undeclared] = OTHER
+            else:
+                note(column.name, undeclared, UNDECLARED, values)
             out[column.name] = keys
     return pd.DataFrame(out, index=table.index), problems, clipped
 
