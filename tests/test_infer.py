@@ -9,36 +9,73 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpevolve.data.infer import infer_schema, problems_of, round_outward, schema_yaml
+from dpevolve.data.infer import infer_schema, problems_of, schema_yaml
+from dpevolve.data.ranges import MAX_INFERRED_DECIMALS, decimals_of, is_natural_bound, round_outward
 from dpevolve.data.schema import MISSING, CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.types import DateColumn
 
 
 @pytest.mark.parametrize(
-    ("lo", "hi", "expected"),
-    [((13769, 1366120), None, (0, 1600000)), ((17, 90), None, (0, 100))],
+    ("public", "integer", "expected"),
+    [
+        ((13769, 1366120), True, (0, 1600000)),  # Adult's fnlwgt
+        ((17, 90), True, (5, 100)),  # Adult's age
+        ((0, 100), False, (0, 100)),  # an index that reaches its natural bounds
+        ((3, 97), False, (0, 110)),  # one that does not show them
+        ((0.12, 0.87), False, (0, 1)),  # a share
+        ((-5.2, 40.3), False, (-10, 45)),
+        ((3, 5), True, (2, 6)),
+    ],
 )
-def test_round_outward_gives_ranges_a_person_can_check(lo, hi, expected) -> None:
-    assert round_outward(*lo, margin=0.1, non_negative=True) == expected
+def test_round_outward_gives_ranges_a_person_can_check(public, integer, expected) -> None:
+    assert round_outward(*public, margin=0.1, non_negative=public[0] >= 0, integer=integer) == (
+        expected
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.floats(-1e6, 1e6, allow_nan=False),
+    st.floats(1e-3, 1e6, allow_nan=False),
+    st.floats(1e-3, 0.5),
+    st.booleans(),
+    st.booleans(),
+)
+def test_round_outward_widens_by_the_margin_and_at_most_twice_it(
+    lo, span, margin, non_negative, integer
+) -> None:
+    if integer:
+        lo, span = float(round(lo)), float(max(1, round(span)))
+    if non_negative:
+        lo = abs(lo)
+    hi = lo + span
+    out_lo, out_hi = round_outward(lo, hi, margin, non_negative, integer)
+    slack = 1e-9 * max(1.0, abs(lo), abs(hi)) + (1.0 if integer else 0.0)
+    # never narrower than the public data, never wider than the rule's window
+    assert out_lo <= lo and out_hi >= hi
+    assert out_lo >= lo - 2 * margin * span - slack
+    assert out_hi <= hi + 2 * margin * span + slack
+    # a bound moves by at least the margin unless it is natural (or held at 0)
+    if not is_natural_bound(hi, span):
+        assert out_hi >= hi + margin * span - 1e-9 * max(1.0, abs(hi))
+    if not is_natural_bound(lo, span) and not (non_negative and out_lo == 0):
+        assert out_lo <= lo - margin * span + 1e-9 * max(1.0, abs(lo))
+    if non_negative:
+        assert out_lo >= 0
+    if integer:
+        assert out_lo == round(out_lo) and out_hi == round(out_hi)
 
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.floats(-1e6, 1e6, allow_nan=False),
-    st.floats(1e-3, 1e6, allow_nan=False),
-    st.floats(0, 0.5),
-    st.booleans(),
+    st.lists(st.integers(-(10**8), 10**8), min_size=1, max_size=30),
+    st.integers(0, MAX_INFERRED_DECIMALS),
 )
-def test_round_outward_contains_the_widened_range(lo, span, margin, non_negative) -> None:
-    hi = lo + span
-    if non_negative:
-        lo, hi = abs(lo), abs(lo) + span
-    out_lo, out_hi = round_outward(lo, hi, margin, non_negative)
-    assert out_lo <= lo - margin * span + 1e-9 * max(1, abs(lo)) or (non_negative and out_lo >= 0)
-    assert out_lo <= lo and out_hi >= hi + margin * span - 1e-9 * max(1, abs(hi))
-    assert out_hi - out_lo <= 4 * (hi - lo) * (1 + 2 * margin) + 1e-9 * max(1, abs(hi))
-    if non_negative:
-        assert out_lo >= 0
+def test_decimals_of_finds_the_decimals_values_are_written_with(units, decimals) -> None:
+    values = np.array([float(f"{u / 10**decimals:.{decimals}f}") for u in units])
+    found = decimals_of(values)
+    assert found is not None and found <= decimals
+    assert np.array_equal(np.round(values, found), values)
 
 
 def test_a_private_half_fits_the_schema_inferred_from_the_public_half() -> None:

@@ -91,8 +91,11 @@ def test_infer_uses_public_data_only_and_roundtrips() -> None:
     schema = Schema.infer(public, margin=0)
     x = schema["x"]
     assert isinstance(x, NumericColumn) and (x.lo, x.hi) == (0.0, 10.0)
-    widened = Schema.infer(public)["x"]  # default: a margin beyond the public extremes
-    assert isinstance(widened, NumericColumn) and widened.lo == 0.0 and widened.hi > 10.0
+    # default: 0 and 10 are natural bounds (kept); 9.5 is not (widened by the margin)
+    widened = Schema.infer(public)["x"]
+    assert isinstance(widened, NumericColumn) and (widened.lo, widened.hi) == (0.0, 10.0)
+    short = Schema.infer(public.assign(x=np.linspace(0, 9.5, 100)))["x"]
+    assert isinstance(short, NumericColumn) and short.hi >= 9.5 * 1.1
     assert isinstance(schema["c"], CategoricalColumn)
     assert isinstance(schema["k"], CategoricalColumn)
     frame, _ = schema.validate(public)

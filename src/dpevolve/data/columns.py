@@ -232,7 +232,8 @@ class CategoricalColumn:
         if len(declared) == 0:
             raise InputError(f"column '{self.name}': a categorical column needs at least one value")
         texts = {str(v) for v in declared}
-        for flag, reserved, meaning in ((self.other, OTHER, "other"), (self.nullable, MISSING, "missing")):
+        flags = ((self.other, OTHER, "other"), (self.nullable, MISSING, "missing"))
+        for flag, reserved, meaning in flags:
             if flag and reserved in texts:
                 raise InputError(f"column '{self.name}': '{reserved}' is reserved for {meaning}")
         reserved_values = ((OTHER,) if self.other else ()) + ((MISSING,) if self.nullable else ())
@@ -298,7 +299,6 @@ def _check_weight(name: str, weight: float | None) -> None:
 
 
 __all__ = [
-    "MAX_DECIMALS",
     "MISSING",
     "OTHER",
     "CategoricalColumn",

@@ -18,6 +18,11 @@ YAML form::
           employed: [Private, Self-emp, State-gov]
           not-working: [Without-pay]
       income: {type: categorical, values: ["<=50K", ">50K"], weight: 0.2}
+      country:                    # a value not listed becomes "(other)"
+        type: categorical
+        values: [United-States, Mexico]
+        other: true
+      spend: {type: numeric, lo: 0, hi: 500, decimals: 2}   # output rounded to cents
 
 Missing values and dates (see :mod:`dpevolve.data.types`)::
 
@@ -45,6 +50,7 @@ import yaml
 
 from dpevolve.data.columns import (
     MISSING,
+    OTHER,
     CategoricalColumn,
     Column,
     Hierarchy,
@@ -52,6 +58,7 @@ from dpevolve.data.columns import (
     Scalar,
 )
 from dpevolve.data.io import read_yaml
+from dpevolve.data.proposal import Proposal, propose_columns
 from dpevolve.data.types import date_column, read_na_values
 from dpevolve.data.validation import (
     CellProblem,
@@ -212,25 +219,36 @@ class Schema:
         categorical: Sequence[str] = (),
         margin: float = 0.1,
         na_values: Sequence[str] = (),
+        dayfirst: bool | None = None,
+        other: bool = True,
     ) -> Schema:
-        """Propose a schema from **public** data (see :mod:`dpevolve.data.infer`).
+        """Propose a schema from **public** data (the rules:
+        :func:`dpevolve.data.proposal.propose_columns`).
 
         Numeric ranges are the public extremes widened by ``margin`` of the range and
-        rounded outward (``margin=0``: the exact extremes); integer columns with at most
-        ``max_categories`` values, text and the label are categorical; columns with
-        missing cells are nullable. Never call this on private data: the declared domain
-        would leak. Check the proposed domains before use.
+        rounded outward (``margin=0``: the exact extremes), with ``integer`` or
+        ``decimals`` as the public values have them; integer columns with at most
+        ``max_categories`` values, text and the label are categorical, with an ``other``
+        bucket (the label excepted) unless ``other=False``; columns with missing cells
+        are nullable. Never call this on private data: the declared domain would leak.
+        Check the proposed domains before use.
         """
-        from dpevolve.data.infer import infer_schema
-
-        return infer_schema(
+        proposal = propose_columns(
             public,
             label=label,
             max_categories=max_categories,
             categorical=categorical,
             margin=margin,
             na_values=na_values,
-        ).schema
+            dayfirst=dayfirst,
+            other=other,
+        )
+        return cls.from_proposal(proposal)
+
+    @classmethod
+    def from_proposal(cls, proposal: Proposal) -> Schema:
+        """The schema of proposed columns (:func:`~dpevolve.data.proposal.propose_columns`)."""
+        return cls(proposal.columns, label=proposal.label, na_values=proposal.na_values)
 
 
 def _column_from_dict(name: str, decl: Any) -> Column:
@@ -319,6 +337,7 @@ def load_schema(path: str | Path) -> Schema:
 
 __all__ = [
     "MISSING",
+    "OTHER",
     "CategoricalColumn",
     "CellProblem",
     "Column",

@@ -13,17 +13,31 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import pandas as pd
 
-from dpevolve.data.columns import MISSING, OTHER, NumericColumn
+from dpevolve.data.columns import MISSING, OTHER, Column, NumericColumn
 from dpevolve.data.messages import first_at, plain_cell
 from dpevolve.errors import InputError
 
-if TYPE_CHECKING:
-    from dpevolve.data.schema import Schema
+
+class SchemaLike(Protocol):
+    """What validation reads of a :class:`~dpevolve.data.schema.Schema` (a protocol, so
+    this module needs no import of the schema module, which imports it)."""
+
+    @property
+    def columns(self) -> tuple[Column, ...]: ...
+
+    @property
+    def na_values(self) -> tuple[str, ...]: ...
+
+    @property
+    def names(self) -> list[str]: ...
+
+    def __contains__(self, name: object) -> bool: ...
+
 
 OnInvalid = Literal["error", "drop", "clip"]
 
@@ -90,7 +104,7 @@ def check_on_invalid(on_invalid: str) -> None:
         raise InputError(f"on_invalid must be error, drop or clip, got '{on_invalid}'")
 
 
-def check_columns(labels: Sequence[Any], schema: Schema, what: str) -> None:
+def check_columns(labels: Sequence[Any], schema: SchemaLike, what: str) -> None:
     """The table's columns are the schema's: none twice, none undeclared, none lacking.
 
     ``labels`` are a table's column labels, or a file's header alone (the streaming
@@ -122,7 +136,7 @@ def drop_invalid(frame: pd.DataFrame, problems: Sequence[CellProblem]) -> pd.Dat
 
 
 def validate_table(
-    schema: Schema,
+    schema: SchemaLike,
     table: pd.DataFrame,
     on_invalid: OnInvalid = "error",
     what: str = "table",
@@ -152,7 +166,7 @@ def validate_table(
 
 
 def check_table(
-    schema: Schema, table: pd.DataFrame, clip: bool = False, what: str = "table"
+    schema: SchemaLike, table: pd.DataFrame, clip: bool = False, what: str = "table"
 ) -> tuple[pd.DataFrame, list[CellProblem], dict[str, int]]:
     """:meth:`Schema.check <dpevolve.data.schema.Schema.check>` (see there)."""
     if not isinstance(table, pd.DataFrame):

@@ -15,8 +15,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+import dpevolve.datasets._fetch as _fetch
+import dpevolve.datasets.adult as adult
+import dpevolve.datasets.bank as bank
+import dpevolve.datasets.nist as nist
+import dpevolve.datasets.person_activity as person_activity
+import dpevolve.datasets.synthetic as synthetic
+import dpevolve.datasets.tabpe as tabpe
 from dpevolve.data.schema import Schema
-from dpevolve.datasets import _fetch, adult, bank, nist, person_activity, synthetic, tabpe
 from dpevolve.datasets._base import DATA_ENV, Dataset, cache_dir, data_dirs, finish, shipped_schema
 from dpevolve.datasets._spec import Spec
 from dpevolve.errors import InputError

@@ -1,0 +1,168 @@
+"""The columns a schema inferred from **public** data declares (docs/guide.md#schemas).
+
+:func:`propose_columns` reads each public column once and proposes its declaration:
+
+* date and datetime texts (:mod:`dpevolve.data.date_formats`) become ``date`` /
+  ``datetime`` columns, widened to whole years;
+* numbers become numeric columns on a widened, rounded range
+  (:func:`dpevolve.data.ranges.round_outward`), with ``integer: true`` when every public
+  value is whole and ``decimals`` otherwise (:func:`dpevolve.data.ranges.decimals_of`);
+  integer columns with at most ``max_categories`` values, text and the label become
+  categorical;
+* a categorical column other than the label gets ``other: true``, so a private value
+  the public data did not show maps to the reserved ``(other)`` category instead of
+  stopping the run;
+* a column with missing public cells is declared ``nullable``.
+
+It returns plain columns, not a :class:`~dpevolve.data.schema.Schema`, so the schema
+module can use it without importing the modules that use the schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from dpevolve.data.columns import CategoricalColumn, Column, NumericColumn
+from dpevolve.data.date_formats import date_format
+from dpevolve.data.messages import plain_cell
+from dpevolve.data.ranges import decimals_of, round_outward
+from dpevolve.data.types import DEFAULT_FORMATS, UNITS, DateColumn, to_units
+from dpevolve.errors import InputError
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """Proposed columns, the public extremes of each widened range, and notes."""
+
+    columns: tuple[Column, ...]
+    label: str | None
+    na_values: tuple[str, ...]
+    public_ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def propose_columns(
+    public: pd.DataFrame,
+    label: str | None = None,
+    max_categories: int = 50,
+    categorical: Sequence[str] = (),
+    margin: float = 0.1,
+    na_values: Sequence[str] = (),
+    nullable: bool = False,
+    dayfirst: bool | None = None,
+    other: bool = True,
+) -> Proposal:
+    """Propose every column's declaration from a **public** table (see the module).
+
+    Parameters
+    ----------
+    public
+        A public table of the same kind as the private one.
+    label
+        The label column (declared categorical, never nullable, no ``other``).
+    max_categories
+        Integer columns with at most this many distinct values are categorical.
+    categorical
+        Columns to declare categorical whatever their values.
+    margin
+        The least widening of a numeric bound, as a share of the public range (0: the
+        exact public extremes, which a private table will often exceed).
+    na_values
+        Cell texts that mean "missing" (e.g. ``"?"``); recorded in the schema.
+    nullable
+        Declare every column nullable; otherwise only columns with missing public cells.
+    dayfirst
+        Read ``01/02/2020`` as 1 February (``True``) or 2 January (``False``) when the
+        public dates do not tell; ``None`` refuses such a column.
+    other
+        Give categorical columns (the label excepted) an ``other`` bucket.
+    """
+    if len(public) == 0:
+        raise InputError("public table is empty (0 rows); cannot infer a schema")
+    if margin < 0:
+        raise InputError(f"margin must be >= 0, got {margin}")
+    if na_values:
+        public = public.replace(list(na_values), np.nan)
+    columns: list[Column] = []
+    ranges: dict[str, tuple[float, float]] = {}
+    notes: list[str] = []
+    for name in public.columns:
+        key = str(name)
+        raw = public[name]
+        values = raw.dropna()
+        if len(values) == 0:
+            raise InputError(f"public column '{key}' has only missing values")
+        has_missing = nullable or bool(raw.isna().any())
+        if has_missing and not nullable:
+            notes.append(f"column '{key}' has missing public cells: declared nullable")
+        free = key not in categorical and key != label
+        date = _date_column(key, values, margin, has_missing, dayfirst) if free else None
+        if date is not None:
+            columns.append(date)
+            notes.append(f"column '{key}' read as {date.kind}s ({date.pattern})")
+            continue
+        numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
+        if numeric and free:
+            as_float = values.to_numpy(dtype=np.float64)
+            integral = bool(np.all(np.equal(np.round(as_float), as_float)))
+            if values.nunique() > max_categories or not integral:
+                lo, hi = float(as_float.min()), float(as_float.max())
+                wide = round_outward(lo, hi, margin, non_negative=lo >= 0, integer=integral)
+                ranges[key] = (lo, hi)
+                decimals = None if integral else decimals_of(as_float)
+                columns.append(
+                    NumericColumn(
+                        key, *wide, integer=integral, nullable=has_missing, decimals=decimals
+                    )
+                )
+                continue
+        uniques = sorted(pd.unique(values), key=lambda v: (str(type(v)), v))
+        if len(uniques) > max_categories and not numeric and free:
+            notes.append(
+                f"column '{key}' has {len(uniques)} distinct public values: declared "
+                "categorical (check that it is not an identifier or a date)"
+            )
+        # The label stays non-nullable: a missing class label makes TSTR meaningless.
+        columns.append(
+            CategoricalColumn(
+                key,
+                tuple(plain_cell(v) for v in uniques),
+                nullable=has_missing and key != label,
+                other=other and key != label,
+            )
+        )
+    return Proposal(tuple(columns), label, tuple(str(v) for v in na_values), ranges, notes)
+
+
+def _date_column(
+    name: str, values: pd.Series, margin: float, nullable: bool, dayfirst: bool | None
+) -> DateColumn | None:
+    """A date or datetime column when every public cell is a date (time) in one format."""
+    if not (pd.api.types.is_object_dtype(values) or pd.api.types.is_string_dtype(values)):
+        return None
+    found = date_format(name, values.astype(str), dayfirst)
+    if found is None:
+        return None
+    kind, pattern = found
+    fmt = None if pattern == DEFAULT_FORMATS[kind] else pattern
+    probe = DateColumn(name, 0.0, 1.0, True, kind=kind, fmt=fmt)
+    units = probe.parse(values)
+    lo, hi = float(units.min()), float(units.max())
+    # Widen by the margin, then out to whole years: a range a person checks at a glance.
+    span = max(hi - lo, 1.0)
+    seconds = UNITS[kind]
+    first = pd.Timestamp(round((lo - margin * span) * seconds), unit="s").replace(month=1, day=1)
+    last = pd.Timestamp(round((hi + margin * span) * seconds), unit="s").replace(month=12, day=31)
+    if kind == "datetime":
+        last = last.replace(hour=23, minute=59, second=59)
+    bounds = to_units(pd.DatetimeIndex([first.normalize(), last]), kind)
+    return DateColumn(
+        name, float(bounds[0]), float(bounds[1]), True, None, nullable, kind=kind, fmt=fmt
+    )
+
+
+__all__ = ["Proposal", "propose_columns"]

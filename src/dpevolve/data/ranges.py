@@ -1,0 +1,117 @@
+"""Declared ranges and precision proposed from **public** values (docs/guide.md#schemas).
+
+The range rule (:func:`round_outward`), for public extremes ``[lo, hi]`` with span
+``S = hi - lo`` and a margin ``m`` (0.1 by default):
+
+* a *natural bound* is kept exactly: an extreme equal to 0, or to plus or minus a power
+  of ten at least half the span (1 for ``[0, 1]`` shares, 100 for a ``0-100`` index,
+  1000 for a ``0-1000`` score). Data that reach such a value are taken to stop there;
+* any other extreme moves outward by at least ``m S`` and at most ``2 m S``, to the
+  coarsest "nice" number in that window (a multiple of 1, 2 or 5 times a power of ten):
+  ``[13769, 1366120]`` becomes ``[0, 1600000]``, ``[17, 90]`` becomes ``[5, 100]``;
+* the low end never goes below 0 when every public value is non-negative;
+* an integer column's bounds stay whole numbers (a step of at least 1, which can add
+  up to 1 beyond the window when ``2 m S < 1``).
+
+``m = 0`` declares the public extremes themselves. The precision rule
+(:func:`decimals_of`): the fewest decimals, at most :data:`MAX_INFERRED_DECIMALS`,
+that write every public value exactly; none when more are needed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+#: Values needing more decimals than this are declared without ``decimals``.
+MAX_INFERRED_DECIMALS = 6
+
+_NICE = (5.0, 2.0, 1.0)
+
+
+def is_natural_bound(value: float, span: float) -> bool:
+    """0, or plus or minus a power of ten at least half of ``span`` (see the module)."""
+    if value == 0:
+        return True
+    size = abs(value)
+    power = round(math.log10(size))
+    return bool(math.isclose(size, 10.0**power, rel_tol=1e-12) and size >= span / 2)
+
+
+def _nice(target: float, limit: float, up: bool, min_step: float) -> float:
+    """The coarsest multiple of a nice step between ``target`` and ``limit``."""
+    width = abs(limit - target)
+    scale = max(abs(target), abs(limit), width)
+    k = math.floor(math.log10(scale)) + 1
+    while True:
+        for mult in _NICE:
+            step = mult * 10.0**k
+            if step < min_step:
+                # The finest allowed grid: the nearest point beyond the target.
+                grid = math.ceil(target / min_step) if up else math.floor(target / min_step)
+                return _beyond(grid * min_step, target, up, 0)
+            grid = math.ceil(target / step) if up else math.floor(target / step)
+            value = _beyond(grid * step, target, up, max(0, -k))
+            if (value <= limit) if up else (value >= limit):
+                return value
+        k -= 1
+
+
+def _beyond(value: float, target: float, up: bool, decimals: int) -> float:
+    """``value`` written with ``decimals`` (no binary tail), never inside ``target``."""
+    tidy = round(value, decimals)
+    if (tidy < target) if up else (tidy > target):
+        tidy = value
+    # floor(x / step) * step can land an ulp inside the range: never narrower than asked.
+    return max(tidy, target) if up else min(tidy, target)
+
+
+def round_outward(
+    lo: float, hi: float, margin: float, non_negative: bool, integer: bool = False
+) -> tuple[float, float]:
+    """The declared range proposed for public extremes ``[lo, hi]`` (see the module).
+
+    Parameters
+    ----------
+    lo, hi
+        The public minimum and maximum.
+    margin
+        The least widening of a bound that is not natural, as a share of ``hi - lo``;
+        a bound moves by at most twice this.
+    non_negative
+        Every public value is >= 0: the low end stays >= 0.
+    integer
+        Whole-number bounds (steps of at least 1).
+    """
+    if margin == 0:
+        return float(lo), float(hi if hi > lo else lo + 1.0)
+    span = hi - lo if hi > lo else max(abs(hi), 1.0)
+    min_step = 1.0 if integer else 0.0
+    if is_natural_bound(lo, span):
+        out_lo = float(lo)
+    else:
+        target = lo - margin * span
+        out_lo = _nice(target, lo - 2 * margin * span, up=False, min_step=min_step)
+        if non_negative:
+            out_lo = max(out_lo, 0.0)
+    if is_natural_bound(hi, span) and hi > lo:
+        out_hi = float(hi)
+    else:
+        out_hi = _nice(hi + margin * span, hi + 2 * margin * span, up=True, min_step=min_step)
+    return float(out_lo), float(out_hi)
+
+
+def decimals_of(values: np.ndarray) -> int | None:
+    """The fewest decimals (at most :data:`MAX_INFERRED_DECIMALS`) writing every value
+    exactly, or ``None`` when they need more (see the module)."""
+    finite = values[np.isfinite(values)]
+    # A few units in the last place: what writing a decimal text as a float can cost.
+    tolerance = 8 * np.spacing(np.abs(finite))
+    for decimals in range(MAX_INFERRED_DECIMALS + 1):
+        if np.all(np.abs(np.round(finite, decimals) - finite) <= tolerance):
+            return decimals
+    return None
+
+
+__all__ = ["MAX_INFERRED_DECIMALS", "decimals_of", "is_natural_bound", "round_outward"]
