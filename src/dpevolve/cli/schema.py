@@ -16,7 +16,10 @@ from dpevolve.errors import InputError
     "infer",
     help="Write a schema from PUBLIC data (never run this on private data).\n\n"
     "Numeric ranges are widened and rounded beyond the public minimum and maximum so "
-    "a private table of the same kind fits; each is marked in the YAML: check them.\n\n"
+    "a private table of the same kind fits (a bound at 0 or at a power of ten such as "
+    "100 is kept); each is marked in the YAML: check them. Categorical columns get "
+    "'other: true': a private value the public data did not show becomes '(other)'. "
+    "Decimals and whole numbers are recorded, and synthetic values rounded to them.\n\n"
     "Examples:\n\n\b\n"
     "  dpevolve schema infer public.csv --label income -o schema.yaml\n"
     "  dpevolve schema infer public.csv --na-value '?' --nullable -o schema.yaml",
@@ -49,6 +52,21 @@ def schema_infer(
             "--nullable", help="Declare every column nullable (missing is one more value)."
         ),
     ] = False,
+    dayfirst: Annotated[
+        bool | None,
+        typer.Option(
+            "--dayfirst/--monthfirst",
+            help="Read dates like 01/02/2020 as 1 February / as 2 January (asked only "
+            "when no day or month above 12 tells).",
+        ),
+    ] = None,
+    other: Annotated[
+        bool,
+        typer.Option(
+            "--other/--no-other",
+            help="Give categorical columns (not the label) an '(other)' bucket.",
+        ),
+    ] = True,
     force: Force = False,
 ) -> None:
     from dpevolve.data.infer import infer_schema, schema_yaml
@@ -66,6 +84,8 @@ def schema_infer(
         margin=margin,
         na_values=na_values,
         nullable=nullable,
+        dayfirst=dayfirst,
+        other=other,
     )
     text = schema_yaml(inferred, source=str(public))
     atomic_write(output, lambda tmp: tmp.write_text(text))

@@ -78,12 +78,14 @@ def schema_yaml(inferred: InferredSchema, source: str) -> str:
         if name in inferred.public_ranges:
             lo, hi = inferred.public_ranges[name]
             line += f"  # widened: public data spans [{plain_cell(lo)}, {plain_cell(hi)}]"
-        elif (
-            name is not None
-            and name in inferred.schema
-            and isinstance(inferred.schema[name], CategoricalColumn)
-        ):
-            line += "  # values seen in the public data; others become '(other)' if other: true"
+        elif name is not None and name in inferred.schema:
+            column = inferred.schema[name]
+            if isinstance(column, CategoricalColumn):
+                line += (
+                    "  # values seen in the public data; any other becomes '(other)'"
+                    if column.other
+                    else "  # values seen in the public data: add any others the private data hold"
+                )
         out.append(line)
     return "\n".join(out) + "\n"
 

@@ -1,15 +1,20 @@
 """Reading tables and writing outputs safely.
 
-Tables are ``.csv`` (optionally ``.gz``) or ``.parquet``. Outputs are written
-atomically (a temporary file in the same folder, then a rename) and never replace an
-existing file unless ``force`` is set.
+Tables are ``.csv`` (optionally ``.gz``) or ``.parquet``. A CSV's separator is read
+from its header line alone (column names, as public as the schema): a comma, or a
+semicolon, tab or ``|`` when the header holds one of them and no comma
+(:func:`csv_separator`). A header that holds two of them as often is refused rather
+than guessed. Outputs are written atomically (a temporary file in the same folder, then
+a rename) and never replace an existing file unless ``force`` is set.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import tempfile
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +36,55 @@ def table_suffix(path: Path) -> str:
     raise InputError(f"{path}: unsupported table format (use .csv, .csv.gz or .parquet)")
 
 
+#: Separators a CSV header may show; the comma is the default.
+SEPARATORS = (",", ";", "\t", "|")
+_SEPARATOR_NAMES = {",": "comma", ";": "semicolon", "\t": "tab", "|": "'|'"}
+# The most of a file read to find its header line (a header longer than this is refused).
+_HEADER_BYTES = 1 << 20
+
+
+def csv_separator(path: Path, what: str = "table") -> str:
+    """The separator of the CSV at ``path``, read from its header line (see the module).
+
+    Raises
+    ------
+    InputError
+        The file cannot be opened (a corrupt gzip file included), or its header holds two
+        separators equally often.
+    """
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    try:
+        with opener(path, "rb") as handle:
+            head = handle.readline(_HEADER_BYTES)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise unreadable_error(path, what, exc) from None
+    header = head.decode("utf-8", errors="replace")
+    # Separators inside quoted names do not count.
+    unquoted = "".join(part for i, part in enumerate(header.split('"')) if i % 2 == 0)
+    counts = {sep: unquoted.count(sep) for sep in SEPARATORS}
+    best = max(counts.values())
+    if best == 0:
+        return ","  # one column
+    tied = [sep for sep in SEPARATORS if counts[sep] == best]
+    if len(tied) > 1:
+        names = " and ".join(_SEPARATOR_NAMES[sep] for sep in tied)
+        raise InputError(
+            f"{what} {path}: its header line holds {names} separators as often; cannot "
+            "tell which separates the columns (write it with commas)"
+        )
+    return tied[0]
+
+
+def unreadable_error(path: Path, what: str, exc: BaseException) -> InputError:
+    """The one-line error for a file that cannot be read (a corrupt gzip file, text that
+    is not UTF-8, a reader's own message with any quoted data cut out)."""
+    if isinstance(exc, (EOFError, zlib.error, gzip.BadGzipFile)) or "gzip" in str(exc).lower():
+        return InputError(f"{what} {path} is not a readable gzip file (corrupt or truncated)")
+    if isinstance(exc, UnicodeDecodeError):
+        return InputError(f"{what} {path} is not UTF-8 text (save it as a UTF-8 CSV)")
+    return InputError(f"{what} {path} could not be read: {reader_error(exc)}")
+
+
 def read_table(path: str | Path, what: str = "table") -> pd.DataFrame:
     """Read a CSV or Parquet table with a one-line error for every failure.
 
@@ -41,15 +95,24 @@ def read_table(path: str | Path, what: str = "table") -> pd.DataFrame:
     suffix = table_suffix(path)
     if not path.is_file():
         raise InputError(f"{what} file not found: {path}")
+    parquet = suffix in (".parquet", ".pq")
+    separator = "," if parquet else csv_separator(path, what)
     try:
-        if suffix in (".parquet", ".pq"):
+        if parquet:
             require("pyarrow", "reading .parquet tables")
             return pd.read_parquet(path)
-        return pd.read_csv(path)
+        return pd.read_csv(path, sep=separator)
     except pd.errors.EmptyDataError:
         raise InputError(f"{what} {path} is empty") from None
-    except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as exc:
-        raise InputError(f"{what} {path} could not be read: {reader_error(exc)}") from None
+    except (
+        pd.errors.ParserError,
+        UnicodeDecodeError,
+        OSError,
+        ValueError,
+        EOFError,
+        zlib.error,
+    ) as exc:
+        raise unreadable_error(path, what, exc) from None
 
 
 def iter_table(path: str | Path, batch_rows: int = 500_000) -> Iterator[pd.DataFrame]:
@@ -63,7 +126,7 @@ def iter_table(path: str | Path, batch_rows: int = 500_000) -> Iterator[pd.DataF
         for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_rows):
             yield batch.to_pandas()
     else:
-        yield from pd.read_csv(path, chunksize=batch_rows)
+        yield from pd.read_csv(path, chunksize=batch_rows, sep=csv_separator(path))
 
 
 def check_writable(path: str | Path, force: bool) -> Path:

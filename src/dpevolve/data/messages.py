@@ -34,7 +34,7 @@ _REDACTIONS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(invalid value)\s.*$", re.S), r"\1 (" + HIDDEN + ")"),
     # codecs: "'utf-8' codec can't decode byte 0xe9 in position 5"
     (re.compile(r"bytes? 0x[0-9a-fA-F]+(?:\s*0x[0-9a-fA-F]+)*"), "a byte"),
-    (re.compile(r"bytes? in position"), "a byte in position"),
+    (re.compile(r"(?<!a )bytes? in position"), "a byte in position"),
     # anything quoted: a cell, a row fragment ('abc', "abc", b'abc')
     (re.compile(r"b?'[^']*'|b?\"[^\"]*\""), HIDDEN),
 )

@@ -9,9 +9,13 @@
   value is whole and ``decimals`` otherwise (:func:`dpevolve.data.ranges.decimals_of`);
   integer columns with at most ``max_categories`` values, text and the label become
   categorical;
-* a categorical column other than the label gets ``other: true``, so a private value
-  the public data did not show maps to the reserved ``(other)`` category instead of
-  stopping the run;
+* a categorical column other than the label gets ``other: true`` when its public data
+  hold a rare value (seen fewer than :data:`RARE` times): a column with a tail of rare
+  values likely has values the public data did not show (the Good-Turing estimate of
+  their share is the share of values seen once), and a private one maps to the
+  reserved ``(other)`` category instead of stopping the run. A column whose every
+  value is common (``sex``, ``race``) gets no bucket: one more category costs the
+  synthesizers a value to learn is rare;
 * a column with missing public cells is declared ``nullable``.
 
 It returns plain columns, not a :class:`~dpevolve.data.schema.Schema`, so the schema
@@ -29,9 +33,12 @@ import pandas as pd
 from dpevolve.data.columns import CategoricalColumn, Column, NumericColumn
 from dpevolve.data.date_formats import date_format
 from dpevolve.data.messages import plain_cell
-from dpevolve.data.ranges import decimals_of, round_outward
+from dpevolve.data.ranges import decimals_of, round_outward, tail_spreads
 from dpevolve.data.types import DEFAULT_FORMATS, UNITS, DateColumn, to_units
 from dpevolve.errors import InputError
+
+#: A public value seen fewer times than this is rare (see the module: ``other``).
+RARE = 10
 
 
 @dataclass(frozen=True)
@@ -79,7 +86,8 @@ def propose_columns(
         Read ``01/02/2020`` as 1 February (``True``) or 2 January (``False``) when the
         public dates do not tell; ``None`` refuses such a column.
     other
-        Give categorical columns (the label excepted) an ``other`` bucket.
+        Give categorical columns (the label excepted) an ``other`` bucket where the
+        public data hold a rare value (``False``: never).
     """
     if len(public) == 0:
         raise InputError("public table is empty (0 rows); cannot infer a schema")
@@ -111,7 +119,8 @@ def propose_columns(
             integral = bool(np.all(np.equal(np.round(as_float), as_float)))
             if values.nunique() > max_categories or not integral:
                 lo, hi = float(as_float.min()), float(as_float.max())
-                wide = round_outward(lo, hi, margin, non_negative=lo >= 0, integer=integral)
+                tails = tail_spreads(as_float)
+                wide = round_outward(lo, hi, margin, lo >= 0, integral, tails)
                 ranges[key] = (lo, hi)
                 decimals = None if integral else decimals_of(as_float)
                 columns.append(
@@ -132,7 +141,7 @@ def propose_columns(
                 key,
                 tuple(plain_cell(v) for v in uniques),
                 nullable=has_missing and key != label,
-                other=other and key != label,
+                other=other and key != label and int(values.value_counts().min()) < RARE,
             )
         )
     return Proposal(tuple(columns), label, tuple(str(v) for v in na_values), ranges, notes)
@@ -165,4 +174,4 @@ def _date_column(
     )
 
 
-__all__ = ["Proposal", "propose_columns"]
+__all__ = ["RARE", "Proposal", "propose_columns"]

@@ -6,9 +6,13 @@ The range rule (:func:`round_outward`), for public extremes ``[lo, hi]`` with sp
 * a *natural bound* is kept exactly: an extreme equal to 0, or to plus or minus a power
   of ten at least half the span (1 for ``[0, 1]`` shares, 100 for a ``0-100`` index,
   1000 for a ``0-1000`` score). Data that reach such a value are taken to stop there;
-* any other extreme moves outward by at least ``m S`` and at most ``2 m S``, to the
+* any other extreme moves outward by at least ``w`` and at most ``2 w``, to the
   coarsest "nice" number in that window (a multiple of 1, 2 or 5 times a power of ten):
-  ``[13769, 1366120]`` becomes ``[0, 1600000]``, ``[17, 90]`` becomes ``[5, 100]``;
+  ``[13769, 1366120]`` becomes ``[0, 1600000]``, ``[17, 90]`` becomes ``[5, 100]``.
+  ``w`` is ``m S``, or the spread of the public tail beyond it when that is larger: the
+  distance from the extreme to the 10th most extreme public value (:data:`TAIL_RANK`).
+  A heavy tail (incomes, spend, weights) is where a private table of the same kind goes
+  furthest past the public extreme, and its spread says how far;
 * the low end never goes below 0 when every public value is non-negative;
 * an integer column's bounds stay whole numbers (a step of at least 1, which can add
   up to 1 beyond the window when ``2 m S < 1``).
@@ -27,7 +31,20 @@ import numpy as np
 #: Values needing more decimals than this are declared without ``decimals``.
 MAX_INFERRED_DECIMALS = 6
 
+#: The rank of the public value whose distance to the extreme measures a tail.
+TAIL_RANK = 10
+
 _NICE = (5.0, 2.0, 1.0)
+
+
+def tail_spreads(values: np.ndarray) -> tuple[float, float]:
+    """How far the low and high public extremes lie from the :data:`TAIL_RANK`-th most
+    extreme values (0 with fewer values than that)."""
+    finite = np.sort(values[np.isfinite(values)])
+    if len(finite) < TAIL_RANK:
+        return 0.0, 0.0
+    k = TAIL_RANK - 1
+    return float(finite[k] - finite[0]), float(finite[-1] - finite[-1 - k])
 
 
 def is_natural_bound(value: float, span: float) -> bool:
@@ -68,7 +85,12 @@ def _beyond(value: float, target: float, up: bool, decimals: int) -> float:
 
 
 def round_outward(
-    lo: float, hi: float, margin: float, non_negative: bool, integer: bool = False
+    lo: float,
+    hi: float,
+    margin: float,
+    non_negative: bool,
+    integer: bool = False,
+    tails: tuple[float, float] = (0.0, 0.0),
 ) -> tuple[float, float]:
     """The declared range proposed for public extremes ``[lo, hi]`` (see the module).
 
@@ -83,22 +105,25 @@ def round_outward(
         Every public value is >= 0: the low end stays >= 0.
     integer
         Whole-number bounds (steps of at least 1).
+    tails
+        The public tails' spreads (:func:`tail_spreads`): a bound moves by at least its
+        tail's spread when that exceeds ``margin * (hi - lo)`` (``margin=0``: ignored).
     """
     if margin == 0:
         return float(lo), float(hi if hi > lo else lo + 1.0)
     span = hi - lo if hi > lo else max(abs(hi), 1.0)
     min_step = 1.0 if integer else 0.0
+    low, high = (max(margin * span, tail) for tail in tails)
     if is_natural_bound(lo, span):
         out_lo = float(lo)
     else:
-        target = lo - margin * span
-        out_lo = _nice(target, lo - 2 * margin * span, up=False, min_step=min_step)
+        out_lo = _nice(lo - low, lo - 2 * low, up=False, min_step=min_step)
         if non_negative:
             out_lo = max(out_lo, 0.0)
     if is_natural_bound(hi, span) and hi > lo:
         out_hi = float(hi)
     else:
-        out_hi = _nice(hi + margin * span, hi + 2 * margin * span, up=True, min_step=min_step)
+        out_hi = _nice(hi + high, hi + 2 * high, up=True, min_step=min_step)
     return float(out_lo), float(out_hi)
 
 
@@ -114,4 +139,11 @@ def decimals_of(values: np.ndarray) -> int | None:
     return None
 
 
-__all__ = ["MAX_INFERRED_DECIMALS", "decimals_of", "is_natural_bound", "round_outward"]
+__all__ = [
+    "MAX_INFERRED_DECIMALS",
+    "TAIL_RANK",
+    "decimals_of",
+    "is_natural_bound",
+    "round_outward",
+    "tail_spreads",
+]

@@ -13,6 +13,7 @@ streamed CSV has the same missing cells as the file read whole with pandas.
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from dpevolve.data.columns import CategoricalColumn, NumericColumn
-from dpevolve.data.io import table_suffix
+from dpevolve.data.io import csv_separator, table_suffix, unreadable_error
 from dpevolve.data.messages import reader_error
 from dpevolve.data.validation import check_columns
 from dpevolve.errors import InputError
@@ -166,7 +167,11 @@ class ArrowBatches:
                 yield from self._parquet_batches()
             else:
                 yield from self._csv_batches()
+        except (EOFError, zlib.error) as exc:
+            raise unreadable_error(self.path, self.what, exc) from None
         except (pa.ArrowException, OSError) as exc:
+            if "gzip" in str(exc).lower() or "zlib" in str(exc).lower():
+                raise unreadable_error(self.path, self.what, exc) from None
             message = reader_error(exc, self.show_values)
             raise InputError(f"{self.what} {self.path} could not be read: {message}") from None
 
@@ -191,10 +196,12 @@ class ArrowBatches:
         }
         # Blocks of about one batch keep the reader's buffers proportional to batch_rows.
         block = int(min(max(self.batch_rows * 128, 1 << 20), 64 << 20))
+        separator = csv_separator(self.path, self.what)
         try:
             reader = pcsv.open_csv(
                 self.path,
                 read_options=pcsv.ReadOptions(block_size=block),
+                parse_options=pcsv.ParseOptions(delimiter=separator),
                 convert_options=pcsv.ConvertOptions(
                     column_types=types,
                     null_values=_NA_VALUES,
@@ -224,6 +231,7 @@ class ArrowBatches:
         probe = pcsv.open_csv(
             self.path,
             read_options=pcsv.ReadOptions(block_size=1 << 20),
+            parse_options=pcsv.ParseOptions(delimiter=csv_separator(self.path, self.what)),
             convert_options=pcsv.ConvertOptions(column_types=types),
         )
         with probe:
