@@ -26,8 +26,9 @@ def datasets_list() -> None:
 @datasets_app.command(
     "fetch",
     help="Download a dataset from its original source into the cache and check its sha256.\n\n"
-    "Files already in the cache with the right checksum are kept. Loaders look in "
-    "$DPEVOLVE_DATA first, so with it set no fetch is needed.\n\n"
+    "Nothing is downloaded when $DPEVOLVE_DATA (or the cache) already holds the data set; "
+    "files already in the cache with the right checksum are kept. Offline, copy the "
+    "files into a folder laid out as the error says and set $DPEVOLVE_DATA to it.\n\n"
     "Example: dpevolve datasets fetch adult",
 )
 def datasets_fetch(
@@ -38,8 +39,11 @@ def datasets_fetch(
 ) -> None:
     from dpevolve import datasets
 
+    cache = datasets.cache_dir()
     for path in datasets.fetch(name, force=force):
-        typer.echo(f"ok {path}")
+        found = f" (found via ${datasets.DATA_ENV}; not downloaded)"
+        where = "" if path.is_relative_to(cache) else found
+        typer.echo(f"ok {path}{where}")
 
 
 @datasets_app.command(

@@ -253,25 +253,51 @@ def _download(remote: Remote, target: Path, expected: str) -> None:
 def fetch_items(name: str, items: tuple[Item, ...], dest: Path, force: bool) -> list[Path]:
     """Fetch ``items`` of data set ``name`` into ``dest``; returns the file paths."""
     paths: list[Path] = []
-    for item in items:
-        target = dest / item.path
-        if target.is_file() and not force and sha256_of(target) == item.sha256:
-            paths.append(target)
-            continue
-        failures: list[str] = []
-        for remote in item.remotes:
-            try:
-                _download(remote, target, item.sha256)
-            except InputError:
-                raise
-            except (OSError, urllib.error.URLError, KeyError, zipfile.BadZipFile) as exc:
-                reason = getattr(exc, "reason", None) or exc
-                failures.append(f"{remote.url} ({reason})")
+    created = _absent_folders(dest, items)
+    try:
+        for item in items:
+            target = dest / item.path
+            if target.is_file() and not force and sha256_of(target) == item.sha256:
+                paths.append(target)
                 continue
-            break
-        else:
-            raise InputError(
-                f"could not download {item.path} for {name}: tried " + "; ".join(failures)
-            )
-        paths.append(target)
+            failures: list[str] = []
+            for remote in item.remotes:
+                try:
+                    _download(remote, target, item.sha256)
+                except InputError:
+                    raise
+                except (OSError, urllib.error.URLError, KeyError, zipfile.BadZipFile) as exc:
+                    reason = getattr(exc, "reason", None) or exc
+                    failures.append(f"{remote.url} ({reason})")
+                    continue
+                break
+            else:
+                raise InputError(
+                    f"could not download {item.path} for {name}: tried " + "; ".join(failures)
+                )
+            paths.append(target)
+    except BaseException:
+        _remove_empty(created)  # a failed fetch leaves no empty cache folder behind
+        raise
     return paths
+
+
+def _absent_folders(dest: Path, items: tuple[Item, ...]) -> list[Path]:
+    """Folders a fetch into ``dest`` would create, deepest first."""
+    absent: set[Path] = set()
+    for item in items:
+        folder = (dest / item.path).parent
+        while not folder.exists():
+            absent.add(folder)
+            if folder.parent == folder:
+                break
+            folder = folder.parent
+    return sorted(absent, key=lambda p: len(p.parts), reverse=True)
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    for folder in folders:
+        try:
+            folder.rmdir()  # only when empty: a file fetched before the failure stays
+        except OSError:
+            pass

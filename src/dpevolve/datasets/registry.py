@@ -268,8 +268,39 @@ def fetch(name: str, dest: str | Path | None = None, force: bool = False) -> lis
     spec, _ = _resolve(name)
     if spec.generator is not None:
         return []
+    if dest is None and not force:
+        present = _present(spec)
+        if present is not None:
+            return present  # $DPEVOLVE_DATA (or the cache) holds every split: no download
     root = Path(dest).expanduser() if dest is not None else cache_dir()
-    return _fetch.fetch_items(spec.name, _fetch.SOURCES[spec.name], root, force)
+    try:
+        return _fetch.fetch_items(spec.name, _fetch.SOURCES[spec.name], root, force)
+    except InputError as exc:
+        if "could not download" not in str(exc):
+            raise
+        raise InputError(f"{exc}. Offline: {offline_hint(spec)}") from None
+
+
+def _present(spec: Spec) -> list[Path] | None:
+    """One file per split found in the data folders, or ``None`` if a split lacks one."""
+    found: list[Path] = []
+    for split, candidates in spec.splits.items():
+        if not candidates or split in spec.unavailable:
+            continue  # built from other splits, or not published
+        try:
+            found.append(_locate(spec, split))
+        except InputError:
+            return None
+    return found
+
+
+def offline_hint(spec: Spec) -> str:
+    """Where to put a data set's files by hand, and the variable that points at them."""
+    places = [f"${DATA_ENV}/{item.path}" for item in _fetch.SOURCES[spec.name]]
+    return (
+        f"copy the files to a folder and set {DATA_ENV} to it: {', '.join(places)} "
+        "(a gzipped copy, with .gz added to its name, does too)"
+    )
 
 
 def person_activity_holdout(
