@@ -72,7 +72,7 @@ def schema_infer(
     from dpevolve.data.infer import infer_schema, schema_yaml
     from dpevolve.data.io import atomic_write
 
-    check_writable(output, force)
+    check_writable(output, force, inputs=[public])
     na_values = tuple(na_value or ())
     table = read_table(public, "public table")
     if label is not None and label not in table.columns:

@@ -285,7 +285,8 @@ def draw_rows(
     values = out.numeric.copy()
     binning = index.binning
     for k, col in enumerate(binning.layout.numeric):
-        cell = binning.codes(out, col.name)
+        missing = np.isnan(out.numeric[:, k])  # stays missing: its own measured cell
+        cell = np.minimum(binning.codes(out, col.name), binning.bins - 1)
         edges = np.linspace(col.lo, col.hi, binning.bins + 1)
         lo, hi = edges[cell], edges[cell + 1]
         u = rng.random(len(out))
@@ -298,7 +299,7 @@ def draw_rows(
             raw = np.where(np.isnan(raw), current, raw)
         else:
             raw = lo + u * (hi - lo)
-        values[:, k] = np.clip((raw - col.lo) / col.range, 0.0, 1.0)
+        values[:, k] = np.where(missing, np.nan, np.clip((raw - col.lo) / col.range, 0.0, 1.0))
     return Records(values, out.codes)
 
 

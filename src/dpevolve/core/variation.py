@@ -8,9 +8,13 @@
   rounded for integer columns.
 * missing cells (``nullable`` columns) are one more value: a categorical column's
   reserved category is resampled like any other; a numeric cell's missing state is
-  redrawn with probability ``r_t`` (missing with probability 1/2, else a uniform value),
-  and the random API leaves a cell missing with probability 1/2. The missing rate of
-  the release is thus selected by the votes, never read from the private data.
+  redrawn with probability ``r_t`` (missing with probability :data:`MISSING_PRIOR`, else
+  a uniform value), and the random API leaves a cell missing with that probability. It
+  is one cell of the 21 the marginal release cuts a nullable numeric column into (20
+  bins and missing), not 1/2: the votes tell a missing cell from a present one only
+  through one column's share of the distance, so a prior of 1/2 put missing cells into
+  the output that no private row held. The missing rate of the release is thus
+  selected by the votes, never read from the private data.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ from __future__ import annotations
 import numpy as np
 
 from dpevolve.data.encoding import Layout, Records
+
+#: The chance a fresh nullable numeric cell is missing (see the module).
+MISSING_PRIOR = 1.0 / 21.0
 
 
 def mutation_rate(
@@ -76,6 +83,6 @@ class Variation:
         """With probability ``rate`` per nullable cell: missing or a fresh uniform value."""
         for k in self._nullable:
             redraw = rng.random(len(numeric)) < rate
-            missing = rng.random(len(numeric)) < 0.5
+            missing = rng.random(len(numeric)) < MISSING_PRIOR
             fresh = self._snap(rng.random((len(numeric), len(self.layout.numeric))))[:, k]
             numeric[redraw, k] = np.where(missing[redraw], np.nan, fresh[redraw])

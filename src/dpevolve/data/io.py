@@ -10,12 +10,14 @@ a rename) and never replace an existing file unless ``force`` is set.
 
 from __future__ import annotations
 
+import csv
 import gzip
 import json
 import os
 import tempfile
+import warnings
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +77,16 @@ def csv_separator(path: Path, what: str = "table") -> str:
     return tied[0]
 
 
+def _check_header(path: Path, separator: str, what: str) -> None:
+    """Refuse a header naming a column twice: pandas would rename the second ('x.1')."""
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8-sig", errors="replace", newline="") as handle:
+        names = next(csv.reader(handle, delimiter=separator), [])
+    twice = [name for i, name in enumerate(names) if name in names[:i]]
+    if twice:
+        raise InputError(f"{what} {path} has column '{twice[0]}' twice (duplicate header)")
+
+
 def unreadable_error(path: Path, what: str, exc: BaseException) -> InputError:
     """The one-line error for a file that cannot be read (a corrupt gzip file, text that
     is not UTF-8, a reader's own message with any quoted data cut out)."""
@@ -97,11 +109,20 @@ def read_table(path: str | Path, what: str = "table") -> pd.DataFrame:
         raise InputError(f"{what} file not found: {path}")
     parquet = suffix in (".parquet", ".pq")
     separator = "," if parquet else csv_separator(path, what)
+    if not parquet:
+        _check_header(path, separator, what)
     try:
         if parquet:
             require("pyarrow", "reading .parquet tables")
             return pd.read_parquet(path)
-        return pd.read_csv(path, sep=separator)
+        with warnings.catch_warnings():
+            # pandas would take a row with one field too many as an index: refuse it.
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            return pd.read_csv(path, sep=separator, index_col=False)
+    except pd.errors.ParserWarning:
+        raise InputError(
+            f"{what} {path}: a row has more fields than the header names columns"
+        ) from None
     except pd.errors.EmptyDataError:
         raise InputError(f"{what} {path} is empty") from None
     except (
@@ -126,17 +147,28 @@ def iter_table(path: str | Path, batch_rows: int = 500_000) -> Iterator[pd.DataF
         for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_rows):
             yield batch.to_pandas()
     else:
-        yield from pd.read_csv(path, chunksize=batch_rows, sep=csv_separator(path))
+        yield from pd.read_csv(path, chunksize=batch_rows, sep=csv_separator(path), index_col=False)
 
 
-def check_writable(path: str | Path, force: bool) -> Path:
-    """Refuse to replace an existing output unless ``force``; the folder must exist."""
+def check_writable(path: str | Path, force: bool, inputs: Sequence[str | Path | None] = ()) -> Path:
+    """Refuse to replace an existing output unless ``force``, or ever to replace one of
+    ``inputs`` (``--force`` included: an input is never overwritten); the folder must
+    exist."""
     path = Path(path)
+    for source in inputs:
+        if source is not None and _same_file(path, Path(source)):
+            raise InputError(f"output {path} is the input {source}: write to another file")
     if path.exists() and not force:
         raise InputError(f"{path} already exists (use --force to overwrite)")
     if not path.parent.exists():
         raise InputError(f"output folder does not exist: {path.parent}")
     return path
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    if a.exists() and b.exists():
+        return os.path.samefile(a, b)
+    return a.resolve() == b.resolve()
 
 
 def atomic_write(path: str | Path, write: Callable[[Path], object]) -> None:

@@ -116,6 +116,11 @@ def propose_columns(
         numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
         if numeric and free:
             as_float = values.to_numpy(dtype=np.float64)
+            if not np.isfinite(as_float).all():
+                raise InputError(
+                    f"public column '{key}' holds infinite values: drop them, or declare "
+                    "the column by hand"
+                )
             integral = bool(np.all(np.equal(np.round(as_float), as_float)))
             if values.nunique() > max_categories or not integral:
                 lo, hi = float(as_float.min()), float(as_float.max())

@@ -20,6 +20,7 @@ import pandas as pd
 
 from dpevolve.data.columns import MISSING, OTHER, Column, NumericColumn
 from dpevolve.data.messages import first_at, plain_cell
+from dpevolve.data.types import DateColumn
 from dpevolve.errors import InputError
 
 
@@ -45,11 +46,12 @@ OnInvalid = Literal["error", "drop", "clip"]
 # check_table finds them in: the error names the first problem of the first bad column,
 # so a streamed error ranks its problems the same way (a message starts with its text).
 NOT_NUMBERS = "are not numbers"
+NOT_DATES = "are not dates"
 MISSING_CELLS = "are missing (NaN)"
 OUTSIDE_RANGE = "lie outside the declared range"
 NOT_WHOLE = "are not whole numbers (integer column)"
 UNDECLARED = "hold values outside the declared set"
-PROBLEM_ORDER = (NOT_NUMBERS, MISSING_CELLS, OUTSIDE_RANGE, NOT_WHOLE, UNDECLARED)
+PROBLEM_ORDER = (NOT_NUMBERS, NOT_DATES, MISSING_CELLS, OUTSIDE_RANGE, NOT_WHOLE, UNDECLARED)
 
 
 @dataclass(frozen=True)
@@ -188,7 +190,10 @@ def check_table(
         nan = values.isna().to_numpy()
         if isinstance(column, NumericColumn):
             numeric = column.parse(values)
-            note(column.name, np.isnan(numeric) & ~nan, NOT_NUMBERS, values)
+            unreadable = NOT_NUMBERS
+            if isinstance(column, DateColumn):
+                unreadable = f"{NOT_DATES} in the column's format {column.pattern!r}"
+            note(column.name, np.isnan(numeric) & ~nan, unreadable, values)
             if not column.nullable:
                 note(column.name, nan, MISSING_CELLS, values)
             finite = np.isfinite(numeric)

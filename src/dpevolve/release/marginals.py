@@ -122,7 +122,9 @@ class Binning:
 
     Numeric columns are decoded to their raw value (integer columns rounded, as
     :func:`~dpevolve.data.encoding.decode` does) and cut at ``linspace(lo, hi, bins + 1)``
-    with the top edge in the last bin; categorical columns keep their value code.
+    with the top edge in the last bin; a nullable numeric column has one more cell, its
+    missing cells (so the release measures how many are missing, as it does for a
+    categorical column's reserved missing value); categorical columns keep their code.
     """
 
     def __init__(self, schema: Schema, bins: int = DEFAULT_BINS) -> None:
@@ -132,7 +134,7 @@ class Binning:
         sizes: dict[str, int] = {}
         for k, col in enumerate(self.layout.numeric):
             self._where[col.name] = ("numeric", k)
-            sizes[col.name] = self.bins
+            sizes[col.name] = self.bins + int(col.nullable)
         for k, cat in enumerate(self.layout.categorical):
             self._where[cat.name] = ("categorical", k)
             sizes[cat.name] = len(cat.values)
@@ -150,8 +152,11 @@ class Binning:
         kind, k = self._where[column]
         if kind == "categorical":
             return records.codes[:, k].astype(np.int64)
-        cut = np.searchsorted(self._edges[k][1:-1], self.raw(records, k), side="right")
-        return cut.astype(np.int64, copy=False)
+        raw = self.raw(records, k)
+        cut = np.searchsorted(self._edges[k][1:-1], raw, side="right").astype(np.int64)
+        if self.layout.numeric[k].nullable:
+            cut[np.isnan(raw)] = self.bins  # the missing cell, never the top bin
+        return cut
 
     def bin_bounds(self, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Encoded ``[lower, upper]`` of every bin of numeric column ``k`` (in [0, 1])."""
