@@ -1,13 +1,24 @@
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpevolve.data.encoding import decode, encode
-from dpevolve.data.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
+from dpevolve.data.encoding import Records, decode, encode
+from dpevolve.data.schema import (
+    MISSING,
+    OTHER,
+    CategoricalColumn,
+    Hierarchy,
+    NumericColumn,
+    Schema,
+)
 from dpevolve.errors import InputError
 
 
@@ -154,3 +165,158 @@ def test_names_moved_out_of_schema_and_streaming_keep_their_old_import_paths() -
         assert getattr(streaming, name) is getattr(batches, name)
     assert streaming.check_columns is validation.check_columns
     assert set(streaming.__all__) >= {"StreamedTable", "TableStream", "fit_file", "Tally"}
+
+
+# ------------------------------------------------------------------- the other bucket
+OTHER_YAML = """
+label: y
+columns:
+  country: {type: categorical, values: [US, MX], other: true, nullable: true}
+  y: {type: categorical, values: [a, b]}
+"""
+
+
+def test_other_bucket_reads_back_and_reserves_its_name() -> None:
+    schema = Schema.from_dict(yaml.safe_load(OTHER_YAML))
+    country = schema["country"]
+    assert isinstance(country, CategoricalColumn)
+    assert country.values == ("US", "MX", OTHER, MISSING) and country.declared == ("US", "MX")
+    assert schema.to_dict()["columns"]["country"] == {
+        "type": "categorical",
+        "values": ["US", "MX"],
+        "other": True,
+        "nullable": True,
+    }
+    assert Schema.from_dict(yaml.safe_load(schema.to_yaml())) == schema
+    with pytest.raises(InputError, match=r"'\(other\)' is reserved for other"):
+        CategoricalColumn("c", ("(other)", "x"), other=True)
+    with pytest.raises(InputError, match="'other' is only for categorical columns"):
+        Schema.from_dict({"columns": {"x": {"type": "numeric", "lo": 0, "hi": 1, "other": True}}})
+    with pytest.raises(InputError, match="'other' must be true or false"):
+        Schema.from_dict({"columns": {"x": {"type": "categorical", "values": [1], "other": 1}}})
+
+
+def test_undeclared_values_map_to_other_with_no_problem_and_no_count() -> None:
+    schema = Schema.from_dict(yaml.safe_load(OTHER_YAML))
+    table = pd.DataFrame({"country": ["US", "NL", None, "MX", "ZZ"], "y": ["a"] * 5})
+    frame, report = schema.validate(table)
+    assert list(frame["country"]) == ["US", OTHER, MISSING, "MX", OTHER]
+    # nothing about the mapped cells is counted: the report is that of a clean table
+    assert not report.changed and report.to_dict()["dropped_by_column"] == {}
+    _, problems, _ = schema.check(table)
+    assert problems == []
+    records = encode(frame, schema)
+    again = decode(records, schema)
+    assert list(again["country"].fillna("NA")) == ["US", OTHER, "NA", "MX", OTHER]
+    assert schema.validate(again)[1].rows_out == 5  # the output fits its schema
+    # without the bucket the same cells are undeclared, as before
+    closed = Schema.from_dict(yaml.safe_load(OTHER_YAML.replace("other: true, ", "")))
+    with pytest.raises(InputError, match="2 of 5 rows hold values outside the declared set"):
+        closed.validate(table)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.sampled_from(["US", "MX", "NL", "DE", "(other)", "us", "1"]), min_size=1),
+    st.lists(st.sampled_from(["US", "MX", "NL", "FR", "2"]), min_size=1),
+)
+def test_the_other_mapping_depends_on_each_cell_and_the_schema_only(left, right) -> None:
+    schema = Schema((CategoricalColumn("c", ("US", "MX", "1"), other=True),))
+    both, _ = schema.validate(pd.DataFrame({"c": left + right}))
+    alone, _ = schema.validate(pd.DataFrame({"c": left}))
+    # a cell maps the same whatever the other rows hold: data-independent
+    assert list(both["c"][: len(left)]) == list(alone["c"])
+    declared = {"US", "MX", "1", OTHER}
+    assert [v if v in declared else OTHER for v in left] == list(alone["c"])
+
+
+def test_other_is_one_from_every_value_in_a_tree() -> None:
+    column = CategoricalColumn(
+        "c",
+        ("a", "b", "c"),
+        Hierarchy.from_nested("c", {"ab": ["a", "b"], "cc": ["c"]}, ["a", "b", "c"]),
+        other=True,
+        nullable=True,
+    )
+    d = column.distance_matrix()
+    assert d.shape == (5, 5) and np.array_equal(np.diag(d), np.zeros(5))
+    assert np.all(d[3, :3] == 1) and np.all(d[4, :4] == 1) and d[0, 1] < 1
+
+
+# ---------------------------------------------------------------------------- decimals
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(0, 6),
+    st.floats(-1e4, 1e4, allow_nan=False),
+    st.floats(1, 1e5, allow_nan=False),  # at least one whole step: a grid point lies inside
+    st.lists(st.floats(0, 1, allow_nan=False), min_size=1, max_size=20),
+)
+def test_decode_rounds_to_the_declared_decimals_within_the_range(decimals, lo, span, units):
+    column = NumericColumn("x", lo, lo + span, decimals=decimals)
+    schema = Schema((column,))
+    out = decode(Records(np.array(units)[:, None], np.empty((len(units), 0), np.int32)), schema)
+    values = out["x"].to_numpy()
+    # every value is written with at most `decimals` decimals, and stays declared
+    assert all(len(repr(float(v)).split(".")[1].rstrip("0")) <= decimals or "e" in repr(v)
+               for v in values if abs(v) < 1e15)  # fmt: skip
+    assert np.allclose(values, np.round(values, decimals), rtol=0, atol=1e-9 * max(1, abs(lo)))
+    assert values.min() >= column.lo and values.max() <= column.hi
+    with pytest.raises(InputError, match="no number with 0 decimals lies in"):
+        NumericColumn("y", 1.25, 1.75, decimals=0)
+
+
+def test_decimals_are_declared_checked_and_inferred() -> None:
+    decl = {"type": "numeric", "lo": 0, "hi": 10, "decimals": 2}
+    column = Schema.from_dict({"columns": {"x": decl}})["x"]
+    assert isinstance(column, NumericColumn) and column.decimals == 2
+    assert column.to_dict()["decimals"] == 2
+    for bad, message in (
+        ({**decl, "decimals": -1}, "whole number from 0 to 12"),
+        ({**decl, "decimals": True}, "whole number from 0 to 12"),
+        ({**decl, "integer": True}, "an integer column has no 'decimals'"),
+        ({"type": "categorical", "values": [1], "decimals": 1}, "only for numeric"),
+    ):
+        with pytest.raises(InputError, match=message):
+            Schema.from_dict({"columns": {"x": bad}})
+    public = pd.DataFrame({"spend": [1.25, 3.5, 100.0, 7.99] * 20, "k": list(range(80))})
+    inferred = Schema.infer(public)
+    spend, k = inferred["spend"], inferred["k"]
+    assert isinstance(spend, NumericColumn) and spend.decimals == 2 and not spend.integer
+    assert isinstance(k, NumericColumn) and k.integer and k.decimals is None
+
+
+# ---------------------------------------------------------------------- import circles
+def _imports(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):  # function-level ones too
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return found
+
+
+def test_the_data_and_datasets_packages_have_no_import_circle() -> None:
+    import dpevolve
+
+    root = Path(dpevolve.__file__).parent
+    modules = {}
+    for package in ("data", "datasets"):
+        for path in (root / package).glob("*.py"):
+            name = f"dpevolve.{package}" + ("" if path.stem == "__init__" else f".{path.stem}")
+            modules[name] = path
+    graph = {name: _imports(path) & set(modules) for name, path in modules.items()}
+
+    def reach(start: str) -> set[str]:
+        seen: set[str] = set()
+        todo = list(graph[start])
+        while todo:
+            node = todo.pop()
+            if node not in seen:
+                seen.add(node)
+                todo.extend(graph[node])
+        return seen
+
+    circles = sorted(name for name in graph if name in reach(name))
+    assert circles == []

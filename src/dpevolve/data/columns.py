@@ -77,7 +77,26 @@ class NumericColumn:
                 f"column '{self.name}': 'decimals' must be a whole number from 0 to "
                 f"{MAX_DECIMALS}, got {self.decimals!r}"
             )
+        if self.decimals is not None:
+            grid_lo, grid_hi = self.grid_range
+            if grid_lo > grid_hi:
+                raise InputError(
+                    f"column '{self.name}': no number with {self.decimals} decimals lies in "
+                    f"[{self.lo}, {self.hi}]"
+                )
         _check_weight(self.name, self.weight)
+
+    @property
+    def grid_range(self) -> tuple[float, float]:
+        """``[lo, hi]`` shrunk to numbers written with ``decimals`` (where output lies)."""
+        if self.decimals is None:
+            return self.lo, self.hi
+        scale = 10.0**self.decimals
+        # round(.., 6) first: lo = 0.3 is 0.30000000000000004 * 10, still 3 on the grid
+        low = math.ceil(round(self.lo * scale, 6)) / scale
+        high = math.floor(round(self.hi * scale, 6)) / scale
+        # never outside the declared range, even by the last bit of a float
+        return max(low, self.lo), min(high, self.hi)
 
     @property
     def whole_range(self) -> tuple[float, float]:
@@ -121,8 +140,8 @@ class NumericColumn:
                 return pd.array(rounded, dtype="Int64")  # NaN -> <NA>, not garbage
             return rounded.astype(np.int64)
         if self.decimals is not None:
-            # Rounding can step just past a bound that is not on the grid: clip again.
-            return np.clip(np.round(numbers, self.decimals), self.lo, self.hi)
+            # Rounding can step past a bound that is off the grid: clip to the grid's ends.
+            return np.clip(np.round(numbers, self.decimals), *self.grid_range)
         return numbers
 
 
