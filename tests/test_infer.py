@@ -10,9 +10,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpevolve.data.infer import infer_schema, problems_of, schema_yaml
-from dpevolve.data.ranges import MAX_INFERRED_DECIMALS, decimals_of, is_natural_bound, round_outward
-from dpevolve.data.schema import MISSING, CategoricalColumn, NumericColumn, Schema
+from dpevolve.data.ranges import (
+    MAX_INFERRED_DECIMALS,
+    TAIL_RANK,
+    decimals_of,
+    is_natural_bound,
+    round_outward,
+    tail_spreads,
+)
+from dpevolve.data.schema import MISSING, OTHER, CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.types import DateColumn
+from dpevolve.errors import InputError
 
 
 @pytest.mark.parametrize(
@@ -147,3 +155,104 @@ def test_problems_of_lists_every_problem() -> None:
         "column 'd' is not declared in the schema",
         "column 'c' declared in the schema is absent",
     ]
+
+
+# ----------------------------------------------------------------------------- dates
+@pytest.mark.parametrize(
+    ("texts", "kind", "fmt"),
+    [
+        (["2020/01/31", "2021/12/01"], "date", "%Y/%m/%d"),
+        (["31/01/2020", "01/12/2021"], "date", "%d/%m/%Y"),  # a first field above 12
+        (["01/31/2020", "12/01/2021"], "date", "%m/%d/%Y"),  # a second field above 12
+        (["31.01.2020", "1.2.2021"], "date", "%d.%m.%Y"),
+        (["31-01-2020", "02-03-2021"], "date", "%d-%m-%Y"),
+        (["31 Jan 2020", "2 Mar 2021"], "date", "%d %b %Y"),
+        (["Jan 31, 2020", "Mar 2, 2021"], "date", "%b %d, %Y"),
+        (["2020-01-31 10:00", "2021-12-01 23:59"], "datetime", "%Y-%m-%d %H:%M"),
+        (["31/01/2020 10:00:05", "01/12/2021 23:59:00"], "datetime", "%d/%m/%Y %H:%M:%S"),
+        (["2020-01-31T10:00:05", "2021-12-01T23:59:00"], "datetime", "%Y-%m-%dT%H:%M:%S"),
+    ],
+)
+def test_common_date_formats_are_read_as_dates(texts, kind, fmt) -> None:
+    public = pd.DataFrame({"when": texts * 40})
+    column = Schema.infer(public)["when"]
+    assert isinstance(column, DateColumn) and column.kind == kind and column.pattern == fmt
+    # the YAML reads back, and the public cells fit it
+    again = Schema.from_dict(yaml.safe_load(Schema((column,)).to_yaml()))
+    assert again["when"] == column
+    frame, report = again.validate(public)
+    assert not report.changed and len(frame) == 80
+
+
+def test_ambiguous_day_month_is_refused_unless_told() -> None:
+    public = pd.DataFrame({"when": ["01/02/2020", "03/04/2021", "12/11/2019"] * 10})
+    with pytest.raises(InputError, match=r"'when'.*day/month or month/day.*--dayfirst"):
+        Schema.infer(public)
+    day = Schema.infer(public, dayfirst=True)["when"]
+    month = Schema.infer(public, dayfirst=False)["when"]
+    assert isinstance(day, DateColumn) and day.pattern == "%d/%m/%Y"
+    assert isinstance(month, DateColumn) and month.pattern == "%m/%d/%Y"
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ["13/01/2020", "01/13/2020"],  # no one order reads both
+        ["2020/01/31", "2020-02-01"],  # two separators
+        ["01/02/20", "03/04/21"],  # two-digit years: no safe reading
+        ["2020/13/01", "2020/01/01"],  # month 13
+        ["2020-01-01", "2020-01-01 10:00"],  # a date and a datetime
+    ],
+)
+def test_texts_that_are_not_one_date_format_stay_categorical(texts) -> None:
+    column = Schema.infer(pd.DataFrame({"when": texts * 5}))["when"]
+    assert isinstance(column, CategoricalColumn)
+
+
+def test_many_distinct_texts_get_a_note() -> None:
+    public = pd.DataFrame({"id": [f"p{i}" for i in range(80)]})
+    notes = infer_schema(public).notes
+    assert any("80 distinct public values" in n and "identifier or a date" in n for n in notes)
+
+
+# ------------------------------------------------------------------------------ other
+def test_other_is_proposed_where_public_values_are_rare_never_on_the_label() -> None:
+    rng = np.random.default_rng(0)
+    n = 400
+    public = pd.DataFrame(
+        {
+            "sex": rng.choice(["F", "M"], n),
+            "country": ["US"] * (n - 12) + ["NL", "FR", "DE"] * 4,  # rare values: a tail
+            "y": ["a"] * (n - 3) + ["b"] * 3,  # a rare class, but the label
+        }
+    )
+    inferred = infer_schema(public, label="y")
+    schema = inferred.schema
+    assert [c.name for c in schema.columns if isinstance(c, CategoricalColumn) and c.other] == [
+        "country"
+    ]
+    assert not any(
+        isinstance(c, CategoricalColumn) and c.other
+        for c in infer_schema(public, label="y", other=False).schema.columns
+    )
+    text = schema_yaml(inferred, "public.csv")
+    assert "any other becomes '(other)'" in text and "add any others" in text
+    private = pd.DataFrame({"sex": ["F"], "country": ["JP"], "y": ["a"]})
+    assert problems_of(schema, private) == []
+    assert schema.validate(private)[0]["country"].tolist() == [OTHER]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(0, 1e4, allow_nan=False), min_size=TAIL_RANK, max_size=60))
+def test_the_inferred_range_fits_the_public_data_and_the_rule(values) -> None:
+    public = pd.DataFrame({"x": np.array(values) + 0.5})  # never all whole
+    inferred = infer_schema(public)
+    column = inferred.schema["x"]
+    assert isinstance(column, NumericColumn)
+    lo, hi = inferred.public_ranges["x"]
+    tail_lo, tail_hi = tail_spreads(public["x"].to_numpy())
+    span = hi - lo if hi > lo else max(abs(hi), 1.0)
+    assert column.lo <= lo and column.hi >= hi
+    assert column.hi <= hi + 2 * max(0.1 * span, tail_hi) + 1e-9 * max(1.0, hi)
+    assert column.lo >= lo - 2 * max(0.1 * span, tail_lo) - 1e-9 * max(1.0, hi)
+    assert not inferred.schema.validate(public)[1].changed

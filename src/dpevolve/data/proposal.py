@@ -172,7 +172,8 @@ def _date_column(
     first = pd.Timestamp(round((lo - margin * span) * seconds), unit="s").replace(month=1, day=1)
     last = pd.Timestamp(round((hi + margin * span) * seconds), unit="s").replace(month=12, day=31)
     if kind == "datetime":
-        last = last.replace(hour=23, minute=59, second=59)
+        # the last moment the format can write, so the YAML reads back the same
+        last = last.replace(hour=23, minute=59, second=59 if "%S" in pattern else 0)
     bounds = to_units(pd.DatetimeIndex([first.normalize(), last]), kind)
     return DateColumn(
         name, float(bounds[0]), float(bounds[1]), True, None, nullable, kind=kind, fmt=fmt
