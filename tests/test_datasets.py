@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from dpevolve import datasets
+from dpevolve.cli import main
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.datasets import _fetch
 from dpevolve.errors import InputError
@@ -468,3 +469,33 @@ def test_tabpe_person_activity(data: Path) -> None:
     _check_valid(val, "tabpe_person_activity.yaml")
     with pytest.raises(InputError, match="not retrievable"):
         datasets.load("tabpe_person_activity", split="train")
+
+
+def test_fetch_offline_names_the_data_folder_and_leaves_no_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, no_data: Path, capsys
+) -> None:
+    gone = _fetch.Item("adult/adult.data", "0" * 64, (_fetch.Remote((tmp_path / "x").as_uri()),))
+    monkeypatch.setitem(_fetch.SOURCES, "adult", (gone,))
+    assert main(["datasets", "fetch", "adult"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "could not download adult/adult.data" in err
+    assert "set DPEVOLVE_DATA to it: $DPEVOLVE_DATA/adult/adult.data" in err
+    assert not (tmp_path / "cache").exists()  # no empty cache folder left behind
+
+
+def test_fetch_downloads_nothing_when_the_data_folder_holds_the_data(
+    monkeypatch: pytest.MonkeyPatch, no_data: Path, capsys
+) -> None:
+    for name in ("adult.data", "adult.test"):
+        (no_data / "adult").mkdir(exist_ok=True)
+        (no_data / "adult" / name).write_bytes(_TINY_ADULT)
+
+    def refuse(*args: object) -> None:
+        raise AssertionError("fetch tried to download")
+
+    monkeypatch.setattr(_fetch, "_download", refuse)
+    assert main(["datasets", "fetch", "adult"]) == 0
+    out = capsys.readouterr().out
+    assert "found via $DPEVOLVE_DATA; not downloaded" in out and "adult.test" in out
+    with pytest.raises(AssertionError, match="tried to download"):
+        datasets.fetch("adult", force=True)  # --force downloads again

@@ -87,11 +87,16 @@ def _check_header(path: Path, separator: str, what: str) -> None:
         raise InputError(f"{what} {path} has column '{twice[0]}' twice (duplicate header)")
 
 
+def corrupt_gzip(path: Path, what: str) -> InputError:
+    """The one-line error for a ``.gz`` file that does not decompress."""
+    return InputError(f"{what} {path} is not a readable gzip file (corrupt or truncated)")
+
+
 def unreadable_error(path: Path, what: str, exc: BaseException) -> InputError:
     """The one-line error for a file that cannot be read (a corrupt gzip file, text that
     is not UTF-8, a reader's own message with any quoted data cut out)."""
     if isinstance(exc, (EOFError, zlib.error, gzip.BadGzipFile)) or "gzip" in str(exc).lower():
-        return InputError(f"{what} {path} is not a readable gzip file (corrupt or truncated)")
+        return corrupt_gzip(path, what)
     if isinstance(exc, UnicodeDecodeError):
         return InputError(f"{what} {path} is not UTF-8 text (save it as a UTF-8 CSV)")
     return InputError(f"{what} {path} could not be read: {reader_error(exc)}")

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from dpevolve.data.columns import CategoricalColumn, NumericColumn
-from dpevolve.data.io import csv_separator, table_suffix, unreadable_error
+from dpevolve.data.io import corrupt_gzip, csv_separator, table_suffix, unreadable_error
 from dpevolve.data.messages import reader_error
 from dpevolve.data.validation import check_columns
 from dpevolve.errors import InputError
@@ -170,8 +170,11 @@ class ArrowBatches:
         except (EOFError, zlib.error) as exc:
             raise unreadable_error(self.path, self.what, exc) from None
         except (pa.ArrowException, OSError) as exc:
-            if "gzip" in str(exc).lower() or "zlib" in str(exc).lower():
-                raise unreadable_error(self.path, self.what, exc) from None
+            text = str(exc).lower()
+            if self.path.name.lower().endswith(".gz") and any(
+                word in text for word in ("gzip", "zlib", "compress")
+            ):
+                raise corrupt_gzip(self.path, self.what) from None
             message = reader_error(exc, self.show_values)
             raise InputError(f"{self.what} {self.path} could not be read: {message}") from None
 
