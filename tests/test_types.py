@@ -199,3 +199,39 @@ def test_a_run_synthesizes_missing_cells_and_dates(schema: Schema, table) -> Non
     assert not report.changed
     assert out["age"].isna().any() and out["age"].notna().any()
     assert out["joined"].dropna().str.match(r"^2000-\d\d-\d\d$").all()
+
+
+def test_marginals_measure_missing_numeric_cells_in_their_own_cell() -> None:
+    from dpevolve.core.marginal_fit import draw_rows
+    from dpevolve.release.marginals import Binning, CellIndex, Workload
+
+    schema = Schema((NumericColumn("x", 0, 10, nullable=True), CategoricalColumn("c", ("a", "b"))))
+    binning = Binning(schema, bins=5)
+    assert binning.sizes == {"x": 6, "c": 2}  # 5 bins and the missing cell
+    records = Records(np.array([[0.0], [1.0], [np.nan], [0.5]]), np.zeros((4, 1), np.int32))
+    assert binning.codes(records, "x").tolist() == [0, 4, 5, 2]  # missing is not the top bin
+    index = CellIndex(schema, Workload((("x",), ("c",)), bins=5))
+    rng = np.random.default_rng(0)
+    out = draw_rows(records, np.full(4, 0.25), 400, rng, index, numeric="jitter")
+    missing = np.isnan(out.numeric[:, 0])
+    assert 0 < missing.mean() < 0.5  # missing cells drawn stay missing, the rest present
+    assert np.all((out.numeric[~missing, 0] >= 0) & (out.numeric[~missing, 0] <= 1))
+
+
+def test_a_run_writes_the_declared_decimals() -> None:
+    from dpevolve.synthesizer import Synthesizer
+
+    rng = np.random.default_rng(0)
+    public = pd.DataFrame(
+        {"spend": np.round(rng.gamma(2.0, 30.0, 200), 2), "y": rng.choice(["a", "b"], 200)}
+    )
+    schema = Schema.infer(public, label="y")
+    spend = schema["spend"]
+    assert isinstance(spend, NumericColumn) and spend.decimals == 2
+    model = Synthesizer(
+        schema, epsilon=1.0, population_size=40, rounds=2, random_state=0, noise_seed=1,
+        progress=False,
+    ).fit(public)  # fmt: skip
+    out = model.sample(100)["spend"].to_numpy()
+    assert np.array_equal(out, np.round(out, 2))  # no 15-digit floats
+    assert out.min() >= spend.lo and out.max() <= spend.hi
