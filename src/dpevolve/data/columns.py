@@ -92,11 +92,13 @@ class NumericColumn:
         if self.decimals is None:
             return self.lo, self.hi
         scale = 10.0**self.decimals
-        # round(.., 6) first: lo = 0.3 is 0.30000000000000004 * 10, still 3 on the grid
-        low = math.ceil(round(self.lo * scale, 6)) / scale
-        high = math.floor(round(self.hi * scale, 6)) / scale
-        # never outside the declared range, even by the last bit of a float
-        return max(low, self.lo), min(high, self.hi)
+        # round(.., 6) first: 0.7 * 10 is 7.000000000000001, still 7 on the grid
+        low = math.ceil(round(self.lo * scale, 6))
+        high = math.floor(round(self.hi * scale, 6))
+        # a grid point the rounding above put just outside the range: the next one in
+        low += int(low / scale < self.lo)
+        high -= int(high / scale > self.hi)
+        return low / scale, high / scale
 
     @property
     def whole_range(self) -> tuple[float, float]:
