@@ -39,7 +39,10 @@ def schema_infer(
     margin: Annotated[
         float,
         typer.Option(
-            "--margin", min=0.0, help="Widen numeric ranges by this share of the public range."
+            "--margin",
+            min=0.0,
+            help="Widen a numeric bound by at least this share of the public range (at most "
+            "twice it, or twice the public tail's spread when larger); 0: the public extremes.",
         ),
     ] = 0.1,
     na_value: Annotated[

@@ -64,6 +64,8 @@ def _nice(target: float, limit: float, up: bool, min_step: float) -> float:
     while True:
         for mult in _NICE:
             step = mult * 10.0**k
+            if step <= scale * 1e-15:  # a window narrower than float resolution
+                return target
             if step < min_step:
                 # The finest allowed grid: the nearest point beyond the target.
                 grid = math.ceil(target / min_step) if up else math.floor(target / min_step)
