@@ -235,3 +235,11 @@ def test_a_run_writes_the_declared_decimals() -> None:
     out = model.sample(100)["spend"].to_numpy()
     assert np.array_equal(out, np.round(out, 2))  # no 15-digit floats
     assert out.min() >= spend.lo and out.max() <= spend.hi
+
+
+def test_validation_is_idempotent_on_dates(schema: Schema, table) -> None:
+    # evaluate and report validate a frame a step before them already validated
+    once, _ = schema.validate(table)
+    twice, report = schema.validate(once)
+    pd.testing.assert_frame_equal(once, twice)
+    assert not report.changed

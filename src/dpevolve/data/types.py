@@ -55,7 +55,15 @@ class DateColumn(NumericColumn):
         return self.fmt or DEFAULT_FORMATS[self.kind]
 
     def parse(self, values: pd.Series) -> np.ndarray:
-        """Cells as units since 1970-01-01 (NaN where a cell is not a date)."""
+        """Cells as units since 1970-01-01 (NaN where a cell is not a date).
+
+        Cells that are already numbers are units: a table validated once (its date
+        columns hold units) validates again to itself, so an evaluation or a report can
+        check a frame another step checked. Dates written as digits alone (``%Y%m%d``)
+        are thus to be read as text.
+        """
+        if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+            return values.to_numpy(dtype=np.float64)
         stamps = pd.to_datetime(values, format=self.pattern, errors="coerce")
         return to_units(pd.DatetimeIndex(stamps), self.kind)
 
