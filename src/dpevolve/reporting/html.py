@@ -33,6 +33,10 @@ h2 { font-size: 1.25rem; border-bottom: 1px solid #ccc; padding-bottom: 0.2rem;
      margin-top: 2.2rem; }
 h3 { font-size: 1.05rem; margin-top: 1.4rem; }
 .meta { color: #555; font-size: 0.9rem; }
+.verdict { font-size: 1.05rem; background: #f4f4f8; border-left: 5px solid #444;
+           padding: 0.2rem 1rem; margin: 1rem 0; }
+details { margin: 0.6rem 0; }
+summary { cursor: pointer; color: #1a56db; }
 .guarantee { font-size: 1.1rem; background: #eef6ee; border-left: 5px solid #2e7d32;
              padding: 0.8rem 1rem; margin: 1rem 0; }
 .warning { background: #fff4e5; border-left: 5px solid #e65100; padding: 0.6rem 1rem;
