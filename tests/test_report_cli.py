@@ -136,17 +136,19 @@ def _careless(run: dict[str, Path]) -> list[tuple[str, list[object]]]:
     _table(299, 3).to_csv(f / "other-private.csv", index=False)
     (f / "exists.html").write_text("keep")
     base = [run["private"], run["synthetic"], "--ledger", run["ledger"]]
+    two = base[:2]
     return [
-        ("missing ledger", ["report", *base[:2], "--ledger", f / "nope.json", "-o", f / "x1.html"]),
-        ("ledger not JSON", ["report", *base[:2], "--ledger", f / "not-json.json", "-o", f / "x2.html"]),
-        ("ledger lacks keys", ["report", *base[:2], "-l", f / "no-events.json", "-o", f / "x3.html"]),
+        ("missing ledger", ["report", *two, "-l", f / "nope.json", "-o", f / "x1.html"]),
+        ("ledger not JSON", ["report", *two, "-l", f / "not-json.json", "-o", f / "x2.html"]),
+        ("ledger lacks keys", ["report", *two, "-l", f / "no-events.json", "-o", f / "x3.html"]),
         ("bad synthetic", ["report", run["private"], f / "bad-synth.csv", "-l", run["ledger"],
                            "-o", f / "x4.html"]),
         ("another private", ["report", f / "other-private.csv", run["synthetic"], "-l",
                              run["ledger"], "-o", f / "x5.html"]),
         ("output is an input", ["report", *base, "-o", run["private"], "--force"]),
         ("output exists", ["report", *base, "-o", f / "exists.html"]),
-        ("share with test", ["report", *base, "--share", "--test", run["test"], "-o", f / "x6.html"]),
+        ("share with test", ["report", *base, "--share", "--test", run["test"],
+                             "-o", f / "x6.html"]),
         ("missing synthetic", ["report", run["private"], f / "none.csv", "-l", run["ledger"],
                                "-o", f / "x7.html"]),
         ("evaluate -o input", ["evaluate", run["private"], run["synthetic"], "-s", run["schema"],

@@ -324,7 +324,7 @@ def _tstr_lines(tstr_result: Any) -> list[str]:
         if tstr_result.get("test") == "held-out"
         else "private rows (optimistic)"
     )
-    real = tstr_result.get("real") if isinstance(tstr_result.get("real"), Mapping) else {}
+    real: Mapping[str, Any] = tstr_result.get("real") or {}
     lines = [
         "",
         f"TSTR: predict '{tstr_result.get('label')}', trained on {tstr_result.get('n_train')} "

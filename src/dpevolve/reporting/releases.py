@@ -65,7 +65,7 @@ def _summary_rows(events: Sequence[Mapping[str, Any]]) -> list[list[str]]:
         groups.setdefault(str(event.get("mechanism", "")), []).append(event)
     rows = []
     for mechanism, group in groups.items():
-        rounds = [e.get("round") for e in group if isinstance(e.get("round"), int)]
+        rounds = [int(e["round"]) for e in group if isinstance(e.get("round"), int)]
         span = (
             ""
             if not rounds
