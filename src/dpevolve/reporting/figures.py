@@ -100,9 +100,9 @@ def marginals_figure(
             title = _numeric_panel(ax, col, p, q)
         else:
             title = _categorical_panel(ax, col, p, q, max_categories)
-        ax.set_title(f"{title}   TV = {tv:.3f}", fontsize=9)
-        ax.tick_params(labelsize=7)
-        ax.legend(fontsize=7, loc="best")
+        ax.set_title(f"{title}   TV = {tv:.3f}", fontsize=10)
+        ax.tick_params(labelsize=8)
+        ax.legend(fontsize=8, loc="best")
     for ax in list(axes.flat)[len(names) :]:
         ax.set_visible(False)
     return fig
@@ -120,15 +120,15 @@ def _numeric_panel(ax: Any, col: NumericColumn, p: np.ndarray, q: np.ndarray) ->
         ax.bar(at - width / 4, p[-1], width=width / 2, color="C0", alpha=0.45)
         ax.bar(at + width / 4, q[-1], width=width / 2, color="C1")
         ax.annotate("missing", (at, 0), xytext=(0, -2), textcoords="offset points",
-                    ha="center", va="top", fontsize=7, annotation_clip=False)  # fmt: skip
+                    ha="center", va="top", fontsize=8, annotation_clip=False)  # fmt: skip
         title += f" (missing: real {p[-1]:.1%}, synthetic {q[-1]:.1%})"
     if isinstance(col, DateColumn):  # ticks as dates, not day numbers
         from matplotlib.ticker import FuncFormatter, MaxNLocator
 
         ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: col.text(v)))
-    ax.set_ylabel("share of rows", fontsize=8)
-    ax.set_xlabel(col.name, fontsize=8)
+    ax.set_ylabel("share of rows", fontsize=9)
+    ax.set_xlabel(col.name, fontsize=9)
     return title
 
 
@@ -143,9 +143,9 @@ def _categorical_panel(ax: Any, col: Any, p: np.ndarray, q: np.ndarray, max_cate
     ax.barh(y - 0.2, p[order], height=0.4, color="C0", alpha=0.8, label="real")
     ax.barh(y + 0.2, q[order], height=0.4, color="C1", label="synthetic")
     ax.set_yticks(y)
-    ax.set_yticklabels([_short(col.keys[i], 28) for i in order], fontsize=7)
+    ax.set_yticklabels([_short(col.keys[i], 28) for i in order], fontsize=8)
     ax.invert_yaxis()  # declared (or most common) first, at the top
-    ax.set_xlabel("share of rows", fontsize=8)
+    ax.set_xlabel("share of rows", fontsize=9)
     return title
 
 

@@ -52,7 +52,7 @@ def guarantee_section(led: Mapping[str, Any], public_safe: bool, number: int) ->
         rows = [
             [
                 escape(name) + (" (used)" if name == method else ""),
-                num_cell(eps, digits=10),
+                f'<td class="num">{escape(fmt_upper(eps, 6))}</td>',
             ]
             for name, eps in by_method.items()
         ]
