@@ -27,13 +27,20 @@ import numpy as np
 import pandas as pd
 
 from dpevolve.data.columns import MISSING
-from dpevolve.data.io import check_writable
+from dpevolve.data.io import check_writable, table_suffix
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.types import DateColumn
 from dpevolve.errors import InputError
 from dpevolve.extras import require
 
-__all__ = ["check_paths", "check_rows", "preflight", "rehearse_report", "row_bytes"]
+__all__ = [
+    "check_paths",
+    "check_rows",
+    "check_table_output",
+    "preflight",
+    "rehearse_report",
+    "row_bytes",
+]
 
 # In memory a synthetic row lives several times over (encoded, decoded, the report's
 # validated copy and its codes): this many 8-byte cells per column, per row.
@@ -48,6 +55,7 @@ def preflight(
     force: bool,
     schema: Schema | None = None,
     rows: int | None = None,
+    table: Path | None = None,
     report: bool = False,
     share_report: bool = False,
 ) -> None:
@@ -65,6 +73,8 @@ def preflight(
         The declared domains, for ``rows`` and the report rehearsal.
     rows
         Synthetic rows to write (``--rows``), or ``None`` for as many as the input.
+    table
+        The output table: its format must be one the writer knows, with its extra.
     report, share_report
         An owner's and a shareable report will be written.
 
@@ -74,6 +84,8 @@ def preflight(
         The first check that fails, in one line.
     """
     check_paths(inputs, outputs, force)
+    if table is not None:
+        check_table_output(table)
     if schema is not None and rows is not None:
         first = next((p for p in outputs if p is not None), None)
         check_rows(rows, schema, first.parent if first is not None else Path("."))
@@ -103,6 +115,12 @@ def check_paths(inputs: Sequence[Path | None], outputs: Sequence[Path | None], f
         if not os.access(path.parent, os.W_OK):
             raise InputError(f"output folder is not writable: {path.parent}")
         seen.append(path)
+
+
+def check_table_output(path: Path) -> None:
+    """The table can be written: a known suffix, and pyarrow for Parquet."""
+    if table_suffix(path) in (".parquet", ".pq"):
+        require("pyarrow", "writing .parquet tables")
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -98,7 +98,7 @@ def pubmix(
     require_budget(epsilon, rho, delta)
     table_schema = Schema.load(schema)
     preflight(inputs=[private, public, schema], outputs=[output, ledger_out], force=force,
-              schema=table_schema, rows=m)  # fmt: skip
+              schema=table_schema, rows=m, table=output)  # fmt: skip
     private_table = read_valid(private, table_schema, on_invalid, "private table", quiet)
     if delta is None and epsilon is not None:
         # The one default of every budget (n, every row read, is public).

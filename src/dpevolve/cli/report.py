@@ -75,7 +75,10 @@ def report(
     check_paths([private, synthetic, ledger, test], [out], force)
     require("matplotlib", "dpevolve report")
     led = read_ledger(ledger)
-    schema = Schema.from_dict(led["schema"])
+    try:
+        schema = Schema.from_dict(led["schema"])
+    except InputError as exc:
+        raise InputError(f"ledger {ledger}: its schema is not valid: {exc}") from None
     if not share and schema.label is not None:
         require("sklearn", "the report's train-on-synthetic, test-on-real scores")
     synthetic_frame = read_table(synthetic, "synthetic table")

@@ -254,7 +254,7 @@ def synth(
     table_schema = Schema.load(schema)
     preflight(
         inputs=[private, schema, policy, public], outputs=[output, ledger_out, report,
-        share_report, share_ledger], force=force, schema=table_schema, rows=rows,
+        share_report, share_ledger], force=force, schema=table_schema, rows=rows, table=output,
         report=report is not None, share_report=share_report is not None,
     )  # fmt: skip
     public_table = read_table(public, "public table") if public is not None else None
