@@ -117,13 +117,6 @@ def fmt_num(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
-def fmt_exact(value: Any) -> str:
-    """Shortest text that reads back as the same float: the ledger's value, unrounded."""
-    if isinstance(value, float) and math.isfinite(value):
-        return repr(value)
-    return fmt_num(value)
-
-
 def fmt_upper(value: Any, digits: int = 4, sci: bool = False) -> str:
     """``value`` to ``digits`` significant digits, rounded *up*: a stated guarantee must
     never be smaller than the computed one. Excess below 1e-9 (relative) is float noise

@@ -56,7 +56,8 @@ def _tstr_table(tstr: Any) -> list[str]:
         where = (
             f"{fmt_num(tstr.get('n_test'))} private rows. <strong>No held-out table was "
             "given</strong>: the synthetic table was made from these rows, so its score is "
-            "optimistic; give <code>--test</code> for an honest estimate"
+            "optimistic; give held-out rows with <code>dpevolve report PRIVATE SYNTHETIC "
+            "--ledger L --test T</code> for an honest estimate"
         )
     real = tstr.get("real") if isinstance(tstr.get("real"), Mapping) else None
     out.append(
