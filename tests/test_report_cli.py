@@ -212,3 +212,36 @@ def test_demo_checks_extras_before_making_its_folder(
     assert code == 2
     _one_clean_line(err)
     assert not (tmp_path / "out").exists()
+
+
+def test_outputs_never_name_an_input_by_any_path(tmp_path: Path) -> None:
+    from dpevolve.cli.preflight import check_paths
+    from dpevolve.errors import InputError
+
+    private = tmp_path / "private.csv"
+    private.write_text("a\n1\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "hard.csv").hardlink_to(private)
+    (tmp_path / "soft.csv").symlink_to(private)
+    for alias in (private, tmp_path / "sub" / ".." / "private.csv", tmp_path / "hard.csv",
+                  tmp_path / "soft.csv"):  # fmt: skip
+        with pytest.raises(InputError, match="never overwritten"):
+            check_paths([private], [alias], force=True)
+    with pytest.raises(InputError, match="named twice"):
+        check_paths([private], [tmp_path / "o.csv", tmp_path / "sub" / ".." / "o.csv"], False)
+    check_paths([private], [tmp_path / "o.csv", None], force=False)  # a fresh path is fine
+    assert private.read_text() == "a\n1\n"
+
+
+def test_row_bounds_come_from_the_schema(tmp_path: Path) -> None:
+    from dpevolve.cli.preflight import check_rows, row_bytes
+    from dpevolve.data.schema import Schema
+    from dpevolve.errors import InputError
+
+    schema = Schema.from_dict(SCHEMA)
+    memory, text = row_bytes(schema)
+    # date: 10 characters, "builder"/"retired": 7, "<=50K": 5, integers: 3 digits.
+    assert memory == 8 * 6 * 5 and text > 10 + 7 + 5 + 3
+    check_rows(1000, schema, tmp_path)
+    with pytest.raises(InputError, match="at most"):
+        check_rows(10**15, schema, tmp_path)
