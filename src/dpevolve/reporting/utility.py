@@ -51,7 +51,7 @@ def _tstr_table(tstr: Any) -> list[str]:
         return []
     out = ["<h3>Train on synthetic, test on real (TSTR)</h3>"]
     if tstr.get("test") == "held-out":
-        where = f"{fmt_num(tstr.get('n_test'))} held-out real rows (the <code>--test</code> table)"
+        where = f"{fmt_num(tstr.get('n_test'))} held-out real rows"
     else:
         where = (
             f"{fmt_num(tstr.get('n_test'))} private rows. <strong>No held-out table was "
