@@ -337,7 +337,9 @@ def test_evaluate_is_json_ready_and_complete() -> None:
     real, synth, test = separable(rng, 500), separable(rng, 400), separable(rng, 300)
     result = evaluate(real, synth, schema, label="y", test=test)
     json.dumps(result, allow_nan=False)
-    assert result["rows"] == {"real": 500, "synthetic": 400}
+    assert result["rows"] == {
+        "real": 500, "synthetic": 400, "distinct": 400, "duplicated": 0, "copied": 0
+    }  # fmt: skip
     assert set(result["marginals"]) == {"1", "2", "3"}
     assert result["marginals"]["3"]["sets"] == 4
     direct = marginal_tv(real, synth, schema, 2)
@@ -346,8 +348,14 @@ def test_evaluate_is_json_ready_and_complete() -> None:
     assert result["tstr"]["n_test"] == 300
     assert result["tstr"]["accuracy"] > 0.9
     assert result["tstr"]["test"] == "held-out"
+    # The real table's own model, tested on the same held-out rows.
+    assert result["tstr"]["real"]["n_train"] == 500
+    assert result["tstr"]["real"]["accuracy"] > 0.9
+    assert result["dcr"]["held_out"]["rows"] == 300
 
     text = format_report(result)
+    assert text.startswith("A model trained on the synthetic table predicts 'y'")
+    assert "the real table's model" in text and "majority class" in text
     assert "k-way marginal TV" in text and "TSTR" in text and "accuracy" in text
 
 
@@ -359,9 +367,13 @@ def test_evaluate_defaults() -> None:
     assert "tstr" not in no_label
     assert set(no_label["marginals"]) == {"1", "2", "3"}  # k = 7 > 4 columns is skipped
     own = evaluate(real, synth, schema, label="y", ks=(1,))
-    assert own["tstr"]["n_test"] == 300
-    assert own["tstr"]["test"] == "real"
-    assert "private table" in own["tstr"]["note"]
+    # Without --test, a seeded fifth of the private rows is held out from the real
+    # model's training; the synthetic score on them is labelled optimistic.
+    assert 30 < own["tstr"]["n_test"] < 90
+    assert own["tstr"]["real"]["n_train"] == 300 - own["tstr"]["n_test"]
+    assert own["tstr"]["test"] == "private"
+    assert "optimistic" in own["tstr"]["note"]
+    assert "held_out" not in own["dcr"]
     json.dumps(own, allow_nan=False)
     assert "note:" in format_report(own)
 

@@ -145,24 +145,31 @@ def test_full_report_is_self_contained_html(full: str) -> None:
 
 def test_guarantee_is_stated_up_front(full: str, run: dict[str, Any]) -> None:
     ledger = run["ledger"]
+    # The verdict opens the page: utility in one sentence, then the guarantee.
+    box = full.index('class="verdict"')
+    assert box < full.index("<h2>1.")
+    assert "A model trained on the synthetic table predicts &#x27;income&#x27;" in full[box:]
+    assert "the majority class" in full[box : full.index("</div>", box)]
     guarantee = full.index('class="guarantee"')
-    assert guarantee < full.index("<h2>2.")
     statement = full[guarantee : full.index("</p>", guarantee)]
     assert "&epsilon; = 1," in statement and "&delta; = 10⁻⁵" in statement
     assert "differentially private" in statement and "replace-one" in statement
     assert "n = 400" in statement
-    assert repr(ledger["epsilon"]) in full  # the exact value too
     for method, eps in ledger["accounting"]["by_method"].items():
         assert method in full
-        assert f"{eps:.10g}" in full
+        # Rounded up to 6 digits: never below the computed value, never 0.9999999999.
+        shown = {r[0].replace(" (used)", ""): r[1] for r in _parse(full).tables["accounting"][1:]}
+        assert eps <= float(shown[method]) <= eps * (1 + 1e-5)
     assert f"{ledger['accounting']['method']} (used)" in full
     run_table = {row[0]: row[1] for row in _parse(full).tables["run"]}
+    assert run_table["epsilon"] == "1.0"
     assert run_table["seed"].startswith("0")
     assert run_table["privacy noise"].startswith("secure")
     assert run_table["dpevolve version"] == ledger["dpevolve_version"]
     assert run_table["reach r"] == "1"
-    assert run_table["L2 sensitivity per release"] == f"{ledger['l2_sensitivity']:.6g}"
-    assert run_table["noise sigma per cell"] == f"{ledger['sigma']:.6g}"
+    assert run_table["L2 sensitivity per round"] == f"{ledger['l2_sensitivity']:.4g}"
+    assert run_table["noise sigma per cell"] == f"{ledger['sigma']:.4g}"
+    assert run_table["Private Evolution"].startswith("2 rounds over a population of 30")
     assert run_table["policy"].startswith("none")
 
 
@@ -174,8 +181,8 @@ def test_every_release_event_is_listed(full: str, run: dict[str, Any]) -> None:
     assert [int(r[0]) for r in body] == [e["round"] for e in events] == [1, 2]
     for row, event in zip(body, events, strict=True):
         assert row[1] == "gaussian_histogram"
-        assert row[3] == f"sigma = {event['sigma']:.6g}"
-        assert row[6] == f"{event['running_epsilon']:.6g}"
+        assert row[3] == f"sigma = {event['sigma']:.4g}"
+        assert row[6] == f"{event['running_epsilon']:.4g}"
         assert f"kept_candidates = {event['kept_candidates']}" in row[7]
 
 
@@ -184,13 +191,17 @@ def test_evaluation_tables(full: str, run: dict[str, Any]) -> None:
     marginals = tables["marginals"][1:]
     assert [r[0] for r in marginals] == ["1", "2", "3"]
     two = run["evaluation"]["marginals"]["2"]
-    assert marginals[1][2] == f"{two['mean']:.4g}"
+    assert marginals[1][2] == f"{two['mean']:.3g}"
     assert marginals[1][4] == ", ".join(two["worst"])
-    tstr = dict(tuple(r) for r in tables["tstr"][1:])
-    assert tstr["accuracy"] == f"{run['evaluation']['tstr']['accuracy']:.4g}"
-    assert (
-        tstr["majority-class baseline"] == f"{run['evaluation']['tstr']['baseline_accuracy']:.4g}"
-    )
+    tstr = {r[0]: r[1:] for r in tables["tstr"][1:]}
+    result = run["evaluation"]["tstr"]
+    assert tstr["accuracy"] == [f"{result['accuracy']:.3g}", f"{result['real']['accuracy']:.3g}"]
+    majority = tstr["majority class (always guess the most common)"]
+    assert majority[0] == f"{result['baseline_accuracy']:.3g}"
+    # One summary row per mechanism; the rounds are collapsed.
+    releases = tables["releases"][1:]
+    assert [r[:3] for r in releases] == [["gaussian_histogram", "2", "1–2"]]
+    assert "<details><summary>Every release, round by round (2)" in full
     assert "not</strong> differentially private" in full
 
 
@@ -306,7 +317,7 @@ def test_write_report_is_atomic_and_never_overwrites(run: dict[str, Any], tmp_pa
     out = write_report(path, ledger=run["ledger"], evaluation=run["evaluation"])
     assert out == path
     first = path.read_text(encoding="utf-8")
-    assert "<h2>1. Privacy guarantee</h2>" in first
+    assert "<h2>3. Privacy guarantee</h2>" in first
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]  # no temp files left
 
     with pytest.raises(InputError, match="already exists"):
@@ -319,3 +330,74 @@ def test_write_report_is_atomic_and_never_overwrites(run: dict[str, Any], tmp_pa
 
     with pytest.raises(InputError, match="folder"):
         write_report(tmp_path / "missing" / "r.html", ledger=run["ledger"])
+
+
+# ------------------------------------------------------------ new content
+def _masked(page: str) -> str:
+    """The page with released numbers, images and the generation time masked."""
+    page = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "IMG", page)
+    return re.sub(r"\d+(\.\d+)?(e-?\d+)?", "#", page)
+
+
+def test_shareable_reports_of_neighbouring_tables_differ_only_in_released_values(
+    small_schema: Schema,
+) -> None:
+    real = _table(200)
+    neighbour = real.copy()
+    neighbour.loc[0] = [90, "retired", 99, ">50K"]  # replace one record
+    pages = []
+    for table in (real, neighbour):
+        model = Synthesizer(
+            small_schema, epsilon=1.0, delta=1e-5, population_size=20, rounds=2, random_state=0
+        ).fit(table)
+        pages.append(
+            render_report(
+                ledger=model.ledger_.to_dict(), synthetic=model.sample(), public_safe=True
+            )
+        )
+    assert _masked(pages[0]) == _masked(pages[1])
+    assert "closest private" not in pages[0] and "equal to a private record" not in pages[0]
+
+
+def test_owner_report_has_rows_and_dcr(full: str, run: dict[str, Any]) -> None:
+    tables = _parse(full).tables
+    rows = {r[0]: r[1] for r in tables["rows"]}
+    assert rows["synthetic rows"] == str(len(run["synthetic"]))
+    assert "rows equal to a private record (not DP)" in rows
+    assert tables["dcr"][1][0] == "synthetic rows"
+    assert "columns-numeric" in tables and tables["columns-numeric"][1][0] == "age"
+
+
+def test_hybrid_report_describes_what_ran(run: dict[str, Any]) -> None:
+    ledger = copy.deepcopy(run["ledger"])
+    ledger["preset"] = "hybrid"
+    ledger["marginals"] = {"order": 2, "pe_rounds_run": False}
+    ledger["events"] = [
+        {"round": 1, "mechanism": "marginals", "kind": "gaussian", "sensitivity": 8.4,
+         "sigma": 33.8, "rho": 0.03, "marginal_sets": 35, "support": 12526,
+         "running_epsilon": 0.9999999994558265},
+    ]  # fmt: skip
+    page = render_report(ledger=ledger)
+    facts = {row[0]: row[1] for row in _parse(page).tables["run"]}
+    assert "Private Evolution" not in facts and "noise sigma per cell" not in facts
+    assert facts["marginal release"] == (
+        "35 noisy marginals of up to 2 columns; rows drawn from a weighted pool of 12526 candidates"
+    )
+    assert "population" not in page.split('id="run"')[1].split("</table>")[0]
+    assert "0.9999999994558265" not in page.split("<details>")[0]
+
+
+def test_nullable_numeric_and_date_columns_plot(tmp_path: Path) -> None:
+    from dpevolve.reporting.figures import plot_marginals
+
+    schema = Schema.from_dict(
+        {
+            "columns": {
+                "x": {"type": "numeric", "lo": 0, "hi": 10, "nullable": True},
+                "d": {"type": "date", "lo": "2020-01-01", "hi": "2020-12-31"},
+            }
+        }
+    )
+    table = pd.DataFrame({"x": [1.0, None, 9.5, None], "d": ["2020-01-02"] * 4})
+    png = plot_marginals(table, table, schema, tmp_path / "m.png")
+    assert png.read_bytes().startswith(PNG_MAGIC)

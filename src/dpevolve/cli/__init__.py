@@ -12,13 +12,14 @@ from typing import Annotated
 
 import typer
 
-from dpevolve.cli import datasets, demo, evaluate, policy, pubmix, schema, synth
+from dpevolve.cli import datasets, demo, evaluate, policy, pubmix, report, schema, synth
 from dpevolve.cli.common import app, check_outputs, ledger_path
 from dpevolve.data.messages import internal_error, show_values
 from dpevolve.errors import InputError
 
 __all__ = ["app", "check_outputs", "ledger_path", "main"]
-_COMMANDS = (datasets, demo, evaluate, policy, pubmix, schema, synth)  # registered on import
+# Registered on import.
+_COMMANDS = (datasets, demo, evaluate, policy, pubmix, report, schema, synth)
 
 
 def _version(value: bool) -> None:

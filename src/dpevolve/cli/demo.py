@@ -8,7 +8,8 @@ from typing import Annotated, Any
 import typer
 
 from dpevolve.cli.common import Force, Quiet, Seed, app, ledger_path, say
-from dpevolve.data.io import check_writable, write_json, write_table
+from dpevolve.cli.preflight import check_paths
+from dpevolve.data.io import write_json, write_table
 from dpevolve.errors import InputError
 from dpevolve.extras import require
 
@@ -46,17 +47,22 @@ def demo(
     from dpevolve.reporting.report import write_report
     from dpevolve.synthesizer import Synthesizer
 
-    output.mkdir(parents=True, exist_ok=True)
+    # Every check before the folder is made: a failed demo leaves nothing behind.
+    require("matplotlib", "dpevolve demo (it writes HTML reports)")
+    require("sklearn", "dpevolve demo (it scores the synthetic table)")
+    if output.exists() and not output.is_dir():
+        raise InputError(f"--output {output} is a file: give a folder")
     table_out = output / "synthetic.csv"
     ledger_out = ledger_path(table_out)
     eval_out = output / "evaluation.json"
     report_out = output / "report.html"
     public_out = output / "report-public.html"
-    for path in (table_out, ledger_out, eval_out, report_out, public_out):
-        check_writable(path, force)
-    require("matplotlib", "dpevolve demo (it writes HTML reports)")
+    outputs = [table_out, ledger_out, eval_out, report_out, public_out]
+    if output.is_dir():
+        check_paths([], outputs, force)
     data = datasets.load(dataset)
     test = _maybe_test_split(dataset)
+    output.mkdir(parents=True, exist_ok=True)
     model = Synthesizer(
         data.schema,
         epsilon=epsilon,
@@ -90,6 +96,7 @@ def demo(
     write_report(
         public_out,
         ledger=ledger,
+        synthetic=synthetic,
         schema=data.schema,
         title=f"dpevolve demo: {data.name}",
         public_safe=True,
@@ -97,6 +104,33 @@ def demo(
     )
     say(quiet, format_report(result))
     say(quiet, f"wrote {table_out}, {ledger_out}, {eval_out}, {report_out} and {public_out}")
+    say(quiet, "")
+    say(quiet, headline(result, model.resolved_preset()))
+
+
+def headline(result: dict[str, Any], preset: str) -> str:
+    """The demo's last line: TSTR beside the majority class and the real table's model,
+    and whether it beats the majority class."""
+    from dpevolve.reporting.evaluation import verdict
+
+    tstr = result.get("tstr") or {}
+    accuracy, majority = tstr.get("accuracy"), tstr.get("baseline_accuracy")
+    if accuracy is None or majority is None:
+        return f"headline ({preset}): {verdict(result)}"
+    real = (tstr.get("real") or {}).get("accuracy")
+    where = "held-out" if tstr.get("test") == "held-out" else "private (optimistic)"
+    text = (
+        f"headline ({preset}): TSTR accuracy {accuracy:.3f} on {where} rows; "
+        f"majority class {majority:.3f}"
+    )
+    if real is not None:
+        text += f"; the real table's own model {real:.3f}"
+    beats = accuracy > majority
+    text += ". It " + ("beats" if beats else "does NOT beat") + " the majority class"
+    if real is not None:
+        text += f" and is {abs(real - accuracy) * 100:.1f} points "
+        text += "below the real table's." if accuracy <= real else "above the real table's."
+    return text
 
 
 def _maybe_test_split(name: str) -> Any:

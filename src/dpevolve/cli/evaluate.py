@@ -16,7 +16,8 @@ from dpevolve.cli.common import (
     app,
     read_valid,
 )
-from dpevolve.data.io import check_writable, write_json
+from dpevolve.cli.preflight import check_paths
+from dpevolve.data.io import write_json
 
 
 @app.command(
@@ -48,8 +49,7 @@ def evaluate(
     from dpevolve.reporting.evaluation import evaluate as run_evaluation
     from dpevolve.reporting.evaluation import format_report
 
-    if output is not None:
-        check_writable(output, force)
+    check_paths([real, synthetic, test, schema], [output], force)
     table_schema = Schema.load(schema)
     real_frame = read_valid(real, table_schema, on_invalid, "real table")
     synthetic_frame = read_valid(synthetic, table_schema, on_invalid, "synthetic table")
@@ -62,6 +62,7 @@ def evaluate(
         table_schema,
         label=label if label is not None else table_schema.label,
         test=test_frame,
+        validated=True,
     )
     typer.echo(format_report(result))
     if output is not None:

@@ -26,6 +26,7 @@ from dpevolve.cli.common import (
     require_budget,
     say,
 )
+from dpevolve.cli.preflight import preflight
 from dpevolve.data.io import read_table, write_table
 
 
@@ -96,6 +97,8 @@ def pubmix(
     ledger_out = check_outputs(output, force)
     require_budget(epsilon, rho, delta)
     table_schema = Schema.load(schema)
+    preflight(inputs=[private, public, schema], outputs=[output, ledger_out], force=force,
+              schema=table_schema, rows=m, table=output)  # fmt: skip
     private_table = read_valid(private, table_schema, on_invalid, "private table", quiet)
     if delta is None and epsilon is not None:
         # The one default of every budget (n, every row read, is public).

@@ -24,10 +24,11 @@ from dpevolve.cli.common import (
     ShowValues,
     app,
     check_outputs,
-    read_valid,
     require_budget,
     say,
 )
+from dpevolve.cli.preflight import preflight
+from dpevolve.cli.report import write_reports
 from dpevolve.data.io import read_table, write_table
 from dpevolve.errors import InputError
 from dpevolve.extras import require
@@ -251,6 +252,11 @@ def synth(
     vote_name = _vote(vote, tau, public, mechanism, quiet)
     _soft_options(vote_name, sharpen, debias)
     table_schema = Schema.load(schema)
+    preflight(
+        inputs=[private, schema, policy, public], outputs=[output, ledger_out, report,
+        share_report, share_ledger], force=force, schema=table_schema, rows=rows, table=output,
+        report=report is not None, share_report=share_report is not None,
+    )  # fmt: skip
     public_table = read_table(public, "public table") if public is not None else None
     if policy is not None:
         from dpevolve.core.distance import make_distance
@@ -310,7 +316,9 @@ def synth(
     if share_ledger is not None:
         model.ledger_.write(share_ledger, shareable=True)
     if report is not None or share_report is not None:
-        _reports(model, private, table_schema, on_invalid, report, share_report, force, quiet)
+        write_reports(
+            ledger, private, synthetic, table_schema, on_invalid, report, share_report, force
+        )
     result = model.ledger_.result()
     say(
         quiet,
@@ -453,36 +461,3 @@ def _find(ledger: dict[str, Any], key: str) -> Any:
         return ledger[key]
     meta = ledger.get("metadata")
     return meta.get(key) if isinstance(meta, dict) else None
-
-
-def _reports(
-    model: Any,
-    private: Path,
-    schema: Any,
-    on_invalid: OnInvalid,
-    report: Path | None,
-    share_report: Path | None,
-    force: bool,
-    quiet: bool,
-) -> None:
-    from dpevolve.reporting.report import write_report
-
-    ledger = model.ledger_.to_dict()
-    if share_report is not None:
-        # Renders the ledger's public part only: no private table is passed at all.
-        write_report(share_report, ledger=ledger, schema=schema, public_safe=True, force=force)
-    if report is None:
-        return
-    from dpevolve.reporting.evaluation import evaluate as run_evaluation
-
-    private_table = read_valid(private, schema, on_invalid, "private table", quiet=True)
-    evaluation = run_evaluation(private_table, model.synthetic_, schema, label=schema.label)
-    write_report(
-        report,
-        ledger=ledger,
-        evaluation=evaluation,
-        real=private_table,
-        synthetic=model.synthetic_,
-        schema=schema,
-        force=force,
-    )

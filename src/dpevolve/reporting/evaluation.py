@@ -23,10 +23,12 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from dpevolve.data.schema import Schema
+from dpevolve.data.schema import CategoricalColumn, Schema
 from dpevolve.errors import InputError
+from dpevolve.reporting.columns import column_summaries
 from dpevolve.reporting.marginals import (
     NUMERIC_BINS,
     MarginalReport,
@@ -36,6 +38,7 @@ from dpevolve.reporting.marginals import (
     marginal_report,
     marginal_tv,
 )
+from dpevolve.reporting.rows import DCR_PRIVATE_ROWS, distance_to_closest, row_report
 from dpevolve.reporting.tstr import TSTRReport, baseline, label_column, tstr, tstr_encoded
 
 __all__ = [
@@ -50,10 +53,18 @@ __all__ = [
     "marginal_columns",
     "marginal_tv",
     "tstr",
+    "verdict",
 ]
 
 
 # ------------------------------------------------------------------- evaluate
+#: Share of the private rows held out, when no test table is given, to test both the
+#: synthetic table's model and the real table's own model on the same rows.
+HOLDOUT_SHARE = 0.2
+# Below this many private rows there is no split: TSTR tests on every private row.
+_MIN_SPLIT_ROWS = 20
+
+
 def evaluate(
     real: pd.DataFrame,
     synth: pd.DataFrame,
@@ -63,13 +74,20 @@ def evaluate(
     ks: Iterable[int] = (1, 2, 3),
     random_state: int = 0,
     n_threads: int | None = None,
+    *,
+    validated: bool = False,
+    privacy_checks: bool = True,
 ) -> dict[str, Any]:
     """All docs/math.md §7 measures of ``synth`` against ``real``, as a JSON-ready dict.
 
     ``marginals[str(k)]`` holds the mean and max of ``TV_S = 1/2 ||p_S - q_S||_1`` over
     all ``k``-sets ``S`` (see :func:`marginal_tv`); values of ``k`` above the number of
-    columns are skipped. ``tstr`` (see :func:`tstr`) is present when ``label`` is given;
-    it tests on ``test`` or, without one, on ``real`` itself.
+    columns are skipped. ``tstr`` (see :func:`tstr`) is present when ``label`` is given:
+    tested on ``test``, with ``tstr["real"]`` the scores of the same model trained on
+    ``real`` and tested on the same rows. Without ``test`` a seeded 20% of ``real`` is
+    held out from the real model's training and both are tested on it; the synthetic
+    table was made from those rows, so its score is optimistic (``tstr["test"]`` is
+    ``"private"`` and the note says so).
 
     Parameters
     ----------
@@ -82,19 +100,26 @@ def evaluate(
     label
         Column for TSTR; ``None`` skips TSTR.
     test
-        Real held-out rows for TSTR (default: ``real``).
+        Real held-out rows for TSTR.
     ks
         Marginal orders to report.
     random_state
-        Seed of the TSTR classifier.
+        Seed of the TSTR classifier, the holdout split and the DCR samples.
     n_threads
         OpenMP threads of the TSTR classifier (see :func:`tstr`).
+    validated
+        The tables were already validated by :meth:`Schema.validate` (dates as numbers).
+    privacy_checks
+        Also count distinct, duplicated and copied rows and measure the distance to the
+        closest private record (:mod:`~dpevolve.reporting.rows`), and summarise each
+        column (:mod:`~dpevolve.reporting.columns`).
 
     Returns
     -------
     dict
-        ``{"rows": {"real": n, "synthetic": m}, "marginals": {"1": {...}, ...},
-        "tstr": {...}}``; NaN scores are ``None`` so ``json.dumps(allow_nan=False)`` works.
+        ``{"rows": {"real": n, "synthetic": m, ...}, "marginals": {"1": {...}, ...},
+        "tstr": {...}, "dcr": {...}, "columns": {...}}``; NaN scores are ``None`` so
+        ``json.dumps(allow_nan=False)`` works.
 
     Raises
     ------
@@ -102,12 +127,13 @@ def evaluate(
         A table does not fit the schema, or the label is unknown or numeric.
     """
     column = label_column(schema, label) if label is not None else None
-    real_frame, _ = schema.validate(real, on_invalid="error", what="real table")
-    synth_frame, _ = schema.validate(synth, on_invalid="error", what="synthetic table")
     orders = sorted({int(k) for k in ks})
     for k in orders:
         if k < 1:
             raise InputError(f"marginal orders must be at least 1, got {k}")
+    real_frame = _valid(real, schema, "real table", validated)
+    synth_frame = _valid(synth, schema, "synthetic table", validated)
+    test_frame = None if test is None else _valid(test, schema, "real test table", validated)
 
     names = schema.names
     real_codes = {n: bin_codes(real_frame, schema[n]) for n in names}
@@ -123,31 +149,147 @@ def evaluate(
         "marginals": marginals,
     }
     if column is not None:
-        if test is None:
-            test_frame = real_frame
-            own = (
-                "tested on the real table itself (train on synthetic, test on the private "
-                "table): fine for a data owner's own check, not a held-out estimate"
-            )
-        else:
-            test_frame, _ = schema.validate(test, on_invalid="error", what="real test table")
-            own = None
-        report_tstr = tstr_encoded(synth_frame, test_frame, schema, column, random_state, n_threads)
-        tstr_dict = report_tstr.to_dict()
-        tstr_dict["test"] = "real" if test is None else "held-out"
-        notes = [n for n in (own, report_tstr.note) if n]
-        tstr_dict["note"] = "; ".join(notes) if notes else None
-        result["tstr"] = tstr_dict
+        result["tstr"] = _tstr(
+            real_frame, synth_frame, test_frame, schema, column, random_state, n_threads
+        )
+    if privacy_checks:
+        rows = row_report(synth_frame, schema, real_frame).to_dict()
+        result["rows"].update({k: v for k, v in rows.items() if k != "rows"})
+        result["dcr"] = _dcr(real_frame, synth_frame, test_frame, schema, random_state)
+        result["columns"] = column_summaries(real_frame, synth_frame, schema)
     return result
 
 
+def _valid(frame: pd.DataFrame, schema: Schema, what: str, validated: bool) -> pd.DataFrame:
+    if validated:
+        return frame
+    return schema.validate(frame, on_invalid="error", what=what)[0]
+
+
+def _tstr(
+    real: pd.DataFrame,
+    synth: pd.DataFrame,
+    test: pd.DataFrame | None,
+    schema: Schema,
+    column: CategoricalColumn,
+    random_state: int,
+    n_threads: int | None,
+) -> dict[str, Any]:
+    """TSTR of the synthetic table and, on the same test rows, of the real one."""
+    notes: list[str | None] = []
+    if test is not None:
+        real_train, test_rows, kind = real, test, "held-out"
+    elif len(real) >= _MIN_SPLIT_ROWS:
+        rng = np.random.default_rng(random_state)
+        held = rng.random(len(real)) < HOLDOUT_SHARE
+        real_train, test_rows, kind = real.loc[~held], real.loc[held], "private"
+        notes.append(
+            "tested on private rows the synthetic table was made from (no --test given): "
+            "optimistic, not a held-out estimate"
+        )
+    else:
+        real_train, test_rows, kind = None, real, "private"
+        notes.append(
+            "tested on the private table itself (no --test given, too few rows to hold "
+            "some out): optimistic, not a held-out estimate"
+        )
+    synthetic = tstr_encoded(synth, test_rows, schema, column, random_state, n_threads)
+    out = synthetic.to_dict()
+    out["test"] = kind
+    notes.append(synthetic.note)
+    if real_train is not None:
+        own = tstr_encoded(real_train, test_rows, schema, column, random_state, n_threads)
+        out["real"] = {
+            "accuracy": own.to_dict()["accuracy"],
+            "macro_f1": own.to_dict()["macro_f1"],
+            "auc": own.to_dict()["auc"],
+            "n_train": own.n_train,
+        }
+    kept = [n for n in notes if n]
+    out["note"] = "; ".join(kept) if kept else None
+    return out
+
+
+def _dcr(
+    real: pd.DataFrame,
+    synth: pd.DataFrame,
+    test: pd.DataFrame | None,
+    schema: Schema,
+    random_state: int,
+) -> dict[str, Any]:
+    """Summary of the synthetic rows' distance to the closest private record, and of
+    held-out real rows' for reference when ``test`` is given."""
+
+    def summary(values: np.ndarray) -> dict[str, Any]:
+        return {
+            "rows": len(values),
+            "median": float(np.median(values)),
+            "p05": float(np.quantile(values, 0.05)),
+            "zero": float(np.mean(values == 0.0)),
+        }
+
+    out: dict[str, Any] = {
+        "synthetic": summary(distance_to_closest(synth, real, schema, random_state)),
+        "searched": min(len(real), DCR_PRIVATE_ROWS),
+    }
+    if test is not None:
+        out["held_out"] = summary(distance_to_closest(test, real, schema, random_state))
+    return out
+
+
 # ------------------------------------------------------------------ reporting
+def verdict(result: Mapping[str, Any]) -> str:
+    """One sentence on the evaluated table: the TSTR accuracy against the real table's
+    model and the majority class, and the 1-way marginals' mean TV."""
+    parts: list[str] = []
+    tstr_result = result.get("tstr")
+    if isinstance(tstr_result, Mapping) and tstr_result.get("accuracy") is not None:
+        acc = float(tstr_result["accuracy"])
+        where = "held-out real rows" if tstr_result.get("test") == "held-out" else "private rows"
+        text = f"a model trained on the synthetic table predicts '{tstr_result.get('label')}' "
+        text += f"with accuracy {acc:.3f} on {where}"
+        real = tstr_result.get("real")
+        if isinstance(real, Mapping) and real.get("accuracy") is not None:
+            text += f", {_points(acc - float(real['accuracy']))} the real table's model"
+            text += f" ({float(real['accuracy']):.3f})"
+        majority = tstr_result.get("baseline_accuracy")
+        if majority is not None:
+            gap = acc - float(majority)
+            text += f" and {_points(gap)} the majority class ({float(majority):.3f})"
+            if gap <= 0:
+                text += ": it does not beat always guessing the most common class"
+        parts.append(text)
+    one_way = result.get("marginals", {}).get("1")
+    if isinstance(one_way, Mapping) and one_way.get("mean") is not None:
+        parts.append(
+            f"its columns' distributions are {float(one_way['mean']):.3f} from the real ones "
+            "(mean 1-way TV; 0 is identical, 1 disjoint)"
+        )
+    if not parts:
+        return "No utility measure was computed."
+    sentence = "; ".join(parts)
+    return sentence[0].upper() + sentence[1:] + "."
+
+
+def _points(gap: float) -> str:
+    """An accuracy difference in percentage points: "2.1 points below"."""
+    points = round(abs(gap) * 100, 1)
+    if points == 0:
+        return "level with"
+    return f"{points:g} point{'s' if points != 1 else ''} {'above' if gap > 0 else 'below'}"
+
+
 def format_report(result: Mapping[str, Any]) -> str:
     """Plain-text table of an :func:`evaluate` result, for the command line."""
-    lines: list[str] = []
+    lines: list[str] = [verdict(result), ""]
     rows = result.get("rows", {})
     if rows:
         lines.append(f"rows: real {rows.get('real')}, synthetic {rows.get('synthetic')}")
+        if "distinct" in rows:
+            lines.append(
+                f"  synthetic rows: {rows['distinct']} distinct, {rows['duplicated']} duplicated"
+                + (f", {rows['copied']} copied from the real table" if "copied" in rows else "")
+            )
     marginals = result.get("marginals", {})
     if marginals:
         lines.append("")
@@ -159,23 +301,42 @@ def format_report(result: Mapping[str, Any]) -> str:
             lines.append(
                 f"  {k:>2}  {sets:>5}  {_fmt(entry.get('mean'))}  {_fmt(entry.get('max'))}  {worst}"
             )
-    tstr_result = result.get("tstr")
-    if tstr_result:
+    lines += _tstr_lines(result.get("tstr"))
+    dcr = result.get("dcr")
+    if isinstance(dcr, Mapping):
         lines.append("")
-        lines.append(
-            f"TSTR: predict '{tstr_result.get('label')}', trained on {tstr_result.get('n_train')} "
-            f"synthetic rows, tested on {tstr_result.get('n_test')} "
-            + ("held-out real rows" if tstr_result.get("test") == "held-out" else "real rows")
-        )
-        lines.append(
-            f"  {'accuracy':<9} {_fmt(tstr_result.get('accuracy'))}"
-            f"  (majority class {_fmt(tstr_result.get('baseline_accuracy'))})"
-        )
-        lines.append(f"  {'macro-F1':<9} {_fmt(tstr_result.get('macro_f1'))}")
-        lines.append(f"  {'AUC':<9} {_fmt(tstr_result.get('auc'))}")
-        if tstr_result.get("note"):
-            lines.append(f"  note: {tstr_result['note']}")
-    return "\n".join(lines).lstrip("\n")
+        lines.append("distance to the closest real record (Gower, 0 = a copy; not for sharing)")
+        for key, what in (("synthetic", "synthetic rows"), ("held_out", "held-out real rows")):
+            entry = dcr.get(key)
+            if isinstance(entry, Mapping):
+                lines.append(
+                    f"  {what:<19} median {_fmt(entry.get('median'))}  "
+                    f"5th percentile {_fmt(entry.get('p05'))}  ({entry.get('rows')} rows)"
+                )
+    return "\n".join(lines).strip("\n")
+
+
+def _tstr_lines(tstr_result: Any) -> list[str]:
+    if not isinstance(tstr_result, Mapping):
+        return []
+    where = (
+        "held-out real rows"
+        if tstr_result.get("test") == "held-out"
+        else "private rows (optimistic)"
+    )
+    real: Mapping[str, Any] = tstr_result.get("real") or {}
+    lines = [
+        "",
+        f"TSTR: predict '{tstr_result.get('label')}', trained on {tstr_result.get('n_train')} "
+        f"synthetic rows, tested on {tstr_result.get('n_test')} {where}",
+        f"  {'':<9} {'synthetic':>9}  {'real':>9}",
+    ]
+    for key, name in (("accuracy", "accuracy"), ("macro_f1", "macro-F1"), ("auc", "AUC")):
+        lines.append(f"  {name:<9} {_fmt(tstr_result.get(key)):>9}  {_fmt(real.get(key)):>9}")
+    lines.append(f"  majority class {_fmt(tstr_result.get('baseline_accuracy'))}")
+    if tstr_result.get("note"):
+        lines.append(f"  note: {tstr_result['note']}")
+    return lines
 
 
 def _fmt(value: Any) -> str:

@@ -33,6 +33,10 @@ h2 { font-size: 1.25rem; border-bottom: 1px solid #ccc; padding-bottom: 0.2rem;
      margin-top: 2.2rem; }
 h3 { font-size: 1.05rem; margin-top: 1.4rem; }
 .meta { color: #555; font-size: 0.9rem; }
+.verdict { font-size: 1.05rem; background: #f4f4f8; border-left: 5px solid #444;
+           padding: 0.2rem 1rem; margin: 1rem 0; }
+details { margin: 0.6rem 0; }
+summary { cursor: pointer; color: #1a56db; }
 .guarantee { font-size: 1.1rem; background: #eef6ee; border-left: 5px solid #2e7d32;
              padding: 0.8rem 1rem; margin: 1rem 0; }
 .warning { background: #fff4e5; border-left: 5px solid #e65100; padding: 0.6rem 1rem;
@@ -111,13 +115,6 @@ def fmt_num(value: Any, digits: int = 4) -> str:
             return "∞" if value > 0 else "-∞"
         return f"{value:.{digits}g}"
     return str(value)
-
-
-def fmt_exact(value: Any) -> str:
-    """Shortest text that reads back as the same float: the ledger's value, unrounded."""
-    if isinstance(value, float) and math.isfinite(value):
-        return repr(value)
-    return fmt_num(value)
 
 
 def fmt_upper(value: Any, digits: int = 4, sci: bool = False) -> str:

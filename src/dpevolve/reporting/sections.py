@@ -6,30 +6,22 @@ Sections that show anything computed from the private table are only called by
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
-from dpevolve.data.schema import Schema
 from dpevolve.privacy.ledger import SHAREABLE_KEYS
-from dpevolve.reporting.figures import pairs_figure, running_epsilon_figure
 from dpevolve.reporting.html import (
     as_mapping,
     compact,
     escape,
-    figure_html,
-    fmt_exact,
     fmt_num,
     fmt_upper,
     html_table,
-    img_html,
     kv_table,
     num_cell,
     pretty_sci,
 )
+from dpevolve.reporting.releases import MARGINAL_MECHANISM, pe_rounds
 
 # Ledger keys that hold only public or released facts: the public version shows these and
 # nothing else, so a key added to the ledger later is withheld until someone decides.
@@ -41,19 +33,10 @@ _SHOWN_KEYS = (SHAREABLE_KEYS - {"pilot", "marginals", "fits", "details"}) | {
 }
 
 
-_EVENT_COLUMNS = frozenset(
-    {"round", "mechanism", "kind", "sensitivity", "sigma", "noise_multiplier", "rho"}
-    | {"running_epsilon", "claimed_epsilon", "claimed_delta", "symmetric", "orientation"}
-)
-
-
-_WORST_PAIRS = 15
-
-
 # ------------------------------------------------------------------------ sections
-def guarantee_section(led: Mapping[str, Any], public_safe: bool) -> list[str]:
-    out = ["<h2>1. Privacy guarantee</h2>"]
-    out.append(f'<p class="guarantee">{_statement(led)}</p>')
+def guarantee_section(led: Mapping[str, Any], public_safe: bool, number: int) -> list[str]:
+    out = [f"<h2>{number}. Privacy guarantee</h2>"]
+    out.append(f'<p class="guarantee">{statement(led)}</p>')
 
     budget = as_mapping(led.get("budget"))
     if budget.get("rho") is not None:
@@ -69,7 +52,7 @@ def guarantee_section(led: Mapping[str, Any], public_safe: bool) -> list[str]:
         rows = [
             [
                 escape(name) + (" (used)" if name == method else ""),
-                num_cell(eps, digits=10),
+                f'<td class="num">{escape(fmt_upper(eps, 6))}</td>',
             ]
             for name, eps in by_method.items()
         ]
@@ -102,7 +85,7 @@ def guarantee_section(led: Mapping[str, Any], public_safe: bool) -> list[str]:
     return out
 
 
-def _statement(led: Mapping[str, Any]) -> str:
+def statement(led: Mapping[str, Any]) -> str:
     eps = fmt_upper(led.get("epsilon"))
     delta = pretty_sci(fmt_upper(led.get("delta"), digits=3, sci=True))
     n = led.get("private_rows")
@@ -135,9 +118,10 @@ def _statement(led: Mapping[str, Any]) -> str:
 
 def _run_facts(led: Mapping[str, Any], public_safe: bool) -> list[tuple[str, str]]:
     """Rows of the run table as (label, already-escaped HTML)."""
-    facts: list[tuple[str, str]] = []
-    facts.append(("epsilon (exact)", escape(fmt_exact(led.get("epsilon")))))
-    facts.append(("delta", escape(fmt_exact(led.get("delta")))))
+    facts: list[tuple[str, str]] = [
+        ("epsilon", escape(fmt_epsilon(led.get("epsilon")))),
+        ("delta", escape(pretty_sci(fmt_upper(led.get("delta"), digits=3, sci=True)))),
+    ]
     budget = led.get("budget")
     if isinstance(budget, Mapping):
         target = ", ".join(f"{k} = {fmt_num(v)}" for k, v in budget.items() if v is not None)
@@ -145,9 +129,7 @@ def _run_facts(led: Mapping[str, Any], public_safe: bool) -> list[tuple[str, str
     if "adjacency" in led:
         facts.append(("adjacency", escape(led["adjacency"])))
     if "seed" in led and not public_safe:
-        facts.append(
-            ("seed", f"<code>{escape(led['seed'])}</code> (post-processing only: not the noise)")
-        )
+        facts.append(("seed", _seed(led["seed"])))
     noise = led.get("noise")
     if noise is not None:
         facts.append(
@@ -160,47 +142,19 @@ def _run_facts(led: Mapping[str, Any], public_safe: bool) -> list[tuple[str, str
             )
         )
     facts.append(("dpevolve version", escape(run_version(led))))
-    for key, label in (
-        ("preset", "preset"),
-        ("distance", "distance"),
-        ("backend", "backend"),
-        ("mechanism", "mechanism"),
-        ("private_rows", "private rows n"),
-    ):
+    for key, label in (("private_rows", "private rows n"), ("backend", "backend")):
         if key in led:
             facts.append((label, escape(fmt_num(led[key]))))
-    schedule = led.get("schedule")
-    if isinstance(schedule, Mapping):
-        facts.append(
-            (
-                "schedule",
-                escape(f"population {schedule.get('population')}, rounds {schedule.get('rounds')}"),
-            )
-        )
-    vote = led.get("vote")
-    if isinstance(vote, Mapping):
-        text = str(vote.get("name"))
-        if vote.get("temperature") is not None:
-            text += f" (temperature tau = {fmt_num(vote['temperature'])})"
-        facts.append(("vote", escape(text)))
+    facts += what_ran(led)
     if "policy" in led:
-        policy = led["policy"]
         facts.append(
             (
                 "policy",
                 "none: whole records are protected"
-                if policy is None
+                if led["policy"] is None
                 else "Blowfish policy (below)",
             )
         )
-    for key, label in (
-        ("reach", "reach r"),
-        ("l2_sensitivity", "L2 sensitivity per release"),
-        ("noise_multiplier", "noise multiplier z = sigma / S"),
-        ("sigma", "noise sigma per cell"),
-    ):
-        if key in led:
-            facts.append((label, escape(fmt_num(led[key], digits=6))))
     invalid = led.get("invalid_rows")  # configuration only: no count from the data
     if isinstance(invalid, Mapping):
         how = f"on_invalid={invalid.get('on_invalid')}: {invalid.get('invalid_row_vote')}"
@@ -215,67 +169,73 @@ def _run_facts(led: Mapping[str, Any], public_safe: bool) -> list[tuple[str, str
     return facts
 
 
-def release_section(led: Mapping[str, Any]) -> list[str]:
+def what_ran(led: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The preset and the releases that produced the rows, read from the events (a
+    ``hybrid`` run that ran no PE round has no PE schedule to describe)."""
     events = [e for e in led.get("events") or [] if isinstance(e, Mapping)]
-    out = ["<h2>2. Releases</h2>"]
-    if not events:
-        out.append("<p>No releases were recorded: no private data was used.</p>")
-        return out
-    out.append(
-        f"<p>{len(events)} release{'s' if len(events) != 1 else ''} of private "
-        "information, each recorded in the ledger. Running &epsilon; is the guarantee of "
-        "the releases so far; the last one is the run's.</p>"
-    )
-    points = [
-        (e.get("round"), e["running_epsilon"])
-        for e in events
-        if isinstance(e.get("running_epsilon"), (int, float))
-    ]
-    if points:
-        budget = led.get("budget")
-        target = budget.get("epsilon") if isinstance(budget, Mapping) else None
-        out.append(
-            figure_html(
-                running_epsilon_figure(points, target),
-                "Running epsilon after each round",
-                "Running &epsilon; after each release (at the run's &delta;).",
+    facts: list[tuple[str, str]] = []
+    if "preset" in led:
+        facts.append(("preset", escape(fmt_num(led["preset"]))))
+    rounds = pe_rounds(events)
+    schedule = as_mapping(led.get("schedule"))
+    if rounds:
+        facts.append(
+            (
+                "Private Evolution",
+                escape(
+                    f"{rounds} round{'s' if rounds != 1 else ''} over a population of "
+                    f"{fmt_num(schedule.get('population'))} candidates"
+                    + (f", distance {led['distance']}" if "distance" in led else "")
+                ),
             )
         )
-    rows = []
-    for e in events:
-        rows.append(
-            [
-                num_cell(e.get("round")),
-                escape(e.get("mechanism", "")),
-                num_cell(e.get("sensitivity"), digits=6),
-                escape(_noise(e)),
-                num_cell(e.get("noise_multiplier"), digits=6),
-                num_cell(e.get("rho"), digits=6),
-                num_cell(e.get("running_epsilon"), digits=6),
-                escape(_details(e)),
-            ]
-        )
-    out.append(
-        html_table(
-            [
-                "round",
-                "mechanism",
-                "sensitivity S",
-                "noise (sigma / beta)",
-                "z = sigma / S",
-                "rho",
-                "running epsilon",
-                "released facts",
-            ],
-            rows,
-            table_id="events",
-        )
+        vote = as_mapping(led.get("vote"))
+        if vote:
+            text = str(vote.get("name"))
+            if vote.get("temperature") is not None:
+                text += f" (temperature tau = {fmt_num(vote['temperature'])})"
+            facts.append(("vote", escape(text)))
+        for key, label in (
+            ("mechanism", "mechanism"),
+            ("reach", "reach r"),
+            ("l2_sensitivity", "L2 sensitivity per round"),
+            ("noise_multiplier", "noise multiplier z = sigma / S"),
+            ("sigma", "noise sigma per cell"),
+        ):
+            if key in led:
+                facts.append((label, escape(fmt_num(led[key], digits=4))))
+    marginal = [e for e in events if e.get("mechanism") == MARGINAL_MECHANISM]
+    if marginal:
+        spec = as_mapping(led.get("marginals"))
+        last = marginal[-1]
+        text = f"{fmt_num(last.get('marginal_sets'))} noisy marginals"
+        if spec.get("order") is not None:
+            text += f" of up to {fmt_num(spec['order'])} columns"
+        if last.get("support") is not None:
+            text += f"; rows drawn from a weighted pool of {fmt_num(last['support'])} candidates"
+        facts.append(("marginal release", escape(text)))
+    return facts
+
+
+def fmt_epsilon(value: Any) -> str:
+    """Epsilon to 4 significant digits, rounded up (``1.0``, never ``0.9999999999999999``)."""
+    text = fmt_upper(value)
+    if text.replace("-", "").isdigit():
+        text += ".0"
+    return text
+
+
+def _seed(seed: Any) -> str:
+    """The seed, shortened: the full value is in the ledger."""
+    text = str(seed)
+    short = text if len(text) <= 10 else text[:8] + "…"
+    return f"<code>{escape(short)}</code> (post-processing only, not the noise" + (
+        "; the full value is in the ledger)" if short != text else ")"
     )
-    return out
 
 
-def notes_section(led: Mapping[str, Any], public_safe: bool) -> list[str]:
-    out = ["<h2>3. Ledger notes</h2>"]
+def notes_section(led: Mapping[str, Any], public_safe: bool, number: int) -> list[str]:
+    out = [f"<h2>{number}. Ledger notes</h2>"]
     if public_safe:
         # Withheld whether or not there are any: even their presence can say that the
         # private table needed repairs.
@@ -296,124 +256,12 @@ def notes_section(led: Mapping[str, Any], public_safe: bool) -> list[str]:
     return out
 
 
-def utility_section(
-    evaluation: Mapping[str, Any] | None,
-    tables: tuple[pd.DataFrame, pd.DataFrame, Schema] | None,
-) -> list[str]:
-    out = [
-        "<h2>4. Utility</h2>",
-        '<p class="warning">Everything in this section is computed from the private table '
-        "and is <strong>not</strong> differentially private. It is for the data owner's own "
-        "judgement of the synthetic table; leave it out of anything shared.</p>",
-    ]
-    if evaluation is None and tables is None:
-        out.append("<p>No evaluation was given.</p>")
-        return out
-    if evaluation is not None:
-        out += _evaluation_tables(evaluation)
-    if tables is not None:
-        out += _utility_plots(*tables)
-    return out
-
-
-def _evaluation_tables(evaluation: Mapping[str, Any]) -> list[str]:
-    out: list[str] = []
-    rows = evaluation.get("rows")
-    if isinstance(rows, Mapping):
-        out.append(
-            f"<p>Real rows: {escape(fmt_num(rows.get('real')))}; synthetic rows: "
-            f"{escape(fmt_num(rows.get('synthetic')))}.</p>"
-        )
-    marginals = evaluation.get("marginals")
-    if isinstance(marginals, Mapping) and marginals:
-        out.append("<h3>k-way marginal total variation</h3>")
-        out.append(
-            "<p>For every set S of k columns, TV<sub>S</sub> = &frac12; &sum; |p<sub>S</sub> "
-            "&minus; q<sub>S</sub>| between the real and synthetic k-way tables (numeric "
-            "columns in 20 bins over the declared range): 0 means identical, 1 disjoint.</p>"
-        )
-        table_rows = [
-            [
-                num_cell(k),
-                num_cell(entry.get("sets")),
-                num_cell(entry.get("mean")),
-                num_cell(entry.get("max")),
-                escape(", ".join(str(c) for c in entry.get("worst") or [])),
-            ]
-            for k, entry in sorted(marginals.items(), key=lambda kv: int(kv[0]))
-            if isinstance(entry, Mapping)
-        ]
-        out.append(
-            html_table(["k", "sets", "mean TV", "max TV", "worst set"], table_rows, "marginals")
-        )
-    tstr = evaluation.get("tstr")
-    if isinstance(tstr, Mapping):
-        out.append("<h3>Train on synthetic, test on real (TSTR)</h3>")
-        test = "the real table itself" if tstr.get("test") == "real" else "held-out real rows"
-        out.append(
-            f"<p>A classifier ({escape(tstr.get('model', 'hgb'))}) trained on "
-            f"{escape(fmt_num(tstr.get('n_train')))} synthetic rows predicts "
-            f"<code>{escape(tstr.get('label'))}</code> on "
-            f"{escape(fmt_num(tstr.get('n_test')))} rows of "
-            f"{escape(test)}. An accuracy near the majority-class baseline means the synthetic "
-            "table taught the model nothing.</p>"
-        )
-        out.append(
-            html_table(
-                ["measure", "score"],
-                [
-                    ["accuracy", num_cell(tstr.get("accuracy"))],
-                    ["majority-class baseline", num_cell(tstr.get("baseline_accuracy"))],
-                    ["macro-F1", num_cell(tstr.get("macro_f1"))],
-                    ["AUC", num_cell(tstr.get("auc"))],
-                ],
-                "tstr",
-            )
-        )
-        if tstr.get("note"):
-            out.append(f"<p>Note: {escape(tstr['note'])}</p>")
-    return out
-
-
-def _utility_plots(real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema) -> list[str]:
-    from dpevolve.reporting.evaluation import marginal_tv
-    from dpevolve.reporting.figures import plot_marginals
-
-    out = ["<h3>1-way marginals</h3>"]
-    # plot_marginals only writes files; a private temporary folder keeps the PNG of the
-    # real data from lingering anywhere but inside this report.
-    with tempfile.TemporaryDirectory(prefix="dpevolve-report-") as folder:
-        png = plot_marginals(real, synthetic, schema, Path(folder) / "marginals.png")
-        data = png.read_bytes()
-    out.append(
-        img_html(
-            data,
-            "1-way marginals, real versus synthetic",
-            "Share of rows per value or bin: real (blue, computed from the private "
-            "table) and synthetic (orange). Panel titles give each column's TV.",
-        )
-    )
-    if len(schema) >= 2:
-        pairs = marginal_tv(real, synthetic, schema, 2).per_set
-        worst = sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0]))[:_WORST_PAIRS]
-        out.append("<h3>Worst 2-way marginals</h3>")
-        out.append(
-            figure_html(
-                pairs_figure(worst),
-                "2-way marginal TV of the worst column pairs",
-                f"TV of the {len(worst)} column pair{'s' if len(worst) != 1 else ''} whose "
-                f"joint distribution the synthetic table matches worst (of {len(pairs)}).",
-            )
-        )
-    return out
-
-
-def schema_section(led: Mapping[str, Any]) -> list[str]:
+def schema_section(led: Mapping[str, Any], number: int) -> list[str]:
     spec = led.get("schema")
     if not isinstance(spec, Mapping) or not isinstance(spec.get("columns"), Mapping):
         return []
     out = [
-        "<h2>5. Schema</h2>",
+        f"<h2>{number}. Schema</h2>",
         "<p>Declared before the private table was read: no range or category comes from "
         "the private data.</p>",
     ]
@@ -422,7 +270,7 @@ def schema_section(led: Mapping[str, Any]) -> list[str]:
     for name, decl in spec["columns"].items():
         decl = decl if isinstance(decl, Mapping) else {}
         kind = str(decl.get("type", ""))
-        if kind == "numeric":
+        if kind in ("numeric", "date", "datetime"):
             domain = f"[{fmt_num(decl.get('lo'))}, {fmt_num(decl.get('hi'))}]"
             if decl.get("integer"):
                 domain += ", integer"
@@ -439,10 +287,12 @@ def schema_section(led: Mapping[str, Any]) -> list[str]:
                 escape(name) + (" (label)" if name == label else ""),
                 escape(kind),
                 escape(domain),
+                "yes" if decl.get("nullable") else "no",
                 num_cell(weight) if weight is not None else "default",
             ]
         )
-    out.append(html_table(["column", "type", "declared domain", "weight"], rows, "schema"))
+    header = ["column", "type", "declared domain", "nullable", "weight"]
+    out.append(html_table(header, rows, "schema"))
     return out
 
 
@@ -456,32 +306,6 @@ def other_fields_section(led: Mapping[str, Any]) -> list[str]:
             [(str(k), f"<code>{escape(compact(v))}</code>") for k, v in rest.items()], "other"
         ),
     ]
-
-
-def _noise(event: Mapping[str, Any]) -> str:
-    kind = event.get("kind")
-    if kind == "gaussian" or "sigma" in event:
-        return f"sigma = {fmt_num(event.get('sigma'), 6)}"
-    params = event.get("params")
-    if kind == "privacy_loss_pair" and isinstance(params, Mapping) and "beta" in params:
-        return f"beta = {fmt_num(params['beta'], 6)}"
-    if kind == "approx_dp":
-        return f"(eps, delta) = ({fmt_num(event.get('epsilon'))}, {fmt_num(event.get('delta'))})"
-    if kind == "zero_cost":
-        return "none (reads no private data)"
-    return ""
-
-
-def _details(event: Mapping[str, Any]) -> str:
-    parts = []
-    for key, value in event.items():
-        if key in _EVENT_COLUMNS:
-            continue
-        if key == "params" and isinstance(value, Mapping):
-            parts += [f"{k} = {compact(v)}" for k, v in value.items() if k != "beta"]
-        elif not (event.get("kind") == "approx_dp" and key in ("epsilon", "delta")):
-            parts.append(f"{key} = {compact(value)}")
-    return ", ".join(parts)
 
 
 def run_version(led: Mapping[str, Any]) -> str:
