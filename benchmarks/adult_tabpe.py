@@ -27,8 +27,8 @@ import numpy as np
 
 from dpevolve import Synthesizer, datasets
 from dpevolve.backends import make_backend
-from dpevolve.core.variation import Variation
 from dpevolve.data.encoding import Layout, decode
+from dpevolve.pe.variation import Variation
 from dpevolve.reporting.evaluation import marginal_tv, tstr
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -11,7 +11,7 @@ import yaml
 
 from dpevolve import Synthesizer
 from dpevolve.cli import ledger_path, main
-from dpevolve.core.vote_choice import default_vote
+from dpevolve.pilot.choice import default_vote
 
 FAST = ["--population", "30", "--rounds", "2", "--preset", "bfsoft", "--rho", "1e-3"]
 
@@ -117,7 +117,7 @@ def test_default_auto_under_a_non_gower_distance_does_not_sharpen(
     small_schema, small_table
 ) -> None:
     policy = {"attributes": {"age": {"threshold": 5}}}
-    from dpevolve.core.policy import Policy
+    from dpevolve.policy.blowfish import Policy
 
     model = Synthesizer(
         small_schema,

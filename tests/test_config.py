@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from dpevolve import Synthesizer
 from dpevolve.config import GaussianSpec, MarginalSpec, PubMixSpec, VoteSpec, resolve
-from dpevolve.core.pilot import run_pilot
-from dpevolve.core.vote_choice import VoteArm, choose_vote
 from dpevolve.errors import InputError
+from dpevolve.pilot.choice import VoteArm, choose_vote
+from dpevolve.pilot.run import run_pilot
 from dpevolve.privacy import Budget
 from dpevolve.release.build import build_release
 

@@ -21,13 +21,13 @@ from distributed import Client, LocalCluster
 from dpevolve import Synthesizer
 from dpevolve.backends import LocalBackend
 from dpevolve.backends.dask import DaskBackend, DaskPrivate, fit_parquet
-from dpevolve.core.distance import make_distance
-from dpevolve.core.variation import Variation
-from dpevolve.core.votes import HardVote, SoftVote
 from dpevolve.data.encoding import Layout, Records, encode
 from dpevolve.data.schema import Schema
 from dpevolve.data.streaming import StreamedTable, fit_file
 from dpevolve.errors import InputError
+from dpevolve.pe.distance import make_distance
+from dpevolve.pe.variation import Variation
+from dpevolve.pe.votes import HardVote, SoftVote
 
 SETTINGS = {
     "preset": "tabpe",

@@ -20,20 +20,20 @@ from hypothesis import strategies as st
 from dpevolve import Synthesizer
 from dpevolve.backends import LocalBackend
 from dpevolve.cli import main
-from dpevolve.core.distance import make_distance
-from dpevolve.core.invalid_rows import (
+from dpevolve.data.encoding import Layout, decode, encode
+from dpevolve.data.schema import NumericColumn, Schema
+from dpevolve.data.sources import FrameSource
+from dpevolve.errors import InputError
+from dpevolve.pe.distance import make_distance
+from dpevolve.pe.variation import Variation
+from dpevolve.pe.votes import HardVote, SoftVote
+from dpevolve.policy.blowfish import Policy
+from dpevolve.policy.invalid_rows import (
     EMPTY_VOTE_L2,
     calibrate,
     fill_empty_votes,
     stand_in_record,
 )
-from dpevolve.core.policy import Policy
-from dpevolve.core.variation import Variation
-from dpevolve.core.votes import HardVote, SoftVote
-from dpevolve.data.encoding import Layout, decode, encode
-from dpevolve.data.schema import NumericColumn, Schema
-from dpevolve.data.sources import FrameSource
-from dpevolve.errors import InputError
 
 FAST: dict[str, Any] = {"epsilon": 1.0, "random_state": 3, "population_size": 32, "rounds": 2}
 

@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from dpevolve import Synthesizer
-from dpevolve.core.hybrid import MarginalOptions, split_budget
-from dpevolve.core.marginal_fit import MarginalFit, allocate, draw_rows, project_simplex
-from dpevolve.core.variation import Variation
 from dpevolve.data.encoding import Layout, Records, encode
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.errors import InputError
+from dpevolve.pe.variation import Variation
+from dpevolve.pool.fit import MarginalFit, allocate, draw_rows, project_simplex
+from dpevolve.pool.hybrid import MarginalOptions, split_budget
 from dpevolve.privacy import Accountant, Budget
 from dpevolve.release.marginals import CellIndex, Workload, l2_change, measure_marginals
 

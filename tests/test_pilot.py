@@ -3,9 +3,9 @@ from __future__ import annotations
 import pytest
 
 from dpevolve import Synthesizer
-from dpevolve.core.pilot import run_pilot
-from dpevolve.core.policy import Policy
 from dpevolve.errors import InputError
+from dpevolve.pilot.run import run_pilot
+from dpevolve.policy.blowfish import Policy
 from dpevolve.privacy import Budget
 
 

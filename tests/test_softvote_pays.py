@@ -11,15 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpevolve import Synthesizer
-from dpevolve.core.debias import SoftDebias, candidate_kernel, richardson_lucy
-from dpevolve.core.distance import make_distance
-from dpevolve.core.policy import Policy
-from dpevolve.core.sharpen import sharpen_unprotected
-from dpevolve.core.vote_choice import VoteArm, VoteChoice, choose_vote, default_arms
-from dpevolve.core.votes import SoftVote
 from dpevolve.data.encoding import Records
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.errors import InputError
+from dpevolve.pe.debias import SoftDebias, candidate_kernel, richardson_lucy
+from dpevolve.pe.distance import make_distance
+from dpevolve.pe.votes import SoftVote
+from dpevolve.pilot.choice import VoteArm, VoteChoice, choose_vote, default_arms
+from dpevolve.policy.blowfish import Policy
+from dpevolve.policy.sharpen import sharpen_unprotected
 from dpevolve.privacy import Budget
 
 TINY = Schema(

@@ -17,14 +17,14 @@ import pytest
 
 from dpevolve import Synthesizer
 from dpevolve.backends import LocalBackend
-from dpevolve.core.distance import make_distance
-from dpevolve.core.variation import Variation
-from dpevolve.core.votes import HardVote, SoftVote
 from dpevolve.data.encoding import Layout, Records, encode
 from dpevolve.data.io import read_table
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.streaming import StreamedTable, fit_file
 from dpevolve.errors import InputError
+from dpevolve.pe.distance import make_distance
+from dpevolve.pe.variation import Variation
+from dpevolve.pe.votes import HardVote, SoftVote
 
 FORMATS = ["csv", "csv.gz", "parquet"]
 

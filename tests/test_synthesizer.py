@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpevolve import Synthesizer
-from dpevolve.core.evolution import Schedule, Stage
-from dpevolve.core.variation import mutation_rate
 from dpevolve.errors import InputError
+from dpevolve.pe.evolution import Schedule, Stage
+from dpevolve.pe.variation import mutation_rate
 from dpevolve.presets import get_preset
 
 FAST = {"preset": "tabpe", "population_size": 40, "rounds": 3}
@@ -189,14 +189,6 @@ def test_schedule_validation() -> None:
         Stage("median", 2)
     with pytest.raises(InputError):
         Schedule(0, (Stage("sample", 1),))
-
-
-def test_secure_noise_flag_is_deprecated(small_schema, small_table) -> None:
-    with pytest.warns(DeprecationWarning, match="default"):
-        model = Synthesizer(
-            small_schema, epsilon=1.0, delta=1e-5, random_state=0, secure_noise=True, **FAST
-        ).fit(small_table)
-    assert model.ledger_.to_dict()["noise"] == "secure"
 
 
 def test_counts_of_repairs_reach_the_ledger(small_schema, small_table) -> None:

@@ -9,13 +9,13 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpevolve.core.distance import Gower, TabPEEmbedding, make_distance
-from dpevolve.core.missing import NullableGower, NullableTabPEEmbedding
-from dpevolve.core.variation import Variation
 from dpevolve.data.encoding import Layout, Records, decode, encode
 from dpevolve.data.schema import MISSING, CategoricalColumn, Hierarchy, NumericColumn, Schema
 from dpevolve.data.types import DateColumn
 from dpevolve.errors import InputError
+from dpevolve.pe.distance import Gower, TabPEEmbedding, make_distance
+from dpevolve.pe.missing import NullableGower, NullableTabPEEmbedding
+from dpevolve.pe.variation import Variation
 
 YAML = """
 na_values: ["?"]

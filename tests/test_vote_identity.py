@@ -17,17 +17,17 @@ import pytest
 from dpevolve import Synthesizer
 from dpevolve.backends.fused import FusedBackend, fused_available
 from dpevolve.backends.local import LocalBackend
-from dpevolve.core.canonical import (
+from dpevolve.data.encoding import Records
+from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
+from dpevolve.pe.canonical import (
     EXACT_CELL_LIMIT,
     exp_canonical,
     soft_histogram,
     soft_quantisation_slack,
     soft_row_votes,
 )
-from dpevolve.core.distance import Gower, TabPEEmbedding
-from dpevolve.core.votes import HardVote, SoftVote
-from dpevolve.data.encoding import Records
-from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
+from dpevolve.pe.distance import Gower, TabPEEmbedding
+from dpevolve.pe.votes import HardVote, SoftVote
 
 needs_numba = pytest.mark.skipif(not fused_available(), reason="numba not installed")
 

@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 
-from dpevolve.core.vote_choice import default_vote
 from dpevolve.errors import InputError
+from dpevolve.pilot.choice import default_vote
 from dpevolve.presets import DEFAULT_PRESET, Preset, get_preset
 from dpevolve.privacy import Budget, default_delta
 
@@ -107,7 +107,7 @@ MechanismSpec = GaussianSpec | PubMixSpec
 class MarginalSpec:
     """One Gaussian release of low-order marginals after the rounds: its ``share`` of
     the budget (zCDP rho, in (0, 1]) and its ``options`` (a
-    :class:`~dpevolve.core.hybrid.MarginalOptions` or a dict of its fields)."""
+    :class:`~dpevolve.pool.hybrid.MarginalOptions` or a dict of its fields)."""
 
     share: float
     options: Any = None

@@ -17,15 +17,15 @@ from typing import Any
 import pandas as pd
 
 from dpevolve.config import RunConfig
-from dpevolve.core.distance import Distance, make_distance
-from dpevolve.core.invalid_rows import InvalidRowCalibration
-from dpevolve.core.invalid_rows import calibrate as calibrate_invalid
-from dpevolve.core.pilot import PilotFit
-from dpevolve.core.vote_pick import VotePick, pick_vote
 from dpevolve.data.encoding import Records, encode
 from dpevolve.data.schema import Schema
 from dpevolve.data.validation import ValidationReport
 from dpevolve.errors import InputError
+from dpevolve.pe.distance import Distance, make_distance
+from dpevolve.pilot.pick import VotePick, pick_vote
+from dpevolve.pilot.run import PilotFit
+from dpevolve.policy.invalid_rows import InvalidRowCalibration
+from dpevolve.policy.invalid_rows import calibrate as calibrate_invalid
 from dpevolve.privacy import Budget, Ledger
 from dpevolve.release.build import exact_sensitivity
 
@@ -78,7 +78,7 @@ def plan_fit(
     budget = config.budget(n)
     run_budget, marginal_rho = budget, None
     if config.marginals is not None:
-        from dpevolve.core.hybrid import split_budget
+        from dpevolve.pool.hybrid import split_budget
 
         pe_budget, marginal_rho = split_budget(budget, config.marginals.share)
         run_budget = budget if pe_budget is None else pe_budget
@@ -95,7 +95,7 @@ def plan_fit(
         distance=distance,
     )
     if pick.sharpen != 1.0:
-        from dpevolve.core.sharpen import sharpen_unprotected
+        from dpevolve.policy.sharpen import sharpen_unprotected
 
         if policy is None:
             raise InputError("sharpening needs a Blowfish policy (--policy)")

@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dpevolve.core.evolution import Schedule, Stage
 from dpevolve.errors import InputError
+from dpevolve.pe.evolution import Schedule, Stage
 
 
 @dataclass(frozen=True)

@@ -14,15 +14,15 @@ import pandas as pd
 
 from dpevolve.backends import Backend, make_backend
 from dpevolve.config import RunConfig, resolve
-from dpevolve.core.evolution import Evolution
-from dpevolve.core.pilot import PilotFit
-from dpevolve.core.variation import Variation
 from dpevolve.data.encoding import Layout, Records, decode
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import FrameSource, PrivateSource
 from dpevolve.errors import InputError
 from dpevolve.estimator import EstimatorParams
 from dpevolve.fit_plan import FitPlan, open_ledger, plan_fit
+from dpevolve.pe.evolution import Evolution
+from dpevolve.pe.variation import Variation
+from dpevolve.pilot.run import PilotFit
 from dpevolve.presets import get_preset
 from dpevolve.privacy import Ledger
 from dpevolve.release.base import Release, Selection
@@ -31,7 +31,7 @@ from dpevolve.release.noise import NoiseSource, make_noise
 
 if TYPE_CHECKING:
     from dpevolve.config import MechanismSpec
-    from dpevolve.core.hybrid import WeightedSupport
+    from dpevolve.pool.hybrid import WeightedSupport
 
 
 def package_version() -> str:
@@ -116,19 +116,17 @@ class Synthesizer(EstimatorParams):
         An integer makes the noise reproducible bit for bit, for research only: anyone
         who holds it can remove the noise. It never enters the ledger or a report (the
         ledger says ``"noise": "seeded"``).
-    secure_noise
-        Deprecated: secure noise is the default; ``noise_seed`` opts out.
     progress
         Show a progress bar with the privacy spent so far.
     marginals
         Share of the budget (in zCDP ``rho``, ``0 < share <= 1``) for one Gaussian release
         of low-order marginals after the PE rounds; ``None`` (default) runs PE alone. The
         rounds get the rest of ``rho``; both are Gaussian, so the run composes exactly
-        to the target (see :mod:`dpevolve.core.hybrid`). The released population is then
+        to the target (see :mod:`dpevolve.pool.hybrid`). The released population is then
         grown and weighted to match the noisy marginals (post-processing) and
         :meth:`sample` draws rows from that weighted support.
     marginal_options
-        :class:`~dpevolve.core.hybrid.MarginalOptions` or a dict of its fields
+        :class:`~dpevolve.pool.hybrid.MarginalOptions` or a dict of its fields
         (workload order, numeric bins, pool growth, numeric output handling).
 
     Attributes
@@ -171,7 +169,6 @@ class Synthesizer(EstimatorParams):
         on_invalid: Literal["error", "drop", "clip"] = "error",
         backend: Backend | None = None,
         noise_seed: int | None = None,
-        secure_noise: bool | None = None,
         progress: bool = False,
         sharpen: float = 1.0,
         debias: int = 0,
@@ -200,7 +197,6 @@ class Synthesizer(EstimatorParams):
         self.on_invalid = on_invalid
         self.backend = backend
         self.noise_seed = noise_seed
-        self.secure_noise = secure_noise
         self.progress = progress
         self.sharpen = sharpen
         self.debias = debias
@@ -220,20 +216,12 @@ class Synthesizer(EstimatorParams):
         return self.config().preset.name
 
     def _noise(self) -> NoiseSource:
-        if self.secure_noise is not None:
-            warnings.warn(
-                "secure_noise is deprecated: secure noise is the default (noise_seed opts out)",
-                DeprecationWarning,
-                stacklevel=4,
-            )
-            if self.secure_noise and self.noise_seed is not None:
-                raise InputError("secure_noise=True contradicts noise_seed")
         return make_noise(self.noise_seed)
 
     def _policy(self, schema: Schema) -> Any:
         if self.policy is None:
             return None
-        from dpevolve.core.policy import Policy
+        from dpevolve.policy.blowfish import Policy
 
         if isinstance(self.policy, Policy):
             return self.policy
@@ -241,7 +229,7 @@ class Synthesizer(EstimatorParams):
 
     @classmethod
     def pilot_fit(cls, schema: Schema | str | Path, **params: Any) -> PilotFit:
-        """A public pilot's ``fit`` callback (:data:`~dpevolve.core.pilot.PilotFit`):
+        """A public pilot's ``fit`` callback (:data:`~dpevolve.pilot.run.PilotFit`):
         each call fits ``Synthesizer(schema, **params, **options)`` on ``options["X"]``
         and returns its synthetic table. The pilot sets the budget (``rho``) itself."""
         base = {k: v for k, v in params.items() if k not in ("epsilon", "delta", "rho")}
@@ -326,7 +314,7 @@ class Synthesizer(EstimatorParams):
         final, history = self._evolve(plan, schema, source, release, backend, ledger, rng)
         self.support_: WeightedSupport | None = None
         if plan.marginal_rho is not None and config.marginals is not None:
-            from dpevolve.core.hybrid import fit_and_record
+            from dpevolve.pool.hybrid import fit_and_record
 
             self.support_ = fit_and_record(
                 source.batches(), schema, final, plan.marginal_rho, config.marginals.share,

@@ -19,13 +19,13 @@ import pytest
 from scipy import stats
 
 from dpevolve.backends import LocalBackend, make_backend
-from dpevolve.core.canonical import soft_quantisation_slack
-from dpevolve.core.distance import make_distance
-from dpevolve.core.policy import Policy
-from dpevolve.core.sensitivity import reach_edge
-from dpevolve.core.votes import HardVote, SoftVote
 from dpevolve.data.encoding import Records, encode
 from dpevolve.errors import InputError
+from dpevolve.pe.canonical import soft_quantisation_slack
+from dpevolve.pe.distance import make_distance
+from dpevolve.pe.votes import HardVote, SoftVote
+from dpevolve.policy.blowfish import Policy
+from dpevolve.policy.sensitivity import reach_edge
 from dpevolve.privacy import Budget, calibrate_gaussian
 from dpevolve.privacy.audit import (
     cks_epsilon,

@@ -21,8 +21,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpevolve.core.policy import Policy
 from dpevolve.errors import InputError
+from dpevolve.policy.blowfish import Policy
 from dpevolve.privacy import ApproxDPEvent, Budget, GaussianEvent
 from dpevolve.privacy.audit import cks_epsilon, eps_lower_bound, independent_epsilon
 from dpevolve.release.discrete import sample_discrete

@@ -18,11 +18,11 @@ from scipy import stats
 import dpevolve.release.pubmix as pubmix_module
 from dpevolve import Synthesizer
 from dpevolve.backends import make_backend
-from dpevolve.core.distance import make_distance
-from dpevolve.core.invalid_rows import fill_empty_votes
-from dpevolve.core.votes import HardVote
 from dpevolve.data.encoding import encode
 from dpevolve.data.schema import CategoricalColumn, Schema
+from dpevolve.pe.distance import make_distance
+from dpevolve.pe.votes import HardVote
+from dpevolve.policy.invalid_rows import fill_empty_votes
 from dpevolve.privacy import Budget
 from dpevolve.pubmix import water_fill
 from dpevolve.release.discrete import sample_discrete

@@ -73,8 +73,6 @@ from dpevolve.backends.dask_worker import (
     tally_of,
     worker_kernel,
 )
-from dpevolve.core.distance import Distance
-from dpevolve.core.votes import Vote
 from dpevolve.data.encoding import Records
 from dpevolve.data.messages import reader_error
 from dpevolve.data.schema import Schema, ValidationReport
@@ -85,6 +83,8 @@ from dpevolve.data.streaming import (
     check_columns,
 )
 from dpevolve.errors import InputError
+from dpevolve.pe.distance import Distance
+from dpevolve.pe.votes import Vote
 
 if TYPE_CHECKING:
     from distributed import Client

@@ -204,12 +204,6 @@ def synth(
         int | None, typer.Option("--rounds", min=1, help="Override the preset's rounds.")
     ] = None,
     on_invalid: InvalidOption = OnInvalid.error,
-    secure_noise: Annotated[
-        bool,
-        typer.Option(
-            "--secure-noise", help="Deprecated: secure noise is the default.", hidden=True
-        ),
-    ] = False,
     report: Annotated[
         Path | None,
         typer.Option(
@@ -253,8 +247,8 @@ def synth(
     table_schema = Schema.load(schema)
     public_table = read_table(public, "public table") if public is not None else None
     if policy is not None:
-        from dpevolve.core.distance import make_distance
-        from dpevolve.core.policy import Policy
+        from dpevolve.pe.distance import make_distance
+        from dpevolve.policy.blowfish import Policy
         from dpevolve.presets import get_preset
 
         loaded = Policy.load(policy, table_schema)

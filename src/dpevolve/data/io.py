@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,20 +50,6 @@ def read_table(path: str | Path, what: str = "table") -> pd.DataFrame:
         raise InputError(f"{what} {path} is empty") from None
     except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as exc:
         raise InputError(f"{what} {path} could not be read: {reader_error(exc)}") from None
-
-
-def iter_table(path: str | Path, batch_rows: int = 500_000) -> Iterator[pd.DataFrame]:
-    """Stream a CSV or Parquet table in row batches (memory bounded by ``batch_rows``)."""
-    path = Path(path)
-    suffix = table_suffix(path)
-    if not path.is_file():
-        raise InputError(f"table file not found: {path}")
-    if suffix in (".parquet", ".pq"):
-        pq = require("pyarrow.parquet", "reading .parquet tables")
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_rows):
-            yield batch.to_pandas()
-    else:
-        yield from pd.read_csv(path, chunksize=batch_rows)
 
 
 def check_writable(path: str | Path, force: bool) -> Path:

@@ -13,12 +13,12 @@ from typing import Any
 
 from dpevolve.backends import Backend
 from dpevolve.config import GaussianSpec, MechanismSpec, PubMixSpec
-from dpevolve.core.canonical import soft_quantisation_slack
-from dpevolve.core.distance import Distance
-from dpevolve.core.evolution import Schedule
-from dpevolve.core.votes import SoftVote, Vote
 from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
+from dpevolve.pe.canonical import soft_quantisation_slack
+from dpevolve.pe.distance import Distance
+from dpevolve.pe.evolution import Schedule
+from dpevolve.pe.votes import SoftVote, Vote
 from dpevolve.privacy import Budget, calibrate_gaussian
 from dpevolve.release.base import Release
 from dpevolve.release.gaussian import GaussianRelease
@@ -71,7 +71,7 @@ def gaussian_release(spec: GaussianSpec, inputs: ReleaseInputs) -> tuple[Release
     sigma = multiplier * (inputs.sensitivity + slack)
     postprocess = None
     if inputs.debias and isinstance(inputs.vote, SoftVote):
-        from dpevolve.core.debias import SoftDebias
+        from dpevolve.pe.debias import SoftDebias
 
         postprocess = SoftDebias(inputs.distance, inputs.vote.temperature, int(inputs.debias))
     release = GaussianRelease(
@@ -141,7 +141,7 @@ def exact_sensitivity(
     if getattr(backend, "exact", True) is False:
         # The search assumes the canonical vote arithmetic; a BLAS argmin is another.
         raise InputError("exact calibration needs a backend with exact=True")
-    from dpevolve.core.sensitivity import enumerate_domain, per_round_hard_sensitivity
+    from dpevolve.policy.sensitivity import enumerate_domain, per_round_hard_sensitivity
 
     domain = enumerate_domain(distance.layout, None, 1_000_000)
     return lambda population: per_round_hard_sensitivity(policy, distance, population, domain)

@@ -16,9 +16,9 @@ from typing import Protocol
 
 import numpy as np
 
-from dpevolve.core.canonical import tabpe_squared
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import CategoricalColumn, Schema
+from dpevolve.pe.canonical import tabpe_squared
 
 
 class Distance(Protocol):
@@ -108,7 +108,7 @@ class TabPEEmbedding:
 
         Not the BLAS identity ``||x||^2 + ||c||^2 - 2 x.c``: its rounding depends on the
         batch, and a near tie must resolve the same way in every backend and in the
-        exact sensitivity search (see :mod:`dpevolve.core.canonical`).
+        exact sensitivity search (see :mod:`dpevolve.pe.canonical`).
         """
         return tabpe_squared(x.numeric, x.codes, c.numeric, c.codes, self._mismatch)
 
@@ -140,7 +140,7 @@ class TabPEEmbedding:
 def make_distance(name: str, schema: Schema) -> Distance:
     """``gower`` or ``tabpe`` (the one-hot/L2 embedding)."""
     if name in ("gower", "tabpe", "embedding", "l2") and Layout.of(schema).nullable_mask.any():
-        from dpevolve.core.missing import nullable_distance  # missing numeric cells (NaN)
+        from dpevolve.pe.missing import nullable_distance  # missing numeric cells (NaN)
 
         return nullable_distance("gower" if name == "gower" else "tabpe", schema)
     if name == "gower":

@@ -1,8 +1,8 @@
 """The vote a run uses: as configured, or chosen by a public pilot (no private budget).
 
-``temperature="auto"`` asks :func:`~dpevolve.core.pilot.run_pilot` for the soft vote's
+``temperature="auto"`` asks :func:`~dpevolve.pilot.run.run_pilot` for the soft vote's
 temperature (or the hard vote); ``vote="auto"`` asks
-:func:`~dpevolve.core.vote_choice.choose_vote` for a whole arm (hard, or soft with
+:func:`~dpevolve.pilot.choice.choose_vote` for a whole arm (hard, or soft with
 sharpening and debiasing). Both run on public data through the ``fit`` callback the
 facade passes, so this module never builds a synthesizer itself.
 """
@@ -16,11 +16,11 @@ from typing import Any
 import pandas as pd
 
 from dpevolve.config import VoteSpec
-from dpevolve.core.pilot import PilotFit, PilotResult, run_pilot
-from dpevolve.core.vote_choice import VoteChoice, choose_vote
-from dpevolve.core.votes import Vote, make_vote
 from dpevolve.data.schema import Schema
 from dpevolve.errors import InputError
+from dpevolve.pe.votes import Vote, make_vote
+from dpevolve.pilot.choice import VoteChoice, choose_vote
+from dpevolve.pilot.run import PilotFit, PilotResult, run_pilot
 from dpevolve.privacy import Budget, Ledger, ZeroCostEvent
 
 
@@ -78,7 +78,7 @@ def pick_vote(
     policy
         The loaded Blowfish policy or ``None`` (it sets the default vote arms).
     fit
-        One pilot run on public data (:data:`~dpevolve.core.pilot.PilotFit`).
+        One pilot run on public data (:data:`~dpevolve.pilot.run.PilotFit`).
     distance
         The run's distance (sharpened soft arms need Gower).
     """

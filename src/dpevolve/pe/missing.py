@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpevolve.core.distance import Gower, TabPEEmbedding
 from dpevolve.data.encoding import Records
 from dpevolve.data.schema import Schema
+from dpevolve.pe.distance import Gower, TabPEEmbedding
 
 
 def _missing_term(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
