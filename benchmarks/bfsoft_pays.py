@@ -127,9 +127,12 @@ def auto_choice(dataset: str, rho: float) -> Any:
     from dpevolve.backends import make_backend
     from dpevolve.pilot.choice import choose_vote
     from dpevolve.policy.blowfish import Policy
+    from dpevolve.presets import get_preset
     from dpevolve.privacy import Budget
+    from dpevolve.synthesizer import Synthesizer
 
     private, public_frame, schema = tables(dataset)
+    policy = Policy.from_dict(POLICIES[dataset], schema)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         choice = choose_vote(
@@ -137,9 +140,11 @@ def auto_choice(dataset: str, rho: float) -> Any:
             public_frame,
             len(private),
             Budget(rho=rho, delta=DELTA),
-            preset="bfsoft",
-            policy=Policy.from_dict(POLICIES[dataset], schema),
-            backend=make_backend("auto"),
+            fit=Synthesizer.pilot_fit(
+                schema, preset="bfsoft", policy=policy, backend=make_backend("auto")
+            ),
+            rounds=get_preset("bfsoft").schedule.rounds,
+            policy=policy,
         )
     return choice.chosen
 

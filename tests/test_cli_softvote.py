@@ -11,7 +11,7 @@ import yaml
 
 from dpevolve import Synthesizer
 from dpevolve.cli import ledger_path, main
-from dpevolve.pilot.choice import default_vote
+from dpevolve.config import default_vote
 
 FAST = ["--population", "30", "--rounds", "2", "--preset", "bfsoft", "--rho", "1e-3"]
 

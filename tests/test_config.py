@@ -129,26 +129,8 @@ def test_the_pilot_runs_through_its_callback(small_schema, small_table) -> None:
         fit=fit, rounds=4,
     )  # fmt: skip
     assert [c["debias"] for c in calls] == [0, 2] and set(choice.errors) == set(arms)
-    with pytest.raises(InputError, match="give rounds"):
+    with pytest.raises(InputError, match=r"give fit=.* and rounds="):
         run_pilot(small_schema, public, 400, Budget(rho=1e-3, delta=1e-5), fit=fit)
-    with pytest.raises(InputError, match="belong in the callback"):
-        run_pilot(small_schema, public, 400, Budget(rho=1e-3), fit=fit, rounds=2, preset="tabpe")
-
-
-def test_the_old_pilot_form_still_works_with_a_warning(small_schema, small_table) -> None:
-    public, private = small_table.iloc[:200], small_table.iloc[200:]
-    budget = Budget(rho=1e-3, delta=1e-5)
-    options = {"population_size": 30, "rounds": 2}
-    with pytest.warns(DeprecationWarning, match="fit=Synthesizer.pilot_fit"):
-        old = run_pilot(
-            small_schema, public, len(private), budget, temperatures=(0.05,), seeds=(0,), **options
-        )
-    new = run_pilot(
-        small_schema, public, len(private), budget, temperatures=(0.05,), seeds=(0,),
-        fit=Synthesizer.pilot_fit(small_schema, **options), rounds=2,
-    )  # fmt: skip
-    # The pilot's noise is secure (no seed), so the errors differ; the setup does not.
-    assert old.noise_scale == new.noise_scale and set(old.soft_errors) == set(new.soft_errors)
 
 
 def test_vote_spec_says_soft() -> None:

@@ -13,8 +13,13 @@ from dpevolve.data.encoding import Layout, Records, decode, encode
 from dpevolve.data.schema import MISSING, CategoricalColumn, Hierarchy, NumericColumn, Schema
 from dpevolve.data.types import DateColumn
 from dpevolve.errors import InputError
-from dpevolve.pe.distance import Gower, TabPEEmbedding, make_distance
-from dpevolve.pe.missing import NullableGower, NullableTabPEEmbedding
+from dpevolve.pe.distance import (
+    Gower,
+    NullableGower,
+    NullableTabPEEmbedding,
+    TabPEEmbedding,
+    make_distance,
+)
 from dpevolve.pe.variation import Variation
 
 YAML = """

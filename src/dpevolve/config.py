@@ -22,7 +22,6 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 
 from dpevolve.errors import InputError
-from dpevolve.pilot.choice import default_vote
 from dpevolve.presets import DEFAULT_PRESET, Preset, get_preset
 from dpevolve.privacy import Budget, default_delta
 
@@ -138,6 +137,36 @@ class RunConfig:
         the private row count, is public under replace-one adjacency)."""
         delta = default_delta(n) if self.delta is None else self.delta
         return Budget.from_args(epsilon=self.epsilon, delta=delta, rho=self.rho)
+
+
+def default_vote(options: Any, preset_vote: str) -> str:
+    """The vote when none is named: ``auto`` where the pilot can run and pays.
+
+    ``options`` is a mapping of Synthesizer parameters or a Synthesizer (read for ``policy``,
+    ``public``, ``mechanism``, ``calibration``, ``temperature``, ``sharpen`` and
+    ``debias``). ``auto`` needs public data for its pilot and a policy, without which no
+    soft vote has a smaller sensitivity than the hard one; PubMix and exact calibration
+    need hard votes; a temperature, sharpening or debiasing given by hand is a soft
+    configuration the user chose. Otherwise the preset's vote.
+    """
+
+    def get(key: str, default: Any = None) -> Any:
+        if isinstance(options, Mapping):
+            return options.get(key, default)
+        return getattr(options, key, default)
+
+    chose_soft = (
+        get("temperature") is not None or get("sharpen", 1.0) != 1.0 or bool(get("debias", 0))
+    )
+    if (
+        get("policy") is not None
+        and get("public") is not None
+        and get("mechanism", "gaussian") == "gaussian"
+        and get("calibration", "bound") != "exact"
+        and not chose_soft
+    ):
+        return "auto"
+    return preset_vote
 
 
 # The flat keyword arguments each mechanism spec replaces, with their defaults.

@@ -435,7 +435,7 @@ class Synthesizer(EstimatorParams):
         """A model saved by :meth:`save`, ready to :meth:`sample` (no privacy cost)."""
         from dpevolve.model_io import load_model
 
-        return load_model(path)
+        return load_model(path, cls)
 
     # ------------------------------------------------------------------ sample
     def sample(self, num_rows: int | None = None) -> pd.DataFrame:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -55,9 +55,6 @@ from dpevolve.data.validation import (
     check_on_invalid,
 )
 from dpevolve.errors import InputError
-
-if TYPE_CHECKING:
-    from dpevolve.synthesizer import Synthesizer
 
 DEFAULT_BATCH_ROWS = 250_000
 
@@ -231,11 +228,14 @@ class TableStream(Iterator[Records]):
 
 
 # ------------------------------------------------------------------------------ fitting
-def fit_file(
-    model: Synthesizer,
-    path: str | Path,
-    batch_rows: int = DEFAULT_BATCH_ROWS,
-) -> Synthesizer:
+class FitsFiles(Protocol):
+    """A model with ``fit_file`` (the :class:`~dpevolve.synthesizer.Synthesizer`; a
+    protocol, so this module imports nothing that imports it)."""
+
+    def fit_file(self, path: str | Path, batch_rows: int = ...) -> Any: ...
+
+
+def fit_file(model: FitsFiles, path: str | Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Any:
     """Deprecated: use :meth:`Synthesizer.fit_file <dpevolve.synthesizer.Synthesizer.fit_file>`."""
     return model.fit_file(path, batch_rows)
 

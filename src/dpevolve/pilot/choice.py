@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import statistics
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +23,7 @@ import pandas as pd
 
 from dpevolve.data.schema import Schema
 from dpevolve.errors import InputError
-from dpevolve.pilot.run import PilotFit, pilot_error, pilot_setup
+from dpevolve.pilot.run import PilotFit, pilot_error, pilot_rounds
 from dpevolve.privacy import Budget, calibrate_gaussian
 
 # Seed of the split of the public table into a stand-in private half and a seed half.
@@ -84,36 +84,6 @@ def default_arms(policy: Any, distance: Any = "gower") -> tuple[VoteArm, ...]:
     soft = [VoteArm("soft", tau, sharpen=10.0 if sharp else 1.0) for tau in (0.015, 0.03, 0.06)]
     debiased = VoteArm("soft", 0.06, sharpen=30.0 if sharp else 1.0, debias=20)
     return (VoteArm("hard"), *soft, debiased)
-
-
-def default_vote(options: Any, preset_vote: str) -> str:
-    """The vote when none is named: ``auto`` where the pilot can run and pays.
-
-    ``options`` is a mapping of Synthesizer parameters or a Synthesizer (read for ``policy``,
-    ``public``, ``mechanism``, ``calibration``, ``temperature``, ``sharpen`` and
-    ``debias``). ``auto`` needs public data for its pilot and a policy, without which no
-    soft vote has a smaller sensitivity than the hard one; PubMix and exact calibration
-    need hard votes; a temperature, sharpening or debiasing given by hand is a soft
-    configuration the user chose. Otherwise the preset's vote.
-    """
-
-    def get(key: str, default: Any = None) -> Any:
-        if isinstance(options, Mapping):
-            return options.get(key, default)
-        return getattr(options, key, default)
-
-    chose_soft = (
-        get("temperature") is not None or get("sharpen", 1.0) != 1.0 or bool(get("debias", 0))
-    )
-    if (
-        get("policy") is not None
-        and get("public") is not None
-        and get("mechanism", "gaussian") == "gaussian"
-        and get("calibration", "bound") != "exact"
-        and not chose_soft
-    ):
-        return "auto"
-    return preset_vote
 
 
 @dataclass(frozen=True)
@@ -200,7 +170,6 @@ def choose_vote(
     rounds: int | None = None,
     policy: Any = None,
     distance: Any = "gower",
-    **synth_options: Any,
 ) -> VoteChoice:
     """Run every arm on public data at the private run's noise-to-signal ratio.
 
@@ -220,12 +189,8 @@ def choose_vote(
     fit, rounds
         One pilot run (:data:`~dpevolve.pilot.run.PilotFit`) and the private run's
         number of rounds; ``policy`` and ``distance`` pick the default arms.
-    synth_options
-        Deprecated (instead of ``fit`` and ``rounds``): Synthesizer keyword arguments.
     """
-    if fit is None and policy is not None:
-        synth_options["policy"] = policy
-    fit, rounds = pilot_setup(schema, fit, rounds, synth_options, "choose_vote")
+    fit, rounds = pilot_rounds(fit, rounds, "choose_vote")
 
     frame, _ = schema.validate(public, on_invalid="error", what="public table")
     seed_pool = None
@@ -235,8 +200,6 @@ def choose_vote(
         seed_pool, frame = frame.iloc[order[:half]], frame.iloc[order[half:]]
     if len(frame) < 2:
         raise InputError("the pilot needs a public table of at least 4 rows")
-    policy = synth_options.get("policy", policy)
-    distance = synth_options.get("distance") or distance
     chosen_arms = tuple(arms) if arms is not None else default_arms(policy, distance)
     if not chosen_arms:
         raise InputError("the pilot needs at least one arm")

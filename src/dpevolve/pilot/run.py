@@ -13,7 +13,6 @@ adjacency. Nothing here reads private records, so it costs no private budget.
 from __future__ import annotations
 
 import statistics
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,43 +34,14 @@ DEFAULT_TEMPERATURES = (0.015, 0.03, 0.06)
 PilotFit = Callable[[dict[str, Any]], pd.DataFrame]
 
 
-def pilot_setup(
-    schema: Schema,
-    fit: PilotFit | None,
-    rounds: int | None,
-    synth_options: dict[str, Any],
-    caller: str,
-) -> tuple[PilotFit, int]:
-    """The pilot's ``fit`` callback and the private run's number of rounds.
-
-    Without ``fit``, the deprecated form: Synthesizer keyword arguments in
-    ``synth_options`` configure a pilot model built here.
-    """
-    if fit is not None:
-        if synth_options:
-            raise InputError(
-                f"{caller}: with fit=..., Synthesizer options belong in the callback, "
-                f"not here: {sorted(synth_options)}"
-            )
-        if rounds is None:
-            raise InputError(f"{caller}: with fit=..., give rounds= (the private run's rounds)")
-        return fit, rounds
-    warnings.warn(
-        f"{caller}(..., **synthesizer_options) is deprecated: pass fit=Synthesizer.pilot_fit("
-        "schema, ...) and rounds=...",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    from dpevolve.presets import get_preset
-
-    # Deprecated path only (architecture test: KNOWN_DEFERRED_CYCLES); the callback form
-    # above is how the facade calls the pilot, with no import of the facade.
-    from dpevolve.synthesizer import Synthesizer
-
-    preset = get_preset(synth_options.get("preset", "tabpe")).with_overrides(
-        synth_options.get("population_size"), synth_options.get("rounds")
-    )
-    return Synthesizer.pilot_fit(schema, **synth_options), preset.schedule.rounds
+def pilot_rounds(fit: PilotFit | None, rounds: int | None, caller: str) -> tuple[PilotFit, int]:
+    """The pilot's ``fit`` callback and the private run's number of rounds, both required."""
+    if fit is None or rounds is None:
+        raise InputError(
+            f"{caller}: give fit= (e.g. Synthesizer.pilot_fit(schema, ...)) and rounds= "
+            "(the private run's rounds)"
+        )
+    return fit, rounds
 
 
 def pilot_error(
@@ -125,7 +95,6 @@ def run_pilot(
     public_init: bool = False,
     fit: PilotFit | None = None,
     rounds: int | None = None,
-    **synth_options: Any,
 ) -> PilotResult:
     """Forecast hard vs soft and the best temperature from public data alone.
 
@@ -145,11 +114,9 @@ def run_pilot(
         One pilot run (:data:`PilotFit`), e.g. ``Synthesizer.pilot_fit(schema, preset=...,
         policy=...)``; the private run's facade passes its own.
     rounds
-        The private run's number of Gaussian rounds (with ``fit``).
-    synth_options
-        Deprecated (instead of ``fit`` and ``rounds``): Synthesizer keyword arguments.
+        The private run's number of Gaussian rounds.
     """
-    fit, rounds = pilot_setup(schema, fit, rounds, synth_options, "run_pilot")
+    fit, rounds = pilot_rounds(fit, rounds, "run_pilot")
     if not temperatures:
         raise InputError("the pilot needs at least one temperature")
     frame, _ = schema.validate(public, on_invalid="error", what="public table")
