@@ -52,6 +52,8 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
+from dpevolve.config import VoteSpec  # noqa: E402
+
 RESULTS = Path(__file__).resolve().parent / "results"
 TAUS = (0.015, 0.03, 0.06)
 BUDGETS = {"strong": 1e-4, "weak": 3e-3}
@@ -129,8 +131,7 @@ def _fit(rho: float, method: str, seed: int) -> Any:
         rho=rho,
         delta=DELTA,
         preset="bfsoft",
-        vote=vote,
-        temperature=tau,
+        vote=VoteSpec(kind=vote, temperature=tau),
         policy=s["policy"],
         public=s["test"] if _public_init() else None,
         random_state=seed,

@@ -42,6 +42,8 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from dpevolve.config import VoteSpec  # noqa: E402
+
 RESULTS = Path(__file__).resolve().parent / "results"
 DELTA = 1e-5
 TARGET_RHO = 1e-4
@@ -54,20 +56,20 @@ POLICIES = {
 # name -> Synthesizer keyword arguments
 TARGET_ARMS: dict[str, dict[str, Any]] = {
     "hard": {"vote": "hard"},
-    "soft0.03": {"vote": "soft", "temperature": 0.03},
-    "soft0.03 sharpen10": {"vote": "soft", "temperature": 0.03, "sharpen": 10.0},
-    "soft0.06 sharpen10": {"vote": "soft", "temperature": 0.06, "sharpen": 10.0},
+    "soft0.03": {
+        "vote": VoteSpec(kind="soft", temperature=0.03),
+    },
+    "soft0.03 sharpen10": {
+        "vote": VoteSpec(kind="soft", temperature=0.03, sharpen=10.0),
+    },
+    "soft0.06 sharpen10": {
+        "vote": VoteSpec(kind="soft", temperature=0.06, sharpen=10.0),
+    },
     "soft0.03 sharpen10 debias3": {
-        "vote": "soft",
-        "temperature": 0.03,
-        "sharpen": 10.0,
-        "debias": 3,
+        "vote": VoteSpec(kind="soft", temperature=0.03, sharpen=10.0, debias=3),
     },
     "soft0.06 sharpen30 debias20": {
-        "vote": "soft",
-        "temperature": 0.06,
-        "sharpen": 30.0,
-        "debias": 20,
+        "vote": VoteSpec(kind="soft", temperature=0.06, sharpen=30.0, debias=20),
     },
 }
 

@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpevolve.config import VoteSpec
+
 TEMPERATURES = (0.015, 0.03, 0.06)
 """The BF-Soft study's fixed temperatures (spec §3)."""
 
@@ -195,7 +197,7 @@ def fit_synthesizer(
     rho: float | None = None,
     epsilon: float | None = None,
     delta: float | None = DELTA,
-    vote: str = "hard",
+    vote: str | VoteSpec = "hard",
     tau: float | None = None,
     policy_name: str | None = None,
     preset: str = "bfsoft",
@@ -217,8 +219,7 @@ def fit_synthesizer(
         epsilon=epsilon,
         delta=delta,
         preset=preset,
-        vote=vote,
-        temperature=tau,
+        vote=vote if isinstance(vote, VoteSpec) else VoteSpec(kind=vote, temperature=tau),
         policy=None if policy_name is None else policy(dataset, policy_name),
         random_state=seed,
         backend=backend(),

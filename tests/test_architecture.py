@@ -32,7 +32,6 @@ OVERSIZED: dict[str, str] = {}
 # over it (so a fix drops its line).
 LONG_FUNCTIONS: dict[str, str] = {
     "release/discrete.py:sample_discrete": "the standalone PubMix sampler (trust's module)",
-    "cli/synth.py:synth": "being split (issue 17)",
 }
 
 NOISE_SAMPLERS = frozenset({"normal", "standard_normal", "laplace", "gumbel"})

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpevolve import Synthesizer
+from dpevolve.config import VoteSpec
 from dpevolve.data.encoding import Records
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.errors import InputError
@@ -20,6 +21,7 @@ from dpevolve.pe.votes import SoftVote
 from dpevolve.pilot.choice import VoteArm, VoteChoice, choose_vote, default_arms
 from dpevolve.policy.blowfish import Policy
 from dpevolve.policy.sharpen import sharpen_unprotected
+from dpevolve.presets import get_preset
 from dpevolve.privacy import Budget
 
 TINY = Schema(
@@ -174,7 +176,10 @@ def test_a_soft_arm_must_beat_hard_on_every_pilot_seed(hard, soft) -> None:
 def test_vote_auto_end_to_end(small_schema, small_table, capsys) -> None:
     public, private = small_table.iloc[:200], small_table.iloc[200:]
     policy = Policy.from_dict({"attributes": {"age": {"threshold": 5}}}, small_schema)
-    options = {"policy": policy, "population_size": 30, "rounds": 2, "preset": "bfsoft"}
+    options = {
+        "policy": policy,
+        "preset": get_preset("bfsoft", population=30, rounds=2),
+    }
     choice = choose_vote(
         small_schema,
         public,
@@ -212,17 +217,14 @@ def test_sharpen_and_debias_in_a_fit(small_schema, small_table) -> None:
     common = {
         "rho": 1e-3,
         "policy": policy,
-        "population_size": 30,
-        "rounds": 2,
-        "preset": "bfsoft",
+        "preset": get_preset("bfsoft", population=30, rounds=2),
     }
-    plain = Synthesizer(small_schema, vote="soft", temperature=0.05, random_state=1, **common)
+    plain = Synthesizer(
+        small_schema, vote=VoteSpec(kind="soft", temperature=0.05), random_state=1, **common
+    )
     sharp = Synthesizer(
         small_schema,
-        vote="soft",
-        temperature=0.05,
-        sharpen=10.0,
-        debias=3,
+        vote=VoteSpec(kind="soft", temperature=0.05, sharpen=10.0, debias=3),
         random_state=1,
         **common,
     )
@@ -235,10 +237,6 @@ def test_sharpen_and_debias_in_a_fit(small_schema, small_table) -> None:
         Synthesizer(
             small_schema,
             rho=1e-3,
-            vote="soft",
-            temperature=0.05,
-            sharpen=10.0,
-            preset="bfsoft",
-            population_size=30,
-            rounds=2,
+            preset=get_preset("bfsoft", population=30, rounds=2),
+            vote=VoteSpec(kind="soft", temperature=0.05, sharpen=10.0),
         ).fit(small_table)

@@ -21,6 +21,7 @@ from dpevolve.pe.distance import (
     make_distance,
 )
 from dpevolve.pe.variation import Variation
+from dpevolve.presets import get_preset
 
 YAML = """
 na_values: ["?"]
@@ -193,7 +194,7 @@ def test_a_run_synthesizes_missing_cells_and_dates(schema: Schema, table) -> Non
     private = pd.concat([table] * 40, ignore_index=True)
     private["age"] = np.where(rng.random(len(private)) < 0.3, np.nan, rng.integers(0, 100, 200))
     model = Synthesizer(
-        schema, epsilon=1.0, delta=1e-5, preset="tabpe", population_size=60, rounds=2,
+        schema, epsilon=1.0, delta=1e-5, preset=get_preset("tabpe", population=60, rounds=2),
         random_state=0,
         progress=False,
     ).fit(private)  # fmt: skip

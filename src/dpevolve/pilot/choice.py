@@ -1,4 +1,5 @@
-"""``vote="auto"``: choose hard or a soft configuration on public data alone.
+"""The vote a run uses, and ``vote="auto"``: hard or a soft configuration chosen on
+public data alone.
 
 Each *arm* is a vote configuration: the hard vote, or a soft vote at a temperature,
 with the distance sharpened on unprotected attributes (:mod:`dpevolve.policy.sharpen`)
@@ -8,11 +9,14 @@ run's noise-to-signal ratio (see :mod:`dpevolve.pilot.run`), once per arm and se
 picks the arm with the lowest mean pilot error, unless that arm is soft and loses to the
 hard vote on some seed (then it is within the pilot's noise of hard, and hard is kept).
 Nothing here reads private records, so the choice costs no private budget.
+:class:`ChosenVote` is what a run uses, however it was decided (see
+:meth:`dpevolve.config.VoteSpec.pick`).
 """
 
 from __future__ import annotations
 
 import statistics
+import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -23,51 +27,12 @@ import pandas as pd
 
 from dpevolve.data.schema import Schema
 from dpevolve.errors import InputError
-from dpevolve.pilot.run import PilotFit, pilot_error, pilot_rounds
-from dpevolve.privacy import Budget, calibrate_gaussian
+from dpevolve.pe.votes import Vote, make_vote
+from dpevolve.pilot.run import PilotFit, PilotResult, PilotRun, VoteArm, pilot_error, pilot_rounds
+from dpevolve.privacy import Budget, Ledger, ZeroCostEvent, calibrate_gaussian
 
 # Seed of the split of the public table into a stand-in private half and a seed half.
 _SPLIT_SEED = 12345
-
-
-@dataclass(frozen=True)
-class VoteArm:
-    """One vote configuration the pilot can choose.
-
-    ``sharpen`` multiplies the Gower weights of unprotected attributes (1: off);
-    ``debias`` is the number of Richardson-Lucy steps after release (0: off).
-    """
-
-    vote: str
-    temperature: float | None = None
-    sharpen: float = 1.0
-    debias: int = 0
-
-    def __post_init__(self) -> None:
-        if self.vote not in ("hard", "soft"):
-            raise InputError(f"an arm's vote is hard or soft, got '{self.vote}'")
-        if (self.vote == "soft") != (self.temperature is not None):
-            raise InputError("a soft arm needs a temperature and a hard arm none")
-
-    @property
-    def label(self) -> str:
-        if self.vote == "hard":
-            return "hard"
-        text = f"soft tau={self.temperature:g}"
-        if self.sharpen != 1.0:
-            text += f" sharpen={self.sharpen:g}"
-        if self.debias:
-            text += f" debias={self.debias}"
-        return text
-
-    def options(self) -> dict[str, Any]:
-        """Synthesizer keyword arguments for this arm."""
-        return {
-            "vote": self.vote,
-            "temperature": self.temperature,
-            "sharpen": self.sharpen,
-            "debias": self.debias,
-        }
 
 
 def default_arms(policy: Any, distance: Any = "gower") -> tuple[VoteArm, ...]:
@@ -147,7 +112,7 @@ class VoteChoice:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "chosen": self.chosen.options(),
+            "chosen": self.chosen.to_dict(),
             "reason": self.reason(),
             "errors": {a.label: e for a, e in self.errors.items()},
             "noise_scale": self.noise_scale,
@@ -209,11 +174,9 @@ def choose_vote(
     pilot_rho = rounds / (2.0 * (multiplier * noise_scale) ** 2)
 
     def error(arm: VoteArm, seed: int) -> float:
-        options = {**arm.options(), "X": frame, "rho": pilot_rho}
-        options.update(public=seed_pool, random_state=seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # policy floors are said once, by the private run
-            synthetic = fit(options)
+            synthetic = fit(PilotRun(frame, arm, pilot_rho, seed_pool, seed))
         return pilot_error(frame, synthetic, schema)
 
     per_seed = {arm.label: [error(arm, s) for s in seeds] for arm in chosen_arms}
@@ -223,3 +186,40 @@ def choose_vote(
         seeds=tuple(seeds),
         per_seed=per_seed,
     )
+
+
+@dataclass(frozen=True)
+class ChosenVote:
+    """The run's vote, its sharpening and debiasing, and the pilot that chose them (if any)."""
+
+    vote: Vote
+    sharpen: float = 1.0
+    debias: int = 0
+    pilot: PilotResult | None = None
+    choice: VoteChoice | None = None
+
+    @classmethod
+    def of_choice(cls, choice: VoteChoice, announce: bool = False) -> ChosenVote:
+        """The arm ``choice`` chose; with ``announce`` one line on stderr says which and why
+        (stdout may carry a table or JSON)."""
+        arm = choice.chosen
+        if announce:
+            print(choice.reason(), file=sys.stderr)
+        return cls(make_vote(arm.vote, arm.temperature), arm.sharpen, arm.debias, None, choice)
+
+    def record(self, ledger: Ledger) -> None:
+        """The pilot's forecast in the ledger, as a free (public-data) event."""
+        if self.choice is not None:
+            ledger.add_metadata(vote_choice=self.choice.to_dict())
+            ledger.record(ZeroCostEvent("public_pilot", self.choice.reason()), round=0)
+        if self.pilot is not None:
+            ledger.add_metadata(pilot=self.pilot.to_dict())
+            chosen = f" at tau={self.pilot.best_temperature}" if self.pilot.soft_wins else ""
+            ledger.record(
+                ZeroCostEvent(
+                    "public_pilot",
+                    f"temperature chosen on public data only: {self.vote.name} vote{chosen}; "
+                    "no private budget spent",
+                ),
+                round=0,
+            )

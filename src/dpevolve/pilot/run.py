@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -27,11 +27,57 @@ from dpevolve.reporting.evaluation import marginal_tv
 
 DEFAULT_TEMPERATURES = (0.015, 0.03, 0.06)
 
-#: One pilot run: ``options`` holds ``X`` (the public stand-in for the private table) and
-#: the Synthesizer keyword arguments the pilot sets (``rho``, ``public``, ``random_state``,
-#: ``vote``, ``temperature``, and ``sharpen``/``debias`` for vote arms); the callback fits
-#: a model configured like the private run on ``X`` and returns its synthetic table.
-PilotFit = Callable[[dict[str, Any]], pd.DataFrame]
+
+@dataclass(frozen=True)
+class VoteArm:
+    """One vote configuration the pilot can choose.
+
+    ``sharpen`` multiplies the Gower weights of unprotected attributes (1: off);
+    ``debias`` is the number of Richardson-Lucy steps after release (0: off).
+    """
+
+    vote: str
+    temperature: float | None = None
+    sharpen: float = 1.0
+    debias: int = 0
+
+    def __post_init__(self) -> None:
+        if self.vote not in ("hard", "soft"):
+            raise InputError(f"an arm's vote is hard or soft, got '{self.vote}'")
+        if (self.vote == "soft") != (self.temperature is not None):
+            raise InputError("a soft arm needs a temperature and a hard arm none")
+
+    @property
+    def label(self) -> str:
+        if self.vote == "hard":
+            return "hard"
+        text = f"soft tau={self.temperature:g}"
+        if self.sharpen != 1.0:
+            text += f" sharpen={self.sharpen:g}"
+        if self.debias:
+            text += f" debias={self.debias}"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class PilotRun:
+    """One pilot run: fit on ``table`` (public data standing in for the private table)
+    with the vote ``arm`` at zCDP ``rho``, the population seeded from ``public`` (or
+    random), post-processing seeded by ``seed``."""
+
+    table: pd.DataFrame
+    arm: VoteArm
+    rho: float
+    public: pd.DataFrame | None
+    seed: int
+
+
+#: The callback a pilot runs: it fits a model configured like the private run for one
+#: :class:`PilotRun` and returns its synthetic table (``Synthesizer.pilot_fit`` makes one).
+PilotFit = Callable[[PilotRun], pd.DataFrame]
 
 
 def pilot_rounds(fit: PilotFit | None, rounds: int | None, caller: str) -> tuple[PilotFit, int]:
@@ -132,14 +178,12 @@ def run_pilot(
     # The same per-record noise: z_pub = z * N_pub / n, i.e. rho_pub = T / (2 z_pub^2).
     pilot_rho = rounds / (2.0 * (multiplier * noise_scale) ** 2)
 
-    def error(vote: str, tau: float | None, seed: int) -> float:
-        options = {"vote": vote, "temperature": tau}
-        options.update(X=frame, rho=pilot_rho, public=seed_pool, random_state=seed)
-        return pilot_error(frame, fit(options), schema)
+    def error(arm: VoteArm, seed: int) -> float:
+        return pilot_error(frame, fit(PilotRun(frame, arm, pilot_rho, seed_pool, seed)), schema)
 
-    per_seed: dict[str, list[float]] = {"hard": [error("hard", None, s) for s in seeds]}
+    per_seed: dict[str, list[float]] = {"hard": [error(VoteArm("hard"), s) for s in seeds]}
     for tau in temperatures:
-        per_seed[str(tau)] = [error("soft", tau, s) for s in seeds]
+        per_seed[str(tau)] = [error(VoteArm("soft", tau), s) for s in seeds]
     return PilotResult(
         hard_error=statistics.fmean(per_seed["hard"]),
         soft_errors={tau: statistics.fmean(per_seed[str(tau)]) for tau in temperatures},
