@@ -18,7 +18,8 @@ from dpevolve.errors import InputError
 from dpevolve.pe.debias import SoftDebias, candidate_kernel, richardson_lucy
 from dpevolve.pe.distance import make_distance
 from dpevolve.pe.votes import SoftVote
-from dpevolve.pilot.choice import VoteArm, VoteChoice, choose_vote, default_arms
+from dpevolve.pilot.choice import choose_vote, default_arms
+from dpevolve.pilot.run import PilotResult, VoteArm
 from dpevolve.policy.blowfish import Policy
 from dpevolve.policy.sharpen import sharpen_unprotected
 from dpevolve.presets import get_preset
@@ -135,7 +136,7 @@ def test_vote_arms_and_the_reason_line() -> None:
     with pytest.raises(InputError):
         VoteArm("hard", 0.03)
     hard, soft = VoteArm("hard"), VoteArm("soft", 0.03, sharpen=10.0)
-    choice = VoteChoice({hard: 0.3, soft: 0.2}, noise_scale=0.5, seeds=(0,))
+    choice = PilotResult({hard: 0.3, soft: 0.2}, noise_scale=0.5, seeds=(0,))
     assert choice.chosen == soft
     line = choice.reason()
     assert "\n" not in line and "soft tau=0.03 sharpen=10" in line and "hard 0.3000" in line
@@ -157,7 +158,7 @@ def test_vote_arms_and_the_reason_line() -> None:
 )
 def test_a_soft_arm_must_beat_hard_on_every_pilot_seed(hard, soft) -> None:
     h, s = VoteArm("hard"), VoteArm("soft", 0.06, sharpen=30.0, debias=20)
-    choice = VoteChoice(
+    choice = PilotResult(
         {h: float(np.mean(hard)), s: float(np.mean(soft))},
         noise_scale=0.5,
         seeds=(0, 1, 2),

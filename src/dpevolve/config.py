@@ -175,8 +175,8 @@ class VoteSpec:
         if public is None:
             raise InputError("temperature 'auto' needs public data (--public) for the pilot")
         result = run_pilot(schema, public, n, budget, public_init=True, fit=fit, rounds=rounds)
-        soft = result.soft_wins
-        vote = make_vote("soft", result.best_temperature) if soft else make_vote("hard")
+        tau = result.best_temperature
+        vote = make_vote("soft", tau) if result.soft_wins and tau else make_vote("hard")
         return ChosenVote(vote, self.sharpen, self.debias, pilot=result)
 
 
