@@ -9,8 +9,9 @@ record is read. The command line reads the same specs from flags or from a run f
 the ledger writes :meth:`RunSpec.to_dict` verbatim, so :meth:`RunSpec.from_dict` re-runs
 any released table (docs/architecture.md):
 
->>> from dpevolve.config import GaussianSpec, PubMixSpec, VoteSpec, resolve
->>> spec = resolve({"epsilon": 1.0, "delta": 1e-6, "vote": VoteSpec(kind="soft", temperature=0.03)})
+>>> from dpevolve.config import RunSpec, VoteSpec, resolve
+>>> soft = VoteSpec(kind="soft", temperature=0.03)
+>>> spec = resolve({"epsilon": 1.0, "delta": 1e-6, "vote": soft})
 >>> spec.preset.name, spec.vote.kind, spec.mechanism.name
 ('tabpe', 'soft', 'gaussian')
 >>> RunSpec.from_dict(spec.to_dict()) == spec
@@ -41,13 +42,10 @@ if TYPE_CHECKING:
     from dpevolve.pe.distance import Distance
     from dpevolve.pe.votes import Vote
     from dpevolve.release.base import Release
-    from dpevolve.release.build import ReleaseInputs
+    from dpevolve.release.build import Calibration, ReleaseInputs
 
 VOTES = ("hard", "soft", "auto")
 ON_INVALID = ("error", "drop", "clip")
-
-#: What a mechanism's build says about its calibration, for the ledger.
-Calibration = dict[str, Any]
 
 
 def _fields_of(cls: type, data: Mapping[str, Any], what: str) -> dict[str, Any]:

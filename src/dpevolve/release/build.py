@@ -28,6 +28,7 @@ from dpevolve.release.noise import NoiseSource
 if TYPE_CHECKING:
     from dpevolve.release.pubmix import Accounting, Fill
 
+#: What a release's builder says about its calibration, for the ledger.
 Calibration = dict[str, Any]
 
 
