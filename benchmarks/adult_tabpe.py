@@ -27,8 +27,9 @@ import numpy as np
 
 from dpevolve import Synthesizer, datasets
 from dpevolve.backends import make_backend
-from dpevolve.core.variation import Variation
 from dpevolve.data.encoding import Layout, decode
+from dpevolve.pe.variation import Variation
+from dpevolve.presets import get_preset
 from dpevolve.reporting.evaluation import marginal_tv, tstr
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -65,9 +66,8 @@ def run_dataset(
             schema,
             epsilon=epsilon,
             delta=delta,
-            preset="tabpe",
+            preset=get_preset("tabpe", rounds=rounds),
             random_state=seed,
-            rounds=rounds,
             backend=make_backend(backend),
         )
         model.fit(train.frame)

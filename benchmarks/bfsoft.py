@@ -52,6 +52,8 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
+from dpevolve.config import VoteSpec  # noqa: E402
+
 RESULTS = Path(__file__).resolve().parent / "results"
 TAUS = (0.015, 0.03, 0.06)
 BUDGETS = {"strong": 1e-4, "weak": 3e-3}
@@ -82,8 +84,8 @@ def _setup(backend: str = "fused") -> dict[str, Any]:
     if _STATE:
         return _STATE
     from dpevolve import datasets
-    from dpevolve.core.distance import make_distance
-    from dpevolve.core.policy import Policy
+    from dpevolve.pe.distance import make_distance
+    from dpevolve.policy.blowfish import Policy
 
     os.environ.setdefault("DPEVOLVE_DATA", "/work/shared/data")
     train = datasets.load("adult", columns="adult5")
@@ -129,8 +131,7 @@ def _fit(rho: float, method: str, seed: int) -> Any:
         rho=rho,
         delta=DELTA,
         preset="bfsoft",
-        vote=vote,
-        temperature=tau,
+        vote=VoteSpec(kind=vote, temperature=tau),
         policy=s["policy"],
         public=s["test"] if _public_init() else None,
         random_state=seed,
@@ -142,7 +143,7 @@ def _fit(rho: float, method: str, seed: int) -> Any:
 def task_fit(args: tuple[str, str, int, str]) -> dict[str, Any]:
     budget, method, seed, backend = args
     _setup(backend)
-    from dpevolve.core.pilot import pilot_error
+    from dpevolve.pilot.run import pilot_error
 
     start = time.perf_counter()
     model = _fit(ALL_BUDGETS[budget], method, seed)
@@ -167,7 +168,7 @@ def task_fit(args: tuple[str, str, int, str]) -> dict[str, Any]:
 def task_pilot(args: tuple[str, int, tuple[int, ...], str]) -> dict[str, Any]:
     budget, rep, seeds, backend = args
     s = _setup(backend)
-    from dpevolve.core.pilot import run_pilot
+    from dpevolve.pilot.run import run_pilot
     from dpevolve.presets import get_preset
     from dpevolve.privacy import Budget
     from dpevolve.synthesizer import Synthesizer
@@ -202,7 +203,7 @@ def task_calibration(args: tuple[int, str]) -> dict[str, Any]:
     """Closed-form vs exact calibration on the final population of one hard run."""
     seed, backend = args
     s = _setup(backend)
-    from dpevolve.core.sensitivity import (
+    from dpevolve.policy.sensitivity import (
         exact_hard_sensitivity,
         exact_soft_sensitivity,
         numeric_grid,
@@ -241,8 +242,8 @@ def task_calibration(args: tuple[int, str]) -> dict[str, Any]:
     # The same search on the initial population (a public sample): the value moves.
     import numpy as np
 
-    from dpevolve.core.variation import Variation
     from dpevolve.data.encoding import Layout, encode
+    from dpevolve.pe.variation import Variation
 
     rng = np.random.default_rng(seed)
     initial = Variation(Layout.of(s["schema"])).from_public(
@@ -293,9 +294,9 @@ def task_snr(args: tuple[int, str]) -> dict[str, Any]:
     s = _setup(backend)
     import numpy as np
 
-    from dpevolve.core.variation import Variation
-    from dpevolve.core.votes import make_vote
     from dpevolve.data.encoding import Layout, encode
+    from dpevolve.pe.variation import Variation
+    from dpevolve.pe.votes import make_vote
     from dpevolve.privacy import Budget, calibrate_gaussian
 
     rng = np.random.default_rng(seed)
@@ -305,8 +306,8 @@ def task_snr(args: tuple[int, str]) -> dict[str, Any]:
     private = encode(s["train"], s["schema"])
     reach = s["policy"].reach(s["distance"])
     out: dict[str, Any] = {"n_private": len(private), "mean_count": len(private) / 512}
-    from dpevolve.core.pilot import pilot_error
     from dpevolve.data.encoding import decode
+    from dpevolve.pilot.run import pilot_error
 
     variation = Variation(Layout.of(s["schema"]))
     out["baseline_errors"] = {

@@ -8,7 +8,7 @@ x30 with 20 debias steps. ``--arms JSON`` replaces them (hard is always kept).
 
 Part ``auto``: Adult-5, Bank-5, XOR-3 over rho in 1e-5..1e-1, population seeded from
 public data (what ``vote="auto"`` needs for its pilot anyway). Arms: hard, the default
-soft arms of :func:`dpevolve.core.vote_choice.default_arms`, and ``auto``. Public data:
+soft arms of :func:`dpevolve.pilot.choice.default_arms`, and ``auto``. Public data:
 Adult's test split, XOR-3's test split; Bank has none, so a fixed 20% of bank-full is
 held out as public and the other 80% is the private table.
 
@@ -42,6 +42,8 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from dpevolve.config import VoteSpec  # noqa: E402
+
 RESULTS = Path(__file__).resolve().parent / "results"
 DELTA = 1e-5
 TARGET_RHO = 1e-4
@@ -54,20 +56,20 @@ POLICIES = {
 # name -> Synthesizer keyword arguments
 TARGET_ARMS: dict[str, dict[str, Any]] = {
     "hard": {"vote": "hard"},
-    "soft0.03": {"vote": "soft", "temperature": 0.03},
-    "soft0.03 sharpen10": {"vote": "soft", "temperature": 0.03, "sharpen": 10.0},
-    "soft0.06 sharpen10": {"vote": "soft", "temperature": 0.06, "sharpen": 10.0},
+    "soft0.03": {
+        "vote": VoteSpec(kind="soft", temperature=0.03),
+    },
+    "soft0.03 sharpen10": {
+        "vote": VoteSpec(kind="soft", temperature=0.03, sharpen=10.0),
+    },
+    "soft0.06 sharpen10": {
+        "vote": VoteSpec(kind="soft", temperature=0.06, sharpen=10.0),
+    },
     "soft0.03 sharpen10 debias3": {
-        "vote": "soft",
-        "temperature": 0.03,
-        "sharpen": 10.0,
-        "debias": 3,
+        "vote": VoteSpec(kind="soft", temperature=0.03, sharpen=10.0, debias=3),
     },
     "soft0.06 sharpen30 debias20": {
-        "vote": "soft",
-        "temperature": 0.06,
-        "sharpen": 30.0,
-        "debias": 20,
+        "vote": VoteSpec(kind="soft", temperature=0.06, sharpen=30.0, debias=20),
     },
 }
 
@@ -98,8 +100,8 @@ def tables(dataset: str) -> tuple[Any, Any, Any]:
 def fit_error(dataset: str, rho: float, arm: dict[str, Any], seed: int, public: bool) -> float:
     from dpevolve import Synthesizer
     from dpevolve.backends import make_backend
-    from dpevolve.core.pilot import pilot_error
-    from dpevolve.core.policy import Policy
+    from dpevolve.pilot.run import pilot_error
+    from dpevolve.policy.blowfish import Policy
 
     private, public_frame, schema = tables(dataset)
     model = Synthesizer(
@@ -125,11 +127,14 @@ def fit_error(dataset: str, rho: float, arm: dict[str, Any], seed: int, public: 
 def auto_choice(dataset: str, rho: float) -> Any:
     """The arm the public pilot of ``vote="auto"`` picks (no private data read)."""
     from dpevolve.backends import make_backend
-    from dpevolve.core.policy import Policy
-    from dpevolve.core.vote_choice import choose_vote
+    from dpevolve.pilot.choice import choose_vote
+    from dpevolve.policy.blowfish import Policy
+    from dpevolve.presets import get_preset
     from dpevolve.privacy import Budget
+    from dpevolve.synthesizer import Synthesizer
 
     private, public_frame, schema = tables(dataset)
+    policy = Policy.from_dict(POLICIES[dataset], schema)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         choice = choose_vote(
@@ -137,9 +142,11 @@ def auto_choice(dataset: str, rho: float) -> Any:
             public_frame,
             len(private),
             Budget(rho=rho, delta=DELTA),
-            preset="bfsoft",
-            policy=Policy.from_dict(POLICIES[dataset], schema),
-            backend=make_backend("auto"),
+            fit=Synthesizer.pilot_fit(
+                schema, preset="bfsoft", policy=policy, backend=make_backend("auto")
+            ),
+            rounds=get_preset("bfsoft").schedule.rounds,
+            policy=policy,
         )
     return choice.chosen
 
@@ -203,8 +210,8 @@ def part_auto(
     on_row: Any = None,
 ) -> dict[str, Any]:
     """Fill ``out`` (dataset -> rho -> row) and call ``on_row()`` after every row."""
-    from dpevolve.core.policy import Policy
-    from dpevolve.core.vote_choice import default_arms
+    from dpevolve.pilot.choice import default_arms
+    from dpevolve.policy.blowfish import Policy
 
     for dataset in datasets:
         schema = tables(dataset)[2]

@@ -34,6 +34,8 @@ import numpy as np
 import pandas as pd
 
 from dpevolve import Synthesizer, datasets
+from dpevolve.config import MarginalSpec
+from dpevolve.presets import get_preset
 from dpevolve.reporting.evaluation import marginal_tv, tstr
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -124,7 +126,9 @@ def run(
         for system in systems:
             config = hybrids.get(system)
             extra = (
-                {"marginals": config["share"], "marginal_options": config["options"]}
+                {
+                    "marginals": MarginalSpec(share=config["share"], options=config["options"]),
+                }
                 if config is not None
                 else {}
             )
@@ -136,8 +140,7 @@ def run(
                 epsilon=epsilon,
                 delta=1e-5,
                 random_state=seed,
-                preset="tabpe",
-                rounds=pe_rounds,
+                preset=get_preset("tabpe", rounds=pe_rounds),
                 **extra,
             )
             synth, seconds, cpu, peak = timed_fit(model, train.frame)

@@ -32,14 +32,14 @@ import pandas as pd
 from scipy import stats
 
 from dpevolve.backends import make_backend
-from dpevolve.core.canonical import soft_quantisation_slack
-from dpevolve.core.distance import make_distance
-from dpevolve.core.invalid_rows import calibrate as calibrate_invalid_rows
-from dpevolve.core.policy import Policy
-from dpevolve.core.sensitivity import enumerate_domain, per_round_hard_sensitivity, reach_edge
-from dpevolve.core.votes import HardVote, SoftVote
 from dpevolve.data.encoding import Records, encode
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
+from dpevolve.pe.canonical import soft_quantisation_slack
+from dpevolve.pe.distance import make_distance
+from dpevolve.pe.votes import HardVote, SoftVote
+from dpevolve.policy.blowfish import Policy
+from dpevolve.policy.invalid_rows import calibrate as calibrate_invalid_rows
+from dpevolve.policy.sensitivity import enumerate_domain, per_round_hard_sensitivity, reach_edge
 from dpevolve.privacy import Budget, GaussianEvent, calibrate_gaussian
 from dpevolve.privacy.audit import (
     cks_epsilon,

@@ -56,6 +56,9 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from dpevolve.config import PubMixSpec  # noqa: E402
+from dpevolve.presets import get_preset  # noqa: E402
+
 RESULTS = Path(__file__).resolve().parent / "results"
 
 PRIVATE = "nist_tx2019"
@@ -299,11 +302,9 @@ def pe_task(method: str, epsilon: float, seed: int, rounds: int | None) -> dict[
         train.schema,
         epsilon=epsilon,
         delta=PE_DELTA,
-        preset="tabpe",
-        mechanism=mechanism,
-        pubmix_accounting=accounting,
+        preset=get_preset("tabpe", rounds=rounds),
+        mechanism=PubMixSpec(accounting=accounting) if mechanism == "pubmix" else mechanism,
         public=public.frame if public_init else None,
-        rounds=rounds,
         backend=data["backend"],
         random_state=seed,
     )

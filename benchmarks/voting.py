@@ -41,11 +41,11 @@ import pandas as pd
 
 from dpevolve.backends.fused import FusedBackend, fused_available
 from dpevolve.backends.local import LocalBackend
-from dpevolve.core.distance import Gower, TabPEEmbedding
-from dpevolve.core.variation import Variation
-from dpevolve.core.votes import HardVote, SoftVote
 from dpevolve.data.encoding import Layout, Records, encode
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
+from dpevolve.pe.distance import Gower, TabPEEmbedding
+from dpevolve.pe.variation import Variation
+from dpevolve.pe.votes import HardVote, SoftVote
 
 RESULTS = Path(__file__).resolve().parent / "results"
 # One encoded record: 2 numeric float64 + 7 categorical int32 codes.

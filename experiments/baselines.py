@@ -58,8 +58,8 @@ def baseline_configs(profile: str) -> list[BaselineConfig]:
 
 def uniform_rows(schema: Any, rows: int, seed: int) -> Any:
     """``rows`` records uniform over the declared schema (spec §6 random API)."""
-    from dpevolve.core.variation import Variation
     from dpevolve.data.encoding import Layout, decode
+    from dpevolve.pe.variation import Variation
 
     rng = np.random.default_rng(seed)
     return decode(Variation(Layout.of(schema)).random(rows, rng), schema)

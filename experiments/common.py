@@ -4,7 +4,7 @@ Everything here runs inside worker processes; loaded tables are cached per proce
 
 The error measure
 -----------------
-"Mean error" is :func:`dpevolve.core.pilot.pilot_error`: the mean over ``k = 1, 2, 3`` of
+"Mean error" is :func:`dpevolve.pilot.run.pilot_error`: the mean over ``k = 1, 2, 3`` of
 the mean ``k``-way marginal total variation distance between the private training table
 and the released synthetic table (spec §7: numeric columns in 20 equal-width bins over
 the declared range, ``TV = 1/2 ||p - q||_1`` per ``k``-set of columns, averaged over all
@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpevolve.config import VoteSpec
+
 TEMPERATURES = (0.015, 0.03, 0.06)
 """The BF-Soft study's fixed temperatures (spec §3)."""
 
@@ -30,7 +32,7 @@ DELTA = 1e-5
 XOR_THETA = 1.5
 """Threshold (raw units, range [-10, 10]) of the XOR-3 policy on each feature."""
 
-# Policies per data set, in the YAML form of dpevolve.core.policy (spec §2). The first one
+# Policies per data set, in the YAML form of dpevolve.policy.blowfish (spec §2). The first one
 # of each data set is its default in the budget and temperature studies.
 POLICIES: dict[str, dict[str, dict[str, Any]]] = {
     "adult5": {
@@ -109,9 +111,9 @@ def has_test(dataset: str) -> bool:
 
 @functools.lru_cache(maxsize=64)
 def policy(dataset: str, name: str) -> Any:
-    """The :class:`dpevolve.core.policy.Policy` named ``name`` of ``dataset``."""
-    from dpevolve.core.policy import Policy
+    """The :class:`dpevolve.policy.blowfish.Policy` named ``name`` of ``dataset``."""
     from dpevolve.datasets import WORKCLASS_BLOCKS
+    from dpevolve.policy.blowfish import Policy
 
     spec = POLICIES[base_dataset(dataset)][name]
     attributes = {}
@@ -195,7 +197,7 @@ def fit_synthesizer(
     rho: float | None = None,
     epsilon: float | None = None,
     delta: float | None = DELTA,
-    vote: str = "hard",
+    vote: str | VoteSpec = "hard",
     tau: float | None = None,
     policy_name: str | None = None,
     preset: str = "bfsoft",
@@ -217,8 +219,7 @@ def fit_synthesizer(
         epsilon=epsilon,
         delta=delta,
         preset=preset,
-        vote=vote,
-        temperature=tau,
+        vote=vote if isinstance(vote, VoteSpec) else VoteSpec(kind=vote, temperature=tau),
         policy=None if policy_name is None else policy(dataset, policy_name),
         random_state=seed,
         backend=backend(),

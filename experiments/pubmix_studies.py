@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from dpevolve.config import PubMixSpec
 from experiments import common
 from experiments.runner import Study, Unavailable
 
@@ -216,9 +217,8 @@ def run_tstr(config: TSTRConfig) -> dict[str, Any]:
         if config.method.startswith("tabpe+pubmix"):
             accounting = "tight" if config.method.endswith("-tight") else "basic"
             options = {
-                "mechanism": "pubmix",
+                "mechanism": PubMixSpec(accounting=accounting),
                 "public": public.frame,
-                "pubmix_accounting": accounting,
             }
         model, _ = common.fit_synthesizer(
             "person_activity",

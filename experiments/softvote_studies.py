@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from dpevolve.config import VoteSpec
 from experiments import common
 from experiments.runner import Study
 
@@ -25,34 +26,19 @@ SEEDS = 5
 ARMS: dict[str, dict[str, Any]] = {
     "hard": {"vote": "hard"},
     "soft tau=0.03 sharpen=10 debias=3": {
-        "vote": "soft",
-        "temperature": 0.03,
-        "sharpen": 10.0,
-        "debias": 3,
+        "vote": VoteSpec(kind="soft", temperature=0.03, sharpen=10.0, debias=3),
     },
     "soft tau=0.06 sharpen=10 debias=3": {
-        "vote": "soft",
-        "temperature": 0.06,
-        "sharpen": 10.0,
-        "debias": 3,
+        "vote": VoteSpec(kind="soft", temperature=0.06, sharpen=10.0, debias=3),
     },
     "soft tau=0.03 sharpen=30 debias=3": {
-        "vote": "soft",
-        "temperature": 0.03,
-        "sharpen": 30.0,
-        "debias": 3,
+        "vote": VoteSpec(kind="soft", temperature=0.03, sharpen=30.0, debias=3),
     },
     "soft tau=0.06 sharpen=30 debias=5": {
-        "vote": "soft",
-        "temperature": 0.06,
-        "sharpen": 30.0,
-        "debias": 5,
+        "vote": VoteSpec(kind="soft", temperature=0.06, sharpen=30.0, debias=5),
     },
     "soft tau=0.06 sharpen=30 debias=20": {
-        "vote": "soft",
-        "temperature": 0.06,
-        "sharpen": 30.0,
-        "debias": 20,
+        "vote": VoteSpec(kind="soft", temperature=0.06, sharpen=30.0, debias=20),
     },
 }
 # The arm the targets are judged on, declared after exploration runs of

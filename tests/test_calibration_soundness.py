@@ -18,12 +18,12 @@ from hypothesis import strategies as st
 
 from dpevolve.backends.fused import FusedBackend, fused_available
 from dpevolve.backends.local import LocalBackend
-from dpevolve.core.distance import Gower, TabPEEmbedding
-from dpevolve.core.policy import Complete, Policy, Threshold
-from dpevolve.core.sensitivity import enumerate_domain, per_round_hard_sensitivity
-from dpevolve.core.votes import HardVote
 from dpevolve.data.encoding import Records
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
+from dpevolve.pe.distance import Gower, TabPEEmbedding
+from dpevolve.pe.votes import HardVote
+from dpevolve.policy.blowfish import Complete, Policy, Threshold
+from dpevolve.policy.sensitivity import enumerate_domain, per_round_hard_sensitivity
 
 AGE_SEX = Schema(
     (NumericColumn("age", 17, 90, integer=True), CategoricalColumn("sex", ("Male", "Female")))

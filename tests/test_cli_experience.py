@@ -68,7 +68,7 @@ def test_every_command_has_help_with_an_example(command, capsys) -> None:
     assert "<bool>" not in out  # flags read as flags
     if command == ["synth"]:
         assert "--force " in out and "--epsilon" in out and "Privacy budget" in out
-        assert "<tabpe|bfsoft|hybrid>" in out and "<error|drop|clip>" in out and "--rows" in out
+        assert "tabpe | hybrid | bfsoft" in out and "<error|drop|clip>" in out and "--rows" in out
 
 
 def test_usage_error_names_the_command_help(capsys) -> None:
@@ -79,9 +79,9 @@ def test_usage_error_names_the_command_help(capsys) -> None:
 @pytest.mark.parametrize(
     ("extra", "needle"),
     [
-        (["--vote", "soft"], "--vote soft needs --temperature"),
-        (["--temperature", "auto"], "--temperature auto needs --public"),
-        (["--vote", "hard", "--temperature", "0.1"], "--temperature is for --vote soft"),
+        (["--vote", "soft"], "vote soft needs a temperature (--temperature TAU"),
+        (["--temperature", "auto"], "temperature 'auto' needs public data (--public)"),
+        (["--vote", "hard", "--temperature", "0.1"], "a temperature is for vote soft"),
         (["--temperature", "abc"], "--temperature must be a number"),
     ],
 )

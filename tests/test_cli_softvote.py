@@ -11,7 +11,8 @@ import yaml
 
 from dpevolve import Synthesizer
 from dpevolve.cli import ledger_path, main
-from dpevolve.core.vote_choice import default_vote
+from dpevolve.config import GaussianSpec, VoteSpec
+from dpevolve.presets import get_preset
 
 FAST = ["--population", "30", "--rounds", "2", "--preset", "bfsoft", "--rho", "1e-3"]
 
@@ -80,7 +81,7 @@ def test_sharpen_and_debias_reach_the_ledger(files, capsys) -> None:
 @pytest.mark.parametrize(
     ("extra", "needle"),
     [
-        (["--sharpen", "10"], "soft vote"),
+        (["--sharpen", "10"], "vote soft needs a temperature"),
         (["--debias", "3", "--vote", "hard"], "soft vote"),
         (["--sharpen", "0.5", "--vote", "soft", "-t", "0.05"], "sharpen"),
         (["--vote", "auto"], "--public"),
@@ -101,32 +102,31 @@ def test_bad_soft_options_fail_in_one_line(files, capsys, extra, needle) -> None
 def test_default_vote_rule(small_schema, small_table) -> None:
     policy = {"attributes": {"age": {"threshold": 5}}}
 
-    def vote(**options) -> str:
-        return default_vote(Synthesizer(small_schema, rho=1e-3, **options), "hard")
+    def vote(**options) -> str | None:
+        return Synthesizer(small_schema, rho=1e-3, **options).config().vote.kind
 
     assert vote(policy=policy, public=small_table) == "auto"
     assert vote(policy=policy) == "hard"
     assert vote(public=small_table) == "hard"
     assert vote(policy=policy, public=small_table, mechanism="pubmix") == "hard"
-    assert vote(policy=policy, public=small_table, calibration="exact") == "hard"
-    assert vote(policy=policy, public=small_table, temperature=0.03) == "hard"
-    assert vote(policy=policy, public=small_table, sharpen=10.0) == "hard"
+    exact = GaussianSpec(calibration="exact")
+    assert vote(policy=policy, public=small_table, mechanism=exact) == "hard"
+    soft = VoteSpec(temperature=0.03)
+    assert vote(policy=policy, public=small_table, vote=soft) == "soft"  # chosen by hand
 
 
 def test_default_auto_under_a_non_gower_distance_does_not_sharpen(
     small_schema, small_table
 ) -> None:
     policy = {"attributes": {"age": {"threshold": 5}}}
-    from dpevolve.core.policy import Policy
+    from dpevolve.policy.blowfish import Policy
 
     model = Synthesizer(
         small_schema,
         rho=1e-3,
-        preset="tabpe",
+        preset=get_preset("tabpe", population=20, rounds=1),
         policy=Policy.from_dict(policy, small_schema),
         public=small_table.iloc[:200],
-        population_size=20,
-        rounds=1,
         random_state=0,
     ).fit(small_table.iloc[200:])
     ledger = model.ledger_.to_dict()

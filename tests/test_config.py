@@ -1,4 +1,5 @@
-"""Typed configuration (dpevolve.config), the release factory and the pilot callback."""
+"""The run's specs (dpevolve.config): checks, defaults from the preset, the round trip
+through plain values, and the pilot callback."""
 
 from __future__ import annotations
 
@@ -10,12 +11,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpevolve import Synthesizer
-from dpevolve.config import GaussianSpec, MarginalSpec, PubMixSpec, VoteSpec, resolve
-from dpevolve.core.pilot import run_pilot
-from dpevolve.core.vote_choice import VoteArm, choose_vote
+from dpevolve.config import (
+    BudgetSpec,
+    GaussianSpec,
+    MarginalSpec,
+    PubMixSpec,
+    RunSpec,
+    VoteSpec,
+    mechanism_spec,
+    resolve,
+)
 from dpevolve.errors import InputError
+from dpevolve.pilot.choice import choose_vote
+from dpevolve.pilot.run import PilotRun, VoteArm, run_pilot
+from dpevolve.pool.hybrid import MarginalOptions
+from dpevolve.presets import Preset, get_preset
 from dpevolve.privacy import Budget
-from dpevolve.release.build import build_release
+
+FAST = get_preset("tabpe", population=30, rounds=2)
 
 
 def test_specs_are_frozen_and_keyword_only() -> None:
@@ -31,27 +44,43 @@ def test_specs_are_frozen_and_keyword_only() -> None:
     ("params", "message"),
     [
         ({"mechanism": "laplace"}, "unknown mechanism 'laplace'"),
-        ({"calibration": "tight"}, "calibration must be bound or exact"),
-        ({"mechanism": "pubmix", "calibration": "exact"}, "exact calibration"),
-        ({"mechanism": "pubmix", "pubmix_noise": "gauss"}, "wf, mifr or linmix"),
-        ({"mechanism": "pubmix", "pubmix_accounting": "exact"}, "basic or tight"),
+        ({"mechanism": {"name": "gaussian", "calibration": "tight"}}, "bound or exact"),
+        ({"mechanism": {"name": "pubmix", "fill": "gauss"}}, "wf, mifr or linmix"),
+        ({"mechanism": {"name": "pubmix", "accounting": "exact"}}, "basic or tight"),
+        ({"mechanism": {"name": "pubmix", "sigma": 1}}, r"unknown settings \['sigma'\]"),
         ({"vote": "median"}, "hard, soft or auto"),
-        ({"temperature": -1.0}, "temperature must be a number > 0"),
-        ({"sharpen": 0.5}, "sharpen must be a number >= 1"),
-        ({"debias": 1.5}, "debias must be a whole number"),
         ({"marginals": 1.5}, r"marginal share must lie in \(0, 1\]"),
         ({"marginals": 0.5, "mechanism": "pubmix"}, "gaussian mechanism only"),
+        ({"marginals": {"options": {"bins": 8}}}, "needs its share"),
+        ({"mechanism": "pubmix", "vote": "auto"}, "pubmix needs hard votes"),
         ({"preset": "nope"}, "unknown preset 'nope'"),
-        (
-            {"mechanism": GaussianSpec(threshold=1.0), "threshold": 2.0},
-            "give threshold either in mechanism=GaussianSpec",
-        ),
-        ({"mechanism": PubMixSpec(), "gamma": 0.1}, "give gamma either"),
+        ({"on_invalid": "ignore"}, "on_invalid must be error, drop or clip"),
+        ({"epsilon": None}, "give a budget"),
+        ({"epsilon": -1.0}, "epsilon must be > 0"),
+        ({"rho": 1e-3}, "either epsilon and delta, or rho"),
     ],
 )
 def test_resolve_says_what_is_wrong(params: dict, message: str) -> None:
     with pytest.raises(InputError, match=message):
         resolve({"epsilon": 1.0, **params})
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: VoteSpec(kind="soft", temperature=-1.0), "temperature must be a number > 0"),
+        (lambda: VoteSpec(kind="soft"), "vote soft needs a temperature"),
+        (lambda: VoteSpec(kind="hard", temperature=0.1), "a temperature is for vote soft"),
+        (lambda: VoteSpec(kind="auto", sharpen=2.0), "vote auto chooses sharpen itself"),
+        (lambda: VoteSpec(sharpen=0.5), "sharpen must be a number >= 1"),
+        (lambda: VoteSpec(debias=1.5), "debias must be a whole number"),
+        (lambda: MarginalSpec(share=1.0, options={"binz": 8}), "unknown marginal options"),
+        (lambda: BudgetSpec(epsilon=1.0, delta=2.0), "delta"),
+    ],
+)
+def test_specs_say_what_is_wrong(make, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        make()
 
 
 def test_resolve_fills_in_from_the_preset() -> None:
@@ -61,13 +90,45 @@ def test_resolve_fills_in_from_the_preset() -> None:
     assert isinstance(config.mechanism, GaussianSpec)
     assert config.mechanism.threshold == config.preset.threshold
     assert config.vote.kind == config.preset.vote
-    pe = resolve({"epsilon": 1.0, "vote": "soft", "temperature": 0.03, "rounds": 3})
-    assert pe.preset.name == "tabpe" and pe.preset.schedule.rounds == 3
+    pe = resolve({"epsilon": 1.0, "vote": VoteSpec(temperature=0.03), "preset": FAST})
+    assert pe.vote.kind == "soft"  # a temperature asks for the soft vote
+    assert pe.preset.name == "tabpe" and pe.preset.schedule.rounds == 2
     assert resolve({"epsilon": 1.0, "mechanism": PubMixSpec()}).preset.name == "tabpe"
-    assert resolve({"epsilon": 1.0, "distance": "l2"}).preset.distance == "l2"
+    l2 = resolve({"epsilon": 1.0, "preset": get_preset("tabpe", distance="l2")})
+    assert l2.preset.distance == "l2"
     assert resolve({"epsilon": 1.0, "preset": "hybrid", "marginals": 0.25}).marginals == (
         MarginalSpec(share=0.25, options=dict(config.preset.marginal_options))
     )
+
+
+def test_marginal_options_are_laid_over_the_presets() -> None:
+    # Issue 16: {"grow_rounds": 2} must keep the hybrid preset's 4-way label sets.
+    hybrid = get_preset("hybrid")
+    spec = resolve(
+        {"epsilon": 1.0, "preset": "hybrid", "marginals": {"options": {"grow_rounds": 2}}}
+    )
+    assert spec.marginals is not None and spec.marginals.share == hybrid.marginals
+    options = spec.marginals.build()
+    assert options.grow_rounds == 2
+    assert (options.coarse_order, options.coarse_bins) == (4, 2) == (
+        hybrid.marginal_options["coarse_order"], hybrid.marginal_options["coarse_bins"]
+    )  # fmt: skip
+    assert MarginalOptions().coarse_order == 0  # so the 4-way sets came from the preset
+    # Without a preset's marginals the options stand alone.
+    alone = resolve({"epsilon": 1.0, "marginals": MarginalSpec(share=0.5, options={"bins": 4})})
+    assert alone.marginals is not None and alone.marginals.build().coarse_order == 0
+
+
+def test_a_default_vote_is_auto_only_where_the_pilot_can_run() -> None:
+    def kind(**params: object) -> str | None:
+        return resolve({"rho": 1e-3, **params}).vote.kind
+
+    assert kind(policy="p.yaml", public="table") == "auto"
+    assert kind(policy="p.yaml") == kind(public="table") == "hard"
+    assert kind(policy="p.yaml", public="table", mechanism="pubmix") == "hard"
+    exact = GaussianSpec(calibration="exact")
+    assert kind(policy="p.yaml", public="table", mechanism=exact) == "hard"
+    assert kind(policy="p.yaml", public="table", vote=VoteSpec(temperature=0.03)) == "soft"
 
 
 @settings(max_examples=40, deadline=None)
@@ -76,18 +137,57 @@ def test_resolve_fills_in_from_the_preset() -> None:
     fill=st.sampled_from(["wf", "mifr", "linmix"]),
     gamma=st.none() | st.floats(0.01, 0.5),
 )
-def test_a_pubmix_spec_equals_its_flat_arguments(accounting: str, fill: str, gamma: float) -> None:
-    flat = {"mechanism": "pubmix", "pubmix_accounting": accounting, "pubmix_noise": fill}
+def test_a_mechanism_reads_back_from_its_words(accounting: str, fill: str, gamma: float) -> None:
     spec = PubMixSpec(accounting=accounting, fill=fill, gamma=gamma)  # type: ignore[arg-type]
-    assert resolve({**flat, "gamma": gamma}) == resolve({"mechanism": spec})
+    words = RunSpec(
+        budget=BudgetSpec(epsilon=1.0), preset=FAST, vote=VoteSpec(kind="hard"), mechanism=spec
+    ).to_dict()["mechanism"]
+    assert mechanism_spec(words) == spec
+    assert mechanism_spec("pubmix") == PubMixSpec()
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    vote=st.sampled_from(
+        [
+            VoteSpec(kind="hard"),
+            VoteSpec(kind="soft", temperature=0.05, sharpen=3.0, debias=2),
+            VoteSpec(kind="soft", temperature="auto"),
+            VoteSpec(kind="auto"),
+        ]
+    ),
+    preset=st.sampled_from(["tabpe", "bfsoft", "hybrid"]),
+    population=st.none() | st.integers(2, 50),
+    rounds=st.none() | st.integers(1, 40),
+    share=st.none() | st.floats(0.1, 1.0),
+    grow=st.none() | st.integers(0, 5),
+)
+def test_a_run_spec_survives_its_plain_values(vote, preset, population, rounds, share, grow):
+    marginals = None
+    if share is not None or grow is not None:
+        options = {} if grow is None else {"grow_rounds": grow}
+        marginals = MarginalSpec(share=share if share is not None else 0.5, options=options)
+    spec = resolve(
+        {"rho": 1e-3, "vote": vote, "marginals": marginals,
+         "preset": get_preset(preset, population=population, rounds=rounds)}
+    )  # fmt: skip
+    again = RunSpec.from_dict(spec.to_dict())
+    assert again == spec
+    assert resolve(again.params()) == spec  # resolving is idempotent
+
+
+def test_a_preset_reads_back_by_name_or_in_full() -> None:
+    bfsoft = get_preset("bfsoft", rounds=3)
+    assert Preset.from_dict(bfsoft.to_dict()) == bfsoft
+    assert Preset.from_dict({"name": "bfsoft", "rounds": 3}) == bfsoft
+    with pytest.raises(InputError, match="unknown preset"):
+        Preset.from_dict({"name": "nope"})
 
 
 def test_a_spec_runs_like_its_name(small_schema, small_table) -> None:
-    common = {"rho": 1e-3, "preset": "tabpe", "population_size": 30, "rounds": 2}
-    by_name = Synthesizer(small_schema, threshold=0.5, noise_seed=3, random_state=0, **common)
-    by_spec = Synthesizer(
-        small_schema, mechanism=GaussianSpec(threshold=0.5), noise_seed=3, random_state=0, **common
-    )
+    common = {"rho": 1e-3, "preset": FAST, "noise_seed": 3, "random_state": 0}
+    by_name = Synthesizer(small_schema, mechanism="gaussian", **common)
+    by_spec = Synthesizer(small_schema, mechanism=GaussianSpec(threshold=0.0), **common)
     a, b = by_name.fit(small_table), by_spec.fit(small_table)
     pd.testing.assert_frame_equal(a.synthetic_, b.synthetic_)
     assert a.ledger_.to_dict()["sigma"] == b.ledger_.to_dict()["sigma"]
@@ -95,17 +195,38 @@ def test_a_spec_runs_like_its_name(small_schema, small_table) -> None:
     assert "GaussianSpec" in repr(by_spec)
 
 
-def test_the_factory_dispatches_by_type() -> None:
-    with pytest.raises(InputError, match="no release for mechanism"):
-        build_release("gaussian", None)  # type: ignore[arg-type]
+def test_the_ledger_config_re_runs_the_same_run(small_schema, small_table) -> None:
+    vote = VoteSpec(kind="soft", temperature=0.05, debias=1)
+    model = Synthesizer(
+        small_schema, rho=1e-3, preset=FAST, vote=vote, noise_seed=1, random_state=0,
+        marginals=MarginalSpec(share=0.5, options={"grow_rounds": 1, "children": 60}),
+        on_invalid="drop",
+    ).fit(small_table)  # fmt: skip
+    config = model.ledger_.to_dict()["config"]
+    assert config == model.config().to_dict()
+    again = Synthesizer.from_spec(small_schema, RunSpec.from_dict(config), noise_seed=1,
+                                  random_state=0).fit(small_table)  # fmt: skip
+    assert again.ledger_.to_dict()["config"] == config
+    pd.testing.assert_frame_equal(again.synthetic_, model.synthetic_)
+
+
+def test_the_synthesizer_takes_few_parameters_and_only_stores_them() -> None:
+    import inspect
+
+    names = list(inspect.signature(Synthesizer.__init__).parameters)[1:]
+    assert len(names) <= 15, names
+    model = Synthesizer("schema.yaml", epsilon=-5.0, vote="median")  # nothing checked yet
+    assert model.get_params()["vote"] == "median"
+    with pytest.raises(InputError, match="epsilon must be > 0"):
+        model.config()
 
 
 def test_the_pilot_runs_through_its_callback(small_schema, small_table) -> None:
-    calls: list[dict] = []
+    calls: list[PilotRun] = []
 
-    def fit(options: dict) -> pd.DataFrame:
-        calls.append(options)
-        return options["X"].iloc[: len(options["X"]) // 2]
+    def fit(run: PilotRun) -> pd.DataFrame:
+        calls.append(run)
+        return run.table.iloc[: len(run.table) // 2]
 
     public = small_table.iloc[:100]
     result = run_pilot(
@@ -113,13 +234,13 @@ def test_the_pilot_runs_through_its_callback(small_schema, small_table) -> None:
         seeds=(0, 1), public_init=True, fit=fit, rounds=4,
     )  # fmt: skip
     assert len(calls) == 2 * 3  # hard and two temperatures, per seed
-    assert {(c["vote"], c["temperature"]) for c in calls} == {
+    assert {(c.arm.vote, c.arm.temperature) for c in calls} == {
         ("hard", None), ("soft", 0.02), ("soft", 0.04)
     }  # fmt: skip
-    assert {c["random_state"] for c in calls} == {0, 1}
+    assert {c.seed for c in calls} == {0, 1}
     for c in calls:  # half the public table stands in, the other half seeds the population
-        assert len(c["X"]) + len(c["public"]) == len(public)
-        assert c["rho"] > 0
+        assert c.public is not None and len(c.table) + len(c.public) == len(public)
+        assert c.rho > 0
     assert result.noise_scale == pytest.approx(50 / 400)
 
     arms = (VoteArm("hard"), VoteArm("soft", 0.03, debias=2))
@@ -128,29 +249,48 @@ def test_the_pilot_runs_through_its_callback(small_schema, small_table) -> None:
         small_schema, public, 400, Budget(rho=1e-3, delta=1e-5), arms=arms, seeds=(0,),
         fit=fit, rounds=4,
     )  # fmt: skip
-    assert [c["debias"] for c in calls] == [0, 2] and set(choice.errors) == set(arms)
-    with pytest.raises(InputError, match="give rounds"):
+    assert [c.arm.debias for c in calls] == [0, 2] and set(choice.errors) == set(arms)
+    with pytest.raises(InputError, match=r"give fit=.* and rounds="):
         run_pilot(small_schema, public, 400, Budget(rho=1e-3, delta=1e-5), fit=fit)
-    with pytest.raises(InputError, match="belong in the callback"):
-        run_pilot(small_schema, public, 400, Budget(rho=1e-3), fit=fit, rounds=2, preset="tabpe")
-
-
-def test_the_old_pilot_form_still_works_with_a_warning(small_schema, small_table) -> None:
-    public, private = small_table.iloc[:200], small_table.iloc[200:]
-    budget = Budget(rho=1e-3, delta=1e-5)
-    options = {"population_size": 30, "rounds": 2}
-    with pytest.warns(DeprecationWarning, match="fit=Synthesizer.pilot_fit"):
-        old = run_pilot(
-            small_schema, public, len(private), budget, temperatures=(0.05,), seeds=(0,), **options
-        )
-    new = run_pilot(
-        small_schema, public, len(private), budget, temperatures=(0.05,), seeds=(0,),
-        fit=Synthesizer.pilot_fit(small_schema, **options), rounds=2,
-    )  # fmt: skip
-    # The pilot's noise is secure (no seed), so the errors differ; the setup does not.
-    assert old.noise_scale == new.noise_scale and set(old.soft_errors) == set(new.soft_errors)
 
 
 def test_vote_spec_says_soft() -> None:
     assert VoteSpec(kind="auto").asks_soft and VoteSpec(temperature="auto").asks_soft
     assert not VoteSpec(kind="hard").asks_soft
+
+
+def test_a_ledger_re_runs_from_the_command_line(tmp_path, small_schema, small_table, capsys):
+    import json
+
+    import yaml
+
+    from dpevolve.cli import ledger_path, main
+
+    schema, private = tmp_path / "schema.yaml", tmp_path / "private.csv"
+    schema.write_text(small_schema.to_yaml())
+    small_table.to_csv(private, index=False)
+
+    def synth(out: str, *extra: str) -> dict:
+        argv = ["synth", str(private), "-s", str(schema), "-o", str(tmp_path / out), "--quiet"]
+        assert main([*argv, "--seed", "1", *extra]) == 0, capsys.readouterr().err
+        return json.loads(ledger_path(tmp_path / out).read_text())
+
+    first = synth(
+        "a.csv", "--rho", "1e-3", "--preset", "hybrid", "--population", "30", "--rounds", "2",
+        "--distance", "gower", "--threshold", "0.5", "--on-invalid", "drop",
+        "--marginal-options", "{grow_rounds: 1, children: 60, iterations: 20}",
+    )  # fmt: skip
+    config = first["config"]
+    spec = RunSpec.from_dict(config)
+    assert spec.preset.distance == "gower" and spec.preset.schedule.population == 30
+    assert spec.mechanism == GaussianSpec(threshold=0.5) and spec.on_invalid == "drop"
+    assert spec.marginals is not None and spec.marginals.build().coarse_order == 4  # kept
+    assert spec.marginals.build().grow_rounds == 1
+    run_file = tmp_path / "run.yaml"
+    run_file.write_text(yaml.safe_dump(config))
+    assert synth("b.csv", "--config", str(run_file))["config"] == config
+    # A ledger itself is a run file: its config block.
+    assert synth("c.csv", "--config", str(ledger_path(tmp_path / "a.csv")))["config"] == config
+    argv = ["synth", str(private), "-s", str(schema), "-o", str(tmp_path / "d.csv")]
+    assert main([*argv, "--config", str(run_file), "--vote", "hard"]) == 2
+    assert "--vote: give the run's settings in" in capsys.readouterr().err

@@ -21,21 +21,21 @@ from distributed import Client, LocalCluster
 from dpevolve import Synthesizer
 from dpevolve.backends import LocalBackend
 from dpevolve.backends.dask import DaskBackend, DaskPrivate, fit_parquet
-from dpevolve.core.distance import make_distance
-from dpevolve.core.variation import Variation
-from dpevolve.core.votes import HardVote, SoftVote
+from dpevolve.config import VoteSpec
 from dpevolve.data.encoding import Layout, Records, encode
 from dpevolve.data.schema import Schema
 from dpevolve.data.streaming import StreamedTable, fit_file
 from dpevolve.errors import InputError
+from dpevolve.pe.distance import make_distance
+from dpevolve.pe.variation import Variation
+from dpevolve.pe.votes import HardVote, SoftVote
+from dpevolve.presets import get_preset
 
 SETTINGS = {
-    "preset": "tabpe",
+    "preset": get_preset("tabpe", population=48, rounds=3),
     "epsilon": 1.0,
     "random_state": 7,
     "noise_seed": 7,
-    "population_size": 48,
-    "rounds": 3,
 }
 
 
@@ -112,12 +112,22 @@ def test_private_data_shipped_once(client, small_schema, private, population):
         backend.vote(held, population, metric, HardVote())
 
 
-@pytest.mark.parametrize("extra", [{}, {"vote": "soft", "temperature": 0.1, "distance": "tabpe"}])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {},
+        {
+            "preset": get_preset("tabpe", population=48, rounds=3, distance="tabpe"),
+            "vote": VoteSpec(kind="soft", temperature=0.1),
+        },
+    ],
+)
 def test_fit_equals_local(client, small_schema, small_table, extra):
-    local = Synthesizer(small_schema, **SETTINGS, **extra, backend=LocalBackend()).fit(small_table)
+    settings = {**SETTINGS, **extra}
+    local = Synthesizer(small_schema, **settings, backend=LocalBackend()).fit(small_table)
     backend = CountingBackend(client, partitions=3)
     CountingBackend.shipped = 0
-    dask = Synthesizer(small_schema, **SETTINGS, **extra, backend=backend).fit(small_table)
+    dask = Synthesizer(small_schema, **settings, backend=backend).fit(small_table)
     assert CountingBackend.shipped == 1  # once for the run, not once per round
     assert backend._cached is None  # the fit's records are gone, so is the workers' copy
     pd.testing.assert_frame_equal(dask.synthetic_, local.synthetic_)
@@ -126,6 +136,10 @@ def test_fit_equals_local(client, small_schema, small_table, extra):
     assert (dask_ledger.pop("backend"), local_ledger.pop("backend")) == (
         "CountingBackend",
         "LocalBackend",
+    )
+    assert (dask_ledger["config"].pop("backend"), local_ledger["config"].pop("backend")) == (
+        "counting",
+        "local",
     )
     assert dask_ledger == local_ledger
 

@@ -7,11 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpevolve.backends.local import LocalBackend
-from dpevolve.core.distance import Gower, TabPEEmbedding
-from dpevolve.core.variation import Variation
-from dpevolve.core.votes import HardVote, SoftVote
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import Schema
+from dpevolve.pe.distance import Gower, TabPEEmbedding
+from dpevolve.pe.variation import Variation
+from dpevolve.pe.votes import HardVote, SoftVote
 
 
 def _records(schema: Schema, seed: int, size: int) -> Records:

@@ -17,13 +17,13 @@ from dpevolve.backends import gpu as gpu_module
 from dpevolve.backends.fused import FusedBackend, fused_available
 from dpevolve.backends.gpu import GpuBackend, gpu_available
 from dpevolve.backends.local import LocalBackend
-from dpevolve.core.canonical import soft_histogram
-from dpevolve.core.distance import Gower, TabPEEmbedding
-from dpevolve.core.variation import Variation
-from dpevolve.core.votes import HardVote, SoftVote
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
 from dpevolve.errors import InputError
+from dpevolve.pe.canonical import soft_histogram
+from dpevolve.pe.distance import Gower, TabPEEmbedding
+from dpevolve.pe.variation import Variation
+from dpevolve.pe.votes import HardVote, SoftVote
 
 needs_numba = pytest.mark.skipif(not fused_available(), reason="numba is not installed")
 
@@ -48,7 +48,7 @@ def exact_embedding(x: Records, c: Records) -> np.ndarray:
 
 def reference(private: Records, population: Records, distance, vote) -> np.ndarray:
     """The spec's histogram from an exact distance matrix (one block); soft votes by
-    the canonical quantised rule every backend follows (dpevolve.core.canonical)."""
+    the canonical quantised rule every backend follows (dpevolve.pe.canonical)."""
     if isinstance(distance, TabPEEmbedding):
         d = exact_embedding(private, population)
     else:

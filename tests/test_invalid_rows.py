@@ -20,22 +20,28 @@ from hypothesis import strategies as st
 from dpevolve import Synthesizer
 from dpevolve.backends import LocalBackend
 from dpevolve.cli import main
-from dpevolve.core.distance import make_distance
-from dpevolve.core.invalid_rows import (
+from dpevolve.config import GaussianSpec, PubMixSpec, VoteSpec
+from dpevolve.data.encoding import Layout, decode, encode
+from dpevolve.data.schema import NumericColumn, Schema
+from dpevolve.data.sources import FrameSource
+from dpevolve.errors import InputError
+from dpevolve.pe.distance import make_distance
+from dpevolve.pe.variation import Variation
+from dpevolve.pe.votes import HardVote, SoftVote
+from dpevolve.policy.blowfish import Policy
+from dpevolve.policy.invalid_rows import (
     EMPTY_VOTE_L2,
     calibrate,
     fill_empty_votes,
     stand_in_record,
 )
-from dpevolve.core.policy import Policy
-from dpevolve.core.variation import Variation
-from dpevolve.core.votes import HardVote, SoftVote
-from dpevolve.data.encoding import Layout, decode, encode
-from dpevolve.data.schema import NumericColumn, Schema
-from dpevolve.data.sources import FrameSource
-from dpevolve.errors import InputError
+from dpevolve.presets import get_preset
 
-FAST: dict[str, Any] = {"epsilon": 1.0, "random_state": 3, "population_size": 32, "rounds": 2}
+FAST: dict[str, Any] = {
+    "epsilon": 1.0,
+    "random_state": 3,
+    "preset": get_preset("tabpe", population=32, rounds=2),
+}
 
 
 def neighbour(table: pd.DataFrame, row: int = 0, **cells: Any) -> pd.DataFrame:
@@ -133,11 +139,15 @@ def test_neighbours_share_every_public_quantity(small_schema, small_table, inval
 
 def test_neighbours_share_the_pubmix_ledger(small_schema, small_table) -> None:
     public = small_table.sample(150, random_state=1).reset_index(drop=True)
-    settings = {**FAST, "mechanism": "pubmix", "public": public, "pubmix_accounting": "basic"}
+    settings = {
+        **FAST,
+        "mechanism": PubMixSpec(accounting="basic"),
+        "public": public,
+    }
     settings["noise_seed"] = 5  # same noise on both neighbours: only the data differs
     # One round: a later round votes over a population bred from released parents, and
     # a parent drawn from the moved record's slot differs between neighbours even then.
-    settings["rounds"] = 1
+    settings["preset"] = get_preset("tabpe", population=32, rounds=1)
     models = [
         Synthesizer(small_schema, on_invalid="drop", **settings).fit(table)
         for table in (small_table, neighbour(small_table, 5, age=-1))
@@ -177,7 +187,12 @@ def test_soft_votes_with_drop_are_calibrated_for_the_empty_vote(small_schema, sm
     dropped = LocalBackend().vote(records.take(slice(1, None)), population, distance, vote)
     change = float(np.linalg.norm(full - dropped))
     assert change > bound  # the policy bound alone would not cover this replacement
-    settings = {**FAST, "vote": "soft", "temperature": 0.05, "policy": policy, "distance": "gower"}
+    settings = {
+        **FAST,
+        "preset": get_preset("tabpe", distance="gower"),
+        "vote": VoteSpec(kind="soft", temperature=0.05),
+        "policy": policy,
+    }
     with pytest.warns(UserWarning, match="empty vote"):
         model = Synthesizer(small_schema, on_invalid="drop", **settings).fit(small_table)
     ledger = model.ledger_.to_dict()
@@ -201,7 +216,13 @@ def test_calibration_covers_both_kinds_of_replacement(mode: str, bound: float) -
 
 def test_exact_calibration_covers_the_empty_vote(small_schema, small_table) -> None:
     policy = Policy.from_dict({"attributes": {"age": {"threshold": 2}}}, small_schema)
-    settings = {**FAST, "rho": 1e-2, "epsilon": None, "policy": policy, "calibration": "exact"}
+    settings = {
+        **FAST,
+        "rho": 1e-2,
+        "epsilon": None,
+        "policy": policy,
+        "mechanism": GaussianSpec(calibration="exact"),
+    }
     exact = Synthesizer(small_schema, on_invalid="clip", **settings).fit(small_table)
     assert all(e["sensitivity"] >= EMPTY_VOTE_L2 for e in exact.ledger_.to_dict()["events"])
 

@@ -13,12 +13,14 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from dpevolve import Synthesizer
-from dpevolve.core.hybrid import MarginalOptions, split_budget
-from dpevolve.core.marginal_fit import MarginalFit, allocate, draw_rows, project_simplex
-from dpevolve.core.variation import Variation
+from dpevolve.config import MarginalSpec
 from dpevolve.data.encoding import Layout, Records, encode
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.errors import InputError
+from dpevolve.pe.variation import Variation
+from dpevolve.pool.fit import MarginalFit, allocate, draw_rows, project_simplex
+from dpevolve.pool.hybrid import MarginalOptions, split_budget
+from dpevolve.presets import get_preset
 from dpevolve.privacy import Accountant, Budget
 from dpevolve.release.marginals import CellIndex, Workload, l2_change, measure_marginals
 
@@ -202,10 +204,8 @@ def test_synthesizer_samples_num_rows_from_the_weighted_support(
         delta=1e-5,
         random_state=0,
         noise_seed=0,
-        population_size=40,
-        rounds=3,
-        marginals=share,
-        marginal_options=options,
+        preset=get_preset("tabpe", population=40, rounds=3),
+        marginals=MarginalSpec(share=share, options=options),
     )
     model.fit(small_table)
     assert len(model.sample()) == len(small_table)  # default: the private row count
@@ -234,10 +234,10 @@ def test_streamed_fit_equals_in_memory_fit(tmp_path, small_schema, small_table) 
         "epsilon": 1.0,
         "random_state": 5,
         "noise_seed": 5,
-        "population_size": 32,
-        "rounds": 2,
-        "marginals": 0.5,
-        "marginal_options": {"grow_rounds": 1, "children": 100, "iterations": 50},
+        "preset": get_preset("tabpe", population=32, rounds=2),
+        "marginals": MarginalSpec(
+            share=0.5, options={"grow_rounds": 1, "children": 100, "iterations": 50}
+        ),
     }
     whole = Synthesizer(small_schema, **settings).fit(pd.read_csv(path))
     streamed = Synthesizer(small_schema, **settings).fit_file(path, batch_rows=37)

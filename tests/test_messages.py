@@ -24,6 +24,7 @@ from dpevolve.data.messages import reader_error, show_values
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.streaming import StreamedTable
 from dpevolve.errors import InputError
+from dpevolve.presets import get_preset
 
 SCHEMA = Schema(
     (
@@ -141,7 +142,11 @@ def test_drop_leaves_no_cell_in_the_ledger(small_schema, small_table) -> None:
     table.loc[11, "job"] = "SSN-LEDGER-MARKER"
     table.loc[12, "age"] = 1455435
     model = Synthesizer(
-        small_schema, epsilon=1.0, population_size=16, rounds=1, on_invalid="drop", random_state=0
+        small_schema,
+        epsilon=1.0,
+        preset=get_preset("tabpe", population=16, rounds=1),
+        on_invalid="drop",
+        random_state=0,
     ).fit(table)
     text = model.ledger_.to_json()
     assert "SSN-LEDGER-MARKER" not in text and "1455435" not in text

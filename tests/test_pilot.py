@@ -3,9 +3,11 @@ from __future__ import annotations
 import pytest
 
 from dpevolve import Synthesizer
-from dpevolve.core.pilot import run_pilot
-from dpevolve.core.policy import Policy
+from dpevolve.config import GaussianSpec, VoteSpec
 from dpevolve.errors import InputError
+from dpevolve.pilot.run import run_pilot
+from dpevolve.policy.blowfish import Policy
+from dpevolve.presets import get_preset
 from dpevolve.privacy import Budget
 
 
@@ -19,7 +21,11 @@ def test_pilot_forecast_and_auto_temperature(small_schema, small_table) -> None:
         Budget(rho=1e-3, delta=1e-5),
         temperatures=(0.01, 0.05),
         seeds=(0,),
-        fit=Synthesizer.pilot_fit(small_schema, policy=policy, population_size=30, rounds=2),
+        fit=Synthesizer.pilot_fit(
+            small_schema,
+            policy=policy,
+            preset=get_preset("tabpe", population=30, rounds=2),
+        ),
         rounds=2,
     )
     assert set(result.soft_errors) == {0.01, 0.05}
@@ -31,11 +37,9 @@ def test_pilot_forecast_and_auto_temperature(small_schema, small_table) -> None:
         small_schema,
         rho=1e-3,
         policy=policy,
-        vote="soft",
-        temperature="auto",
+        preset=get_preset("tabpe", population=30, rounds=2),
+        vote=VoteSpec(kind="soft", temperature="auto"),
         public=public,
-        population_size=30,
-        rounds=2,
         random_state=0,
     ).fit(private)
     ledger = model.ledger_.to_dict()
@@ -49,7 +53,10 @@ def test_pilot_forecast_and_auto_temperature(small_schema, small_table) -> None:
 def test_auto_temperature_needs_public_data(small_schema, small_table) -> None:
     with pytest.raises(InputError, match="public"):
         Synthesizer(
-            small_schema, rho=1e-3, vote="soft", temperature="auto", population_size=30, rounds=2
+            small_schema,
+            rho=1e-3,
+            preset=get_preset("tabpe", population=30, rounds=2),
+            vote=VoteSpec(kind="soft", temperature="auto"),
         ).fit(small_table)
 
 
@@ -58,24 +65,25 @@ def test_empty_policy_is_refused(small_schema, small_table) -> None:
         {"attributes": {"job": {"partition": [["admin"], ["driver"]]}}}, small_schema
     )
     with pytest.raises(InputError, match="reach 0"):
-        Synthesizer(small_schema, rho=1e-3, policy=policy, population_size=30, rounds=2).fit(
-            small_table
-        )
+        Synthesizer(
+            small_schema,
+            rho=1e-3,
+            policy=policy,
+            preset=get_preset("tabpe", population=30, rounds=2),
+        ).fit(small_table)
 
 
 def test_soft_vote_under_policy_needs_less_noise(small_schema, small_table) -> None:
     policy = Policy.from_dict({"attributes": {"age": {"threshold": 7}}}, small_schema)
     common = {
         "rho": 1e-3,
-        "preset": "bfsoft",
-        "population_size": 30,
-        "rounds": 2,
+        "preset": get_preset("bfsoft", population=30, rounds=2),
         "random_state": 0,
     }
     hard = Synthesizer(small_schema, policy=policy, **common).fit(small_table)
-    soft = Synthesizer(small_schema, policy=policy, vote="soft", temperature=0.03, **common).fit(
-        small_table
-    )
+    soft = Synthesizer(
+        small_schema, policy=policy, vote=VoteSpec(kind="soft", temperature=0.03), **common
+    ).fit(small_table)
     q = soft.ledger_.to_dict()["sigma"] / hard.ledger_.to_dict()["sigma"]
     reach = 0.25 * 7 / 73
     import math
@@ -90,9 +98,8 @@ def test_exact_per_round_calibration(small_schema, small_table) -> None:
         small_schema,
         rho=1e-2,
         policy=policy,
-        calibration="exact",
-        population_size=30,
-        rounds=2,
+        preset=get_preset("tabpe", population=30, rounds=2),
+        mechanism=GaussianSpec(calibration="exact"),
         random_state=0,
     ).fit(small_table)
     ledger = model.ledger_.to_dict()
@@ -102,7 +109,11 @@ def test_exact_per_round_calibration(small_schema, small_table) -> None:
     assert all(e["exact_sensitivity"] in (0.0, pytest.approx(2**0.5)) for e in events)
     assert all(e["calibration_seconds"] >= 0 for e in events)
     bound = Synthesizer(
-        small_schema, rho=1e-2, policy=policy, population_size=30, rounds=2, random_state=0
+        small_schema,
+        rho=1e-2,
+        policy=policy,
+        preset=get_preset("tabpe", population=30, rounds=2),
+        random_state=0,
     ).fit(small_table)
     assert model.ledger_.result().epsilon == pytest.approx(bound.ledger_.result().epsilon)
     # The ex-post figure is reported apart, never above the guarantee, and says what it is.
@@ -112,6 +123,9 @@ def test_exact_per_round_calibration(small_schema, small_table) -> None:
     if all(e["exact_sensitivity"] == 0 for e in events):
         assert ex_post["epsilon"] == 0.0
     with pytest.raises(InputError, match="exact calibration"):
-        Synthesizer(small_schema, rho=1e-2, calibration="exact", population_size=30, rounds=2).fit(
-            small_table
-        )
+        Synthesizer(
+            small_schema,
+            rho=1e-2,
+            preset=get_preset("tabpe", population=30, rounds=2),
+            mechanism=GaussianSpec(calibration="exact"),
+        ).fit(small_table)

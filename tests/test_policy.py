@@ -11,8 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpevolve.core.distance import Gower, TabPEEmbedding
-from dpevolve.core.policy import (
+from dpevolve.data.encoding import Records
+from dpevolve.data.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
+from dpevolve.errors import InputError
+from dpevolve.pe.distance import Gower, TabPEEmbedding
+from dpevolve.pe.votes import noise_ratio
+from dpevolve.policy.blowfish import (
     Complete,
     HierarchyGraph,
     Partition,
@@ -21,10 +25,6 @@ from dpevolve.core.policy import (
     load_policy,
     summarize,
 )
-from dpevolve.core.votes import noise_ratio
-from dpevolve.data.encoding import Records
-from dpevolve.data.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
-from dpevolve.errors import InputError
 
 WORKCLASS = (
     "Private",
@@ -408,7 +408,7 @@ def test_reach_bounds_distance_change(data) -> None:
 
 def test_shipped_study_schemas_give_the_spec_reaches() -> None:
     from dpevolve import datasets
-    from dpevolve.core.distance import Gower as _Gower
+    from dpevolve.pe.distance import Gower as _Gower
 
     bank5 = datasets.schema("bank", columns="bank5")
     reaches = [

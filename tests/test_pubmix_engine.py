@@ -10,14 +10,16 @@ import pytest
 
 from dpevolve import Synthesizer
 from dpevolve.cli import main
+from dpevolve.config import PubMixSpec, VoteSpec
 from dpevolve.data.schema import CategoricalColumn, Schema
 from dpevolve.errors import InputError
+from dpevolve.presets import get_preset
 from dpevolve.privacy import Budget
 from dpevolve.pubmix import beta_min, pubmix_delta
 from dpevolve.release.discrete import ProductDomain, sample_discrete
 from dpevolve.release.noise import SeededNoise
 
-FAST = {"population_size": 30, "rounds": 3, "random_state": 0}
+FAST = {"preset": get_preset("tabpe", population=30, rounds=3), "random_state": 0}
 
 
 @pytest.mark.parametrize("accounting", ["basic", "tight"])
@@ -27,8 +29,7 @@ def test_pubmix_in_pe_meets_the_budget(small_schema, small_table, accounting) ->
         small_schema,
         epsilon=2.0,
         delta=1e-5,
-        mechanism="pubmix",
-        pubmix_accounting=accounting,
+        mechanism=PubMixSpec(accounting=accounting),
         public=public,
         **FAST,
     ).fit(private)
@@ -43,8 +44,7 @@ def test_pubmix_in_pe_meets_the_budget(small_schema, small_table, accounting) ->
             small_schema,
             epsilon=2.0,
             delta=1e-5,
-            mechanism="pubmix",
-            pubmix_accounting=accounting,
+            mechanism=PubMixSpec(accounting=accounting),
             public=public,
             noise_seed=11,
             **FAST,
@@ -62,8 +62,7 @@ def test_tight_accounting_gives_each_round_more_than_basic(small_schema, small_t
             small_schema,
             epsilon=2.0,
             delta=1e-5,
-            mechanism="pubmix",
-            pubmix_accounting=accounting,
+            mechanism=PubMixSpec(accounting=accounting),
             public=public,
             **FAST,
         ).fit(private)
@@ -79,8 +78,7 @@ def test_pubmix_refuses_soft_votes_rho_and_missing_public(small_schema, small_ta
             epsilon=1.0,
             delta=1e-5,
             mechanism="pubmix",
-            vote="soft",
-            temperature=0.1,
+            vote=VoteSpec(kind="soft", temperature=0.1),
             public=small_table,
             **FAST,
         ).fit(small_table)

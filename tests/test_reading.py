@@ -17,6 +17,7 @@ from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.streaming import StreamedTable
 from dpevolve.data.types import DateColumn
 from dpevolve.errors import InputError
+from dpevolve.presets import get_preset
 
 SCHEMA = Schema((NumericColumn("a", 0, 10), CategoricalColumn("b", ("x", "y"))))
 
@@ -145,8 +146,7 @@ def test_dates_round_trip_through_a_run(texts, fmt) -> None:
     model = Synthesizer(
         schema,
         epsilon=1.0,
-        population_size=30,
-        rounds=2,
+        preset=get_preset("tabpe", population=30, rounds=2),
         random_state=0,
         noise_seed=1,
         progress=False,

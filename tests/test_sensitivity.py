@@ -11,9 +11,12 @@ import numpy as np
 import pytest
 from scipy.special import softmax
 
-from dpevolve.core.distance import Gower, TabPEEmbedding
-from dpevolve.core.policy import Complete, HierarchyGraph, Partition, Policy, Threshold
-from dpevolve.core.sensitivity import (
+from dpevolve.data.encoding import Records
+from dpevolve.data.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
+from dpevolve.errors import InputError
+from dpevolve.pe.distance import Gower, TabPEEmbedding
+from dpevolve.policy.blowfish import Complete, HierarchyGraph, Partition, Policy, Threshold
+from dpevolve.policy.sensitivity import (
     enumerate_domain,
     exact_hard_sensitivity,
     exact_soft_sensitivity,
@@ -22,9 +25,6 @@ from dpevolve.core.sensitivity import (
     reach_edge,
     soft_bound,
 )
-from dpevolve.data.encoding import Records
-from dpevolve.data.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
-from dpevolve.errors import InputError
 
 TREE = {"g1": ["a", "b"], "g2": ["c", "d"]}
 SMALL = Schema(
@@ -39,7 +39,7 @@ SMALL = Schema(
 NUMERIC_VALUES = {"n": list(range(7))}
 TAUS = (0.02, 0.1, 0.5)
 
-# Both distances are now computed per pair (dpevolve.core.canonical), independent of the
+# Both distances are now computed per pair (dpevolve.pe.canonical), independent of the
 # batch; the looser Tab-PE tolerance is kept for the brute-force references' own formulas.
 TOL = {"gower": 1e-12, "tabpe": 1e-7}
 

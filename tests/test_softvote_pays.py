@@ -11,15 +11,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpevolve import Synthesizer
-from dpevolve.core.debias import SoftDebias, candidate_kernel, richardson_lucy
-from dpevolve.core.distance import make_distance
-from dpevolve.core.policy import Policy
-from dpevolve.core.sharpen import sharpen_unprotected
-from dpevolve.core.vote_choice import VoteArm, VoteChoice, choose_vote, default_arms
-from dpevolve.core.votes import SoftVote
+from dpevolve.config import VoteSpec
 from dpevolve.data.encoding import Records
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.errors import InputError
+from dpevolve.pe.debias import SoftDebias, candidate_kernel, richardson_lucy
+from dpevolve.pe.distance import make_distance
+from dpevolve.pe.votes import SoftVote
+from dpevolve.pilot.choice import choose_vote, default_arms
+from dpevolve.pilot.run import PilotResult, VoteArm
+from dpevolve.policy.blowfish import Policy
+from dpevolve.policy.sharpen import sharpen_unprotected
+from dpevolve.presets import get_preset
 from dpevolve.privacy import Budget
 
 TINY = Schema(
@@ -133,7 +136,7 @@ def test_vote_arms_and_the_reason_line() -> None:
     with pytest.raises(InputError):
         VoteArm("hard", 0.03)
     hard, soft = VoteArm("hard"), VoteArm("soft", 0.03, sharpen=10.0)
-    choice = VoteChoice({hard: 0.3, soft: 0.2}, noise_scale=0.5, seeds=(0,))
+    choice = PilotResult({hard: 0.3, soft: 0.2}, noise_scale=0.5, seeds=(0,))
     assert choice.chosen == soft
     line = choice.reason()
     assert "\n" not in line and "soft tau=0.03 sharpen=10" in line and "hard 0.3000" in line
@@ -155,7 +158,7 @@ def test_vote_arms_and_the_reason_line() -> None:
 )
 def test_a_soft_arm_must_beat_hard_on_every_pilot_seed(hard, soft) -> None:
     h, s = VoteArm("hard"), VoteArm("soft", 0.06, sharpen=30.0, debias=20)
-    choice = VoteChoice(
+    choice = PilotResult(
         {h: float(np.mean(hard)), s: float(np.mean(soft))},
         noise_scale=0.5,
         seeds=(0, 1, 2),
@@ -174,7 +177,10 @@ def test_a_soft_arm_must_beat_hard_on_every_pilot_seed(hard, soft) -> None:
 def test_vote_auto_end_to_end(small_schema, small_table, capsys) -> None:
     public, private = small_table.iloc[:200], small_table.iloc[200:]
     policy = Policy.from_dict({"attributes": {"age": {"threshold": 5}}}, small_schema)
-    options = {"policy": policy, "population_size": 30, "rounds": 2, "preset": "bfsoft"}
+    options = {
+        "policy": policy,
+        "preset": get_preset("bfsoft", population=30, rounds=2),
+    }
     choice = choose_vote(
         small_schema,
         public,
@@ -212,17 +218,14 @@ def test_sharpen_and_debias_in_a_fit(small_schema, small_table) -> None:
     common = {
         "rho": 1e-3,
         "policy": policy,
-        "population_size": 30,
-        "rounds": 2,
-        "preset": "bfsoft",
+        "preset": get_preset("bfsoft", population=30, rounds=2),
     }
-    plain = Synthesizer(small_schema, vote="soft", temperature=0.05, random_state=1, **common)
+    plain = Synthesizer(
+        small_schema, vote=VoteSpec(kind="soft", temperature=0.05), random_state=1, **common
+    )
     sharp = Synthesizer(
         small_schema,
-        vote="soft",
-        temperature=0.05,
-        sharpen=10.0,
-        debias=3,
+        vote=VoteSpec(kind="soft", temperature=0.05, sharpen=10.0, debias=3),
         random_state=1,
         **common,
     )
@@ -235,10 +238,6 @@ def test_sharpen_and_debias_in_a_fit(small_schema, small_table) -> None:
         Synthesizer(
             small_schema,
             rho=1e-3,
-            vote="soft",
-            temperature=0.05,
-            sharpen=10.0,
-            preset="bfsoft",
-            population_size=30,
-            rounds=2,
+            preset=get_preset("bfsoft", population=30, rounds=2),
+            vote=VoteSpec(kind="soft", temperature=0.05, sharpen=10.0),
         ).fit(small_table)

@@ -17,14 +17,16 @@ import pytest
 
 from dpevolve import Synthesizer
 from dpevolve.backends import LocalBackend
-from dpevolve.core.distance import make_distance
-from dpevolve.core.variation import Variation
-from dpevolve.core.votes import HardVote, SoftVote
+from dpevolve.config import VoteSpec
 from dpevolve.data.encoding import Layout, Records, encode
 from dpevolve.data.io import read_table
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.streaming import StreamedTable, fit_file
 from dpevolve.errors import InputError
+from dpevolve.pe.distance import make_distance
+from dpevolve.pe.variation import Variation
+from dpevolve.pe.votes import HardVote, SoftVote
+from dpevolve.presets import get_preset
 
 FORMATS = ["csv", "csv.gz", "parquet"]
 
@@ -147,8 +149,7 @@ def test_fit_file_equals_fit(tmp_path, small_schema, small_table, fmt):
         "epsilon": 1.0,
         "random_state": 11,
         "noise_seed": 11,
-        "population_size": 64,
-        "rounds": 3,
+        "preset": get_preset("tabpe", population=64, rounds=3),
     }
     whole = Synthesizer(small_schema, **settings).fit(read_table(path))
     streamed_model = fit_file(Synthesizer(small_schema, **settings), path, batch_rows=37)
@@ -165,10 +166,8 @@ def test_fit_file_drop_soft_vote(tmp_path, small_schema, dirty_table):
         "epsilon": 2.0,
         "random_state": 5,
         "noise_seed": 5,
-        "population_size": 32,
-        "rounds": 2,
-        "vote": "soft",
-        "temperature": 0.1,
+        "preset": get_preset("tabpe", population=32, rounds=2),
+        "vote": VoteSpec(kind="soft", temperature=0.1),
         "on_invalid": "drop",
     }
     whole = Synthesizer(small_schema, **settings).fit(read_table(path))

@@ -10,12 +10,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpevolve import Synthesizer
-from dpevolve.core.evolution import Schedule, Stage
-from dpevolve.core.variation import mutation_rate
+from dpevolve.config import MarginalSpec, VoteSpec
 from dpevolve.errors import InputError
+from dpevolve.pe.evolution import Schedule, Stage
+from dpevolve.pe.variation import mutation_rate
 from dpevolve.presets import get_preset
 
-FAST = {"preset": "tabpe", "population_size": 40, "rounds": 3}
+FAST = {"preset": get_preset("tabpe", population=40, rounds=3)}
 
 
 def test_fit_returns_self_and_sets_fitted_attributes(small_schema, small_table) -> None:
@@ -49,13 +50,10 @@ def test_same_seed_same_output(small_schema, small_table, seed, preset, vote) ->
                 small_schema,
                 epsilon=2.0,
                 delta=1e-5,
-                preset=preset,
-                vote=vote,
-                temperature=0.05,
+                preset=get_preset(preset, population=30, rounds=6),
+                vote=VoteSpec(kind=vote, temperature=0.05 if vote == "soft" else None),
                 random_state=seed,
                 noise_seed=seed,
-                population_size=30,
-                rounds=6,
             )
             .fit(small_table)
             .sample(50)
@@ -105,19 +103,34 @@ def test_sample_draws_from_the_population(small_schema, small_table) -> None:
         Synthesizer(small_schema, epsilon=1.0).sample(3)
 
 
-def test_public_data_seeds_the_population(small_schema, small_table) -> None:
+def test_public_data_seeds_the_population(monkeypatch, small_schema, small_table) -> None:
+    # The first population is drawn from the public records (not from the random API):
+    # every initial candidate is one of them, and without public data they are not.
+    from dpevolve.data.encoding import encode
+    from dpevolve.pe.evolution import Evolution
+
+    seen: list = []
+    run = Evolution.run
+
+    def spy(self, source, initial, rng, on_round):
+        seen.append(initial)
+        return run(self, source, initial, rng, on_round)
+
+    monkeypatch.setattr(Evolution, "run", spy)
     public = small_table.iloc[:50]
-    model = Synthesizer(
-        small_schema,
-        epsilon=1.0,
-        delta=1e-5,
-        public=public,
-        random_state=0,
-        preset="tabpe",
-        population_size=20,
-        rounds=1,
-    ).fit(small_table.iloc[50:])
-    assert len(model.synthetic_) == 20
+    encoded = encode(public, small_schema)
+
+    def rows(records) -> list[tuple]:
+        return [(*records.numeric[i], *records.codes[i]) for i in range(len(records))]
+
+    settings = {"epsilon": 1.0, "delta": 1e-5, "random_state": 0,
+                "preset": get_preset("tabpe", population=20, rounds=1)}  # fmt: skip
+    Synthesizer(small_schema, public=public, **settings).fit(small_table.iloc[50:])
+    Synthesizer(small_schema, **settings).fit(small_table.iloc[50:])
+    seeded, random = (rows(population) for population in seen)
+    assert len(seeded) == 20 and set(seeded) <= set(rows(encoded))
+    assert len(set(seeded)) > 1  # drawn from the table, not one record repeated
+    assert not set(random) <= set(rows(encoded))
 
 
 def test_unknown_preset(small_schema, small_table) -> None:
@@ -161,10 +174,8 @@ def test_rank_stage_population_is_four_n(small_schema, small_table) -> None:
         small_schema,
         epsilon=1.0,
         delta=1e-5,
-        preset="tabpe",
+        preset=get_preset("tabpe", population=25, rounds=6),
         random_state=0,
-        population_size=25,
-        rounds=6,
     ).fit(small_table)
     sizes = [h["population"] for h in model.history_]
     assert sizes == [25, 25, 25, 25, 100, 100]
@@ -174,11 +185,11 @@ def test_rank_stage_population_is_four_n(small_schema, small_table) -> None:
 def test_the_loop_improves_on_random(small_schema, small_table) -> None:
     from dpevolve.reporting.evaluation import marginal_tv
 
-    pe = {"preset": "tabpe", "population_size": 200}
-    model = Synthesizer(small_schema, rho=10.0, random_state=0, rounds=8, **pe).fit(small_table)
-    random_only = Synthesizer(small_schema, rho=10.0, random_state=0, rounds=1, **pe).fit(
-        small_table
-    )
+    def fit(rounds: int) -> Synthesizer:
+        preset = get_preset("tabpe", population=200, rounds=rounds)
+        return Synthesizer(small_schema, rho=10.0, random_state=0, preset=preset).fit(small_table)
+
+    model, random_only = fit(8), fit(1)
     evolved = marginal_tv(small_table, model.synthetic_, small_schema, 2).mean
     start = marginal_tv(small_table, random_only.synthetic_, small_schema, 2).mean
     assert evolved < start
@@ -189,14 +200,6 @@ def test_schedule_validation() -> None:
         Stage("median", 2)
     with pytest.raises(InputError):
         Schedule(0, (Stage("sample", 1),))
-
-
-def test_secure_noise_flag_is_deprecated(small_schema, small_table) -> None:
-    with pytest.warns(DeprecationWarning, match="default"):
-        model = Synthesizer(
-            small_schema, epsilon=1.0, delta=1e-5, random_state=0, secure_noise=True, **FAST
-        ).fit(small_table)
-    assert model.ledger_.to_dict()["noise"] == "secure"
 
 
 def test_counts_of_repairs_reach_the_ledger(small_schema, small_table) -> None:
@@ -260,7 +263,9 @@ def test_hybrid_preset_releases_marginals_and_samples_n_rows(small_schema, small
         epsilon=1.0,
         random_state=0,
         preset="hybrid",
-        marginal_options={"grow_rounds": 1, "children": 100, "iterations": 30},
+        marginals=MarginalSpec(
+            share=None, options={"grow_rounds": 1, "children": 100, "iterations": 30}
+        ),
     )
     model.fit(small_table)
     ledger = model.ledger_.to_dict()

@@ -9,13 +9,19 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpevolve.core.distance import Gower, TabPEEmbedding, make_distance
-from dpevolve.core.missing import NullableGower, NullableTabPEEmbedding
-from dpevolve.core.variation import MISSING_PRIOR, Variation
 from dpevolve.data.encoding import Layout, Records, decode, encode
 from dpevolve.data.schema import MISSING, CategoricalColumn, Hierarchy, NumericColumn, Schema
 from dpevolve.data.types import DateColumn
 from dpevolve.errors import InputError
+from dpevolve.pe.distance import (
+    Gower,
+    NullableGower,
+    NullableTabPEEmbedding,
+    TabPEEmbedding,
+    make_distance,
+)
+from dpevolve.pe.variation import MISSING_PRIOR, Variation
+from dpevolve.presets import get_preset
 
 YAML = """
 na_values: ["?"]
@@ -189,7 +195,7 @@ def test_a_run_synthesizes_missing_cells_and_dates(schema: Schema, table) -> Non
     private = pd.concat([table] * 40, ignore_index=True)
     private["age"] = np.where(rng.random(len(private)) < 0.3, np.nan, rng.integers(0, 100, 200))
     model = Synthesizer(
-        schema, epsilon=1.0, delta=1e-5, preset="tabpe", population_size=60, rounds=2,
+        schema, epsilon=1.0, delta=1e-5, preset=get_preset("tabpe", population=60, rounds=2),
         random_state=0,
         progress=False,
     ).fit(private)  # fmt: skip
@@ -202,7 +208,7 @@ def test_a_run_synthesizes_missing_cells_and_dates(schema: Schema, table) -> Non
 
 
 def test_marginals_measure_missing_numeric_cells_in_their_own_cell() -> None:
-    from dpevolve.core.marginal_fit import draw_rows
+    from dpevolve.pool.fit import draw_rows
     from dpevolve.release.marginals import Binning, CellIndex, Workload
 
     schema = Schema((NumericColumn("x", 0, 10, nullable=True), CategoricalColumn("c", ("a", "b"))))
@@ -229,7 +235,7 @@ def test_a_run_writes_the_declared_decimals() -> None:
     spend = schema["spend"]
     assert isinstance(spend, NumericColumn) and spend.decimals == 2
     model = Synthesizer(
-        schema, epsilon=1.0, population_size=40, rounds=2, random_state=0, noise_seed=1,
+        schema, epsilon=1.0, preset=get_preset("tabpe", population=40, rounds=2), random_state=0, noise_seed=1,
         progress=False,
     ).fit(public)  # fmt: skip
     out = model.sample(100)["spend"].to_numpy()

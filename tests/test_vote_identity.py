@@ -17,17 +17,19 @@ import pytest
 from dpevolve import Synthesizer
 from dpevolve.backends.fused import FusedBackend, fused_available
 from dpevolve.backends.local import LocalBackend
-from dpevolve.core.canonical import (
+from dpevolve.config import VoteSpec
+from dpevolve.data.encoding import Records
+from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
+from dpevolve.pe.canonical import (
     EXACT_CELL_LIMIT,
     exp_canonical,
     soft_histogram,
     soft_quantisation_slack,
     soft_row_votes,
 )
-from dpevolve.core.distance import Gower, TabPEEmbedding
-from dpevolve.core.votes import HardVote, SoftVote
-from dpevolve.data.encoding import Records
-from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
+from dpevolve.pe.distance import Gower, TabPEEmbedding
+from dpevolve.pe.votes import HardVote, SoftVote
+from dpevolve.presets import get_preset
 
 needs_numba = pytest.mark.skipif(not fused_available(), reason="numba not installed")
 
@@ -158,7 +160,14 @@ def _table(n: int, seed: int) -> pd.DataFrame:
 
 @needs_numba
 @pytest.mark.parametrize(
-    "extra", [{"distance": "tabpe"}, {"distance": "gower", "vote": "soft", "temperature": 0.05}]
+    "extra",
+    [
+        {"preset": get_preset("tabpe", population=60, rounds=3, distance="tabpe")},
+        {
+            "preset": get_preset("tabpe", population=60, rounds=3, distance="gower"),
+            "vote": VoteSpec(kind="soft", temperature=0.05),
+        },
+    ],
 )
 def test_same_seed_same_table_on_local_and_fused(extra) -> None:
     table = _table(500, 2)
@@ -166,8 +175,7 @@ def test_same_seed_same_table_on_local_and_fused(extra) -> None:
         "epsilon": 1.0,
         "random_state": 3,
         "noise_seed": 3,
-        "population_size": 60,
-        "rounds": 3,
+        "preset": get_preset("tabpe", population=60, rounds=3),
         **extra,
     }
     local = Synthesizer(SCHEMA, **settings, backend=LocalBackend(chunk_cells=997)).fit(table)

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from dpevolve.core.votes import HardVote, SoftVote, make_vote, noise_ratio
 from dpevolve.errors import InputError
+from dpevolve.pe.votes import HardVote, SoftVote, make_vote, noise_ratio
 
 distances = arrays(
     np.float64,

@@ -11,15 +11,12 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-from dpevolve import compat
 from dpevolve.data.schema import Schema, load_schema
 from dpevolve.errors import DPEvolveError, InputError
 
 if TYPE_CHECKING:
-    from dpevolve.core.policy import Policy
+    from dpevolve.policy.blowfish import Policy
     from dpevolve.synthesizer import Synthesizer
-
-compat.install()
 
 try:
     __version__ = version("dpevolve")
@@ -39,7 +36,7 @@ __all__ = [
 
 def load_policy(path: str, schema: Schema) -> Policy:
     """Read a Blowfish policy YAML file, validated against ``schema``."""
-    from dpevolve.core.policy import load_policy as _load
+    from dpevolve.policy.blowfish import load_policy as _load
 
     return _load(path, schema)
 

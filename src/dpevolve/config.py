@@ -1,50 +1,106 @@
-"""Typed run configuration: what a :class:`~dpevolve.synthesizer.Synthesizer`'s parameters
-mean, resolved and checked in one place.
+"""The run's configuration: a small tree of frozen specs, each building its own part.
 
-The Synthesizer stores its keyword arguments as given (the scikit-learn contract);
-:func:`resolve` turns them into frozen, keyword-only specs when a fit starts, so every
-check on the configuration (and its message) lives here, before any record is read:
+A run is a :class:`RunSpec`: the budget, the preset (schedule, distance, defaults), the
+vote, the mechanism, the optional marginal release, the backend's name and what to do
+with invalid rows. The :class:`~dpevolve.synthesizer.Synthesizer` stores its arguments as
+given (the scikit-learn contract); :func:`resolve` turns them into a ``RunSpec`` when a
+fit starts, so every check on the configuration (and its message) lives here, before any
+record is read. The command line reads the same specs from flags or from a run file, and
+the ledger writes :meth:`RunSpec.to_dict` verbatim, so :meth:`RunSpec.from_dict` re-runs
+any released table (docs/architecture.md):
 
->>> from dpevolve.config import GaussianSpec, PubMixSpec, VoteSpec, resolve
->>> config = resolve({"epsilon": 1.0, "vote": "soft", "temperature": 0.03})
->>> config.preset.name, config.vote.kind, config.mechanism.name
+>>> from dpevolve.config import RunSpec, VoteSpec, resolve
+>>> soft = VoteSpec(kind="soft", temperature=0.03)
+>>> spec = resolve({"epsilon": 1.0, "delta": 1e-6, "vote": soft})
+>>> spec.preset.name, spec.vote.kind, spec.mechanism.name
 ('tabpe', 'soft', 'gaussian')
-
-A mechanism may be given as a spec instead of a name:
-``Synthesizer(schema, epsilon=1, delta=1e-6, public=pub, mechanism=PubMixSpec(fill="mifr"))``.
+>>> RunSpec.from_dict(spec.to_dict()) == spec
+True
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Literal
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
 
-from dpevolve.core.vote_choice import default_vote
 from dpevolve.errors import InputError
+from dpevolve.pe.votes import make_vote
+from dpevolve.pilot.choice import ChosenVote, choose_vote
+from dpevolve.pilot.run import PilotFit, run_pilot
+from dpevolve.pool.hybrid import MarginalOptions
 from dpevolve.presets import DEFAULT_PRESET, Preset, get_preset
 from dpevolve.privacy import Budget, default_delta
+from dpevolve.privacy.checks import open_unit, positive
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from dpevolve.data.encoding import Records
+    from dpevolve.data.schema import Schema
+    from dpevolve.pe.distance import Distance
+    from dpevolve.pe.votes import Vote
+    from dpevolve.release.base import Release
+    from dpevolve.release.build import Calibration, ReleaseInputs
 
 VOTES = ("hard", "soft", "auto")
+ON_INVALID = ("error", "drop", "clip")
+
+
+def _fields_of(cls: type, data: Mapping[str, Any], what: str) -> dict[str, Any]:
+    """``data`` checked against the dataclass fields of ``cls`` (one error for unknown keys)."""
+    known = {f.name for f in fields(cls) if f.init}
+    unknown = sorted(set(data) - known - {"name"})
+    if unknown:
+        raise InputError(f"{what}: unknown settings {unknown} (known: {sorted(known)})")
+    return {k: v for k, v in data.items() if k in known}
+
+
+@dataclass(frozen=True, kw_only=True)
+class BudgetSpec:
+    """The guarantee of the whole run: ``epsilon`` with ``delta``, or zCDP ``rho``.
+
+    ``delta`` may be left out: :meth:`build` then uses ``min(1e-5, 1 / (n ln n))``, as
+    the private row count ``n`` is public under replace-one adjacency.
+    """
+
+    epsilon: float | None = None
+    delta: float | None = None
+    rho: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.epsilon is None and self.rho is None:
+            raise InputError("give a budget: epsilon (with delta) or rho")
+        if self.epsilon is not None and self.rho is not None:
+            raise InputError("give either epsilon and delta, or rho, not both")
+        for name in ("epsilon", "rho"):
+            if getattr(self, name) is not None:
+                positive(name, getattr(self, name))
+        if self.delta is not None:
+            open_unit("delta", self.delta)
+
+    def build(self, n: int) -> Budget:
+        """The run's :class:`~dpevolve.privacy.Budget` for ``n`` private rows."""
+        delta = default_delta(n) if self.delta is None else self.delta
+        return Budget.from_args(epsilon=self.epsilon, delta=delta, rho=self.rho)
 
 
 @dataclass(frozen=True, kw_only=True)
 class VoteSpec:
     """How records vote for candidates.
 
-    ``kind``: ``hard``, ``soft`` or ``auto`` (``None``: the preset's); ``temperature``: the
-    soft vote's tau or ``"auto"`` (a public pilot picks it); ``sharpen``: the Gower weight
-    factor of attributes a policy leaves unprotected (1: off); ``debias``: Richardson-Lucy
-    steps after release (0: off); ``announce``: say an automatic choice on stderr (asked
-    for by name, or with progress shown; the ledger always records it).
+    ``kind``: ``hard``, ``soft`` or ``auto`` (``None``: decided by :func:`resolve`: ``auto``
+    where the public pilot can run, else the preset's); ``temperature``: the soft vote's
+    tau or ``"auto"`` (a public pilot picks it); ``sharpen``: the Gower weight factor of
+    attributes a policy leaves unprotected (1: off); ``debias``: Richardson-Lucy steps
+    after release (0: off).
     """
 
     kind: str | None = None
     temperature: float | Literal["auto"] | None = None
     sharpen: float = 1.0
     debias: int = 0
-    announce: bool = True
 
     def __post_init__(self) -> None:
         if self.kind is not None and self.kind not in VOTES:
@@ -59,11 +115,67 @@ class VoteSpec:
             raise InputError(f"sharpen must be a number >= 1 (1: off), got {self.sharpen!r}")
         if isinstance(self.debias, bool) or not isinstance(self.debias, int) or self.debias < 0:
             raise InputError(f"debias must be a whole number of steps >= 0, got {self.debias!r}")
+        self._check_combination()
+
+    def _check_combination(self) -> None:
+        if self.kind == "soft" and self.temperature is None:
+            raise InputError("vote soft needs a temperature (--temperature TAU, or auto)")
+        if self.kind == "hard" and self.temperature not in (None, "auto"):
+            raise InputError("a temperature is for vote soft: drop it or use --vote soft")
+        if self.kind == "auto" and self.temperature is not None:
+            raise InputError("vote auto chooses the temperature itself: drop the temperature")
+        shaped = [n for n, on in (("sharpen", self.sharpen != 1), ("debias", self.debias)) if on]
+        if shaped and self.kind == "auto":
+            raise InputError(f"vote auto chooses {' and '.join(shaped)} itself: drop it")
+        if shaped and self.kind == "hard":
+            raise InputError(f"{' and '.join(shaped)} shape a soft vote: give a temperature")
 
     @property
     def asks_soft(self) -> bool:
-        """A soft or automatic vote was asked for (it acts on the PE rounds)."""
-        return self.kind in ("soft", "auto") or self.temperature is not None
+        """A soft or automatic vote, or a soft setting, was asked for."""
+        return (
+            self.kind in ("soft", "auto")
+            or self.temperature is not None
+            or self.sharpen != 1.0
+            or self.debias > 0
+        )
+
+    def pick(
+        self,
+        *,
+        schema: Schema,
+        public: pd.DataFrame | None,
+        n: int,
+        budget: Budget,
+        policy: Any,
+        fit: PilotFit,
+        rounds: int,
+        distance: Any = "gower",
+        announce: bool = False,
+    ) -> ChosenVote:
+        """The run's vote; ``auto`` settings ask the public pilot (no private budget).
+
+        ``public`` is needed by the pilot only; ``n``, ``budget`` and ``rounds`` set its
+        noise-to-signal ratio; ``policy`` and ``distance`` its default arms; ``fit`` is one
+        pilot run on public data (:data:`~dpevolve.pilot.run.PilotFit`). With
+        ``announce`` an automatic choice is said on stderr (the ledger always has it).
+        """
+        if self.kind == "auto":
+            if public is None:
+                raise InputError("vote 'auto' needs public data (--public) for the pilot")
+            choice = choose_vote(
+                schema, public, n, budget, fit=fit, rounds=rounds, policy=policy, distance=distance
+            )
+            return ChosenVote.of_choice(choice, announce)
+        if self.temperature != "auto":
+            tau = None if self.temperature is None else float(self.temperature)
+            return ChosenVote(make_vote(str(self.kind), tau), self.sharpen, self.debias)
+        if public is None:
+            raise InputError("temperature 'auto' needs public data (--public) for the pilot")
+        result = run_pilot(schema, public, n, budget, public_init=True, fit=fit, rounds=rounds)
+        tau = result.best_temperature
+        vote = make_vote("soft", tau) if result.soft_wins and tau else make_vote("hard")
+        return ChosenVote(vote, self.sharpen, self.debias, pilot=result)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,6 +193,23 @@ class GaussianSpec:
         if self.threshold is not None and not math.isfinite(self.threshold):
             raise InputError(f"threshold must be a finite number, got {self.threshold!r}")
 
+    def build(self, inputs: ReleaseInputs) -> tuple[Release, Calibration]:
+        """The noisy vote histogram, with ``sigma`` calibrated for the rounds' budget."""
+        from dpevolve.release.build import gaussian_release
+
+        threshold = 0.0 if self.threshold is None else self.threshold
+        return gaussian_release(threshold, inputs)
+
+    def exact(
+        self, vote: Vote, policy: Any, distance: Distance, backend: Any
+    ) -> Callable[[Records], float] | None:
+        """The per-round exact sensitivity search when asked for (else ``None``)."""
+        if self.calibration == "bound":
+            return None
+        from dpevolve.release.build import exact_sensitivity
+
+        return exact_sensitivity(vote, policy, distance, backend)
+
 
 @dataclass(frozen=True, kw_only=True)
 class PubMixSpec:
@@ -97,131 +226,219 @@ class PubMixSpec:
         if self.accounting not in ("basic", "tight"):
             raise InputError(f"PubMix accounting must be basic or tight, got '{self.accounting}'")
         if self.fill not in ("wf", "mifr", "linmix"):
-            raise InputError(f"PubMix noise must be wf, mifr or linmix, got '{self.fill}'")
+            raise InputError(f"PubMix fill must be wf, mifr or linmix, got '{self.fill}'")
+
+    def build(self, inputs: ReleaseInputs) -> tuple[Release, Calibration]:
+        """Parents from a public/private mixture (hard votes, an (epsilon, delta) budget)."""
+        from dpevolve.release.build import pubmix_release
+
+        return pubmix_release(self.accounting, self.fill, self.gamma, inputs)
+
+    def exact(self, vote: Vote, policy: Any, distance: Distance, backend: Any) -> None:
+        """PubMix is calibrated from its accounting, never by an exact search."""
+        return None
 
 
+#: The mechanisms a run may use; a new one is a frozen spec with ``name``, ``build`` and
+#: ``exact``, added here (the engine's ``EngineSpec`` joins this union when wired).
 MechanismSpec = GaussianSpec | PubMixSpec
+MECHANISMS: tuple[type[GaussianSpec | PubMixSpec], ...] = get_args(MechanismSpec)
+
+
+def mechanism_spec(value: Any) -> MechanismSpec:
+    """A mechanism from its spec, its name, or a dict ``{"name": ..., **settings}``."""
+    if isinstance(value, MECHANISMS):
+        return value
+    data = {"name": value} if isinstance(value, str) else dict(value)
+    for cls in MECHANISMS:
+        if data.get("name") == cls.name:
+            return cls(**_fields_of(cls, data, f"mechanism {cls.name}"))
+    names = ", ".join(cls.name for cls in MECHANISMS)
+    raise InputError(f"unknown mechanism {data.get('name')!r} (choose {names}, or pass a spec)")
 
 
 @dataclass(frozen=True, kw_only=True)
 class MarginalSpec:
     """One Gaussian release of low-order marginals after the rounds: its ``share`` of
-    the budget (zCDP rho, in (0, 1]) and its ``options`` (a
-    :class:`~dpevolve.core.hybrid.MarginalOptions` or a dict of its fields)."""
+    the budget (zCDP rho, in (0, 1]; ``None``: the preset's) and ``options``, fields of
+    :class:`~dpevolve.pool.hybrid.MarginalOptions` that :func:`resolve` lays over the
+    preset's (``{"grow_rounds": 2}`` keeps the hybrid preset's 4-way sets)."""
 
-    share: float
-    options: Any = None
+    share: float | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         share = self.share
-        if isinstance(share, bool) or not isinstance(share, (int, float)):
-            raise InputError(f"the marginal share must lie in (0, 1], got {share!r}")
-        if not 0.0 < share <= 1.0:
-            raise InputError(f"the marginal share must lie in (0, 1], got {share!r}")
+        if share is not None:
+            if isinstance(share, bool) or not isinstance(share, (int, float)):
+                raise InputError(f"the marginal share must lie in (0, 1], got {share!r}")
+            if not 0.0 < share <= 1.0:
+                raise InputError(f"the marginal share must lie in (0, 1], got {share!r}")
+        if isinstance(self.options, MarginalOptions):
+            object.__setattr__(self, "options", self.options.to_dict())
+        MarginalOptions.from_any(dict(self.options))  # unknown or invalid fields fail here
+
+    def build(self) -> MarginalOptions:
+        """The options of the release and the pool fit."""
+        return MarginalOptions.from_any(dict(self.options))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"share": self.share, "options": dict(self.options)}
+
+
+def marginal_spec(value: Any) -> MarginalSpec | None:
+    """A marginal release from its spec, a share, or a dict of the spec's fields."""
+    if value is None or isinstance(value, MarginalSpec):
+        return value
+    if isinstance(value, Mapping):
+        return MarginalSpec(**_fields_of(MarginalSpec, value, "marginals"))
+    return MarginalSpec(share=value)
 
 
 @dataclass(frozen=True, kw_only=True)
-class RunConfig:
-    """A fit's configuration, resolved: the preset (with size, round and distance overrides),
-    the vote, the mechanism, the marginal release, and the budget's arguments."""
+class RunSpec:
+    """A run's configuration, resolved: the budget, the preset (with its overrides), the
+    vote, the mechanism, the marginal release, the backend's name and ``on_invalid``.
 
+    Public inputs (the schema, the policy, the public table), seeds and output paths are
+    not part of it: they come with the data.
+    """
+
+    budget: BudgetSpec
     preset: Preset
     vote: VoteSpec
     mechanism: MechanismSpec
-    marginals: MarginalSpec | None
-    epsilon: float | None = None
-    delta: float | None = None
-    rho: float | None = None
+    marginals: MarginalSpec | None = None
+    backend: str = "auto"
+    on_invalid: str = "error"
 
-    def budget(self, n: int) -> Budget:
-        """The run's budget; ``delta`` defaults to ``min(1e-5, 1 / (n ln n))`` (``n``,
-        the private row count, is public under replace-one adjacency)."""
-        delta = default_delta(n) if self.delta is None else self.delta
-        return Budget.from_args(epsilon=self.epsilon, delta=delta, rho=self.rho)
+    def __post_init__(self) -> None:
+        if self.on_invalid not in ON_INVALID:
+            raise InputError(f"on_invalid must be error, drop or clip, got '{self.on_invalid}'")
+        if self.marginals is not None and not isinstance(self.mechanism, GaussianSpec):
+            raise InputError("the marginal release composes with the gaussian mechanism only")
+        if isinstance(self.mechanism, PubMixSpec) and self.vote.kind in ("soft", "auto"):
+            raise InputError(f"mechanism pubmix needs hard votes: drop vote {self.vote.kind}")
 
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values (a run file, the ledger's ``config``); :meth:`from_dict` reads them."""
+        return {
+            "budget": asdict(self.budget),
+            "preset": self.preset.to_dict(),
+            "vote": asdict(self.vote),
+            "mechanism": {"name": self.mechanism.name, **asdict(self.mechanism)},
+            "marginals": None if self.marginals is None else self.marginals.to_dict(),
+            "backend": self.backend,
+            "on_invalid": self.on_invalid,
+        }
 
-# The flat keyword arguments each mechanism spec replaces, with their defaults.
-_GAUSSIAN_FLAT = {"threshold": None, "calibration": "bound"}
-_PUBMIX_FLAT = {"pubmix_accounting": "tight", "pubmix_noise": "wf", "gamma": None}
+    def params(self) -> dict[str, Any]:
+        """The Synthesizer's arguments that give this run (inputs and seeds apart)."""
+        return {
+            **asdict(self.budget),
+            "preset": self.preset,
+            "vote": self.vote,
+            "mechanism": self.mechanism,
+            "marginals": self.marginals,
+            "backend": self.backend,
+            "on_invalid": self.on_invalid,
+        }
 
-
-def mechanism_spec(params: Mapping[str, Any]) -> MechanismSpec:
-    """The mechanism from ``mechanism`` (a name or a spec) and its flat arguments."""
-    mechanism = params.get("mechanism", "gaussian")
-    if isinstance(mechanism, (GaussianSpec, PubMixSpec)):
-        flat = _GAUSSIAN_FLAT if isinstance(mechanism, GaussianSpec) else _PUBMIX_FLAT
-        clash = sorted(k for k, v in flat.items() if params.get(k, v) != v)
-        if clash:
-            raise InputError(
-                f"give {', '.join(clash)} either in mechanism={type(mechanism).__name__}(...) "
-                "or as keyword arguments, not both"
-            )
-        return mechanism
-    if mechanism == "gaussian":
-        return GaussianSpec(
-            threshold=params.get("threshold"), calibration=params.get("calibration", "bound")
-        )
-    if mechanism == "pubmix":
-        if params.get("calibration", "bound") != "bound":
-            raise InputError("exact calibration is for hard votes under a policy (Gaussian)")
-        return PubMixSpec(
-            accounting=params.get("pubmix_accounting", "tight"),
-            fill=params.get("pubmix_noise", "wf"),
-            gamma=params.get("gamma"),
-        )
-    raise InputError(
-        f"unknown mechanism '{mechanism}' (choose gaussian or pubmix, or pass a "
-        "GaussianSpec or PubMixSpec)"
-    )
-
-
-def resolve(params: Mapping[str, Any]) -> RunConfig:
-    """A :class:`RunConfig` from a Synthesizer's parameters (``get_params()``).
-
-    The only place the parameters are interpreted: the default preset, the preset's
-    overrides, the mechanism (a name or a spec), the vote and the marginal share.
-    """
-    vote = VoteSpec(
-        kind=params.get("vote"),
-        temperature=params.get("temperature"),
-        sharpen=params.get("sharpen", 1.0),
-        debias=params.get("debias", 0),
-        announce=params.get("vote") == "auto" or bool(params.get("progress")),
-    )
-    mechanism = mechanism_spec(params)
-    name = params.get("preset") or DEFAULT_PRESET
-    preset = get_preset(name).with_overrides(params.get("population_size"), params.get("rounds"))
-    if params.get("distance") is not None:
-        preset = replace(preset, distance=params["distance"])
-    if vote.kind is None:
-        calibration = mechanism.calibration if isinstance(mechanism, GaussianSpec) else None
-        chosen = default_vote(
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunSpec:
+        """A run from :meth:`to_dict`'s words (a ledger's ``config`` block, a run file),
+        resolved as :func:`resolve` resolves the Synthesizer's arguments."""
+        data = _fields_of(cls, data, "run file")
+        budget = data.get("budget") or {}
+        preset = data.get("preset")
+        vote = data.get("vote")
+        return resolve(
             {
-                **params,
-                "mechanism": "pubmix" if calibration is None else "gaussian",
-                "calibration": calibration or "bound",
-            },
-            preset.vote,
+                **_fields_of(BudgetSpec, budget, "budget"),
+                "preset": Preset.from_dict(preset) if isinstance(preset, Mapping) else preset,
+                "vote": VoteSpec(**_fields_of(VoteSpec, vote, "vote"))
+                if isinstance(vote, Mapping)
+                else vote,
+                "mechanism": data.get("mechanism", "gaussian"),
+                "marginals": data.get("marginals"),
+                "backend": data.get("backend", "auto"),
+                "on_invalid": data.get("on_invalid", "error"),
+            }
         )
-        vote = replace(vote, kind=chosen)
+
+
+def default_vote(spec: VoteSpec, mechanism: MechanismSpec, public: bool, policy: bool) -> str:
+    """The vote when none is named: ``auto`` where the pilot can run and pays.
+
+    ``auto`` needs public data for its pilot and a policy, without which no soft vote
+    has a smaller sensitivity than the hard one; PubMix and exact calibration need hard
+    votes; a temperature, sharpening or debiasing given by hand is a soft configuration
+    the user chose (``soft``). Otherwise ``None``: the preset's vote.
+    """
+    if spec.asks_soft:
+        return "soft"
+    exact = isinstance(mechanism, GaussianSpec) and mechanism.calibration == "exact"
+    if policy and public and isinstance(mechanism, GaussianSpec) and not exact:
+        return "auto"
+    return ""
+
+
+def resolve(params: Mapping[str, Any]) -> RunSpec:
+    """A :class:`RunSpec` from a Synthesizer's parameters (``get_params()``).
+
+    The only place the parameters are interpreted: the preset (a name or a
+    :class:`~dpevolve.presets.Preset`), the vote, the mechanism and the marginal release
+    (specs, or their names and shares), and the defaults each takes from the preset.
+    With ``public`` among the parameters (a Synthesizer's always are), an automatic vote
+    without public data fails here, before any record is read.
+    """
+    budget = BudgetSpec(epsilon=params.get("epsilon"), delta=params.get("delta"),
+                        rho=params.get("rho"))  # fmt: skip
+    preset = params.get("preset") or DEFAULT_PRESET
+    preset = get_preset(preset) if isinstance(preset, str) else preset
+    if not isinstance(preset, Preset):
+        raise InputError(f"preset must be a name or a Preset, got {type(preset).__name__}")
+    vote = params.get("vote")
+    vote = VoteSpec(kind=vote) if vote is None or isinstance(vote, str) else vote
+    mechanism = mechanism_spec(params.get("mechanism") or "gaussian")
+    if vote.kind is None:
+        chosen = default_vote(vote, mechanism, params.get("public") is not None,
+                              params.get("policy") is not None)  # fmt: skip
+        vote = replace(vote, kind=chosen or preset.vote)
     if isinstance(mechanism, GaussianSpec) and mechanism.threshold is None:
         mechanism = replace(mechanism, threshold=preset.threshold)
-    share = params.get("marginals")
-    share = preset.marginals if share is None else share
-    marginals = None
-    if share is not None:
-        if not isinstance(mechanism, GaussianSpec):
-            raise InputError("the marginal release composes with the gaussian mechanism only")
-        options = params.get("marginal_options")
-        marginals = MarginalSpec(
-            share=share, options=dict(preset.marginal_options) if options is None else options
-        )
-    return RunConfig(
+    marginals = marginal_spec(params.get("marginals"))
+    if marginals is not None or preset.marginals is not None:
+        given = marginals or MarginalSpec()
+        share = preset.marginals if given.share is None else given.share
+        if share is None:
+            raise InputError("a marginal release needs its share of the budget (0 < share <= 1)")
+        marginals = MarginalSpec(share=share,
+                                 options={**preset.marginal_options, **given.options})  # fmt: skip
+    if "public" in params and params["public"] is None:
+        _needs_no_public(vote)
+    backend = params.get("backend")
+    return RunSpec(
+        budget=budget,
         preset=preset,
         vote=vote,
         mechanism=mechanism,
         marginals=marginals,
-        epsilon=params.get("epsilon"),
-        delta=params.get("delta"),
-        rho=params.get("rho"),
+        backend=backend if isinstance(backend, str) else backend_name(backend),
+        on_invalid=params.get("on_invalid") or "error",
     )
+
+
+def _needs_no_public(vote: VoteSpec) -> None:
+    """An automatic vote runs a pilot on public data: without it, fail before the run."""
+    if vote.kind == "auto":
+        raise InputError("vote 'auto' needs public data (--public) for the pilot")
+    if vote.temperature == "auto":
+        raise InputError("temperature 'auto' needs public data (--public) for the pilot")
+
+
+def backend_name(backend: Any) -> str:
+    """The name a backend object is known by in a run file (``auto`` for ``None``)."""
+    if backend is None:
+        return "auto"
+    return type(backend).__name__.removesuffix("Backend").lower() or "auto"

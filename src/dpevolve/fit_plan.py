@@ -1,6 +1,6 @@
 """What a fit decides before it reads a private record, and the ledger it opens.
 
-:func:`plan_fit` turns a resolved :class:`~dpevolve.config.RunConfig` and public facts
+:func:`plan_fit` turns a resolved :class:`~dpevolve.config.RunSpec` and public facts
 (the schema, the policy, the public table, the private row count ``n``, public under
 replace-one adjacency) into a :class:`FitPlan`: the budget split, the distance, the
 vote (a public pilot may choose it), the reach and the sensitivity. :func:`open_ledger`
@@ -16,18 +16,17 @@ from typing import Any
 
 import pandas as pd
 
-from dpevolve.config import RunConfig
-from dpevolve.core.distance import Distance, make_distance
-from dpevolve.core.invalid_rows import InvalidRowCalibration
-from dpevolve.core.invalid_rows import calibrate as calibrate_invalid
-from dpevolve.core.pilot import PilotFit
-from dpevolve.core.vote_pick import VotePick, pick_vote
+from dpevolve.config import RunSpec
 from dpevolve.data.encoding import Records, encode
 from dpevolve.data.schema import Schema
 from dpevolve.data.validation import ValidationReport
 from dpevolve.errors import InputError
+from dpevolve.pe.distance import Distance, make_distance
+from dpevolve.pilot.choice import ChosenVote
+from dpevolve.pilot.run import PilotFit
+from dpevolve.policy.invalid_rows import InvalidRowCalibration
+from dpevolve.policy.invalid_rows import calibrate as calibrate_invalid
 from dpevolve.privacy import Budget, Ledger
-from dpevolve.release.build import exact_sensitivity
 
 
 @dataclass(frozen=True)
@@ -35,12 +34,12 @@ class FitPlan:
     """A fit's public decisions. ``run_budget`` is what the PE rounds spend; with a
     marginal release, ``marginal_rho`` is its share (zCDP)."""
 
-    config: RunConfig
+    config: RunSpec
     budget: Budget
     run_budget: Budget
     marginal_rho: float | None
     distance: Distance
-    pick: VotePick
+    pick: ChosenVote
     policy: Any
     reach: float
     warnings: list[str]
@@ -54,17 +53,19 @@ class FitPlan:
         return self.invalid.sensitivity
 
     @property
+    def marginal_share(self) -> float:
+        """The marginal release's share of the budget (0: no marginal release)."""
+        marginals = self.config.marginals
+        return 0.0 if marginals is None or marginals.share is None else float(marginals.share)
+
+    @property
     def skip_rounds(self) -> bool:
         """The whole budget goes to the marginals: the population is only a pool seed."""
-        return (
-            self.marginal_rho is not None
-            and self.config.marginals is not None
-            and (self.config.marginals.share == 1.0)
-        )
+        return self.marginal_rho is not None and self.marginal_share == 1.0
 
 
 def plan_fit(
-    config: RunConfig,
+    config: RunSpec,
     schema: Schema,
     n: int,
     *,
@@ -73,18 +74,19 @@ def plan_fit(
     on_invalid: str,
     backend: Any,
     fit: PilotFit,
+    announce: bool = False,
 ) -> FitPlan:
-    """Every decision of a fit that needs no private record (see the module)."""
-    budget = config.budget(n)
+    """Every decision of a fit that needs no private record (see the module); with
+    ``announce`` an automatic vote choice is said on stderr."""
+    budget = config.budget.build(n)
     run_budget, marginal_rho = budget, None
-    if config.marginals is not None:
-        from dpevolve.core.hybrid import split_budget
+    if config.marginals is not None and config.marginals.share is not None:
+        from dpevolve.pool.hybrid import split_budget
 
         pe_budget, marginal_rho = split_budget(budget, config.marginals.share)
         run_budget = budget if pe_budget is None else pe_budget
     distance = make_distance(config.preset.distance, schema)
-    pick = pick_vote(
-        config.vote,
+    pick = config.vote.pick(
         schema=schema,
         public=public,
         n=n,
@@ -93,9 +95,10 @@ def plan_fit(
         fit=fit,
         rounds=config.preset.schedule.rounds,
         distance=distance,
+        announce=announce,
     )
     if pick.sharpen != 1.0:
-        from dpevolve.core.sharpen import sharpen_unprotected
+        from dpevolve.policy.sharpen import sharpen_unprotected
 
         if policy is None:
             raise InputError("sharpening needs a Blowfish policy (--policy)")
@@ -116,7 +119,7 @@ def plan_fit(
     invalid = calibrate_invalid(on_invalid, pick.vote.l2_sensitivity(reach))
     if invalid.warning() is not None:
         warnings.warn(str(invalid.warning()), UserWarning, stacklevel=4)
-    exact = exact_sensitivity(config.mechanism, pick.vote, policy, distance, backend)
+    exact = config.mechanism.exact(pick.vote, policy, distance, backend)
     return FitPlan(
         config=config,
         budget=budget,
@@ -173,6 +176,8 @@ def open_ledger(
             "invalid_rows": plan.invalid.to_dict(),
             "mechanism": plan.config.mechanism.name,
             **calibration,
+            # The run's specs verbatim: RunSpec.from_dict(ledger["config"]) re-runs it.
+            "config": plan.config.to_dict(),
             "schema": schema.to_dict(),
             "validation": None if report is None else report.to_dict(),
         },

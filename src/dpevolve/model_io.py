@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import pickle
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 from dpevolve.data.io import atomic_write
 from dpevolve.errors import InputError
+from dpevolve.estimator import EstimatorParams
 
-if TYPE_CHECKING:
-    from dpevolve.synthesizer import Synthesizer
+# The facade's class, passed in: this module never imports the facade.
+Model = TypeVar("Model", bound=EstimatorParams)
 
 FORMAT = "dpevolve-model/1"
 
@@ -24,7 +25,7 @@ FORMAT = "dpevolve-model/1"
 _KEPT_PRIVATE_STATE = ("_sample_rng",)
 
 
-def save_model(model: Synthesizer, path: str | Path, *, force: bool = False) -> None:
+def save_model(model: EstimatorParams, path: str | Path, *, force: bool = False) -> None:
     """Write ``model`` (fitted) to ``path``, atomically; never overwrites unless ``force``."""
     target = Path(path)
     if target.exists() and not force:
@@ -41,10 +42,9 @@ def save_model(model: Synthesizer, path: str | Path, *, force: bool = False) -> 
     atomic_write(target, lambda tmp: tmp.write_bytes(data))
 
 
-def load_model(path: str | Path) -> Synthesizer:
-    """Read a model written by :func:`save_model` (only load files you trust: pickle)."""
-    from dpevolve.synthesizer import Synthesizer
-
+def load_model(path: str | Path, cls: type[Model]) -> Model:
+    """Read a model of class ``cls`` written by :func:`save_model` (only load files you
+    trust: pickle)."""
     source = Path(path)
     if not source.is_file():
         raise InputError(f"model file not found: {source}")
@@ -54,7 +54,7 @@ def load_model(path: str | Path) -> Synthesizer:
         raise InputError(f"{source} is not a dpevolve model ({type(exc).__name__})") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise InputError(f"{source} is not a dpevolve model (format {FORMAT})")
-    model = Synthesizer(**payload["params"])
+    model = cls(**payload["params"])
     for key, value in {**payload["fitted"], **payload["state"]}.items():
         setattr(model, key, value)
     return model

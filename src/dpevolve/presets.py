@@ -17,15 +17,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from dpevolve.core.evolution import Schedule, Stage
 from dpevolve.errors import InputError
+from dpevolve.pe.evolution import Schedule, Stage
 
 
 @dataclass(frozen=True)
 class Preset:
+    """A named configuration: the PE schedule, the record distance, the default vote and
+    threshold, and the optional marginal release (its share and options)."""
+
     name: str
     schedule: Schedule
     distance: str
@@ -35,20 +38,50 @@ class Preset:
     marginals: float | None = None
     marginal_options: Mapping[str, Any] = field(default_factory=dict)
 
-    def with_overrides(self, population: int | None = None, rounds: int | None = None) -> Preset:
-        """Change N, or the number of rounds (the last stage absorbs the change)."""
+    def with_overrides(
+        self, population: int | None = None, rounds: int | None = None, distance: str | None = None
+    ) -> Preset:
+        """Change N, the number of rounds (the last stage absorbs the change) or the
+        distance."""
         stages = list(self.schedule.stages)
         if rounds is not None:
             before = sum(s.rounds for s in stages[:-1])
             if rounds <= before:
-                stages = [
-                    Stage(stages[0].mode, rounds, stages[0].keep_selected, stages[0].mutations)
-                ]
+                stages = [replace(stages[0], rounds=rounds)]
             else:
-                last = stages[-1]
-                stages[-1] = Stage(last.mode, rounds - before, last.keep_selected, last.mutations)
+                stages[-1] = replace(stages[-1], rounds=rounds - before)
         size = self.schedule.population if population is None else population
-        return replace(self, schedule=Schedule(size, tuple(stages)))
+        return replace(
+            self,
+            schedule=Schedule(size, tuple(stages)),
+            distance=self.distance if distance is None else distance,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, in the words of :meth:`from_dict` (a run file, the ledger)."""
+        out = asdict(self)
+        out["schedule"]["stages"] = list(out["schedule"]["stages"])
+        out["marginal_options"] = dict(self.marginal_options)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Preset:
+        """A preset from :meth:`to_dict`'s words, or ``{"name": ...}`` and overrides
+        (``population``, ``rounds``, ``distance``) of a named one."""
+        data = dict(data)
+        overrides = {k: data.pop(k) for k in ("population", "rounds") if k in data}
+        if "schedule" not in data:
+            unknown = sorted(set(data) - {"name", "distance"})
+            if unknown or "name" not in data:
+                raise InputError(f"a preset needs a name and takes no {unknown}")
+            return get_preset(data["name"], distance=data.get("distance"), **overrides)
+        schedule = dict(data.pop("schedule"))
+        stages = tuple(Stage(**stage) for stage in schedule.pop("stages"))
+        try:
+            preset = cls(schedule=Schedule(stages=stages, **schedule), **data)
+        except TypeError as exc:
+            raise InputError(f"preset: {exc}") from None
+        return preset.with_overrides(**overrides)
 
 
 _TABPE_SCHEDULE = Schedule(
@@ -75,8 +108,16 @@ PRESETS: dict[str, Preset] = {
 DEFAULT_PRESET = "tabpe"
 
 
-def get_preset(name: str) -> Preset:
+def get_preset(
+    name: str,
+    *,
+    population: int | None = None,
+    rounds: int | None = None,
+    distance: str | None = None,
+) -> Preset:
+    """The preset ``name``, with N, the rounds or the distance overridden if given."""
     try:
-        return PRESETS[name]
+        preset = PRESETS[name]
     except KeyError:
         raise InputError(f"unknown preset '{name}' (choose {', '.join(PRESETS)})") from None
+    return preset.with_overrides(population, rounds, distance)

@@ -13,25 +13,24 @@ import numpy as np
 import pandas as pd
 
 from dpevolve.backends import Backend, make_backend
-from dpevolve.config import RunConfig, resolve
-from dpevolve.core.evolution import Evolution
-from dpevolve.core.pilot import PilotFit
-from dpevolve.core.variation import Variation
+from dpevolve.config import GaussianSpec, MarginalSpec, MechanismSpec, RunSpec, VoteSpec, resolve
 from dpevolve.data.encoding import Layout, Records, decode
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import FrameSource, PrivateSource
 from dpevolve.errors import InputError
 from dpevolve.estimator import EstimatorParams
 from dpevolve.fit_plan import FitPlan, open_ledger, plan_fit
-from dpevolve.presets import get_preset
+from dpevolve.pe.evolution import Evolution
+from dpevolve.pe.variation import Variation
+from dpevolve.pilot.run import PilotFit, PilotRun
+from dpevolve.presets import Preset, get_preset
 from dpevolve.privacy import Ledger
 from dpevolve.release.base import Release, Selection
-from dpevolve.release.build import ReleaseInputs, build_release
+from dpevolve.release.build import ReleaseInputs
 from dpevolve.release.noise import NoiseSource, make_noise
 
 if TYPE_CHECKING:
-    from dpevolve.config import MechanismSpec
-    from dpevolve.core.hybrid import WeightedSupport
+    from dpevolve.pool.hybrid import WeightedSupport
 
 
 def package_version() -> str:
@@ -57,79 +56,56 @@ class Synthesizer(EstimatorParams):
         Alternatively, a zCDP budget (``epsilon`` then reports the guarantee at ``delta``,
         default 1e-5).
     preset
-        ``tabpe`` (the default; Tab-PE's Adult setting: 1000 records, 29 rounds,
-        one-hot/L2), ``bfsoft`` (the BF-Soft study's 512 records, 8 rounds, Gower) or
-        ``hybrid`` (the whole budget on one release of low-order marginals, rows drawn
-        from a pool weighted to match them: far closer marginals on census-like tables,
-        worse TSTR on Person Activity; see benchmarks/FIDELITY.md).
+        A name or a :class:`~dpevolve.presets.Preset`: ``tabpe`` (the default; Tab-PE's
+        Adult setting: 1000 records, 29 rounds, one-hot/L2), ``bfsoft`` (the BF-Soft
+        study's 512 records, 8 rounds, Gower) or ``hybrid`` (the whole budget on one
+        release of low-order marginals, rows drawn from a pool weighted to match them: far
+        closer marginals on census-like tables, worse TSTR on Person Activity; see
+        benchmarks/FIDELITY.md). ``get_preset("tabpe", population=40, rounds=3,
+        distance="gower")`` overrides N, the rounds or the distance.
     vote
-        ``hard`` (nearest candidate), ``soft`` (softmax at ``temperature``) or ``auto``:
-        a public pilot (needs ``public``) picks hard or a soft configuration
-        (temperature, sharpening) without spending private budget and says why.
-    temperature
-        The soft vote's ``tau``, or ``"auto"``: a pilot on the public data picks the
-        temperature (or the hard vote, if it forecasts that hard wins) without spending
-        private budget; the ledger records the forecast.
+        ``hard`` (nearest candidate), ``soft`` or ``auto`` (a public pilot, which needs
+        ``public``, picks hard or a soft configuration without spending private budget and
+        says why), or a :class:`~dpevolve.config.VoteSpec` (``temperature``, a number or
+        ``"auto"``; ``sharpen``; ``debias``). ``None``: ``auto`` with a policy and public
+        data, else the preset's.
+    mechanism
+        ``gaussian`` (noisy vote histogram) or ``pubmix`` (parents sampled from a
+        public/private mixture; needs ``public``, hard votes and an (epsilon, delta)
+        budget), or a spec: :class:`~dpevolve.config.GaussianSpec` (``threshold``,
+        ``calibration``) or :class:`~dpevolve.config.PubMixSpec` (``accounting``,
+        ``fill``, ``gamma``).
+    marginals
+        A share of the budget (zCDP ``rho``, ``0 < share <= 1``) for one Gaussian release
+        of low-order marginals after the PE rounds, or a
+        :class:`~dpevolve.config.MarginalSpec` (``share``, ``options`` laid over the
+        preset's); ``None``: the preset's (PE alone but for ``hybrid``). The rounds get
+        the rest of ``rho``; both are Gaussian, so the run composes exactly to the target
+        (see :mod:`dpevolve.pool.hybrid`). The released population is then grown and
+        weighted to match the noisy marginals (post-processing) and :meth:`sample` draws
+        rows from that weighted support.
     policy
         A Blowfish policy (object or YAML path); ``None`` protects whole records.
     public
         Public records from the same domain: the initial population is drawn from them.
-    mechanism
-        ``gaussian`` (noisy vote histogram) or ``pubmix`` (parents sampled from a
-        public/private mixture; needs ``public``, hard votes and an (epsilon, delta)
-        budget), or a typed spec: :class:`~dpevolve.config.GaussianSpec` (``threshold``,
-        ``calibration``) or :class:`~dpevolve.config.PubMixSpec` (``accounting``,
-        ``fill``, ``gamma``) in place of the flat arguments below.
-    pubmix_accounting, pubmix_noise, gamma
-        PubMix's per-round accounting (``tight``, the default: one worst-case pair's
-        PLD composed over the rounds; or ``basic``: an even split of the budget), its
-        noise distribution (``wf``/``mifr`` floor-raised public votes, or ``linmix``
-        uniform) and the bound on ``TV(P_pub, P_prv)`` (``None``: from public folds).
-    sharpen
-        Multiply the Gower weights of attributes the policy leaves unprotected by this
-        factor (1: off). The reach, hence the soft vote's noise, is unchanged, and a
-        soft vote then blurs only along protected attributes.
-    debias
-        Richardson-Lucy steps undoing the soft vote's blur on the released histogram
-        (0: off; post-processing, no privacy cost).
-    calibration
-        ``bound`` (the closed-form sensitivity) or ``exact``: with a hard vote under a
-        policy, each round searches the protected edges of the schema's domain for an
-        argmin change (public population: no budget spent). Every round is still
-        charged at the bound (the guarantee); the ledger reports apart, as
-        ``ex_post_epsilon`` (not a guarantee), the loss had rounds where no argmin
-        changes been free. Needs a domain small enough to enumerate.
-    population_size, rounds, distance, threshold
-        Override the preset.
     random_state
         Seed of the run. ``None`` draws one and records it in the ledger.
     on_invalid
         ``error``, ``drop`` or ``clip`` for private cells outside the schema. With
         ``drop``/``clip`` an invalid row casts an empty vote and ``n`` stays ``len(X)``.
     backend
-        Where votes are computed (:mod:`dpevolve.backends`); default: the fused numba
-        kernels when numba is installed, else the numpy reference. The same seed gives
-        the same output on the same backend.
+        Where votes are computed: a name (``auto``, ``local``, ``fused``, ``gpu``,
+        ``dask``) or a backend object (:mod:`dpevolve.backends`); default ``auto``: the
+        fused numba kernels when numba is installed, else the numpy reference. The same
+        seed gives the same output on the same backend.
     noise_seed
         ``None`` (default): every draw that protects privacy comes from the operating
         system's secure source, so two runs differ even with the same ``random_state``.
         An integer makes the noise reproducible bit for bit, for research only: anyone
         who holds it can remove the noise. It never enters the ledger or a report (the
         ledger says ``"noise": "seeded"``).
-    secure_noise
-        Deprecated: secure noise is the default; ``noise_seed`` opts out.
     progress
         Show a progress bar with the privacy spent so far.
-    marginals
-        Share of the budget (in zCDP ``rho``, ``0 < share <= 1``) for one Gaussian release
-        of low-order marginals after the PE rounds; ``None`` (default) runs PE alone. The
-        rounds get the rest of ``rho``; both are Gaussian, so the run composes exactly
-        to the target (see :mod:`dpevolve.core.hybrid`). The released population is then
-        grown and weighted to match the noisy marginals (post-processing) and
-        :meth:`sample` draws rows from that weighted support.
-    marginal_options
-        :class:`~dpevolve.core.hybrid.MarginalOptions` or a dict of its fields
-        (workload order, numeric bins, pool growth, numeric output handling).
 
     Attributes
     ----------
@@ -153,30 +129,17 @@ class Synthesizer(EstimatorParams):
         epsilon: float | None = None,
         delta: float | None = None,
         rho: float | None = None,
-        preset: str | None = None,
-        vote: str | None = None,
-        temperature: float | Literal["auto"] | None = None,
+        preset: str | Preset | None = None,
+        vote: str | VoteSpec | None = None,
+        mechanism: str | MechanismSpec = "gaussian",
+        marginals: float | MarginalSpec | None = None,
         policy: Any = None,
         public: pd.DataFrame | None = None,
-        mechanism: Literal["gaussian", "pubmix"] | MechanismSpec = "gaussian",
-        pubmix_accounting: Literal["basic", "tight"] = "tight",
-        pubmix_noise: Literal["wf", "mifr", "linmix"] = "wf",
-        gamma: float | None = None,
-        calibration: Literal["bound", "exact"] = "bound",
-        population_size: int | None = None,
-        rounds: int | None = None,
-        distance: str | None = None,
-        threshold: float | None = None,
         random_state: int | None = None,
         on_invalid: Literal["error", "drop", "clip"] = "error",
-        backend: Backend | None = None,
+        backend: Backend | str | None = None,
         noise_seed: int | None = None,
-        secure_noise: bool | None = None,
         progress: bool = False,
-        sharpen: float = 1.0,
-        debias: int = 0,
-        marginals: float | None = None,
-        marginal_options: Any = None,
     ) -> None:
         self.schema = schema
         self.epsilon = epsilon
@@ -184,34 +147,27 @@ class Synthesizer(EstimatorParams):
         self.rho = rho
         self.preset = preset
         self.vote = vote
-        self.temperature = temperature
+        self.mechanism = mechanism
+        self.marginals = marginals
         self.policy = policy
         self.public = public
-        self.mechanism = mechanism
-        self.pubmix_accounting = pubmix_accounting
-        self.pubmix_noise = pubmix_noise
-        self.gamma = gamma
-        self.calibration = calibration
-        self.population_size = population_size
-        self.rounds = rounds
-        self.distance = distance
-        self.threshold = threshold
         self.random_state = random_state
         self.on_invalid = on_invalid
         self.backend = backend
         self.noise_seed = noise_seed
-        self.secure_noise = secure_noise
         self.progress = progress
-        self.sharpen = sharpen
-        self.debias = debias
-        self.marginals = marginals
-        self.marginal_options = marginal_options
+
+    @classmethod
+    def from_spec(cls, schema: Schema | str | Path, spec: RunSpec, **inputs: Any) -> Synthesizer:
+        """The model that runs ``spec`` (e.g. ``RunSpec.from_dict(ledger["config"])``);
+        ``inputs``: the policy, the public table, seeds, progress, a backend object."""
+        return cls(schema, **{**spec.params(), **inputs})
 
     # ------------------------------------------------------------ configuration
     def _schema(self) -> Schema:
         return Schema.of(self.schema)
 
-    def config(self) -> RunConfig:
+    def config(self) -> RunSpec:
         """The parameters resolved and checked (:func:`dpevolve.config.resolve`)."""
         return resolve(self.get_params())
 
@@ -220,20 +176,12 @@ class Synthesizer(EstimatorParams):
         return self.config().preset.name
 
     def _noise(self) -> NoiseSource:
-        if self.secure_noise is not None:
-            warnings.warn(
-                "secure_noise is deprecated: secure noise is the default (noise_seed opts out)",
-                DeprecationWarning,
-                stacklevel=4,
-            )
-            if self.secure_noise and self.noise_seed is not None:
-                raise InputError("secure_noise=True contradicts noise_seed")
         return make_noise(self.noise_seed)
 
     def _policy(self, schema: Schema) -> Any:
         if self.policy is None:
             return None
-        from dpevolve.core.policy import Policy
+        from dpevolve.policy.blowfish import Policy
 
         if isinstance(self.policy, Policy):
             return self.policy
@@ -241,31 +189,40 @@ class Synthesizer(EstimatorParams):
 
     @classmethod
     def pilot_fit(cls, schema: Schema | str | Path, **params: Any) -> PilotFit:
-        """A public pilot's ``fit`` callback (:data:`~dpevolve.core.pilot.PilotFit`):
-        each call fits ``Synthesizer(schema, **params, **options)`` on ``options["X"]``
-        and returns its synthetic table. The pilot sets the budget (``rho``) itself."""
+        """A public pilot's ``fit`` callback (:data:`~dpevolve.pilot.run.PilotFit`): each
+        call fits ``Synthesizer(schema, **params)`` with the run's vote arm, budget,
+        public seed and random state on its table, and returns the synthetic table."""
         base = {k: v for k, v in params.items() if k not in ("epsilon", "delta", "rho")}
 
-        def fit(options: dict[str, Any]) -> pd.DataFrame:
-            run = {**base, **options}
-            frame = run.pop("X")
-            return cls(schema, **run).fit(frame).synthetic_
+        def fit(run: PilotRun) -> pd.DataFrame:
+            arm = run.arm
+            vote = VoteSpec(kind=arm.vote, temperature=arm.temperature, sharpen=arm.sharpen,
+                            debias=arm.debias)  # fmt: skip
+            model = cls(schema, **base, vote=vote, rho=run.rho, public=run.public,
+                        random_state=run.seed)  # fmt: skip
+            return model.fit(run.table).synthetic_
 
         return fit
 
-    def _own_pilot(self, config: RunConfig, policy: Any) -> PilotFit:
-        """The pilot model: this run's preset, policy, schedule, distance and backend."""
+    def _own_pilot(self, config: RunSpec, policy: Any) -> PilotFit:
+        """The pilot model: this run's preset, policy, threshold and backend."""
         threshold = getattr(config.mechanism, "threshold", None)
         return self.pilot_fit(
             self.schema,
-            preset=config.preset.name,
+            preset=config.preset,
             policy=policy,
-            population_size=self.population_size,
-            rounds=self.rounds,
-            distance=self.distance,
-            threshold=threshold,
+            mechanism=GaussianSpec(threshold=threshold),
             backend=self.backend,
         )
+
+    def _backend(self) -> Backend:
+        if self.backend is None or isinstance(self.backend, str):
+            return make_backend(self.backend or "auto")
+        return self.backend
+
+    def _announce(self) -> bool:
+        """Say an automatic vote choice on stderr: asked for by name, or progress shown."""
+        return bool(self.progress) or self.vote == "auto"
 
     # --------------------------------------------------------------------- fit
     def fit(self, X: pd.DataFrame, y: Any = None) -> Synthesizer:
@@ -295,10 +252,10 @@ class Synthesizer(EstimatorParams):
             raise InputError("the private table is empty (0 rows)")
         # 1. Everything decided from public facts, before a private record is read.
         policy = self._policy(schema)
-        backend = self.backend if self.backend is not None else make_backend("auto")
+        backend = self._backend()
         plan = plan_fit(
-            config, schema, n, policy=policy, public=self.public, on_invalid=self.on_invalid,
-            backend=backend, fit=self._own_pilot(config, policy),
+            config, schema, n, policy=policy, public=self.public, on_invalid=config.on_invalid,
+            backend=backend, fit=self._own_pilot(config, policy), announce=self._announce(),
         )  # fmt: skip
         # 2. Seeds (post-processing) and the noise source (privacy).
         seed = np.random.SeedSequence(self.random_state)
@@ -307,9 +264,7 @@ class Synthesizer(EstimatorParams):
         self._sample_rng = np.random.default_rng(sample_seed)
         noise = self._noise()
         # 3. The release, calibrated once, and the ledger that records it.
-        release, calibration = build_release(config.mechanism, self._release_inputs(
-            plan, noise, backend, n
-        ))  # fmt: skip
+        release, calibration = config.mechanism.build(self._release_inputs(plan, noise, backend, n))
         run = {
             "dpevolve_version": package_version(),
             "seed": seed.entropy,
@@ -326,11 +281,11 @@ class Synthesizer(EstimatorParams):
         final, history = self._evolve(plan, schema, source, release, backend, ledger, rng)
         self.support_: WeightedSupport | None = None
         if plan.marginal_rho is not None and config.marginals is not None:
-            from dpevolve.core.hybrid import fit_and_record
+            from dpevolve.pool.hybrid import fit_and_record
 
             self.support_ = fit_and_record(
-                source.batches(), schema, final, plan.marginal_rho, config.marginals.share,
-                config.marginals.options, ledger, rng, n, noise,
+                source.batches(), schema, final, plan.marginal_rho, plan.marginal_share,
+                config.marginals.build(), ledger, rng, n, noise,
             )  # fmt: skip
             final = self.support_.pool
         self._store(fit_number, final, ledger, history, schema, n, plan.warnings)
@@ -447,7 +402,7 @@ class Synthesizer(EstimatorParams):
         """A model saved by :meth:`save`, ready to :meth:`sample` (no privacy cost)."""
         from dpevolve.model_io import load_model
 
-        return load_model(path)
+        return load_model(path, cls)
 
     # ------------------------------------------------------------------ sample
     def sample(self, num_rows: int | None = None) -> pd.DataFrame:

@@ -26,12 +26,12 @@ from scipy.optimize import brentq
 from scipy.special import softmax
 from scipy.stats import norm
 
-from dpevolve.core.distance import Gower
-from dpevolve.core.policy import Policy, Threshold
-from dpevolve.core.sensitivity import exact_soft_sensitivity, soft_bound
-from dpevolve.core.votes import SoftVote
 from dpevolve.data.encoding import Records
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
+from dpevolve.pe.distance import Gower
+from dpevolve.pe.votes import SoftVote
+from dpevolve.policy.blowfish import Policy, Threshold
+from dpevolve.policy.sensitivity import exact_soft_sensitivity, soft_bound
 
 SCHEMA = Schema((NumericColumn("a", 0, 4, integer=True), CategoricalColumn("b", ("no", "yes"))))
 POLICY = Policy({"a": Threshold(1)})

@@ -20,10 +20,10 @@ import pytest
 
 from dpevolve import Synthesizer
 from dpevolve.backends import make_backend
-from dpevolve.core.distance import Distance
-from dpevolve.core.votes import Vote
 from dpevolve.data.encoding import Records
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
+from dpevolve.pe.distance import Distance
+from dpevolve.pe.votes import Vote
 from dpevolve.release.gaussian import GaussianRelease
 from dpevolve.release.noise import SeededNoise
 

@@ -19,13 +19,15 @@ import pytest
 from scipy import stats
 
 from dpevolve.backends import LocalBackend, make_backend
-from dpevolve.core.canonical import soft_quantisation_slack
-from dpevolve.core.distance import make_distance
-from dpevolve.core.policy import Policy
-from dpevolve.core.sensitivity import reach_edge
-from dpevolve.core.votes import HardVote, SoftVote
+from dpevolve.config import GaussianSpec, VoteSpec
 from dpevolve.data.encoding import Records, encode
 from dpevolve.errors import InputError
+from dpevolve.pe.canonical import soft_quantisation_slack
+from dpevolve.pe.distance import make_distance
+from dpevolve.pe.votes import HardVote, SoftVote
+from dpevolve.policy.blowfish import Policy
+from dpevolve.policy.sensitivity import reach_edge
+from dpevolve.presets import get_preset
 from dpevolve.privacy import Budget, calibrate_gaussian
 from dpevolve.privacy.audit import (
     cks_epsilon,
@@ -143,7 +145,11 @@ def test_soft_vote_on_the_edge_that_carries_the_reach(age_sex) -> None:
         ("hard", None, {}),
         ("soft", {"attributes": {"age": {"threshold": 7}}}, {}),
         # sharpened unprotected attributes (sex x10) and debiasing: the same reach and bound
-        ("soft", {"attributes": {"age": {"threshold": 7}}}, {"sharpen": 10.0, "debias": 3}),
+        (
+            "soft",
+            {"attributes": {"age": {"threshold": 7}}},
+            {"sharpen": 10.0, "debias": 3},
+        ),
     ],
 )
 def test_end_to_end_rounds_within_the_ledger(age_sex, vote, policy, soft_options) -> None:
@@ -158,8 +164,9 @@ def test_end_to_end_rounds_within_the_ledger(age_sex, vote, policy, soft_options
     d = pd.concat([rows, pd.DataFrame([moving[0]])], ignore_index=True)
     d2 = pd.concat([rows, pd.DataFrame([moving[1]])], ignore_index=True)
     settings = {
-        "epsilon": 3.0, "preset": "bfsoft", "vote": vote, "temperature": 0.075,
-        "policy": pol, "population_size": 6, "rounds": 3, "random_state": 5, **soft_options,
+        "epsilon": 3.0, "preset": get_preset("bfsoft", population=6, rounds=3),
+        "vote": VoteSpec(kind=vote, temperature=0.075 if vote == "soft" else None, **soft_options),
+        "policy": pol, "random_state": 5,
     }  # fmt: skip
     model, spy = fit_spied(age_sex, d, **settings)
     _, spy2 = fit_spied(age_sex, d2, **settings)
@@ -191,8 +198,9 @@ def _exact_calibration_case(age_sex, ages: list[int], record_age: int, before: t
     d2 = pd.concat([rows, pd.DataFrame({"age": [record_age], "sex": ["Male"]})])
     for seed in range(64):
         settings = {
-            "epsilon": 6.0, "calibration": "exact", "policy": policy, "public": public,
-            "population_size": len(ages), "rounds": 1, "random_state": seed,
+            "epsilon": 6.0, "preset": get_preset("tabpe", population=len(ages), rounds=1),
+            "mechanism": GaussianSpec(calibration="exact"), "policy": policy, "public": public,
+            "random_state": seed,
         }  # fmt: skip
         model, spy = fit_spied(age_sex, d.reset_index(drop=True), **settings)
         drawn = list(np.rint(spy.populations[0].numeric[:, 0] * 73 + 17).astype(int))
@@ -262,8 +270,9 @@ def _fraction_fits(age_sex, on_invalid: str, ages: tuple[float, float]):
             for age in ages
         ]
         settings = {
-            "epsilon": 2.0, "preset": "bfsoft", "vote": "soft", "temperature": 0.075,
-            "policy": policy, "public": public, "population_size": 2, "rounds": 1,
+            "epsilon": 2.0, "preset": get_preset("bfsoft", population=2, rounds=1),
+            "vote": VoteSpec(kind="soft", temperature=0.075),
+            "policy": policy, "public": public,
             "random_state": seed, "on_invalid": on_invalid,
         }  # fmt: skip
         (model, spy), (_, spy2) = (fit_spied(age_sex, t, **settings) for t in tables)
@@ -305,10 +314,15 @@ def test_noise_spread_matches_the_ledger_end_to_end(age_sex) -> None:
     the clip with probability Phi(-t / sigma). Noise drawn at sigma / 1.1 (or any other
     scale than the ledger's) moves the kept count by many standard deviations."""
     table = pd.DataFrame({"age": [30, 40, 50, 60], "sex": ["Male", "Female", "Male", "Female"]})
-    settings = {"epsilon": 1.0, "preset": "bfsoft", "population_size": 4000, "rounds": 3}
+    settings = {
+        "epsilon": 1.0,
+        "preset": get_preset("bfsoft", population=4000, rounds=3),
+    }
     probe, _ = fit_spied(age_sex, table, random_state=1, **settings)
     sigma = probe.ledger_.to_dict()["sigma"]
-    model, _ = fit_spied(age_sex, table, random_state=2, threshold=sigma, **settings)
+    model, _ = fit_spied(
+        age_sex, table, random_state=2, mechanism=GaussianSpec(threshold=sigma), **settings
+    )
     assert all(event.sigma == pytest.approx(sigma) for event in model.ledger_.events)
     kept = sum(entry["kept_candidates"] for entry in model.history_)
     rounds, size, n = 3, 4000, len(table)

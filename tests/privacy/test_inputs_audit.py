@@ -15,12 +15,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dpevolve.presets import get_preset
 from dpevolve.privacy import default_delta
 from dpevolve.privacy.audit import hockey_stick
 
 from .conftest import DELTA, fit_spied
 
-FAST = {"epsilon": 1.0, "preset": "bfsoft", "population_size": 24, "rounds": 2}
+FAST = {
+    "epsilon": 1.0,
+    "preset": get_preset("bfsoft", population=24, rounds=2),
+}
 
 
 def _base(n: int = 30) -> pd.DataFrame:

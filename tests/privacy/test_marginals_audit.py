@@ -19,8 +19,10 @@ import pandas as pd
 import pytest
 
 from dpevolve import Synthesizer
+from dpevolve.config import MarginalSpec
 from dpevolve.data.encoding import Records, encode
 from dpevolve.data.schema import Schema
+from dpevolve.presets import get_preset
 from dpevolve.privacy.audit import independent_epsilon
 from dpevolve.release.marginals import CellIndex, Workload, l2_change, measure_marginals
 from dpevolve.release.noise import SeededNoise
@@ -78,11 +80,8 @@ def test_ledger_epsilon_is_what_the_events_cost(age_sex, share, rounds, on_inval
     model = Synthesizer(
         age_sex,
         epsilon=1.0,
-        preset="hybrid",
-        marginals=share,
-        marginal_options=FAST,
-        population_size=8,
-        rounds=rounds,
+        preset=get_preset("hybrid", population=8, rounds=rounds),
+        marginals=MarginalSpec(share=share, options=FAST),
         on_invalid=on_invalid,
         random_state=0,
     ).fit(table)

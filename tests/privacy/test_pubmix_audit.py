@@ -17,6 +17,8 @@ import pytest
 from scipy import stats
 
 import dpevolve.release.pubmix as pubmix_module
+from dpevolve.config import PubMixSpec
+from dpevolve.presets import get_preset
 from dpevolve.privacy.audit import exact_epsilon, hockey_stick
 from dpevolve.release.noise import SeededNoise
 
@@ -61,7 +63,11 @@ def _seed_drawing(age_sex, settings, wanted: set[int]) -> int:
     """The first seed whose initial population (drawn from public data only) holds the
     candidates ``wanted``: the population is public, so choosing it is fair."""
     for seed in range(64):
-        _, spy = fit_spied(age_sex, PRIVATE, **{**settings, "rounds": 1, "random_state": seed})
+        _, spy = fit_spied(
+            age_sex,
+            PRIVATE,
+            **{**settings, "preset": get_preset("tabpe", rounds=1), "random_state": seed},
+        )
         if wanted <= _ages(spy.populations[0]):
             return seed
     raise AssertionError("no seed drew the wanted candidates")
@@ -72,9 +78,10 @@ def test_one_round_parents_within_the_claim(monkeypatch, age_sex, accounting) ->
     d = pd.concat([PRIVATE, pd.DataFrame({"age": [82], "sex": ["Male"]})], ignore_index=True)
     d2 = pd.concat([PRIVATE, pd.DataFrame({"age": [49], "sex": ["Male"]})], ignore_index=True)
     settings = {
-        "epsilon": 2.0, "mechanism": "pubmix", "pubmix_accounting": accounting,
-        "public": PUBLIC, "preset": "bfsoft", "population_size": 4, "rounds": 2,
-        "gamma": 0.2,
+        "epsilon": 2.0, "preset": get_preset("bfsoft", population=4, rounds=2),
+        "mechanism": PubMixSpec(accounting=accounting, gamma=0.2),
+        "public": PUBLIC,
+
     }  # fmt: skip
     settings["random_state"] = _seed_drawing(age_sex, settings, {20, 50, 80})
     model, spy, seen = _spied_round(monkeypatch, age_sex, d, **settings)
@@ -120,8 +127,9 @@ def test_pubmix_tight_composes_every_round(age_sex) -> None:
     from dpevolve.privacy.audit import independent_epsilon
 
     settings = {
-        "epsilon": 2.0, "mechanism": "pubmix", "public": PUBLIC, "preset": "bfsoft",
-        "population_size": 4, "rounds": 3, "random_state": 1, "gamma": 0.2,
+        "epsilon": 2.0, "preset": get_preset("bfsoft", population=4, rounds=3),
+        "mechanism": PubMixSpec(gamma=0.2), "public": PUBLIC,
+        "random_state": 1,
     }  # fmt: skip
     model, _ = fit_spied(age_sex, PRIVATE, **settings)
     events = model.ledger_.events

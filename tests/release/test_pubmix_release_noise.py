@@ -18,18 +18,24 @@ from scipy import stats
 import dpevolve.release.pubmix as pubmix_module
 from dpevolve import Synthesizer
 from dpevolve.backends import make_backend
-from dpevolve.core.distance import make_distance
-from dpevolve.core.invalid_rows import fill_empty_votes
-from dpevolve.core.votes import HardVote
+from dpevolve.config import PubMixSpec
 from dpevolve.data.encoding import encode
 from dpevolve.data.schema import CategoricalColumn, Schema
+from dpevolve.pe.distance import make_distance
+from dpevolve.pe.votes import HardVote
+from dpevolve.policy.invalid_rows import fill_empty_votes
+from dpevolve.presets import get_preset
 from dpevolve.privacy import Budget
 from dpevolve.pubmix import water_fill
 from dpevolve.release.discrete import sample_discrete
 from dpevolve.release.noise import SeededNoise
 from dpevolve.release.pubmix import PubMixRelease
 
-FAST = {"population_size": 30, "rounds": 2, "random_state": 0, "pubmix_accounting": "basic"}
+FAST = {
+    "preset": get_preset("tabpe", population=30, rounds=2),
+    "mechanism": PubMixSpec(accounting="basic"),
+    "random_state": 0,
+}
 SAMPLE = pubmix_module.pubmix_sample  # the sampler the release calls, unwrapped
 
 
@@ -43,9 +49,9 @@ def _pubmix_parents(monkeypatch, schema, public, private, **kwargs) -> tuple[lis
         return out
 
     monkeypatch.setattr(pubmix_module, "pubmix_sample", spy)
-    model = Synthesizer(
-        schema, epsilon=2.0, delta=1e-5, mechanism="pubmix", public=public, **FAST, **kwargs
-    ).fit(private)
+    model = Synthesizer(schema, epsilon=2.0, delta=1e-5, public=public, **FAST, **kwargs).fit(
+        private
+    )
     return drawn, model.ledger_.to_dict()
 
 
@@ -55,7 +61,7 @@ def test_synthesizer_pubmix_parents_are_fresh_unless_noise_seeded(
     public, private = small_table.iloc[:150], small_table.iloc[150:]
     first, ledger = _pubmix_parents(monkeypatch, small_schema, public, private)
     second, _ = _pubmix_parents(monkeypatch, small_schema, public, private)
-    assert len(first) == len(second) == FAST["rounds"]
+    assert len(first) == len(second) == FAST["preset"].schedule.rounds
     assert ledger["noise"] == "secure"
     # Same random_state, same public data: the first round votes over the same
     # population, yet its parents differ (30 draws over the candidates).

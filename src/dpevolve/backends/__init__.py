@@ -6,7 +6,10 @@ from dpevolve.backends.base import Backend
 from dpevolve.backends.local import LocalBackend
 from dpevolve.errors import InputError
 
-__all__ = ["Backend", "LocalBackend", "make_backend"]
+__all__ = ["BACKENDS", "Backend", "LocalBackend", "make_backend"]
+
+#: The names :func:`make_backend` knows (the command line's choices).
+BACKENDS = ("auto", "local", "fused", "gpu", "dask")
 
 
 def make_backend(name: str = "auto") -> Backend:
@@ -30,4 +33,4 @@ def make_backend(name: str = "auto") -> Backend:
         from dpevolve.backends.dask import DaskBackend
 
         return DaskBackend()
-    raise InputError(f"unknown backend '{name}' (choose auto, local, fused, gpu or dask)")
+    raise InputError(f"unknown backend '{name}' (choose {', '.join(BACKENDS)})")

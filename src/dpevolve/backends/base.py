@@ -7,9 +7,9 @@ from typing import Protocol
 
 import numpy as np
 
-from dpevolve.core.distance import Distance
-from dpevolve.core.votes import Vote
 from dpevolve.data.encoding import Records
+from dpevolve.pe.distance import Distance
+from dpevolve.pe.votes import Vote
 
 PrivateData = Records | Iterable[Records]
 

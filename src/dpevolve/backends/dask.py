@@ -61,7 +61,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 import numpy as np
 
@@ -73,8 +73,6 @@ from dpevolve.backends.dask_worker import (
     tally_of,
     worker_kernel,
 )
-from dpevolve.core.distance import Distance
-from dpevolve.core.votes import Vote
 from dpevolve.data.encoding import Records
 from dpevolve.data.messages import reader_error
 from dpevolve.data.schema import Schema, ValidationReport
@@ -85,13 +83,26 @@ from dpevolve.data.streaming import (
     check_columns,
 )
 from dpevolve.errors import InputError
+from dpevolve.pe.distance import Distance
+from dpevolve.pe.votes import Vote
 
 if TYPE_CHECKING:
     from distributed import Client
 
-    from dpevolve.synthesizer import Synthesizer
-
 Kernel = Literal["local", "fused", "auto"]
+
+
+class Fittable(Protocol):
+    """What :func:`fit_parquet` needs of a Synthesizer (a backend never imports the facade)."""
+
+    schema: Any
+    backend: Any
+    on_invalid: Any
+
+    def fit_source(self, source: Any) -> Any: ...
+
+
+Model = TypeVar("Model", bound=Fittable)
 
 
 # ------------------------------------------------------------------- on the driver
@@ -417,12 +428,12 @@ class DaskBackend:
 
 
 def fit_parquet(
-    model: Synthesizer,
+    model: Model,
     path: str | Path,
     *,
     persist: bool = True,
     **read_kwargs: Any,
-) -> Synthesizer:
+) -> Model:
     """Fit ``model`` on a Parquet table its :class:`DaskBackend`'s workers read.
 
     Parameters
@@ -448,7 +459,8 @@ def fit_parquet(
     schema = Schema.of(model.schema)
     held = backend.read_parquet(path, schema, model.on_invalid, persist=persist, **read_kwargs)
     try:
-        return model.fit_source(held)
+        model.fit_source(held)
+        return model
     finally:
         held.release()
 

@@ -13,8 +13,6 @@ import numpy as np
 
 from dpevolve.backends.base import Backend
 from dpevolve.backends.local import LocalBackend
-from dpevolve.core.distance import Distance
-from dpevolve.core.votes import Vote
 from dpevolve.data.encoding import Records
 from dpevolve.data.schema import Schema
 from dpevolve.data.streaming import (
@@ -23,6 +21,8 @@ from dpevolve.data.streaming import (
     encode_clean,
 )
 from dpevolve.errors import InputError
+from dpevolve.pe.distance import Distance
+from dpevolve.pe.votes import Vote
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -8,7 +8,7 @@ take the vote and accumulate it. No chunk x population block is ever built: memo
 O(m) per thread, plus one partial histogram per block for soft votes.
 
 Exactness (what the tests pin down): the kernels follow the canonical arithmetic of
-:mod:`dpevolve.core.canonical`, the same the numpy backend and the exact sensitivity
+:mod:`dpevolve.pe.canonical`, the same the numpy backend and the exact sensitivity
 search use, so votes are bit-identical across backends and chunkings.
 
 * Gower: every distance is summed in the reference's order (numeric attributes, then
@@ -20,7 +20,7 @@ search use, so votes are bit-identical across backends and chunkings.
 * Hard vote: first index of the minimum distance (docs/math.md §3);
   each record's index is written out and counted with ``bincount`` (exact integers).
 * Soft vote: logits ``-d / tau`` minus their maximum; ``exp`` by the canonical
-  polynomial (:func:`~dpevolve.core.canonical.exp_canonical`, within 1 ulp of libm,
+  polynomial (:func:`~dpevolve.pe.canonical.exp_canonical`, within 1 ulp of libm,
   and vectorised); division by the row total (summed pairwise exactly as numpy sums);
   then each vote rounded to a multiple of ``2^-30`` and summed as integer grid units,
   which is exact, so the histogram is bit-identical to the numpy backend's.
@@ -47,11 +47,11 @@ from dpevolve.backends import fused_kernels
 from dpevolve.backends.base import PrivateData
 from dpevolve.backends.fused_kernels import GOWER, TABPE
 from dpevolve.backends.local import LocalBackend, chunks
-from dpevolve.core.canonical import SOFT_UNIT
-from dpevolve.core.distance import Distance, Gower, TabPEEmbedding
-from dpevolve.core.votes import HardVote, SoftVote, Vote
 from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
+from dpevolve.pe.canonical import SOFT_UNIT
+from dpevolve.pe.distance import Distance, Gower, TabPEEmbedding
+from dpevolve.pe.votes import HardVote, SoftVote, Vote
 
 # ------------------------------------------------------------------ compilation
 

@@ -11,7 +11,7 @@ computation is LocalBackend's, chunked, on the device, in float64 throughout:
   :mod:`dpevolve.backends.fused` (not the BLAS identity);
 * hard votes: first index of the minimum (torch and CuPy both return the first);
 * soft votes: ``softmax(-d / tau)`` with the row maximum subtracted, rounded to the
-  canonical grid of ``2^-30`` and summed exactly (:mod:`dpevolve.core.canonical`). The
+  canonical grid of ``2^-30`` and summed exactly (:mod:`dpevolve.pe.canonical`). The
   device's own ``exp`` and row totals can differ from the CPU's in the last bit, so a
   vote can land one grid unit away: soft histograms agree with the CPU backends to
   within ``n 2^-30``, not bitwise. Hard votes are bit-identical.
@@ -27,11 +27,11 @@ import numpy as np
 
 from dpevolve.backends.base import PrivateData
 from dpevolve.backends.local import LocalBackend, chunks
-from dpevolve.core.canonical import SOFT_SCALE, SOFT_UNIT
-from dpevolve.core.distance import Distance, Gower, TabPEEmbedding
-from dpevolve.core.votes import HardVote, SoftVote, Vote
 from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
+from dpevolve.pe.canonical import SOFT_SCALE, SOFT_UNIT
+from dpevolve.pe.distance import Distance, Gower, TabPEEmbedding
+from dpevolve.pe.votes import HardVote, SoftVote, Vote
 
 _NO_GPU = (
     "no GPU: install torch with CUDA (pip install dpevolve[gpu]) or CuPy, on a machine "
@@ -231,7 +231,7 @@ def _vote_with(
             logits -= ops.row_max(logits)
             votes = ops.exp(logits)
             votes /= ops.row_sum(votes)
-            # The canonical grid (dpevolve.core.canonical): whole units of 2^-30, summed
+            # The canonical grid (dpevolve.pe.canonical): whole units of 2^-30, summed
             # exactly, so chunking and the device's summation order cannot matter.
             votes *= SOFT_SCALE
             votes += 0.5

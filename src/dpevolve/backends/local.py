@@ -7,10 +7,10 @@ from collections.abc import Iterator
 import numpy as np
 
 from dpevolve.backends.base import PrivateData
-from dpevolve.core.canonical import soft_histogram
-from dpevolve.core.distance import Distance
-from dpevolve.core.votes import SoftVote, Vote
 from dpevolve.data.encoding import Records
+from dpevolve.pe.canonical import soft_histogram
+from dpevolve.pe.distance import Distance
+from dpevolve.pe.votes import SoftVote, Vote
 
 
 def chunks(private: PrivateData, rows: int) -> Iterator[Records]:
@@ -43,7 +43,7 @@ class LocalBackend:
 
 def chunk_histogram(vote: Vote, distances: np.ndarray) -> np.ndarray:
     """One chunk's histogram; SoftVote by the canonical quantised rule, so that every
-    backend and chunking sums to the same bits (:mod:`dpevolve.core.canonical`)."""
+    backend and chunking sums to the same bits (:mod:`dpevolve.pe.canonical`)."""
     if type(vote) is SoftVote:
         return soft_histogram(distances, vote.temperature)
     return vote.histogram(distances)

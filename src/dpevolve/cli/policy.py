@@ -41,9 +41,9 @@ def policy_show(
     distance: DistanceOption = Distance.gower,
     as_json: AsJson = False,
 ) -> None:
-    from dpevolve.core.distance import make_distance
-    from dpevolve.core.policy import Policy, summarize
     from dpevolve.data.schema import Schema
+    from dpevolve.pe.distance import make_distance
+    from dpevolve.policy.blowfish import Policy, summarize
 
     table_schema = Schema.load(schema)
     temperatures = tuple(temperature) if temperature else DEFAULT_TAUS
@@ -90,11 +90,15 @@ def policy_audit(
     distance: DistanceOption = Distance.gower,
     as_json: AsJson = False,
 ) -> None:
-    from dpevolve.core.distance import make_distance
-    from dpevolve.core.policy import Policy
-    from dpevolve.core.sensitivity import exact_hard_sensitivity, exact_soft_sensitivity, soft_bound
     from dpevolve.data.encoding import encode
     from dpevolve.data.schema import Schema
+    from dpevolve.pe.distance import make_distance
+    from dpevolve.policy.blowfish import Policy
+    from dpevolve.policy.sensitivity import (
+        exact_hard_sensitivity,
+        exact_soft_sensitivity,
+        soft_bound,
+    )
 
     table_schema = Schema.load(schema)
     rule = Policy.load(policy, table_schema)

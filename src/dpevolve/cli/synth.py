@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import warnings
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import typer
 
+from dpevolve.backends import BACKENDS, make_backend
 from dpevolve.cli.common import (
     NOISE_SEED_WARNING,
     Delta,
@@ -24,56 +24,25 @@ from dpevolve.cli.common import (
     ShowValues,
     app,
     check_outputs,
-    require_budget,
     say,
 )
 from dpevolve.cli.preflight import preflight
 from dpevolve.cli.report import write_reports
-from dpevolve.data.io import read_table, write_table
+from dpevolve.config import (
+    MECHANISMS,
+    VOTES,
+    BudgetSpec,
+    GaussianSpec,
+    MarginalSpec,
+    PubMixSpec,
+    RunSpec,
+    VoteSpec,
+    resolve,
+)
+from dpevolve.data.io import read_table, read_yaml, write_table
 from dpevolve.errors import InputError
 from dpevolve.extras import require
-
-
-class PresetName(StrEnum):
-    tabpe = "tabpe"
-    bfsoft = "bfsoft"
-    hybrid = "hybrid"
-
-
-class VoteName(StrEnum):
-    hard = "hard"
-    soft = "soft"
-    auto = "auto"
-
-
-class Mechanism(StrEnum):
-    gaussian = "gaussian"
-    pubmix = "pubmix"
-
-
-class Accounting(StrEnum):
-    tight = "tight"
-    basic = "basic"
-
-
-class PubMixNoise(StrEnum):
-    wf = "wf"
-    mifr = "mifr"
-    linmix = "linmix"
-
-
-class BackendName(StrEnum):
-    auto = "auto"
-    local = "local"
-    fused = "fused"
-    gpu = "gpu"
-    dask = "dask"
-
-
-class Calibration(StrEnum):
-    bound = "bound"
-    exact = "exact"
-
+from dpevolve.presets import DEFAULT_PRESET, PRESETS, get_preset
 
 EXAMPLES = """
 
@@ -87,152 +56,220 @@ Examples:
       --vote soft --temperature 0.06 --sharpen 30 --debias 20 --rho 1e-4 -o synthetic.csv
   dpevolve synth private.csv -s schema.yaml --policy policy.yaml --preset bfsoft \\
       --public public.csv --rho 1e-4 -o synthetic.csv   # vote auto (the default here)
+  dpevolve synth private.csv -s schema.yaml --config run.yaml -o synthetic.csv
+      # run.yaml: a run file, or a ledger (its "config" block re-runs the same run)
 """
+
+# ------------------------------------------------------------------ the run's settings
+# Each maps to one field of the run's specs (dpevolve.config); with --config they come
+# from the run file instead, and giving one as a flag too is an error.
+RunFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        metavar="RUN.yaml",
+        help="The run's settings from a YAML run file (RunSpec.to_dict's words) or a "
+        "ledger (its config block): any configuration the Python API can express.",
+    ),
+]
+PresetOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--preset",
+        "-p",
+        help=f"{' | '.join(PRESETS)}. tabpe (default) or bfsoft: Private Evolution; hybrid: "
+        "one release of low-order marginals and a weighted pool (closer marginals).",
+    ),
+]
+VoteOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--vote",
+        help=f"{' | '.join(VOTES)}. auto: a pilot on --public picks hard or a soft "
+        "configuration (no private budget) and says which and why. Default: auto with "
+        "--policy and --public (and no soft setting or --calibration exact), else hard.",
+    ),
+]
+TemperatureOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--temperature",
+        "-t",
+        help="Soft-vote temperature TAU, or 'auto' (a pilot on --public picks hard or soft).",
+    ),
+]
+SharpenOpt = Annotated[
+    float,
+    typer.Option(
+        "--sharpen",
+        metavar="FACTOR",
+        help="Soft vote under --policy: multiply the Gower weights of unprotected "
+        "attributes by FACTOR (1: off). Same noise; the vote blurs only protected ones.",
+    ),
+]
+DebiasOpt = Annotated[
+    int,
+    typer.Option(
+        "--debias",
+        metavar="STEPS",
+        help="Soft vote: STEPS of Richardson-Lucy undoing its blur on the released "
+        "histogram (0: off; post-processing, no privacy cost).",
+    ),
+]
+DistanceOpt = Annotated[
+    str | None, typer.Option("--distance", help="gower | tabpe: override the preset's.")
+]
+ThresholdOpt = Annotated[
+    float | None,
+    typer.Option("--threshold", help="Gaussian: threshold on the noisy counts (preset's)."),
+]
+MechanismOpt = Annotated[
+    str,
+    typer.Option(
+        "--mechanism", help=f"{' | '.join(c.name for c in MECHANISMS)} (pubmix needs --public)."
+    ),
+]
+AccountingOpt = Annotated[
+    str,
+    typer.Option("--pubmix-accounting", help="PubMix: tight PLD composition or a basic split."),
+]
+FillOpt = Annotated[
+    str, typer.Option("--pubmix-fill", help="PubMix fill: wf | mifr (floor raising) | linmix.")
+]
+GammaOpt = Annotated[
+    float | None,
+    typer.Option("--gamma", help="PubMix: bound on TV(public, private); default from folds."),
+]
+CalibrationOpt = Annotated[
+    str,
+    typer.Option(
+        "--calibration", help="bound | exact (hard votes under a policy search small domains)."
+    ),
+]
+MarginalsOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--marginals",
+        metavar="SHARE",
+        help="Share of the budget for one release of low-order marginals after the rounds.",
+    ),
+]
+MarginalOptionsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--marginal-options",
+        metavar="YAML",
+        help="Marginal options laid over the preset's, e.g. '{grow_rounds: 2, bins: 8}'.",
+    ),
+]
+BackendOpt = Annotated[
+    str,
+    typer.Option(
+        "--backend",
+        help=f"{' | '.join(BACKENDS)}: where votes are computed (dask: "
+        "DASK_SCHEDULER_ADDRESS or local).",
+    ),
+]
+PopulationOpt = Annotated[
+    int | None, typer.Option("--population", min=1, help="Override the preset's N.")
+]
+RoundsOpt = Annotated[
+    int | None, typer.Option("--rounds", min=1, help="Override the preset's rounds.")
+]
+
+# ----------------------------------------------------------------- inputs and outputs
+PrivateArg = Annotated[
+    Path, typer.Argument(metavar="PRIVATE", help="Private table (.csv, .csv.gz or .parquet).")
+]
+OutputOpt = Annotated[Path, typer.Option("--output", "-o", help="Synthetic table to write.")]
+RowsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--rows",
+        "-n",
+        min=1,
+        help="Rows to write, drawn from what was released (no privacy cost); "
+        "default: as many as PRIVATE has.",
+    ),
+]
+PolicyOpt = Annotated[Path | None, typer.Option("--policy", help="Blowfish policy YAML.")]
+PublicOpt = Annotated[Path | None, typer.Option("--public", help="Public table of the same kind.")]
+StreamOpt = Annotated[
+    bool, typer.Option("--stream", help="Read PRIVATE in batches each round (larger than memory).")
+]
+BatchRowsOpt = Annotated[
+    int, typer.Option("--batch-rows", min=1, help="Rows per batch with --stream.")
+]
+ReportOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--report",
+        help="Also write an HTML report with utility measured on PRIVATE (for the data "
+        "owner only).",
+    ),
+]
+ShareReportOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--share-report",
+        help="Also write an HTML report safe to publish (nothing computed from PRIVATE).",
+    ),
+]
+ShareLedgerOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--share-ledger",
+        help="Also write a ledger safe to publish (no seed, notes or validation counts).",
+    ),
+]
+
+#: The flags that set a field of the run's specs (the rest are inputs and outputs).
+RUN_FLAGS = (
+    "epsilon", "delta", "rho", "preset", "vote", "temperature", "sharpen", "debias",
+    "distance", "threshold", "mechanism", "pubmix_accounting", "pubmix_fill", "gamma",
+    "calibration", "marginals", "marginal_options", "backend", "population", "rounds",
+    "on_invalid",
+)  # fmt: skip
 
 
 @app.command(
     help="Synthesize a DP table from PRIVATE; the ledger goes to OUT.ledger.json." + EXAMPLES
 )
 def synth(
-    private: Annotated[
-        Path, typer.Argument(metavar="PRIVATE", help="Private table (.csv, .csv.gz or .parquet).")
-    ],
+    ctx: typer.Context,
+    private: PrivateArg,
     schema: SchemaPath,
-    output: Annotated[Path, typer.Option("--output", "-o", help="Synthetic table to write.")],
+    output: OutputOpt,
+    config: RunFile = None,
     epsilon: Epsilon = None,
     delta: Delta = None,
     rho: Rho = None,
-    rows: Annotated[
-        int | None,
-        typer.Option(
-            "--rows",
-            "-n",
-            min=1,
-            help="Rows to write, drawn from what was released (no privacy cost); "
-            "default: as many as PRIVATE has.",
-        ),
-    ] = None,
-    preset: Annotated[
-        PresetName | None,
-        typer.Option(
-            "--preset",
-            "-p",
-            help="tabpe (default) or bfsoft: Private Evolution; hybrid: one release of "
-            "low-order marginals and a weighted pool (closer marginals, see the guide).",
-        ),
-    ] = None,
-    vote: Annotated[
-        VoteName | None,
-        typer.Option(
-            "--vote",
-            help="Vote of each private record. auto: a pilot on --public picks hard or a "
-            "soft configuration (no private budget) and says which and why. Default: auto "
-            "with --policy and --public (and no --temperature, --sharpen, --debias or "
-            "--calibration exact), else hard.",
-        ),
-    ] = None,
-    temperature: Annotated[
-        str | None,
-        typer.Option(
-            "--temperature",
-            "-t",
-            help="Soft-vote temperature TAU, or 'auto' (a pilot on --public picks hard or soft).",
-        ),
-    ] = None,
-    sharpen: Annotated[
-        float,
-        typer.Option(
-            "--sharpen",
-            min=1.0,
-            metavar="FACTOR",
-            help="Soft vote under --policy: multiply the Gower weights of unprotected "
-            "attributes by FACTOR (1: off). Same noise; the vote blurs only protected ones.",
-        ),
-    ] = 1.0,
-    debias: Annotated[
-        int,
-        typer.Option(
-            "--debias",
-            min=0,
-            metavar="STEPS",
-            help="Soft vote: STEPS of Richardson-Lucy undoing its blur on the released "
-            "histogram (0: off; post-processing, no privacy cost).",
-        ),
-    ] = 0,
-    policy: Annotated[Path | None, typer.Option("--policy", help="Blowfish policy YAML.")] = None,
-    public: Annotated[
-        Path | None, typer.Option("--public", help="Public table of the same kind.")
-    ] = None,
-    mechanism: Annotated[
-        Mechanism, typer.Option("--mechanism", help="Release mechanism (pubmix needs --public).")
-    ] = Mechanism.gaussian,
-    pubmix_accounting: Annotated[
-        Accounting,
-        typer.Option(
-            "--pubmix-accounting", help="PubMix: tight PLD composition or a basic even split."
-        ),
-    ] = Accounting.tight,
-    pubmix_noise: Annotated[
-        PubMixNoise, typer.Option("--pubmix-noise", help="PubMix floor raising (or LinMix).")
-    ] = PubMixNoise.wf,
-    gamma: Annotated[
-        float | None,
-        typer.Option("--gamma", help="PubMix: bound on TV(public, private); default from folds."),
-    ] = None,
-    stream: Annotated[
-        bool,
-        typer.Option("--stream", help="Read PRIVATE in batches each round (larger than memory)."),
-    ] = False,
-    batch_rows: Annotated[
-        int, typer.Option("--batch-rows", min=1, help="Rows per batch with --stream.")
-    ] = 250_000,
-    backend: Annotated[
-        BackendName,
-        typer.Option(
-            "--backend", help="Where votes are computed (dask: DASK_SCHEDULER_ADDRESS or local)."
-        ),
-    ] = BackendName.auto,
-    calibration: Annotated[
-        Calibration,
-        typer.Option(
-            "--calibration", help="exact: hard votes under a policy search small domains."
-        ),
-    ] = Calibration.bound,
-    population: Annotated[
-        int | None, typer.Option("--population", min=1, help="Override the preset's N.")
-    ] = None,
-    rounds: Annotated[
-        int | None, typer.Option("--rounds", min=1, help="Override the preset's rounds.")
-    ] = None,
+    rows: RowsOpt = None,
+    preset: PresetOpt = None,
+    vote: VoteOpt = None,
+    temperature: TemperatureOpt = None,
+    sharpen: SharpenOpt = 1.0,
+    debias: DebiasOpt = 0,
+    distance: DistanceOpt = None,
+    threshold: ThresholdOpt = None,
+    policy: PolicyOpt = None,
+    public: PublicOpt = None,
+    mechanism: MechanismOpt = "gaussian",
+    pubmix_accounting: AccountingOpt = "tight",
+    pubmix_fill: FillOpt = "wf",
+    gamma: GammaOpt = None,
+    calibration: CalibrationOpt = "bound",
+    marginals: MarginalsOpt = None,
+    marginal_options: MarginalOptionsOpt = None,
+    stream: StreamOpt = False,
+    batch_rows: BatchRowsOpt = 250_000,
+    backend: BackendOpt = "auto",
+    population: PopulationOpt = None,
+    rounds: RoundsOpt = None,
     on_invalid: InvalidOption = OnInvalid.error,
-    secure_noise: Annotated[
-        bool,
-        typer.Option(
-            "--secure-noise", help="Deprecated: secure noise is the default.", hidden=True
-        ),
-    ] = False,
-    report: Annotated[
-        Path | None,
-        typer.Option(
-            "--report",
-            help="Also write an HTML report with utility measured on PRIVATE (for the data "
-            "owner only).",
-        ),
-    ] = None,
-    share_report: Annotated[
-        Path | None,
-        typer.Option(
-            "--share-report",
-            help="Also write an HTML report safe to publish (nothing computed from PRIVATE).",
-        ),
-    ] = None,
-    share_ledger: Annotated[
-        Path | None,
-        typer.Option(
-            "--share-ledger",
-            help="Also write a ledger safe to publish (no seed, notes or validation counts).",
-        ),
-    ] = None,
+    report: ReportOpt = None,
+    share_report: ShareReportOpt = None,
+    share_ledger: ShareLedgerOpt = None,
     seed: Seed = None,
     noise_seed: NoiseSeed = None,
     show_values: ShowValues = False,
@@ -247,10 +284,8 @@ def synth(
         require("matplotlib", "--report and --share-report")
     if stream:
         require("pyarrow", "--stream")
-    require_budget(epsilon, rho, delta)
-    tau = _temperature(temperature)
-    vote_name = _vote(vote, tau, public, mechanism, quiet)
-    _soft_options(vote_name, sharpen, debias)
+    flags = {name: ctx.params[name] for name in RUN_FLAGS}
+    spec = run_spec(config, flags, _given(ctx), policy is not None, public is not None, quiet)
     table_schema = Schema.load(schema)
     preflight(
         inputs=[private, schema, policy, public], outputs=[output, ledger_out, report,
@@ -259,57 +294,21 @@ def synth(
     )  # fmt: skip
     public_table = read_table(public, "public table") if public is not None else None
     if policy is not None:
-        from dpevolve.core.distance import make_distance
-        from dpevolve.core.policy import Policy
-        from dpevolve.presets import get_preset
-
-        loaded = Policy.load(policy, table_schema)
-        preset_distance = get_preset(preset.value if preset is not None else "tabpe").distance
-        for warning in loaded.warnings(make_distance(preset_distance, table_schema)):
-            say(quiet, f"warning: {warning}")
-    chosen_backend, backend_line = _backend(backend)
-    model = Synthesizer(
-        table_schema,
-        epsilon=epsilon,
-        delta=delta,
-        rho=rho,
-        preset=None if preset is None else preset.value,
-        vote=vote_name,
-        temperature=tau,
-        sharpen=sharpen,
-        debias=debias,
-        policy=policy,
-        public=public_table,
-        mechanism=mechanism.value,
-        pubmix_accounting=pubmix_accounting.value,
-        pubmix_noise=pubmix_noise.value,
-        gamma=gamma,
-        calibration=calibration.value,
-        population_size=population,
-        rounds=rounds,
-        random_state=seed,
-        noise_seed=noise_seed,
-        on_invalid=on_invalid.value,
-        progress=not quiet,
-        backend=chosen_backend,
-    )
+        _say_policy_warnings(policy, table_schema, spec.preset.distance, quiet)
+    chosen_backend, backend_line = _backend(spec.backend)
+    model = Synthesizer.from_spec(
+        table_schema, spec, policy=policy, public=public_table, random_state=seed,
+        noise_seed=noise_seed, progress=not quiet, backend=chosen_backend,
+    )  # fmt: skip
     # Said once the arguments are known to be valid, before the (long) run.
     say(quiet, backend_line)
-    if mechanism is Mechanism.pubmix and gamma is None:
+    if isinstance(spec.mechanism, PubMixSpec) and spec.mechanism.gamma is None:
         say(quiet, "gamma: estimated from folds of the public table (--gamma not given)")
     if noise_seed is not None:
         typer.echo(NOISE_SEED_WARNING, err=True)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", UserWarning)
-        if stream:
-            model.fit_file(private, batch_rows)
-        else:
-            model.fit(read_table(private, "private table"))
-    for caught_warning in caught:  # policy warnings were already said above
-        if not str(caught_warning.message).startswith("policy:"):
-            say(quiet, f"warning: {caught_warning.message}")
+    _fit(model, private, stream, batch_rows, quiet)
     ledger = model.ledger_.to_dict()
-    _say_choices(ledger, tau, delta, epsilon, quiet)
+    _say_choices(ledger, spec.vote.temperature, spec.budget, quiet)
     synthetic = model.sample(rows)
     write_table(synthetic, output)
     model.ledger_.write(ledger_out)
@@ -317,7 +316,7 @@ def synth(
         model.ledger_.write(share_ledger, shareable=True)
     if report is not None or share_report is not None:
         write_reports(
-            ledger, private, synthetic, table_schema, on_invalid, report, share_report, force
+            ledger, private, synthetic, table_schema, spec.on_invalid, report, share_report, force
         )
     result = model.ledger_.result()
     say(
@@ -327,60 +326,115 @@ def synth(
     )
 
 
+def _given(ctx: typer.Context) -> set[str]:
+    """The run flags given on the command line (not left at their defaults)."""
+    given = {name: ctx.get_parameter_source(name) for name in RUN_FLAGS}
+    return {name for name, source in given.items() if getattr(source, "name", "") == "COMMANDLINE"}
+
+
+def run_spec(
+    config: Path | None,
+    flags: dict[str, Any],
+    given: set[str],
+    policy: bool,
+    public: bool,
+    quiet: bool,
+) -> RunSpec:
+    """The run's specs: from the run file ``config``, or from the flags (``given``: the
+    ones on the command line). ``policy``/``public``: whether those inputs are given (the
+    default vote depends on them). Checked here, before any table is read."""
+    inputs = {"policy": True if policy else None, "public": True if public else None}
+    if config is not None:
+        if given:
+            names = ", ".join(f"--{n.replace('_', '-')}" for n in sorted(given))
+            raise InputError(f"{names}: give the run's settings in {config} or as flags, not both")
+        data = read_yaml(config, "run file")
+        if isinstance(data, dict) and isinstance(data.get("config"), dict):
+            data = data["config"]  # a ledger: its config block
+        if not isinstance(data, dict):
+            raise InputError(f"run file {config} must hold a mapping of the run's settings")
+        return resolve({**RunSpec.from_dict(data).params(), **inputs})
+    params = _spec_params(flags)
+    spec = resolve({**params, **inputs})
+    if flags["vote"] is None and isinstance(spec.vote.temperature, float):
+        say(quiet, f"vote: soft (--temperature {spec.vote.temperature:g} given without --vote)")
+    return spec
+
+
+def _spec_params(flags: dict[str, Any]) -> dict[str, Any]:
+    """The Synthesizer's spec arguments from the run flags (each flag to its spec)."""
+    overrides = {k: flags[k] for k in ("population", "rounds", "distance")}
+    preset = flags["preset"]
+    if preset is not None or any(v is not None for v in overrides.values()):
+        preset = get_preset(preset or DEFAULT_PRESET, **overrides)
+    if flags["mechanism"] == PubMixSpec.name:
+        mechanism: Any = PubMixSpec(accounting=flags["pubmix_accounting"],
+                                    fill=flags["pubmix_fill"], gamma=flags["gamma"])  # fmt: skip
+    elif flags["mechanism"] == GaussianSpec.name:
+        mechanism = GaussianSpec(threshold=flags["threshold"], calibration=flags["calibration"])
+    else:
+        mechanism = flags["mechanism"]  # resolve names the choices
+    marginals = flags["marginals"]
+    if flags["marginal_options"] is not None:
+        options = _yaml_mapping(flags["marginal_options"], "--marginal-options")
+        marginals = MarginalSpec(share=marginals, options=options)
+    vote = VoteSpec(kind=flags["vote"], temperature=_temperature(flags["temperature"]),
+                    sharpen=flags["sharpen"], debias=flags["debias"])  # fmt: skip
+    return {
+        "epsilon": flags["epsilon"], "delta": flags["delta"], "rho": flags["rho"],
+        "preset": preset, "vote": vote, "mechanism": mechanism, "marginals": marginals,
+        "backend": flags["backend"], "on_invalid": OnInvalid(flags["on_invalid"]).value,
+    }  # fmt: skip
+
+
+def _yaml_mapping(text: str, flag: str) -> dict[str, Any]:
+    import yaml
+
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        raise InputError(f"{flag} must be a YAML mapping, e.g. '{{grow_rounds: 2}}'") from None
+    if not isinstance(value, dict):
+        raise InputError(f"{flag} must be a YAML mapping, e.g. '{{grow_rounds: 2}}'")
+    return value
+
+
 def _temperature(text: str | None) -> float | Literal["auto"] | None:
     if text is None:
         return None
     if text == "auto":
         return "auto"
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise InputError(f"--temperature must be a number or 'auto', got '{text}'") from None
-    if not value > 0:
-        raise InputError(f"--temperature must be > 0, got {text}")
-    return value
 
 
-def _vote(
-    vote: VoteName | None,
-    tau: float | Literal["auto"] | None,
-    public: Path | None,
-    mechanism: Mechanism,
-    quiet: bool,
-) -> str | None:
-    """The vote, in the command line's words when a combination cannot work."""
-    if tau == "auto" and public is None:
-        raise InputError("--temperature auto needs --public (the pilot runs on public data)")
-    if vote is VoteName.soft and tau is None:
-        raise InputError("--vote soft needs --temperature TAU (or --temperature auto --public P)")
-    if vote is VoteName.hard and isinstance(tau, float):
-        raise InputError("--temperature is for --vote soft; drop it or use --vote soft")
-    if vote is None and isinstance(tau, float):
-        say(quiet, f"vote: soft (--temperature {tau:g} given without --vote)")
-        vote = VoteName.soft
-    if mechanism is Mechanism.pubmix and vote in (VoteName.soft, VoteName.auto):
-        raise InputError(f"--mechanism pubmix needs hard votes: drop --vote {vote.value}")
-    if vote is VoteName.auto and public is None:
-        raise InputError("--vote auto needs --public (the pilot runs on public data)")
-    if vote is VoteName.auto and tau is not None:
-        raise InputError("--vote auto chooses the temperature itself: drop --temperature")
-    return None if vote is None else vote.value
+def _say_policy_warnings(policy: Path, schema: Any, distance: str, quiet: bool) -> None:
+    """The policy's warnings, said before any table is read."""
+    from dpevolve.pe.distance import make_distance
+    from dpevolve.policy.blowfish import Policy
+
+    for warning in Policy.load(policy, schema).warnings(make_distance(distance, schema)):
+        say(quiet, f"warning: {warning}")
 
 
-def _soft_options(vote: str | None, sharpen: float, debias: int) -> None:
-    """--sharpen and --debias shape a soft vote that the user chose."""
-    given = [f for f, on in (("--sharpen", sharpen != 1.0), ("--debias", debias > 0)) if on]
-    if not given:
-        return
-    if vote == "auto":
-        raise InputError(f"--vote auto chooses {' and '.join(given)} itself: drop it")
-    if vote != "soft":
-        raise InputError(f"{' and '.join(given)} shape a soft vote: add --temperature TAU")
+def _fit(model: Any, private: Path, stream: bool, batch_rows: int, quiet: bool) -> None:
+    """Fit on PRIVATE; the run's warnings said once each (policy ones were said above)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        if stream:
+            model.fit_file(private, batch_rows)
+        else:
+            model.fit(read_table(private, "private table"))
+    for caught_warning in caught:
+        if not str(caught_warning.message).startswith("policy:"):
+            say(quiet, f"warning: {caught_warning.message}")
 
 
-def _backend(name: BackendName) -> tuple[Any, str]:
+def _backend(name: str) -> tuple[Any, str]:
     """The backend, and one line saying which and why."""
-    if name is BackendName.dask:
+    if name == "dask":
         import os
 
         try:
@@ -393,7 +447,7 @@ def _backend(name: BackendName) -> tuple[Any, str]:
         address = os.environ.get("DASK_SCHEDULER_ADDRESS")
         line = f"backend: dask ({address or 'local in-process cluster'})"
         return DaskBackend(Client(address) if address else Client(processes=False)), line
-    if name is BackendName.gpu:
+    if name == "gpu":
         from dpevolve.backends.gpu import GpuBackend
 
         try:
@@ -403,11 +457,9 @@ def _backend(name: BackendName) -> tuple[Any, str]:
                 "--backend gpu found no usable GPU (needs torch with CUDA: "
                 "pip install 'dpevolve[gpu]', or CuPy); use --backend auto instead"
             ) from None
-    from dpevolve.backends import make_backend
-
-    chosen = make_backend(name.value)
-    if name is not BackendName.auto:
-        return chosen, f"backend: {name.value}"
+    chosen = make_backend(name)
+    if name != "auto":
+        return chosen, f"backend: {name}"
     why = (
         "fused numba kernels (--backend auto: numba is installed)"
         if type(chosen).__name__ == "FusedBackend"
@@ -418,11 +470,7 @@ def _backend(name: BackendName) -> tuple[Any, str]:
 
 
 def _say_choices(
-    ledger: dict[str, Any],
-    tau: float | Literal["auto"] | None,
-    delta: float | None,
-    epsilon: float | None,
-    quiet: bool,
+    ledger: dict[str, Any], tau: float | Literal["auto"] | None, budget: BudgetSpec, quiet: bool
 ) -> None:
     """Automatic choices made inside the run, one line each."""
     if tau == "auto":
@@ -447,7 +495,7 @@ def _say_choices(
             f"{validation.get('rows_out')} of {validation.get('rows_in')} rows "
             "(counts from the private data: in the ledger, not in --share-ledger)",
         )
-    if delta is None and epsilon is not None:
+    if budget.delta is None and budget.epsilon is not None:
         say(
             quiet,
             f"delta: {ledger.get('delta', float('nan')):.3g} = min(1e-5, 1/(n ln n)) "

@@ -17,7 +17,7 @@ import os
 import tempfile
 import warnings
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -139,20 +139,6 @@ def read_table(path: str | Path, what: str = "table") -> pd.DataFrame:
         zlib.error,
     ) as exc:
         raise unreadable_error(path, what, exc) from None
-
-
-def iter_table(path: str | Path, batch_rows: int = 500_000) -> Iterator[pd.DataFrame]:
-    """Stream a CSV or Parquet table in row batches (memory bounded by ``batch_rows``)."""
-    path = Path(path)
-    suffix = table_suffix(path)
-    if not path.is_file():
-        raise InputError(f"table file not found: {path}")
-    if suffix in (".parquet", ".pq"):
-        pq = require("pyarrow.parquet", "reading .parquet tables")
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_rows):
-            yield batch.to_pandas()
-    else:
-        yield from pd.read_csv(path, chunksize=batch_rows, sep=csv_separator(path), index_col=False)
 
 
 def check_writable(path: str | Path, force: bool, inputs: Sequence[str | Path | None] = ()) -> Path:

@@ -67,21 +67,3 @@ class FrameSource:
 
     def batches(self) -> Records:
         return self._records
-
-
-class RecordsSource:
-    """Records already encoded (tests, benchmarks): no validation report."""
-
-    def __init__(self, records: Records) -> None:
-        self._records = records
-
-    @property
-    def n(self) -> int:
-        return len(self._records)
-
-    @property
-    def report(self) -> ValidationReport | None:
-        return None
-
-    def batches(self) -> Records:
-        return self._records

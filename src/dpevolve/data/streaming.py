@@ -11,7 +11,7 @@ empty vote) and validates every batch, adding the invalid-row and clip counts of
 batches into one
 :class:`~dpevolve.data.schema.ValidationReport`. :meth:`StreamedTable.batches` then returns
 a fresh iterator over the encoded batches each call, so the method itself is the
-zero-argument callable :meth:`dpevolve.core.evolution.Evolution.run` reads once per round::
+zero-argument callable :meth:`dpevolve.pe.evolution.Evolution.run` reads once per round::
 
     from dpevolve import Synthesizer
     from dpevolve.data.streaming import fit_file

@@ -1,29 +1,34 @@
-"""The release factory: one function per mechanism spec, chosen by the spec's type.
+"""Calibrating a release from public facts: what a mechanism spec's ``build`` calls.
 
 Each builder calibrates its selection step from public facts only (the budget, the
 schedule, the sensitivity bound, the public records) and returns the release with what
-the ledger should say about its calibration.
+the ledger should say about its calibration. The specs themselves
+(:class:`~dpevolve.config.GaussianSpec`, :class:`~dpevolve.config.PubMixSpec`) live in
+:mod:`dpevolve.config`; each one's ``build`` calls its builder here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpevolve.backends import Backend
-from dpevolve.config import GaussianSpec, MechanismSpec, PubMixSpec
-from dpevolve.core.canonical import soft_quantisation_slack
-from dpevolve.core.distance import Distance
-from dpevolve.core.evolution import Schedule
-from dpevolve.core.votes import SoftVote, Vote
 from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
+from dpevolve.pe.canonical import soft_quantisation_slack
+from dpevolve.pe.distance import Distance
+from dpevolve.pe.evolution import Schedule
+from dpevolve.pe.votes import SoftVote, Vote
 from dpevolve.privacy import Budget, calibrate_gaussian
 from dpevolve.release.base import Release
 from dpevolve.release.gaussian import GaussianRelease
 from dpevolve.release.noise import NoiseSource
 
+if TYPE_CHECKING:
+    from dpevolve.release.pubmix import Accounting, Fill
+
+#: What a release's builder says about its calibration, for the ledger.
 Calibration = dict[str, Any]
 
 
@@ -58,8 +63,9 @@ class ReleaseInputs:
         )
 
 
-def gaussian_release(spec: GaussianSpec, inputs: ReleaseInputs) -> tuple[Release, Calibration]:
-    """The noisy vote histogram, with ``sigma`` calibrated for the rounds' budget."""
+def gaussian_release(threshold: float, inputs: ReleaseInputs) -> tuple[Release, Calibration]:
+    """The noisy vote histogram, with ``sigma`` calibrated for the rounds' budget and
+    ``threshold`` on the noisy counts."""
     multiplier = calibrate_gaussian(inputs.schedule.rounds, inputs.budget, discrete=True)
     largest = inputs.largest_population
     # Soft votes are quantised per record (bit-identical sums on every backend) and
@@ -71,13 +77,13 @@ def gaussian_release(spec: GaussianSpec, inputs: ReleaseInputs) -> tuple[Release
     sigma = multiplier * (inputs.sensitivity + slack)
     postprocess = None
     if inputs.debias and isinstance(inputs.vote, SoftVote):
-        from dpevolve.core.debias import SoftDebias
+        from dpevolve.pe.debias import SoftDebias
 
         postprocess = SoftDebias(inputs.distance, inputs.vote.temperature, int(inputs.debias))
     release = GaussianRelease(
         sigma,
         inputs.sensitivity,
-        0.0 if spec.threshold is None else spec.threshold,
+        threshold,
         noise=inputs.noise,
         sensitivity_of=inputs.sensitivity_of,
         rounding_slack=slack,
@@ -86,8 +92,11 @@ def gaussian_release(spec: GaussianSpec, inputs: ReleaseInputs) -> tuple[Release
     return release, {"noise_multiplier": multiplier, "sigma": sigma}
 
 
-def pubmix_release(spec: PubMixSpec, inputs: ReleaseInputs) -> tuple[Release, Calibration]:
-    """Parents from a public/private mixture (hard votes, an (epsilon, delta) budget)."""
+def pubmix_release(
+    accounting: Accounting, fill: Fill, gamma: float | None, inputs: ReleaseInputs
+) -> tuple[Release, Calibration]:
+    """Parents from a public/private mixture (hard votes, an (epsilon, delta) budget):
+    per-round ``accounting``, the ``fill`` distribution and the TV bound ``gamma``."""
     from dpevolve.release.pubmix import PubMixRelease
 
     if inputs.public is None:
@@ -106,42 +115,26 @@ def pubmix_release(spec: PubMixSpec, inputs: ReleaseInputs) -> tuple[Release, Ca
         inputs.n,
         inputs.schedule.rounds,
         inputs.budget,
-        accounting=spec.accounting,
-        fill=spec.fill,
+        accounting=accounting,
+        fill=fill,
         noise=inputs.noise,
-        gamma=spec.gamma,
+        gamma=gamma,
         max_candidates=inputs.largest_population,
     )
-    gamma = spec.gamma if spec.gamma is not None else "public folds (k=5, quantile 0.95)"
-    return release, {"pubmix": {"accounting": spec.accounting, "noise": spec.fill, "gamma": gamma}}
-
-
-_BUILDERS: dict[type, Callable[[Any, ReleaseInputs], tuple[Release, Calibration]]] = {
-    GaussianSpec: gaussian_release,
-    PubMixSpec: pubmix_release,
-}
-
-
-def build_release(spec: MechanismSpec, inputs: ReleaseInputs) -> tuple[Release, Calibration]:
-    """The selection step for ``spec`` and what the ledger should say about it."""
-    builder = _BUILDERS.get(type(spec))
-    if builder is None:
-        raise InputError(f"no release for mechanism {spec!r} (GaussianSpec or PubMixSpec)")
-    return builder(spec, inputs)
+    said = gamma if gamma is not None else "public folds (k=5, quantile 0.95)"
+    return release, {"pubmix": {"accounting": accounting, "fill": fill, "gamma": said}}
 
 
 def exact_sensitivity(
-    spec: MechanismSpec, vote: Vote, policy: Any, distance: Distance, backend: Any = None
-) -> Callable[[Records], float] | None:
-    """The per-round exact sensitivity search, when ``spec`` asks for it (else ``None``)."""
-    if not isinstance(spec, GaussianSpec) or spec.calibration == "bound":
-        return None
+    vote: Vote, policy: Any, distance: Distance, backend: Any = None
+) -> Callable[[Records], float]:
+    """The per-round exact sensitivity search (hard votes under a policy, small domains)."""
     if vote.name != "hard" or policy is None:
         raise InputError("exact calibration is for hard votes under a policy (Gaussian)")
     if getattr(backend, "exact", True) is False:
         # The search assumes the canonical vote arithmetic; a BLAS argmin is another.
         raise InputError("exact calibration needs a backend with exact=True")
-    from dpevolve.core.sensitivity import enumerate_domain, per_round_hard_sensitivity
+    from dpevolve.policy.sensitivity import enumerate_domain, per_round_hard_sensitivity
 
     domain = enumerate_domain(distance.layout, None, 1_000_000)
     return lambda population: per_round_hard_sensitivity(policy, distance, population, domain)

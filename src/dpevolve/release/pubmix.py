@@ -38,11 +38,11 @@ from typing import Any, Literal
 import numpy as np
 
 from dpevolve.backends.base import Backend
-from dpevolve.core.distance import Distance
-from dpevolve.core.invalid_rows import fill_empty_votes
-from dpevolve.core.votes import HardVote
 from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
+from dpevolve.pe.distance import Distance
+from dpevolve.pe.votes import HardVote
+from dpevolve.policy.invalid_rows import fill_empty_votes
 from dpevolve.privacy import ApproxDPEvent, Budget, PrivacyLossPairEvent
 from dpevolve.pubmix import (
     beta_min,

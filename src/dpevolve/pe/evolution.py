@@ -15,12 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpevolve.backends.base import Backend
-from dpevolve.core.distance import Distance
-from dpevolve.core.variation import Variation, mutation_rate
-from dpevolve.core.votes import Vote
 from dpevolve.data.encoding import Records
 from dpevolve.data.sources import PrivateSource
 from dpevolve.errors import InputError
+from dpevolve.pe.distance import Distance
+from dpevolve.pe.variation import Variation, mutation_rate
+from dpevolve.pe.votes import Vote
 from dpevolve.release.base import Release, Selection, SelectionMode
 
 

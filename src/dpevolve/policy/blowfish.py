@@ -47,8 +47,13 @@ from typing import Any
 
 import yaml
 
-from dpevolve.core.distance import Distance, Gower
-from dpevolve.core.graphs import (
+from dpevolve.data.encoding import Layout
+from dpevolve.data.io import read_yaml
+from dpevolve.data.schema import Column, NumericColumn, Schema
+from dpevolve.errors import InputError
+from dpevolve.pe.distance import Distance, Gower
+from dpevolve.pe.votes import SoftVote, noise_ratio
+from dpevolve.policy.graphs import (
     GRAPH_KINDS,
     Complete,
     HierarchyGraph,
@@ -59,11 +64,6 @@ from dpevolve.core.graphs import (
     fmt_number,
     graph_from_spec,
 )
-from dpevolve.core.votes import SoftVote, noise_ratio
-from dpevolve.data.encoding import Layout
-from dpevolve.data.io import read_yaml
-from dpevolve.data.schema import Column, NumericColumn, Schema
-from dpevolve.errors import InputError
 
 
 # --------------------------------------------------------------------------- policy

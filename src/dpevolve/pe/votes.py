@@ -42,7 +42,7 @@ class HardVote:
 
     Sensitivity: L1 = 2 and L2 = sqrt(2) whenever a substitution can change an argmin,
     which any reach > 0 can on some population; exact per-population checks live in
-    :mod:`dpevolve.core.sensitivity`.
+    :mod:`dpevolve.policy.sensitivity`.
     """
 
     name = "hard"

@@ -14,7 +14,7 @@ hold to be in the searched set: the full domain of integer/categorical columns i
 grid over a continuous column or a sample of records is not. It also needs the search
 to evaluate the very vote the backends evaluate: distances come from
 ``distance.pairwise``, which for the built-in distances is the canonical per-pair
-arithmetic of :mod:`dpevolve.core.canonical` that every backend follows bit for bit,
+arithmetic of :mod:`dpevolve.pe.canonical` that every backend follows bit for bit,
 and ties go to the lowest index as in every backend. A near tie therefore resolves the
 same way here as in the vote (a search with one float formula and a vote with another
 could call a leaking edge free).
@@ -30,10 +30,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from dpevolve.core.distance import Distance
-from dpevolve.core.policy import Policy, SecretGraph, Threshold
-from dpevolve.core.sensitivity.bounds import Norm, check_norm
-from dpevolve.core.sensitivity.domain import (
+from dpevolve.data.encoding import Layout, Records
+from dpevolve.data.schema import NumericColumn
+from dpevolve.errors import InputError
+from dpevolve.pe.distance import Distance
+from dpevolve.pe.votes import SoftVote
+from dpevolve.policy.blowfish import Policy, SecretGraph, Threshold
+from dpevolve.policy.sensitivity.bounds import Norm, check_norm
+from dpevolve.policy.sensitivity.domain import (
     DEFAULT_MAX_DOMAIN,
     Slot,
     build_records,
@@ -43,10 +47,6 @@ from dpevolve.core.sensitivity.domain import (
     raw_values,
     replace_values,
 )
-from dpevolve.core.votes import SoftVote
-from dpevolve.data.encoding import Layout, Records
-from dpevolve.data.schema import NumericColumn
-from dpevolve.errors import InputError
 
 # Floats per working block of the search: keeps memory near 32 MB whatever the domain.
 _BLOCK_CELLS = 1 << 22

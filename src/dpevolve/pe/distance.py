@@ -7,6 +7,16 @@ any candidate ``c`` (both distances satisfy the triangle inequality).
 
 ``pairwise`` returns a (len(x), len(c)) block; callers pass chunks of private records
 so memory stays O(chunk x population).
+
+Missing numeric cells (NaN, nullable columns) are one more domain value: their
+per-attribute distance is 0 to another missing cell and 1 (the maximum) to any present
+value, so Gower stays in ``[0, 1]`` per attribute and every reach and sensitivity bound
+computed from declared ranges still holds. Categorical columns need nothing: their
+missing cells are the reserved category :data:`~dpevolve.data.schema.MISSING`, which the
+ordinary tables already put at distance 1 from every other value. The nullable classes
+subclass the plain distances; the fused kernels reproduce them term for term
+(backends/fused.py); the GPU backend, which hard-codes the plain formulas, hands such
+schemas to the numpy reference backend: exact, just slower.
 """
 
 from __future__ import annotations
@@ -16,9 +26,10 @@ from typing import Protocol
 
 import numpy as np
 
-from dpevolve.core.canonical import tabpe_squared
 from dpevolve.data.encoding import Layout, Records
-from dpevolve.data.schema import CategoricalColumn, Schema
+from dpevolve.data.schema import Schema
+from dpevolve.errors import InputError
+from dpevolve.pe.canonical import tabpe_squared
 
 
 class Distance(Protocol):
@@ -63,10 +74,15 @@ class Gower:
     def pairwise(self, x: Records, c: Records) -> np.ndarray:
         out = np.zeros((len(x), len(c)), dtype=np.float64)
         for k, w in enumerate(self.numeric_weights):
-            out += w * np.abs(x.numeric[:, k, None] - c.numeric[None, :, k])
+            out += w * self.numeric_term(k, x.numeric[:, k], c.numeric[:, k])
         for k, table in enumerate(self.tables):
             out += table[x.codes[:, k, None], c.codes[None, :, k]]
         return out
+
+    def numeric_term(self, k: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """``d_k`` between every value of ``a`` and every value of ``b`` (numeric ``k``)."""
+        del k
+        return np.abs(a[:, None] - b[None, :])
 
     def edge_length(self, column: str, a: float | int, b: float | int) -> float:
         kind, k = self._locate(column)
@@ -108,7 +124,7 @@ class TabPEEmbedding:
 
         Not the BLAS identity ``||x||^2 + ||c||^2 - 2 x.c``: its rounding depends on the
         batch, and a near tie must resolve the same way in every backend and in the
-        exact sensitivity search (see :mod:`dpevolve.core.canonical`).
+        exact sensitivity search (see :mod:`dpevolve.pe.canonical`).
         """
         return tabpe_squared(x.numeric, x.codes, c.numeric, c.codes, self._mismatch)
 
@@ -137,19 +153,77 @@ class TabPEEmbedding:
         return math.sqrt(len(self.layout.numeric) + self._mismatch * len(self.layout.categorical))
 
 
+def _missing_term(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(|a - b| with NaN -> 0, exactly-one-missing indicator)`` for one attribute."""
+    na, nb = np.isnan(a), np.isnan(b)
+    differ = np.abs(a[:, None] - b[None, :])
+    np.nan_to_num(differ, copy=False, nan=0.0)
+    return differ, (na[:, None] ^ nb[None, :])
+
+
+class NullableGower(Gower):
+    """Gower distance where a numeric ``d_k`` of a missing cell is 0 to another missing
+    cell and 1 (the maximum) to a present value."""
+
+    def __init__(self, schema: Schema) -> None:
+        super().__init__(schema)
+        self.nullable = self.layout.nullable_mask
+
+    def numeric_term(self, k: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        if not self.nullable[k]:
+            return super().numeric_term(k, a, b)
+        differ, one_missing = _missing_term(a, b)
+        return np.where(one_missing, 1.0, differ)
+
+    def edge_length(self, column: str, a: float | int, b: float | int) -> float:
+        kind, k = self._locate(column)
+        if kind == "numeric" and (np.isnan(a) or np.isnan(b)):
+            same = bool(np.isnan(a) and np.isnan(b))
+            return 0.0 if same else float(self.numeric_weights[k])
+        return super().edge_length(column, a, b)
+
+
+class NullableTabPEEmbedding(TabPEEmbedding):
+    """Tab-PE's embedding distance; a missing numeric coordinate is 1 from any present
+    one and 0 from another missing one (squared terms add as for any coordinate)."""
+
+    def __init__(self, schema: Schema) -> None:
+        super().__init__(schema)
+        self.nullable = self.layout.nullable_mask
+
+    def squared(self, x: Records, c: Records) -> np.ndarray:
+        cols = np.flatnonzero(self.nullable)
+        xn, cn = x.numeric.copy(), c.numeric.copy()
+        xn[:, cols] = 0.0  # the nullable coordinates are added below, exactly
+        cn[:, cols] = 0.0
+        out = super().squared(Records(xn, x.codes), Records(cn, c.codes))
+        for k in cols:
+            differ, one_missing = _missing_term(x.numeric[:, k], c.numeric[:, k])
+            out += np.where(one_missing, 1.0, differ**2)
+        return out
+
+    def edge_length(self, column: str, a: float | int, b: float | int) -> float:
+        if np.isnan(a) or np.isnan(b):
+            return 0.0 if bool(np.isnan(a) and np.isnan(b)) else 1.0
+        return super().edge_length(column, a, b)
+
+
 def make_distance(name: str, schema: Schema) -> Distance:
-    """``gower`` or ``tabpe`` (the one-hot/L2 embedding)."""
-    if name in ("gower", "tabpe", "embedding", "l2") and Layout.of(schema).nullable_mask.any():
-        from dpevolve.core.missing import nullable_distance  # missing numeric cells (NaN)
-
-        return nullable_distance("gower" if name == "gower" else "tabpe", schema)
+    """``gower`` or ``tabpe`` (the one-hot/L2 embedding); their missing-aware versions
+    when a numeric column is nullable."""
+    nullable = bool(Layout.of(schema).nullable_mask.any())
     if name == "gower":
-        return Gower(schema)
+        return NullableGower(schema) if nullable else Gower(schema)
     if name in ("tabpe", "embedding", "l2"):
-        return TabPEEmbedding(schema)
-    from dpevolve.errors import InputError
-
+        return NullableTabPEEmbedding(schema) if nullable else TabPEEmbedding(schema)
     raise InputError(f"unknown distance '{name}' (choose gower or tabpe)")
 
 
-__all__ = ["CategoricalColumn", "Distance", "Gower", "TabPEEmbedding", "make_distance"]
+__all__ = [
+    "Distance",
+    "Gower",
+    "NullableGower",
+    "NullableTabPEEmbedding",
+    "TabPEEmbedding",
+    "make_distance",
+]

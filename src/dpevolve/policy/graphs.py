@@ -10,7 +10,7 @@ graph                       a ~ b (a != b)                        columns
 ==========================  ====================================  ======================
 
 Each graph knows its reach on a column, ``r_k = max over edges (a, b) of
-distance.edge_length(k, a, b)``; :class:`dpevolve.core.policy.Policy` combines them.
+distance.edge_length(k, a, b)``; :class:`dpevolve.policy.blowfish.Policy` combines them.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from typing import Any, ClassVar, NoReturn
 
 import numpy as np
 
-from dpevolve.core.distance import Distance
 from dpevolve.data.schema import CategoricalColumn, Column, NumericColumn
 from dpevolve.errors import InputError
+from dpevolve.pe.distance import Distance
 
 # Raw-unit tolerance, relative to the column range, for threshold comparisons: encoded
 # values are decoded as lo + u * R, which is exact only up to rounding.

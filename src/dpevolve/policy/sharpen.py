@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dpevolve.core.distance import Distance, Gower
 from dpevolve.errors import InputError
+from dpevolve.pe.distance import Distance, Gower
 
 if TYPE_CHECKING:
-    from dpevolve.core.policy import Policy
+    from dpevolve.policy.blowfish import Policy
 
 # Relative tolerance for "the reach did not change" (products of weights and ranges).
 _REACH_TOLERANCE = 1e-12
@@ -40,7 +40,7 @@ def sharpen_unprotected(distance: Distance, policy: Policy, factor: float) -> Go
     Parameters
     ----------
     distance
-        A :class:`~dpevolve.core.distance.Gower` distance (the only one whose reach is a
+        A :class:`~dpevolve.pe.distance.Gower` distance (the only one whose reach is a
         per-attribute sum, which the argument above needs).
     policy
         A Blowfish policy without participation: it must leave some attribute

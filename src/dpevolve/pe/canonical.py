@@ -1,6 +1,6 @@
 """The one arithmetic of the vote: per-pair distances, tie rule, soft weights, sums.
 
-The exact per-round calibration (:mod:`dpevolve.core.sensitivity`) decides that a
+The exact per-round calibration (:mod:`dpevolve.policy.sensitivity`) decides that a
 round is free when no protected edge changes any vote. That is only sound if the edge
 search evaluates *the very function* the backends evaluate, bit for bit: two float
 formulas for the same distance disagree in the last digits, and on a near tie they
@@ -11,7 +11,7 @@ Distances (per pair, independent of how records are batched)
     * Gower: ``((0 + w_1 |a_1 - b_1|) + w_2 |a_2 - b_2| + ...)`` over numeric
       attributes in schema-layout order, then the weighted table entries of the
       categorical attributes in order, one rounding per operation
-      (:meth:`~dpevolve.core.distance.Gower.pairwise`).
+      (:meth:`~dpevolve.pe.distance.Gower.pairwise`).
     * Tab-PE embedding: ``s = ((0 + d_1^2) + d_2^2 + ...) + n_mismatch * (2/9)`` with
       ``d_k = a_k - b_k`` (each square rounded, then added), and ``d = sqrt(s)``
       (correctly rounded) -- :func:`tabpe_squared`. Not the BLAS identity

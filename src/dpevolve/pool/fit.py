@@ -27,9 +27,9 @@ from typing import Literal
 
 import numpy as np
 
-from dpevolve.core.variation import Variation
 from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
+from dpevolve.pe.variation import Variation
 from dpevolve.release.marginals import CellIndex, NoisyMarginals
 
 NumericMode = Literal["keep", "jitter"]

@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from dpevolve.core.distance import Distance
 from dpevolve.data.encoding import Layout, Records
+from dpevolve.pe.distance import Distance
 
 #: Bound on ``||vote(x)||_2`` for any vote whose entries are non-negative and sum to 1.
 EMPTY_VOTE_L2 = 1.0

@@ -25,11 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from dpevolve.core.marginal_fit import FitResult, MarginalFit, NumericMode, Solver, draw_rows
-from dpevolve.core.variation import Variation
 from dpevolve.data.encoding import Records
 from dpevolve.data.schema import Schema
 from dpevolve.errors import InputError
+from dpevolve.pe.variation import Variation
+from dpevolve.pool.fit import FitResult, MarginalFit, NumericMode, Solver, draw_rows
 from dpevolve.privacy import Budget, Ledger, zcdp_budget
 from dpevolve.release.marginals import (
     DEFAULT_BINS,
@@ -74,7 +74,7 @@ class MarginalOptions:
     iterations
         Solver iterations per fit.
     solver
-        ``fista`` or ``mw`` (see :class:`~dpevolve.core.marginal_fit.MarginalFit`).
+        ``fista`` or ``mw`` (see :class:`~dpevolve.pool.fit.MarginalFit`).
     """
 
     order: int = 2
@@ -244,16 +244,10 @@ def fit_and_record(
     return support
 
 
-def marginal_sigma(released: NoisyMarginals) -> float:
-    """Noise scale of the release per cell, relative to the row count (for reports)."""
-    return released.sigma / max(released.rows, 1)
-
-
 __all__ = [
     "MarginalOptions",
     "WeightedSupport",
     "fit_and_record",
-    "marginal_sigma",
     "release_and_fit",
     "split_budget",
 ]

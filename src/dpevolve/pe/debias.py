@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpevolve.core.distance import Distance
 from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
+from dpevolve.pe.distance import Distance
 
 # Floor for a predicted count in the ratio y / (K^T h): keeps empty bins finite.
 _TINY = 1e-12

@@ -1,0 +1,1 @@
+"""Private Evolution: the loop, record distances, votes and their one arithmetic, variation."""

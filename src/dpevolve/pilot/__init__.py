@@ -1,0 +1,1 @@
+"""The public pilot: a vote chosen on public data alone (no private budget)."""

@@ -1,0 +1,1 @@
+"""Blowfish policies: secret graphs, reach, sensitivity bounds, invalid-row calibration."""
