@@ -315,9 +315,8 @@ def synth(
     if share_ledger is not None:
         model.ledger_.write(share_ledger, shareable=True)
     if report is not None or share_report is not None:
-        write_reports(
-            ledger, private, synthetic, table_schema, spec.on_invalid, report, share_report, force
-        )
+        invalid = OnInvalid(spec.on_invalid)
+        write_reports(ledger, private, synthetic, table_schema, invalid, report, share_report, force)
     result = model.ledger_.result()
     say(
         quiet,
