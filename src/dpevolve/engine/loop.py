@@ -208,12 +208,19 @@ def fit_engine(
     fine = _first_pass(run, plan)
     model = build(domain, n, chosen).fit(list(run.measurements))
     history = _rounds(run, plan, model)
-    model = model.fit(list(run.measurements))
+    model = _final_fit(model, list(run.measurements), chosen.final_iters)
     run.say(
         f"{len(run.measurements)} marginals, rho {run.spend.used:.4g} of {plan.total:.4g}, "
         f"{time.perf_counter() - started:.1f} s"
     )
     return EngineResult(schema, discretiser, run.measurements, fine, ledger, model, n, history)
+
+
+def _final_fit(model: Estimator, measurements: list[Measurement], iterations: int) -> Estimator:
+    """The last, longer fit (warm start): more iterations where the model takes them."""
+    if hasattr(model, "iterations"):
+        model.iterations = iterations
+    return model.fit(measurements)
 
 
 def _first_pass(run: _Run, plan: Plan) -> dict[str, Measurement]:
