@@ -261,14 +261,27 @@ def _rounds(run: _Run, plan: Plan, model: Estimator) -> list[dict[str, Any]]:
         round_ += 1
         spent_after = run.spend.used + round_cost(sigma, epsilon)
         size_limit = run.spec.max_model_mb * spent_after / limit
+        clock = time.perf_counter()
         chosen = _choose(run, model, sigma, epsilon, size_limit, label, round_)
+        picked = time.perf_counter()
         before = np.asarray(model.answer(chosen), dtype=np.float64)
         run.measure(chosen, sigma, round_, "marginal")
         model = model.fit(list(run.measurements))
         after = np.asarray(model.answer(chosen), dtype=np.float64)
         moved = float(np.abs(after - before).sum())
-        history.append({"round": round_, "clique": chosen, "sigma": sigma, "moved": moved})
-        run.say(f"round {round_}: {'-'.join(chosen)} sigma {sigma:.3g}")
+        timing = {
+            "select_s": picked - clock,
+            "fit_s": time.perf_counter() - picked,
+            "model_mb": run.model_size(run.discretiser.domain, run.measurements.cliques()),
+        }
+        history.append(
+            {"round": round_, "clique": chosen, "sigma": sigma, "moved": moved, **timing}
+        )
+        run.say(
+            f"round {round_}: {'-'.join(chosen)} sigma {sigma:.3g} "
+            f"(select {timing['select_s']:.2f} s, fit {timing['fit_s']:.2f} s, "
+            f"model {timing['model_mb']:.2f} MB)"
+        )
         if not done and moved <= ABS_NOISE * sigma * before.size:
             sigma, epsilon = sigma / 2.0, epsilon * 2.0  # annealing: measure finer
     return history
