@@ -227,7 +227,7 @@ def _first_pass(run: _Run, plan: Plan) -> dict[str, Measurement]:
     """Count every 1- and 2-way marginal (one pass); release the fine and 1-way ones."""
     domain = run.discretiser.domain
     ones: list[Clique] = [(a,) for a in domain.names]
-    pairs = [c for c in candidates(domain, (), 2) if len(c) == 2]
+    pairs: list[Clique] = [c for c in candidates(domain, (), 2) if len(c) == 2]
     numeric = [c.name for c in run.discretiser.numeric] if plan.fine > 0 else []
     exact, fine_exact = count_marginals(run.source, run.discretiser, ones + pairs, numeric)
     run.exact.update(exact)
@@ -287,6 +287,24 @@ def _rounds(run: _Run, plan: Plan, model: Estimator) -> list[dict[str, Any]]:
     return history
 
 
+def _subset(pool: list[Clique], label: str | None, run: _Run) -> list[Clique]:
+    """At most ``max_candidates`` (or the 1-ways): the 1-ways and the label's cliques
+    first (the 1-ways are always allowed by the size limit), then a public random draw."""
+    cap = run.spec.max_candidates
+
+    def first_in(c: Clique) -> bool:
+        return len(c) == 1 or (label is not None and label in c)
+
+    if len(pool) <= cap:
+        return pool
+    first = [c for c in pool if first_in(c)]
+    first = first[: max(cap, sum(len(c) == 1 for c in first))]
+    rest = [c for c in pool if not first_in(c)]
+    take = min(cap - len(first), len(rest))
+    drawn = run.rng.choice(len(rest), size=take, replace=False) if take > 0 else []
+    return first + [rest[int(i)] for i in sorted(drawn)]
+
+
 def _choose(
     run: _Run,
     model: Estimator,
@@ -306,7 +324,7 @@ def _choose(
     """
     domain = run.discretiser.domain
     measured = run.measurements.cliques()
-    pool = candidates(domain, measured, run.spec.max_order)
+    pool = _subset(candidates(domain, measured, run.spec.max_order), label, run)
     weights = [weight(c, label, run.spec.label_weight) for c in pool]
     covered = [frozenset(c) for c in measured]
 

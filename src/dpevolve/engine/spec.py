@@ -42,6 +42,11 @@ class EngineSpec:
         Share of each round's ``rho`` spent on selection (AIM: 0.1); the rest measures.
     max_model_mb
         Model-size limit of the estimator, annealed by the fraction of ``rho`` spent.
+    max_candidates
+        Most candidates scored in one round: beyond it, those holding the label and a
+        public random draw of the others (post-processing randomness, so the selection
+        stays an exponential mechanism over a public set); bounds a round's time on
+        wide tables.
     max_order
         Largest clique selected: 2 (pairs) or 3 (pairs plus triples grown from
         selected pairs).
@@ -59,14 +64,15 @@ class EngineSpec:
     rounds_per_column: int = 16
     max_rounds: int = 120
     select_share: float = 0.1
-    max_model_mb: float = 80.0
+    max_model_mb: float = 2.0
+    max_candidates: int = 600
     max_order: int = 3
     label_weight: float = 2.0
     round_iters: int = 100
     final_iters: int = 500
 
     def __post_init__(self) -> None:
-        for name in ("bins", "fine_cells", "rounds_per_column", "max_rounds"):
+        for name in ("bins", "fine_cells", "rounds_per_column", "max_rounds", "max_candidates"):
             _at_least(name, getattr(self, name), 1)
         _at_least("round_iters", self.round_iters, 1)
         _at_least("final_iters", self.final_iters, 1)
