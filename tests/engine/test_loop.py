@@ -77,6 +77,6 @@ def test_bad_input_fails_before_any_budget_is_spent(small_schema) -> None:
     with pytest.raises(InputError, match="age"):
         synthesize(table, small_schema, epsilon=1.0)
     with pytest.raises(InputError, match="max_order"):
-        EngineSpec(max_order=4)
+        EngineSpec(max_order=5)
     with pytest.raises(InputError, match="unknown engine options"):
         EngineSpec.from_any({"bogus": 1})

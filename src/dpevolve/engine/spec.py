@@ -48,8 +48,8 @@ class EngineSpec:
         stays an exponential mechanism over a public set); bounds a round's time on
         wide tables.
     max_order
-        Largest clique selected: 2 (pairs) or 3 (pairs plus triples grown from
-        selected pairs).
+        Largest clique selected: 2 (pairs), 3 (plus triples grown from selected
+        pairs) or 4 (plus 4-way cliques grown from selected triples).
     label_weight
         Selection weight of cliques holding the schema's label, relative to others.
     round_iters, final_iters
@@ -86,8 +86,8 @@ class EngineSpec:
             raise InputError(
                 f"engine spec: select_share must lie in (0, 1), got {self.select_share!r}"
             )
-        if self.max_order not in (2, 3):
-            raise InputError(f"engine spec: max_order must be 2 or 3, got {self.max_order!r}")
+        if self.max_order not in (2, 3, 4):
+            raise InputError(f"engine spec: max_order must be 2, 3 or 4, got {self.max_order!r}")
         for name in ("max_model_mb", "label_weight"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
