@@ -1,20 +1,19 @@
-"""Log-space factors with named axes.
+"""Arrays with named axes: the factor algebra of the estimator.
 
-A factor is a non-negative function of a few attributes, stored as its logarithm on
-the attributes' cells. Axes are named by attribute and always kept in the domain's
-order, so a factor on a subset of another's attributes broadcasts against it by a
-reshape alone (Koller & Friedman 2009, ch. 10; the factor algebra of McKenna,
-Sheldon & Miklau 2019).
+A factor lives on the cells of a clique, one axis per attribute, the axes always in the
+domain's order; so a factor on a subset of another's attributes broadcasts against it by
+a reshape alone, and a marginal is a sum over the other axes (Koller & Friedman 2009,
+ch. 10; McKenna, Sheldon & Miklau 2019, sec. 4).
 """
 
 from __future__ import annotations
 
+import string
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
-from dpevolve.measurements import Clique, Domain
+from dpevolve.measurements import Clique
 
 
 def positions(within: Clique, attrs: Sequence[str]) -> tuple[int, ...]:
@@ -39,45 +38,71 @@ def broadcast_shape(values: np.ndarray, attrs: Clique, target: Clique) -> np.nda
     return values.reshape(shape)
 
 
-def logsumexp(values: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
-    """``log(sum(exp(values)))`` over ``axes``, shifted by the maximum for stability."""
-    if not axes:
+def combine_into(
+    ufunc: np.ufunc, target: np.ndarray, target_attrs: Clique, values: np.ndarray, attrs: Clique
+) -> None:
+    """``target = ufunc(target, values)`` in place, ``values`` on a subsequence ``attrs``
+    of ``target_attrs`` broadcast over the rest.
+
+    Neighbouring axes of one kind (in ``attrs`` or not) are merged first, so numpy
+    broadcasts over a few long axes rather than many short interleaved ones.
+    """
+    if not target.flags.c_contiguous:
+        raise ValueError("combine_into needs a contiguous target")
+    present = [a in attrs for a in target_attrs]
+    blocks, kinds = _blocks(target.shape, present)
+    view = target.reshape(blocks)
+    shaped = broadcast_shape(values, attrs, target_attrs).reshape(
+        [b if k else 1 for b, k in zip(blocks, kinds, strict=True)]
+    )
+    ufunc(view, shaped, out=view)
+
+
+def _blocks(shape: tuple[int, ...], kept: list[bool]) -> tuple[list[int], list[bool]]:
+    """Merge neighbouring axes of the same kind (kept or summed): a free reshape."""
+    blocks: list[int] = []
+    kinds: list[bool] = []
+    for size, k in zip(shape, kept, strict=True):
+        if kinds and kinds[-1] == k:
+            blocks[-1] *= size
+        else:
+            blocks.append(size)
+            kinds.append(k)
+    return blocks, kinds
+
+
+def sum_to(
+    values: np.ndarray, attrs: Clique, keep: Clique, *, keepdims: bool = False
+) -> np.ndarray:
+    """``values`` on ``attrs`` summed down to ``keep`` (a subsequence of ``attrs``).
+
+    Neighbouring axes of one kind are merged (a free reshape), then the summed blocks go
+    one at a time, the largest first, so the first pass shrinks the array most and
+    every pass is a single-axis sum, a few nanoseconds per cell where numpy's own
+    multi-axis sum over interleaved axes takes up to ten times longer.
+    """
+    kept = [a in keep for a in attrs]
+    if all(kept):
         return values
-    top = np.max(values, axis=axes, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    total = np.sum(np.exp(values - top), axis=axes)
-    with np.errstate(divide="ignore"):
-        return np.log(total) + np.squeeze(top, axis=axes)
+    blocks, kinds = _blocks(values.shape, kept)
+    summed = np.ascontiguousarray(values).reshape(blocks)
+    for axis in sorted((i for i, k in enumerate(kinds) if not k), key=lambda i: -blocks[i]):
+        summed = np.expand_dims(_sum_axis(summed, axis), axis)
+    if keepdims:
+        return summed.reshape([s if k else 1 for s, k in zip(values.shape, kept, strict=True)])
+    return summed.reshape([s for s, k in zip(values.shape, kept, strict=True) if k])
 
 
-def sum_to(values: np.ndarray, attrs: Clique, keep: Clique) -> np.ndarray:
-    """Linear-space ``values`` on ``attrs`` summed down to ``keep`` (a subsequence)."""
-    drop = tuple(i for i, a in enumerate(attrs) if a not in keep)
-    return values.sum(axis=drop) if drop else values
+# A short last axis is summed slice by slice (strided adds): a reduction along it would
+# pay numpy's per-output overhead.
+SHORT_AXIS = 16
 
 
-@dataclass(frozen=True)
-class Factor:
-    """``exp(values)`` on the cells of ``attrs`` (domain order)."""
-
-    attrs: Clique
-    values: np.ndarray
-
-    @classmethod
-    def zeros(cls, domain: Domain, attrs: Clique) -> Factor:
-        """The constant factor 1 (log 0) on ``attrs``."""
-        return cls(attrs, np.zeros(domain.shape(attrs)))
-
-    def marginal(self, keep: Clique) -> Factor:
-        """Sum of ``exp(values)`` over the attributes not in ``keep``, in log space."""
-        drop = tuple(i for i, a in enumerate(self.attrs) if a not in keep)
-        kept = tuple(a for a in self.attrs if a in keep)
-        return Factor(kept, logsumexp(self.values, drop))
-
-    def expand(self, target: Clique) -> np.ndarray:
-        """The values, broadcastable against an array on ``target`` (a superset)."""
-        return broadcast_shape(self.values, self.attrs, target)
-
-    def log_normalizer(self) -> float:
-        """``log`` of the factor's total mass."""
-        return float(logsumexp(self.values, tuple(range(self.values.ndim))))
+def _sum_axis(values: np.ndarray, axis: int) -> np.ndarray:
+    if axis == values.ndim - 1 and values.shape[axis] <= SHORT_AXIS:
+        out = values[..., 0].copy()
+        for j in range(1, values.shape[axis]):
+            out += values[..., j]
+        return out
+    letters = string.ascii_letters[: values.ndim]
+    return np.einsum(f"{letters}->{letters.replace(letters[axis], '')}", values)

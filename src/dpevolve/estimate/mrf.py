@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dpevolve.errors import InputError
-from dpevolve.estimate.factor import broadcast_shape, sum_to
+from dpevolve.estimate.factor import combine_into, sum_to
 from dpevolve.estimate.inference import calibrate, clique_marginal
 from dpevolve.estimate.junction import JunctionTree, junction_tree
 from dpevolve.estimate.objective import Target, targets
@@ -29,6 +29,7 @@ from dpevolve.measurements import Clique, Domain, Measurement
 ITERATIONS = 1000
 GROWTH = 1.5
 SHRINK = 0.5
+TINY_STEP = 1e-300
 
 
 @dataclass
@@ -96,35 +97,38 @@ class MarkovRandomField:
         cliques = [g.clique for g in goals]
         tree = junction_tree(self.domain, cliques)
         theta = {c: self.potentials.get(c, np.zeros(self.domain.shape(c))) for c in cliques}
-        homes = [tree.containing(c) for c in cliques]
-        state = _State(self.domain, tree, goals, homes, self.total)
+        state = _State(self.domain, tree, goals, self.total)
         step = self._step if self._step is not None else state.initial_step()
         self.stats = FitStats()
-        log_beliefs = state.beliefs(theta)
-        mus = state.marginals(log_beliefs)
+        log_potentials = state.potentials(theta)
+        probs = calibrate(tree, log_potentials)
+        mus = state.marginals(probs)
         loss, grads = state.loss(mus)
         self.stats.losses.append(loss)
         for _ in range(self.iterations if goals else 0):
+            direction = state.potentials(dict(zip(cliques, grads, strict=True)))
             accepted = False
             while not accepted and step > 0:
-                trial = {c: theta[c] - step * g for c, g in zip(cliques, grads, strict=True)}
-                trial_beliefs = state.beliefs(trial)
-                trial_mus = state.marginals(trial_beliefs)
+                trial = [p - step * g for p, g in zip(log_potentials, direction, strict=True)]
+                trial_probs = calibrate(tree, trial)
+                trial_mus = state.marginals(trial_probs)
                 trial_loss, trial_grads = state.loss(trial_mus)
                 self.stats.evaluations += 1
                 decrease = sum(
                     float(np.sum(g * (m - t)))
                     for g, m, t in zip(grads, mus, trial_mus, strict=True)
                 )
+                # Armijo's rule for mirror descent: the loss falls by at least half the
+                # linear prediction, else halve the step.
                 if loss - trial_loss >= 0.5 * decrease and trial_loss <= loss:
                     accepted = True
-                    theta, log_beliefs, mus = trial, trial_beliefs, trial_mus
+                    for c, g in zip(cliques, grads, strict=True):
+                        theta[c] = theta[c] - step * g
+                    log_potentials, probs, mus = trial, trial_probs, trial_mus
                     loss, grads = trial_loss, trial_grads
                     step *= GROWTH
                 else:
-                    step *= SHRINK
-                    if step < 1e-300:
-                        step = 0.0
+                    step = step * SHRINK if step > TINY_STEP else 0.0
             if not accepted:
                 self.stats.converged = True
                 break
@@ -137,7 +141,7 @@ class MarkovRandomField:
         self._step = step if step > 0 else None
         self.potentials = theta
         self.tree = tree
-        self._probs = [np.exp(b) for b in log_beliefs]
+        self._probs = probs
         return self
 
     def _stalled(self) -> bool:
@@ -170,23 +174,31 @@ class MarkovRandomField:
 
 
 class _State:
-    """The fixed parts of one fit: the tree, the targets and where each one lives."""
+    """The fixed parts of one fit: the tree, the targets and the tree clique of each."""
 
-    def __init__(
-        self,
-        domain: Domain,
-        tree: JunctionTree,
-        goals: list[Target],
-        homes: list[int | None],
-        total: float,
-    ) -> None:
+    def __init__(self, domain: Domain, tree: JunctionTree, goals: list[Target], total: float):
         self.shapes = [domain.shape(c) for c in tree.cliques]
         self.tree = tree
         self.goals = goals
-        self.homes: list[int] = [h for h in homes if h is not None]
-        if len(self.homes) != len(goals):
+        homes = [tree.containing(g.clique) for g in goals]
+        if any(h is None for h in homes):
             raise AssertionError("every measured clique lies inside a junction-tree clique")
+        self.homes: list[int] = [h for h in homes if h is not None]
         self.total = total
+        self.plan = self._marginal_plan(domain)
+
+    def _marginal_plan(self, domain: Domain) -> list[tuple[int, int | None]]:
+        """Order to compute the goals' marginals in, each from the smallest goal already
+        computed that contains it (``None``: from its tree clique), so a large tree
+        clique is summed over once per goal that no other goal contains."""
+        by_size = sorted(range(len(self.goals)), key=lambda k: -domain.cells(self.goals[k].clique))
+        plan: list[tuple[int, int | None]] = []
+        for pos, k in enumerate(by_size):
+            wanted = set(self.goals[k].clique)
+            sources = [j for j in by_size[:pos] if wanted < set(self.goals[j].clique)]
+            source = min(sources, key=lambda j: domain.cells(self.goals[j].clique), default=None)
+            plan.append((k, source))
+        return plan
 
     def initial_step(self) -> float:
         """A step under the loss's curvature in the potentials (about total * precision)."""
@@ -196,19 +208,24 @@ class _State:
         worst = max(per_home.values(), default=1.0)
         return 1.0 / (2.0 * self.total * worst)
 
-    def beliefs(self, theta: dict[Clique, np.ndarray]) -> list[np.ndarray]:
-        potentials = [np.zeros(s) for s in self.shapes]
+    def potentials(self, per_clique: dict[Clique, np.ndarray]) -> list[np.ndarray]:
+        """Arrays on the measured cliques summed into their tree cliques."""
+        out = [np.zeros(s) for s in self.shapes]
         for g, h in zip(self.goals, self.homes, strict=True):
-            home = self.tree.cliques[h]
-            potentials[h] = potentials[h] + broadcast_shape(theta[g.clique], g.clique, home)
-        return calibrate(self.tree, potentials)
+            combine_into(np.add, out[h], self.tree.cliques[h], per_clique[g.clique], g.clique)
+        return out
 
-    def marginals(self, log_beliefs: list[np.ndarray]) -> list[np.ndarray]:
-        probs = {h: np.exp(log_beliefs[h]) for h in set(self.homes)}
-        return [
-            self.total * sum_to(probs[h], self.tree.cliques[h], g.clique)
-            for g, h in zip(self.goals, self.homes, strict=True)
-        ]
+    def marginals(self, probs: list[np.ndarray]) -> list[np.ndarray]:
+        """The model's counts on every measured clique."""
+        out: list[np.ndarray] = [np.zeros(0)] * len(self.goals)
+        for k, source in self.plan:
+            clique = self.goals[k].clique
+            if source is None:
+                h = self.homes[k]
+                out[k] = self.total * sum_to(probs[h], self.tree.cliques[h], clique)
+            else:
+                out[k] = sum_to(out[source], self.goals[source].clique, clique)
+        return out
 
     def loss(self, mus: list[np.ndarray]) -> tuple[float, list[np.ndarray]]:
         total = sum(g.loss(m) for g, m in zip(self.goals, mus, strict=True))
