@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -49,16 +50,24 @@ def combine_into(
     """
     if not target.flags.c_contiguous:
         raise ValueError("combine_into needs a contiguous target")
-    present = [a in attrs for a in target_attrs]
-    blocks, kinds = _blocks(target.shape, present)
+    blocks, shaped = _broadcast_plan(target.shape, target_attrs, attrs)
     view = target.reshape(blocks)
-    shaped = broadcast_shape(values, attrs, target_attrs).reshape(
-        [b if k else 1 for b, k in zip(blocks, kinds, strict=True)]
-    )
-    ufunc(view, shaped, out=view)
+    ufunc(view, values.reshape(shaped), out=view)
 
 
-def _blocks(shape: tuple[int, ...], kept: list[bool]) -> tuple[list[int], list[bool]]:
+@lru_cache(maxsize=4096)
+def _broadcast_plan(
+    shape: tuple[int, ...], target_attrs: Clique, attrs: Clique
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Merged block shape of the target and the matching shape of the broadcast values."""
+    positions_in = [target_attrs.index(a) for a in attrs]
+    if positions_in != sorted(positions_in):
+        raise ValueError("factor axes must follow the domain order")
+    blocks, kinds = _blocks(shape, [a in attrs for a in target_attrs])
+    return blocks, tuple(b if k else 1 for b, k in zip(blocks, kinds, strict=True))
+
+
+def _blocks(shape: tuple[int, ...], kept: list[bool]) -> tuple[tuple[int, ...], list[bool]]:
     """Merge neighbouring axes of the same kind (kept or summed): a free reshape."""
     blocks: list[int] = []
     kinds: list[bool] = []
@@ -68,7 +77,14 @@ def _blocks(shape: tuple[int, ...], kept: list[bool]) -> tuple[list[int], list[b
         else:
             blocks.append(size)
             kinds.append(k)
-    return blocks, kinds
+    return tuple(blocks), kinds
+
+
+# Below this many cells numpy's own multi-axis sum costs less than the planned passes.
+SMALL = 4096
+# A short last axis is summed slice by slice (strided adds): a reduction along it would
+# pay numpy's per-output overhead.
+SHORT_AXIS = 16
 
 
 def sum_to(
@@ -81,21 +97,45 @@ def sum_to(
     every pass is a single-axis sum, a few nanoseconds per cell where numpy's own
     multi-axis sum over interleaved axes takes up to ten times longer.
     """
+    plan = _sum_plan(values.shape, attrs, keep)
+    if plan is None:
+        return values
+    drop, blocks, steps, kept_shape, keepdims_shape = plan
+    if values.size <= SMALL:
+        summed = np.add.reduce(values, axis=drop)
+    else:
+        summed = np.ascontiguousarray(values).reshape(blocks)
+        for axis, after in steps:
+            summed = _sum_axis(summed, axis).reshape(after)
+    return summed.reshape(keepdims_shape if keepdims else kept_shape)
+
+
+SumPlan = tuple[
+    tuple[int, ...],
+    tuple[int, ...],
+    tuple[tuple[int, tuple[int, ...]], ...],
+    tuple[int, ...],
+    tuple[int, ...],
+]
+
+
+@lru_cache(maxsize=4096)
+def _sum_plan(shape: tuple[int, ...], attrs: Clique, keep: Clique) -> SumPlan | None:
+    """The summed axes, the merged blocks, each pass (axis, shape after) largest first,
+    and the result's shapes without and with the summed axes kept as length 1."""
     kept = [a in keep for a in attrs]
     if all(kept):
-        return values
-    blocks, kinds = _blocks(values.shape, kept)
-    summed = np.ascontiguousarray(values).reshape(blocks)
+        return None
+    drop = tuple(i for i, k in enumerate(kept) if not k)
+    blocks, kinds = _blocks(shape, kept)
+    current = list(blocks)
+    steps = []
     for axis in sorted((i for i, k in enumerate(kinds) if not k), key=lambda i: -blocks[i]):
-        summed = np.expand_dims(_sum_axis(summed, axis), axis)
-    if keepdims:
-        return summed.reshape([s if k else 1 for s, k in zip(values.shape, kept, strict=True)])
-    return summed.reshape([s for s, k in zip(values.shape, kept, strict=True) if k])
-
-
-# A short last axis is summed slice by slice (strided adds): a reduction along it would
-# pay numpy's per-output overhead.
-SHORT_AXIS = 16
+        current[axis] = 1
+        steps.append((axis, tuple(current)))
+    kept_shape = tuple(s for s, k in zip(shape, kept, strict=True) if k)
+    keepdims_shape = tuple(s if k else 1 for s, k in zip(shape, kept, strict=True))
+    return drop, blocks, tuple(steps), kept_shape, keepdims_shape
 
 
 def _sum_axis(values: np.ndarray, axis: int) -> np.ndarray:

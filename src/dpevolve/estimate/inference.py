@@ -33,7 +33,7 @@ def calibrate(tree: JunctionTree, potentials: Sequence[np.ndarray]) -> list[np.n
     that conditional times the parent's separator marginal (Hugin's update), so no cell
     is divided by another.
     """
-    kids = tree.children()
+    kids = tree.children
     log_up: list[np.ndarray] = [np.zeros(0)] * len(tree.cliques)
     beliefs: list[np.ndarray] = [np.zeros(0)] * len(tree.cliques)
     for i in reversed(tree.order):

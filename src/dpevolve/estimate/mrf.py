@@ -14,7 +14,6 @@ longer list starts from the previous potentials (new cliques start at zero).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -22,25 +21,12 @@ from dpevolve.errors import InputError
 from dpevolve.estimate.factor import combine_into, sum_to
 from dpevolve.estimate.inference import calibrate, clique_marginal
 from dpevolve.estimate.junction import JunctionTree, junction_tree
-from dpevolve.estimate.objective import Target, targets
+from dpevolve.estimate.objective import Target, attribute_estimates, targets
+from dpevolve.estimate.optimize import Evaluation, Trace, minimise
 from dpevolve.estimate.sampling import forward_sample
 from dpevolve.measurements import Clique, Domain, Measurement
 
 ITERATIONS = 1000
-GROWTH = 1.5
-SHRINK = 0.5
-TINY_STEP = 1e-300
-
-
-@dataclass
-class FitStats:
-    """What the last fit did: losses per accepted step, steps, step size, convergence."""
-
-    losses: list[float] = field(default_factory=list)
-    iterations: int = 0
-    evaluations: int = 0
-    step: float = 0.0
-    converged: bool = False
 
 
 class MarkovRandomField:
@@ -59,6 +45,9 @@ class MarkovRandomField:
         ``patience`` accepted steps (0: run all ``iterations``).
     patience : int
         Window, in steps, of the ``tol`` rule.
+    momentum : bool
+        Heavy-ball extrapolation with restarts on top of the mirror steps
+        (:func:`dpevolve.estimate.optimize.minimise`).
     """
 
     def __init__(
@@ -69,15 +58,17 @@ class MarkovRandomField:
         iterations: int = ITERATIONS,
         tol: float = 0.0,
         patience: int = 10,
+        momentum: bool = True,
     ) -> None:
         self.domain = domain
         self.total = float(total)
         self.iterations = int(iterations)
         self.tol = float(tol)
         self.patience = int(patience)
+        self.momentum = bool(momentum)
         self.potentials: dict[Clique, np.ndarray] = {}
         self.tree: JunctionTree | None = None
-        self.stats = FitStats()
+        self.stats = Trace()
         self._step: float | None = None
         self._probs: list[np.ndarray] | None = None
 
@@ -96,56 +87,37 @@ class MarkovRandomField:
         goals = targets(self.domain, measurements)
         cliques = [g.clique for g in goals]
         tree = junction_tree(self.domain, cliques)
-        theta = {c: self.potentials.get(c, np.zeros(self.domain.shape(c))) for c in cliques}
+        if self.potentials:
+            theta = {c: self.potentials.get(c, np.zeros(self.domain.shape(c))) for c in cliques}
+        else:
+            theta = self._independent_start(goals)
         state = _State(self.domain, tree, goals, self.total)
         step = self._step if self._step is not None else state.initial_step()
-        self.stats = FitStats()
-        log_potentials = state.potentials(theta)
-        probs = calibrate(tree, log_potentials)
-        mus = state.marginals(probs)
-        loss, grads = state.loss(mus)
-        self.stats.losses.append(loss)
-        for _ in range(self.iterations if goals else 0):
-            direction = state.potentials(dict(zip(cliques, grads, strict=True)))
-            accepted = False
-            while not accepted and step > 0:
-                trial = [p - step * g for p, g in zip(log_potentials, direction, strict=True)]
-                trial_probs = calibrate(tree, trial)
-                trial_mus = state.marginals(trial_probs)
-                trial_loss, trial_grads = state.loss(trial_mus)
-                self.stats.evaluations += 1
-                decrease = sum(
-                    float(np.sum(g * (m - t)))
-                    for g, m, t in zip(grads, mus, trial_mus, strict=True)
-                )
-                # Armijo's rule for mirror descent: the loss falls by at least half the
-                # linear prediction, else halve the step.
-                if loss - trial_loss >= 0.5 * decrease and trial_loss <= loss:
-                    accepted = True
-                    for c, g in zip(cliques, grads, strict=True):
-                        theta[c] = theta[c] - step * g
-                    log_potentials, probs, mus = trial, trial_probs, trial_mus
-                    loss, grads = trial_loss, trial_grads
-                    step *= GROWTH
-                else:
-                    step = step * SHRINK if step > TINY_STEP else 0.0
-            if not accepted:
-                self.stats.converged = True
-                break
-            self.stats.iterations += 1
-            self.stats.losses.append(loss)
-            if self._stalled():
-                self.stats.converged = True
-                break
-        self.stats.step = step
-        self._step = step if step > 0 else None
+        theta, last, trace = minimise(
+            state.evaluate,
+            theta,
+            step,
+            self.iterations if goals else 0,
+            self._stalled,
+            momentum=self.momentum,
+        )
+        self.stats = trace
+        self._step = trace.step if trace.step > 0 else None
         self.potentials = theta
         self.tree = tree
-        self._probs = probs
+        self._probs = last.payload
         return self
 
-    def _stalled(self) -> bool:
-        history = self.stats.losses
+    def _independent_start(self, goals: list[Target]) -> dict[Clique, np.ndarray]:
+        """Potentials of the independent model of the pooled one-way estimates, each
+        attribute's placed on the smallest measured clique that holds it."""
+        theta = {g.clique: np.zeros(self.domain.shape(g.clique)) for g in goals}
+        for name, probs in attribute_estimates(self.domain, goals).items():
+            home = min((c for c in theta if name in c), key=self.domain.cells)
+            combine_into(np.add, theta[home], home, np.log(probs), (name,))
+        return theta
+
+    def _stalled(self, history: list[float]) -> bool:
         if self.tol <= 0 or len(history) <= self.patience:
             return False
         before, now = history[-1 - self.patience], history[-1]
@@ -227,6 +199,11 @@ class _State:
                 out[k] = sum_to(out[source], self.goals[source].clique, clique)
         return out
 
-    def loss(self, mus: list[np.ndarray]) -> tuple[float, list[np.ndarray]]:
-        total = sum(g.loss(m) for g, m in zip(self.goals, mus, strict=True))
-        return float(total), [g.gradient(m) for g, m in zip(self.goals, mus, strict=True)]
+    def evaluate(self, theta: dict[Clique, np.ndarray]) -> Evaluation[list[np.ndarray]]:
+        """Loss, gradient and marginals of the model with potentials ``theta``."""
+        probs = calibrate(self.tree, self.potentials(theta))
+        mus = self.marginals(probs)
+        loss = float(sum(g.loss(m) for g, m in zip(self.goals, mus, strict=True)))
+        gradient = {g.clique: g.gradient(m) for g, m in zip(self.goals, mus, strict=True)}
+        marginals = {g.clique: m for g, m in zip(self.goals, mus, strict=True)}
+        return Evaluation(loss, gradient, marginals, probs)

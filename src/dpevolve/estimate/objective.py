@@ -75,3 +75,27 @@ def targets(domain: Domain, measurements: Sequence[Measurement]) -> list[Target]
         offset = max(squares - a * float(np.sum(mean**2)), 0.0)
         out.append(Target(clique, mean, a, offset))
     return out
+
+
+def attribute_estimates(domain: Domain, goals: Sequence[Target]) -> dict[str, np.ndarray]:
+    """Each measured attribute's distribution, pooled over every target that holds it.
+
+    A target's projection onto one attribute sums ``m`` noisy cells per value, so it
+    enters with precision ``precision / m``; the pooled counts are clipped at a floor of
+    half a count per cell and normalised. A cheap, robust start for the fit (the
+    independent model), not an estimate in its own right.
+    """
+    sums: dict[str, list] = {}
+    for g in goals:
+        for axis, name in enumerate(g.clique):
+            others = tuple(k for k in range(len(g.clique)) if k != axis)
+            projected = g.mean.sum(axis=others) if others else g.mean
+            weight = g.precision * projected.size / g.mean.size
+            acc = sums.setdefault(name, [0.0, np.zeros(projected.shape)])
+            acc[0] += weight
+            acc[1] = acc[1] + weight * projected
+    out = {}
+    for name, (weight, weighted) in sums.items():
+        counts = np.maximum(weighted / weight, 0.5)
+        out[name] = counts / counts.sum()
+    return out
