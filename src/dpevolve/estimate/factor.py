@@ -8,6 +8,7 @@ ch. 10; McKenna, Sheldon & Miklau 2019, sec. 4).
 
 from __future__ import annotations
 
+import math
 import string
 from collections.abc import Sequence
 from functools import lru_cache
@@ -146,3 +147,53 @@ def _sum_axis(values: np.ndarray, axis: int) -> np.ndarray:
         return out
     letters = string.ascii_letters[: values.ndim]
     return np.einsum(f"{letters}->{letters.replace(letters[axis], '')}", values)
+
+
+@lru_cache(maxsize=4096)
+def nesting(
+    shape: tuple[int, ...], attrs: Clique, parts: tuple[Clique, ...]
+) -> tuple[tuple[int, int | None], ...]:
+    """For ``parts`` (subsequences of ``attrs``, cell shape ``shape``), each part's
+    index with the part it nests in: the smallest other part that contains it (an
+    equal part counts when listed earlier), ``None`` for a part no other contains.
+    Listed largest first, so a part always comes after the one it nests in."""
+    size = dict(zip(attrs, shape, strict=True))
+    cells = [math.prod(size[a] for a in part) for part in parts]
+    order = sorted(range(len(parts)), key=lambda k: (-cells[k], -len(parts[k]), k))
+    out: list[tuple[int, int | None]] = []
+    for pos, k in enumerate(order):
+        wanted = set(parts[k])
+        holders = [j for j in order[:pos] if wanted <= set(parts[j])]
+        out.append((k, min(holders, key=lambda j: cells[j], default=None)))
+    return tuple(out)
+
+
+def marginals(values: np.ndarray, attrs: Clique, parts: Sequence[Clique]) -> list[np.ndarray]:
+    """``values`` summed down to each of ``parts``, each from the smallest marginal
+    already computed that contains it, so ``values`` is read once per part that no
+    other part contains."""
+    out: list[np.ndarray] = [values] * len(parts)
+    for k, holder in nesting(values.shape, attrs, tuple(parts)):
+        if holder is None:
+            out[k] = sum_to(values, attrs, parts[k])
+        else:
+            out[k] = sum_to(out[holder], parts[holder], parts[k])
+    return out
+
+
+def add_all_into(
+    target: np.ndarray, target_attrs: Clique, items: Sequence[tuple[Clique, np.ndarray]]
+) -> None:
+    """Add every ``(attrs, values)`` of ``items`` into ``target`` (broadcast), nested
+    items first into the item that holds them, so ``target`` takes one pass per item
+    that no other item contains."""
+    parts = tuple(a for a, _ in items)
+    merged: dict[int, np.ndarray] = {}
+    for k, holder in reversed(nesting(target.shape, target_attrs, parts)):
+        values = merged.get(k, items[k][1])
+        if holder is None:
+            combine_into(np.add, target, target_attrs, values, parts[k])
+            continue
+        if holder not in merged:
+            merged[holder] = np.array(items[holder][1], dtype=float)
+        combine_into(np.add, merged[holder], parts[holder], values, parts[k])

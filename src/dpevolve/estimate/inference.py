@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dpevolve.estimate.factor import combine_into, positions, sum_to
+from dpevolve.estimate.factor import add_all_into, combine_into, marginals, positions, sum_to
 from dpevolve.estimate.junction import JunctionTree
 from dpevolve.measurements import Clique
 
@@ -39,8 +39,7 @@ def calibrate(tree: JunctionTree, potentials: Sequence[np.ndarray]) -> list[np.n
     for i in reversed(tree.order):
         clique, sep = tree.cliques[i], tree.separator[i]
         log_values = np.array(potentials[i], dtype=float)
-        for c in kids[i]:
-            combine_into(np.add, log_values, clique, log_up[c], tree.separator[c])
+        add_all_into(log_values, clique, [(tree.separator[c], log_up[c]) for c in kids[i]])
         top = float(np.max(log_values))
         values = np.exp(log_values - top)
         mass = sum_to(values, clique, sep, keepdims=True)
@@ -53,11 +52,9 @@ def calibrate(tree: JunctionTree, potentials: Sequence[np.ndarray]) -> list[np.n
         if tree.parent[i] >= 0:
             log_up[i] = log_mass.reshape(domain_shape(values.shape, clique, sep))
     for i in tree.order:
-        p = tree.parent[i]
-        if p >= 0:
-            sep = tree.separator[i]
-            marginal = sum_to(beliefs[p], tree.cliques[p], sep)
-            combine_into(np.multiply, beliefs[i], tree.cliques[i], marginal, sep)
+        seps = [tree.separator[c] for c in kids[i]]
+        for c, marginal in zip(kids[i], marginals(beliefs[i], tree.cliques[i], seps), strict=True):
+            combine_into(np.multiply, beliefs[c], tree.cliques[c], marginal, tree.separator[c])
     return beliefs
 
 
