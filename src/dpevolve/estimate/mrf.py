@@ -21,7 +21,7 @@ from dpevolve.errors import InputError
 from dpevolve.estimate.factor import add_all_into, combine_into, marginals
 from dpevolve.estimate.inference import calibrate, clique_marginal
 from dpevolve.estimate.junction import JunctionTree, junction_tree
-from dpevolve.estimate.objective import Target, attribute_estimates, targets
+from dpevolve.estimate.objective import Stacked, Target, attribute_estimates, targets
 from dpevolve.estimate.optimize import Evaluation, Trace, minimise
 from dpevolve.estimate.sampling import forward_sample
 from dpevolve.measurements import Clique, Domain, Measurement
@@ -97,9 +97,9 @@ class MarkovRandomField:
             theta = self._independent_start(goals)
         state = _State(self.domain, tree, goals, self.total)
         step = self._step if self._step is not None else state.initial_step()
-        theta, last, trace = minimise(
+        flat, last, trace = minimise(
             state.evaluate,
-            theta,
+            state.stacked.stack(theta),
             step,
             self.iterations if goals else 0,
             self._stalled,
@@ -107,7 +107,7 @@ class MarkovRandomField:
         )
         self.stats = trace
         self._step = trace.step if trace.step > 0 else None
-        self.potentials = theta
+        self.potentials = state.stacked.unstack(flat)
         self.tree = tree
         self._probs = last.payload
         return self
@@ -161,6 +161,7 @@ class _State:
             raise AssertionError("every measured clique lies inside a junction-tree clique")
         self.homes: list[int] = [h for h in homes if h is not None]
         self.total = total
+        self.stacked = Stacked(goals)
         self.by_home: dict[int, list[int]] = {}
         for k, h in enumerate(self.homes):
             self.by_home.setdefault(h, []).append(k)
@@ -173,28 +174,26 @@ class _State:
         worst = max(per_home.values(), default=1.0)
         return 1.0 / (2.0 * self.total * worst)
 
-    def potentials(self, per_clique: dict[Clique, np.ndarray]) -> list[np.ndarray]:
-        """Arrays on the measured cliques summed into their tree cliques."""
+    def potentials(self, theta: np.ndarray) -> list[np.ndarray]:
+        """The measured cliques' potentials (one vector) summed into their tree cliques."""
         out = [np.zeros(s) for s in self.shapes]
         for h, ks in self.by_home.items():
-            parts = [(self.goals[k].clique, per_clique[self.goals[k].clique]) for k in ks]
+            parts = [(self.goals[k].clique, self.stacked.view(theta, k)) for k in ks]
             add_all_into(out[h], self.tree.cliques[h], parts)
         return out
 
-    def marginals(self, probs: list[np.ndarray]) -> list[np.ndarray]:
-        """The model's counts on every measured clique."""
-        out: list[np.ndarray] = [np.zeros(0)] * len(self.goals)
+    def marginals(self, probs: list[np.ndarray]) -> np.ndarray:
+        """The model's counts on every measured clique, as one vector."""
+        out = np.empty(self.stacked.size)
         for h, ks in self.by_home.items():
             parts = [self.goals[k].clique for k in ks]
             for k, m in zip(ks, marginals(probs[h], self.tree.cliques[h], parts), strict=True):
-                out[k] = self.total * m
+                out[self.stacked.slices[k]] = m.ravel()
+        out *= self.total
         return out
 
-    def evaluate(self, theta: dict[Clique, np.ndarray]) -> Evaluation[list[np.ndarray]]:
+    def evaluate(self, theta: np.ndarray) -> Evaluation[list[np.ndarray]]:
         """Loss, gradient and marginals of the model with potentials ``theta``."""
         probs = calibrate(self.tree, self.potentials(theta))
         mus = self.marginals(probs)
-        loss = float(sum(g.loss(m) for g, m in zip(self.goals, mus, strict=True)))
-        gradient = {g.clique: g.gradient(m) for g, m in zip(self.goals, mus, strict=True)}
-        marginals = {g.clique: m for g, m in zip(self.goals, mus, strict=True)}
-        return Evaluation(loss, gradient, marginals, probs)
+        return Evaluation(self.stacked.loss(mus), self.stacked.gradient(mus), mus, probs)

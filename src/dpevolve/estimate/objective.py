@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -29,8 +30,44 @@ class Target:
     precision: float
     offset: float
 
+
+class Stacked:
+    """Every target's cells in one vector, so the loss, its gradient and the optimiser's
+    steps are a few vector operations whatever the number of cliques.
+
+    ``view(flat, k)`` is target ``k``'s part of a vector in its cell shape.
+    """
+
+    def __init__(self, goals: Sequence[Target]) -> None:
+        self.cliques = [g.clique for g in goals]
+        self.shapes = [g.mean.shape for g in goals]
+        ends = np.cumsum([0] + [g.mean.size for g in goals])
+        self.slices = [slice(int(a), int(b)) for a, b in pairwise(ends)]
+        self.size = int(ends[-1])
+        self.mean = np.concatenate([g.mean.ravel() for g in goals]) if goals else np.zeros(0)
+        self.precision = (
+            np.concatenate([np.full(g.mean.size, g.precision) for g in goals])
+            if goals
+            else np.zeros(0)
+        )
+        self.offset = float(sum(g.offset for g in goals))
+
+    def view(self, flat: np.ndarray, k: int) -> np.ndarray:
+        return flat[self.slices[k]].reshape(self.shapes[k])
+
+    def stack(self, parts: dict[Clique, np.ndarray]) -> np.ndarray:
+        """One vector from per-clique arrays (in target order)."""
+        out = np.zeros(self.size)
+        for k, clique in enumerate(self.cliques):
+            out[self.slices[k]] = parts[clique].ravel()
+        return out
+
+    def unstack(self, flat: np.ndarray) -> dict[Clique, np.ndarray]:
+        """Per-clique copies of a vector's parts."""
+        return {c: self.view(flat, k).copy() for k, c in enumerate(self.cliques)}
+
     def loss(self, mu: np.ndarray) -> float:
-        return self.precision * float(np.sum((mu - self.mean) ** 2)) + self.offset
+        return float(np.dot(self.precision, (mu - self.mean) ** 2)) + self.offset
 
     def gradient(self, mu: np.ndarray) -> np.ndarray:
         return 2.0 * self.precision * (mu - self.mean)

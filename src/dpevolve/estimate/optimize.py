@@ -19,7 +19,6 @@ from typing import Generic, TypeVar
 import numpy as np
 
 Payload = TypeVar("Payload")
-Params = dict[tuple[str, ...], np.ndarray]
 
 GROWTH = 1.2
 SHRINK = 0.5
@@ -28,12 +27,12 @@ TINY_STEP = 1e-300
 
 @dataclass(frozen=True)
 class Evaluation(Generic[Payload]):
-    """The loss at some potentials, its gradient in marginal space, the marginals and
-    whatever the caller keeps (the calibrated model)."""
+    """The loss at some potentials, its gradient in marginal space and the marginals
+    (vectors over the measured cells), and whatever the caller keeps (the model)."""
 
     loss: float
-    gradient: Params
-    marginals: Params
+    gradient: np.ndarray
+    marginals: np.ndarray
     payload: Payload
 
 
@@ -50,21 +49,18 @@ class Trace:
 
 def _linear_drop(before: Evaluation, after: Evaluation) -> float:
     """``<dL/dmu(before), mu(before) - mu(after)>``: the drop a linear model predicts."""
-    return sum(
-        float(np.sum(g * (before.marginals[c] - after.marginals[c])))
-        for c, g in before.gradient.items()
-    )
+    return float(np.dot(before.gradient, before.marginals - after.marginals))
 
 
 def minimise(
-    evaluate: Callable[[Params], Evaluation[Payload]],
-    theta: Params,
+    evaluate: Callable[[np.ndarray], Evaluation[Payload]],
+    theta: np.ndarray,
     step: float,
     iterations: int,
     stalled: Callable[[list[float]], bool],
     *,
     momentum: bool = True,
-) -> tuple[Params, Evaluation[Payload], Trace]:
+) -> tuple[np.ndarray, Evaluation[Payload], Trace]:
     """Run up to ``iterations`` accepted steps from ``theta`` with initial step ``step``.
 
     Stops early once ``stalled(losses)`` says so or no step lowers the loss.
@@ -77,9 +73,9 @@ def minimise(
     k = 0
     while trace.iterations < iterations and step > 0:
         beta = k / (k + 3) if momentum else 0.0
-        proposal = {
-            c: t - step * current.gradient[c] + beta * (t - previous[c]) for c, t in theta.items()
-        }
+        proposal = theta - step * current.gradient
+        if beta:
+            proposal += beta * (theta - previous)
         trial = evaluate(proposal)
         trace.evaluations += 1
         if k > 0:
