@@ -3,10 +3,13 @@ model size it reports."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dpevolve.errors import InputError
 from dpevolve.estimate import junction_tree, model_size_mb
+from dpevolve.estimate.junction import tree_cells
 from dpevolve.measurements import Domain
 
 
@@ -49,6 +52,8 @@ def test_tree_covers_every_clique_and_has_running_intersection(case) -> None:
         holders = {i for i, s in enumerate(sets) if name in s}
         tops = [i for i in holders if tree.parent[i] not in holders]
         assert len(tops) == 1
+    # The model size is the tree's cells, 8 bytes each.
+    assert model_size_mb(domain, cliques) == tree_cells(domain, tree) * 8 / 2**20
 
 
 def test_chain_gives_its_edges_and_the_model_size_counts_their_cells() -> None:
@@ -72,3 +77,9 @@ def test_unmeasured_attributes_are_singletons() -> None:
     domain = Domain(("a", "b", "c"), (2, 3, 4))
     tree = junction_tree(domain, [("a", "c")])
     assert sorted(tree.cliques) == [("a", "c"), ("b",)]
+
+
+def test_unknown_attributes_are_refused() -> None:
+    domain = Domain(("a", "b"), (2, 2))
+    with pytest.raises(InputError, match="unknown attributes"):
+        model_size_mb(domain, [("a", "z")])

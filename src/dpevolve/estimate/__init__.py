@@ -7,6 +7,6 @@ memory of the model a set of cliques would give (AIM's limit, McKenna et al. 202
 """
 
 from dpevolve.estimate.junction import JunctionTree, junction_tree, model_size_mb
-from dpevolve.estimate.mrf import FitStats, MarkovRandomField
+from dpevolve.estimate.mrf import MarkovRandomField
 
-__all__ = ["FitStats", "JunctionTree", "MarkovRandomField", "junction_tree", "model_size_mb"]
+__all__ = ["JunctionTree", "MarkovRandomField", "junction_tree", "model_size_mb"]

@@ -1,11 +1,9 @@
-"""Sum-product belief propagation on a junction tree, in log space, and marginals of
-cliques the tree does not hold.
+"""Sum-product belief propagation on a junction tree and marginals of cliques the tree
+does not hold.
 
 Two passes (leaves to root, root to leaves) calibrate the clique beliefs: afterwards
 every clique's belief is the model's marginal on it and neighbours agree on their
 separator (Koller & Friedman 2009, sec. 10.2; McKenna, Sheldon & Miklau 2019, sec. 4).
-The downward message divides the parent's belief by the child's upward message, which
-in log space is a subtraction and never divides by zero.
 """
 
 from __future__ import annotations
@@ -15,39 +13,66 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dpevolve.estimate.factor import broadcast_shape, logsumexp, positions, sum_to
+from dpevolve.estimate.factor import add_all_into, combine_into, marginals, positions, sum_to
 from dpevolve.estimate.junction import JunctionTree
 from dpevolve.measurements import Clique
 
+# A separator value whose mass after the clique-wide shift falls below this may have lost
+# precision to underflow; its conditional is recomputed with its own shift.
+FRAGILE_MASS = 1e-250
+
 
 def calibrate(tree: JunctionTree, potentials: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Log beliefs of the tree's cliques, each normalised to total probability 1.
+    """Calibrated beliefs: each tree clique's marginal probabilities (summing to 1).
 
-    ``potentials[i]`` is the log potential on ``tree.cliques[i]``.
+    ``potentials[i]`` is the log potential on ``tree.cliques[i]``. Upward messages are
+    log-sum-exps: each clique leaves log space once, shifted by its largest value, and
+    becomes its conditional given the separator to its parent; a separator value far
+    below the largest (mass under ``FRAGILE_MASS``) is redone with its own shift, so
+    every conditional is exact to ``exp``'s precision. Downward, a clique's belief is
+    that conditional times the parent's separator marginal (Hugin's update), so no cell
+    is divided by another.
     """
-    kids = tree.children()
-    upward: list[np.ndarray | None] = [None] * len(tree.cliques)
-    inner: list[np.ndarray] = [np.asarray(p) for p in potentials]
+    kids = tree.children
+    log_up: list[np.ndarray] = [np.zeros(0)] * len(tree.cliques)
+    beliefs: list[np.ndarray] = [np.zeros(0)] * len(tree.cliques)
     for i in reversed(tree.order):
-        clique = tree.cliques[i]
-        for c in kids[i]:
-            inner[i] = inner[i] + broadcast_shape(upward[c], tree.separator[c], clique)  # type: ignore[arg-type]
+        clique, sep = tree.cliques[i], tree.separator[i]
+        log_values = np.array(potentials[i], dtype=float)
+        add_all_into(log_values, clique, [(tree.separator[c], log_up[c]) for c in kids[i]])
+        top = float(np.max(log_values))
+        values = np.exp(log_values - top)
+        mass = sum_to(values, clique, sep, keepdims=True)
+        log_mass = np.log(mass, out=np.full(mass.shape, -np.inf), where=mass > 0) + top
+        if np.min(mass) < FRAGILE_MASS:
+            values, log_mass = _shifted_per_value(log_values, clique, sep)
+        else:
+            values /= mass
+        beliefs[i] = values
         if tree.parent[i] >= 0:
-            drop = tuple(k for k, a in enumerate(clique) if a not in tree.separator[i])
-            upward[i] = logsumexp(inner[i], drop)
-    beliefs: list[np.ndarray] = list(inner)
+            log_up[i] = log_mass.reshape(domain_shape(values.shape, clique, sep))
     for i in tree.order:
-        p = tree.parent[i]
-        if p >= 0:
-            parent = tree.cliques[p]
-            sep = tree.separator[i]
-            rest = beliefs[p] - broadcast_shape(upward[i], sep, parent)  # type: ignore[arg-type]
-            drop = tuple(k for k, a in enumerate(parent) if a not in sep)
-            down = logsumexp(rest, drop)
-            beliefs[i] = inner[i] + broadcast_shape(down, sep, tree.cliques[i])
-    for i, b in enumerate(beliefs):
-        beliefs[i] = b - logsumexp(b, tuple(range(b.ndim)))
+        seps = [tree.separator[c] for c in kids[i]]
+        for c, marginal in zip(kids[i], marginals(beliefs[i], tree.cliques[i], seps), strict=True):
+            combine_into(np.multiply, beliefs[c], tree.cliques[c], marginal, tree.separator[c])
     return beliefs
+
+
+def domain_shape(shape: tuple[int, ...], clique: Clique, keep: Clique) -> list[int]:
+    """The part of ``shape`` (on ``clique``) that ``keep`` spans."""
+    return [n for n, a in zip(shape, clique, strict=True) if a in keep]
+
+
+def _shifted_per_value(
+    log_values: np.ndarray, clique: Clique, sep: Clique
+) -> tuple[np.ndarray, np.ndarray]:
+    """The conditional given ``sep`` and the log mass of each separator value, each value
+    shifted by its own largest entry (exact where one clique-wide shift underflows)."""
+    rest = tuple(k for k, a in enumerate(clique) if a not in sep)
+    top = np.max(log_values, axis=rest, keepdims=True)
+    values = np.exp(log_values - top)
+    mass = np.sum(values, axis=rest, keepdims=True)
+    return values / mass, np.log(mass) + top
 
 
 def clique_marginal(tree: JunctionTree, probs: Sequence[np.ndarray], clique: Clique) -> np.ndarray:

@@ -14,7 +14,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 
+from dpevolve.errors import InputError
 from dpevolve.measurements import Clique, Domain
 
 BYTES_PER_CELL = 8
@@ -34,6 +36,7 @@ class JunctionTree:
     order: tuple[int, ...]
     separator: tuple[Clique, ...]
 
+    @cached_property
     def children(self) -> tuple[tuple[int, ...], ...]:
         """Each clique's children, in ``order``."""
         kids: list[list[int]] = [[] for _ in self.cliques]
@@ -52,47 +55,75 @@ class JunctionTree:
         return best
 
 
-def _elimination_cliques(domain: Domain, cliques: Iterable[Clique]) -> list[frozenset[str]]:
-    """The cliques formed by greedy elimination on the interaction graph."""
-    size = dict(zip(domain.names, domain.sizes, strict=True))
-    adjacent: dict[str, set[str]] = {name: set() for name in domain.names}
+def _bits(mask: int) -> list[int]:
+    """Positions of the set bits of ``mask``."""
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
+def _elimination_cliques(domain: Domain, cliques: Iterable[Clique]) -> list[int]:
+    """The cliques formed by greedy elimination on the interaction graph, as bit masks
+    over the domain's attribute positions.
+
+    Each step eliminates the vertex whose elimination clique has the fewest cells
+    (min-weight), ties broken by the fill edges it adds, then by domain position. The
+    cells are kept up to date as neighbourhoods grow; fill is counted only for ties.
+    """
+    log_size = [math.log(s) for s in domain.sizes]
+    position = {name: i for i, name in enumerate(domain.names)}
+    adjacent = [0] * len(domain.names)
     for clique in cliques:
-        for a in clique:
-            adjacent[a].update(b for b in clique if b != a)
-    formed: list[frozenset[str]] = []
-    remaining = set(domain.names)
-    while remaining:
+        unknown = [a for a in clique if a not in position]
+        if unknown:
+            raise InputError(f"unknown attributes {sorted(set(unknown))}")
+        mask = sum(1 << position[a] for a in set(clique))
+        for a in _bits(mask):
+            adjacent[a] |= mask & ~(1 << a)
+    cells = {
+        v: log_size[v] + sum(log_size[u] for u in _bits(adjacent[v])) for v in range(len(adjacent))
+    }
 
-        def cost(v: str) -> tuple[float, int, int]:
-            nbrs = adjacent[v]
-            cells = math.log(size[v]) + sum(math.log(size[u]) for u in nbrs)
-            fill = sum(1 for u in nbrs for w in nbrs if u < w and w not in adjacent[u])
-            return (round(cells, 9), fill, domain.index(v))
+    def fill(v: int) -> int:
+        nbrs = adjacent[v]
+        return sum((nbrs & ~adjacent[u]).bit_count() - 1 for u in _bits(nbrs)) // 2
 
-        v = min(remaining, key=cost)
-        nbrs = adjacent.pop(v)
-        formed.append(frozenset(nbrs | {v}))
-        for u in nbrs:
-            adjacent[u].discard(v)
-            adjacent[u].update(w for w in nbrs if w != u)
-        remaining.discard(v)
+    formed: list[int] = []
+    while cells:
+        least = min(cells.values())
+        ties = [v for v, c in cells.items() if c <= least + 1e-9]
+        v = min(ties, key=lambda u: (fill(u), u)) if len(ties) > 1 else ties[0]
+        del cells[v]
+        nbrs = adjacent[v]
+        formed.append(nbrs | (1 << v))
+        for u in _bits(nbrs):
+            grown = (adjacent[u] | nbrs) & ~(1 << u) & ~(1 << v)
+            cells[u] += sum(log_size[w] for w in _bits(grown & ~adjacent[u])) - log_size[v]
+            adjacent[u] = grown
     return formed
 
 
-def _maximal(sets: list[frozenset[str]]) -> list[frozenset[str]]:
-    """The sets no other contains (duplicates kept once)."""
-    distinct = sorted(set(sets), key=len, reverse=True)
-    kept: list[frozenset[str]] = []
-    for s in distinct:
-        if not any(s <= k for k in kept):
-            kept.append(s)
+def _maximal(masks: list[int]) -> list[int]:
+    """The masks no other contains (duplicates kept once)."""
+    kept: list[int] = []
+    for m in sorted(set(masks), key=lambda m: -m.bit_count()):
+        if not any(m & k == m for k in kept):
+            kept.append(m)
     return kept
+
+
+def _maximal_cliques(domain: Domain, cliques: Iterable[Clique]) -> list[Clique]:
+    """The maximal cliques of the triangulated interaction graph, in domain order."""
+    masks = _maximal(_elimination_cliques(domain, cliques))
+    return [tuple(domain.names[i] for i in _bits(m)) for m in masks]
 
 
 def junction_tree(domain: Domain, cliques: Iterable[Clique]) -> JunctionTree:
     """The junction tree of the model whose potentials live on ``cliques``."""
-    cliques = [domain.canonical(c) for c in cliques]
-    nodes = [domain.canonical(s) for s in _maximal(_elimination_cliques(domain, cliques))]
+    nodes = _maximal_cliques(domain, cliques)
     # Largest clique first: the root; Prim's maximum spanning tree on separator size.
     nodes.sort(key=lambda c: (-domain.cells(c), c))
     sets = [set(c) for c in nodes]
@@ -131,4 +162,5 @@ def model_size_mb(domain: Domain, cliques: Iterable[Clique]) -> float:
     AIM's model-size limit (McKenna et al. 2022, sec. 4): a candidate clique is only
     selectable while the model with it stays under the limit.
     """
-    return tree_cells(domain, junction_tree(domain, cliques)) * BYTES_PER_CELL / 2**20
+    nodes = _maximal_cliques(domain, cliques)
+    return sum(domain.cells(c) for c in nodes) * BYTES_PER_CELL / 2**20

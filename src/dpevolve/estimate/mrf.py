@@ -14,32 +14,23 @@ longer list starts from the previous potentials (new cliques start at zero).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from dpevolve.errors import InputError
-from dpevolve.estimate.factor import broadcast_shape, sum_to
+from dpevolve.estimate.factor import add_all_into, combine_into, marginals
 from dpevolve.estimate.inference import calibrate, clique_marginal
 from dpevolve.estimate.junction import JunctionTree, junction_tree
-from dpevolve.estimate.objective import Target, targets
+from dpevolve.estimate.objective import Stacked, Target, attribute_estimates, targets
+from dpevolve.estimate.optimize import Evaluation, Trace, minimise
 from dpevolve.estimate.sampling import forward_sample
 from dpevolve.measurements import Clique, Domain, Measurement
 
 ITERATIONS = 1000
-GROWTH = 1.5
-SHRINK = 0.5
-
-
-@dataclass
-class FitStats:
-    """What the last fit did: losses per accepted step, steps, step size, convergence."""
-
-    losses: list[float] = field(default_factory=list)
-    iterations: int = 0
-    evaluations: int = 0
-    step: float = 0.0
-    converged: bool = False
+# Stop once ten steps improve the loss by under 0.1%: on noisy measurements the distance
+# to the truth stops improving well before (a 10-column table, 20,000 rows, sigma 20:
+# mean 2-way tv to the truth 0.0214 at tol 1e-2, 0.0214 at 1e-3, 0.0216 at 1e-4).
+TOL = 1e-3
 
 
 class MarkovRandomField:
@@ -58,6 +49,9 @@ class MarkovRandomField:
         ``patience`` accepted steps (0: run all ``iterations``).
     patience : int
         Window, in steps, of the ``tol`` rule.
+    momentum : bool
+        Heavy-ball extrapolation with restarts on top of the mirror steps
+        (:func:`dpevolve.estimate.optimize.minimise`).
     """
 
     def __init__(
@@ -66,17 +60,19 @@ class MarkovRandomField:
         total: float,
         *,
         iterations: int = ITERATIONS,
-        tol: float = 0.0,
+        tol: float = TOL,
         patience: int = 10,
+        momentum: bool = True,
     ) -> None:
         self.domain = domain
         self.total = float(total)
         self.iterations = int(iterations)
         self.tol = float(tol)
         self.patience = int(patience)
+        self.momentum = bool(momentum)
         self.potentials: dict[Clique, np.ndarray] = {}
         self.tree: JunctionTree | None = None
-        self.stats = FitStats()
+        self.stats = Trace()
         self._step: float | None = None
         self._probs: list[np.ndarray] | None = None
 
@@ -95,53 +91,37 @@ class MarkovRandomField:
         goals = targets(self.domain, measurements)
         cliques = [g.clique for g in goals]
         tree = junction_tree(self.domain, cliques)
-        theta = {c: self.potentials.get(c, np.zeros(self.domain.shape(c))) for c in cliques}
-        homes = [tree.containing(c) for c in cliques]
-        state = _State(self.domain, tree, goals, homes, self.total)
+        if self.potentials:
+            theta = {c: self.potentials.get(c, np.zeros(self.domain.shape(c))) for c in cliques}
+        else:
+            theta = self._independent_start(goals)
+        state = _State(self.domain, tree, goals, self.total)
         step = self._step if self._step is not None else state.initial_step()
-        self.stats = FitStats()
-        log_beliefs = state.beliefs(theta)
-        mus = state.marginals(log_beliefs)
-        loss, grads = state.loss(mus)
-        self.stats.losses.append(loss)
-        for _ in range(self.iterations if goals else 0):
-            accepted = False
-            while not accepted and step > 0:
-                trial = {c: theta[c] - step * g for c, g in zip(cliques, grads, strict=True)}
-                trial_beliefs = state.beliefs(trial)
-                trial_mus = state.marginals(trial_beliefs)
-                trial_loss, trial_grads = state.loss(trial_mus)
-                self.stats.evaluations += 1
-                decrease = sum(
-                    float(np.sum(g * (m - t)))
-                    for g, m, t in zip(grads, mus, trial_mus, strict=True)
-                )
-                if loss - trial_loss >= 0.5 * decrease and trial_loss <= loss:
-                    accepted = True
-                    theta, log_beliefs, mus = trial, trial_beliefs, trial_mus
-                    loss, grads = trial_loss, trial_grads
-                    step *= GROWTH
-                else:
-                    step *= SHRINK
-                    if step < 1e-300:
-                        step = 0.0
-            if not accepted:
-                self.stats.converged = True
-                break
-            self.stats.iterations += 1
-            self.stats.losses.append(loss)
-            if self._stalled():
-                self.stats.converged = True
-                break
-        self.stats.step = step
-        self._step = step if step > 0 else None
-        self.potentials = theta
+        flat, last, trace = minimise(
+            state.evaluate,
+            state.stacked.stack(theta),
+            step,
+            self.iterations if goals else 0,
+            self._stalled,
+            momentum=self.momentum,
+        )
+        self.stats = trace
+        self._step = trace.step if trace.step > 0 else None
+        self.potentials = state.stacked.unstack(flat)
         self.tree = tree
-        self._probs = [np.exp(b) for b in log_beliefs]
+        self._probs = last.payload
         return self
 
-    def _stalled(self) -> bool:
-        history = self.stats.losses
+    def _independent_start(self, goals: list[Target]) -> dict[Clique, np.ndarray]:
+        """Potentials of the independent model of the pooled one-way estimates, each
+        attribute's placed on the smallest measured clique that holds it."""
+        theta = {g.clique: np.zeros(self.domain.shape(g.clique)) for g in goals}
+        for name, probs in attribute_estimates(self.domain, goals).items():
+            home = min((c for c in theta if name in c), key=self.domain.cells)
+            combine_into(np.add, theta[home], home, np.log(probs), (name,))
+        return theta
+
+    def _stalled(self, history: list[float]) -> bool:
         if self.tol <= 0 or len(history) <= self.patience:
             return False
         before, now = history[-1 - self.patience], history[-1]
@@ -170,23 +150,21 @@ class MarkovRandomField:
 
 
 class _State:
-    """The fixed parts of one fit: the tree, the targets and where each one lives."""
+    """The fixed parts of one fit: the tree, the targets and the tree clique of each."""
 
-    def __init__(
-        self,
-        domain: Domain,
-        tree: JunctionTree,
-        goals: list[Target],
-        homes: list[int | None],
-        total: float,
-    ) -> None:
+    def __init__(self, domain: Domain, tree: JunctionTree, goals: list[Target], total: float):
         self.shapes = [domain.shape(c) for c in tree.cliques]
         self.tree = tree
         self.goals = goals
-        self.homes: list[int] = [h for h in homes if h is not None]
-        if len(self.homes) != len(goals):
+        homes = [tree.containing(g.clique) for g in goals]
+        if any(h is None for h in homes):
             raise AssertionError("every measured clique lies inside a junction-tree clique")
+        self.homes: list[int] = [h for h in homes if h is not None]
         self.total = total
+        self.stacked = Stacked(goals)
+        self.by_home: dict[int, list[int]] = {}
+        for k, h in enumerate(self.homes):
+            self.by_home.setdefault(h, []).append(k)
 
     def initial_step(self) -> float:
         """A step under the loss's curvature in the potentials (about total * precision)."""
@@ -196,20 +174,26 @@ class _State:
         worst = max(per_home.values(), default=1.0)
         return 1.0 / (2.0 * self.total * worst)
 
-    def beliefs(self, theta: dict[Clique, np.ndarray]) -> list[np.ndarray]:
-        potentials = [np.zeros(s) for s in self.shapes]
-        for g, h in zip(self.goals, self.homes, strict=True):
-            home = self.tree.cliques[h]
-            potentials[h] = potentials[h] + broadcast_shape(theta[g.clique], g.clique, home)
-        return calibrate(self.tree, potentials)
+    def potentials(self, theta: np.ndarray) -> list[np.ndarray]:
+        """The measured cliques' potentials (one vector) summed into their tree cliques."""
+        out = [np.zeros(s) for s in self.shapes]
+        for h, ks in self.by_home.items():
+            parts = [(self.goals[k].clique, self.stacked.view(theta, k)) for k in ks]
+            add_all_into(out[h], self.tree.cliques[h], parts)
+        return out
 
-    def marginals(self, log_beliefs: list[np.ndarray]) -> list[np.ndarray]:
-        probs = {h: np.exp(log_beliefs[h]) for h in set(self.homes)}
-        return [
-            self.total * sum_to(probs[h], self.tree.cliques[h], g.clique)
-            for g, h in zip(self.goals, self.homes, strict=True)
-        ]
+    def marginals(self, probs: list[np.ndarray]) -> np.ndarray:
+        """The model's counts on every measured clique, as one vector."""
+        out = np.empty(self.stacked.size)
+        for h, ks in self.by_home.items():
+            parts = [self.goals[k].clique for k in ks]
+            for k, m in zip(ks, marginals(probs[h], self.tree.cliques[h], parts), strict=True):
+                out[self.stacked.slices[k]] = m.ravel()
+        out *= self.total
+        return out
 
-    def loss(self, mus: list[np.ndarray]) -> tuple[float, list[np.ndarray]]:
-        total = sum(g.loss(m) for g, m in zip(self.goals, mus, strict=True))
-        return float(total), [g.gradient(m) for g, m in zip(self.goals, mus, strict=True)]
+    def evaluate(self, theta: np.ndarray) -> Evaluation[list[np.ndarray]]:
+        """Loss, gradient and marginals of the model with potentials ``theta``."""
+        probs = calibrate(self.tree, self.potentials(theta))
+        mus = self.marginals(probs)
+        return Evaluation(self.stacked.loss(mus), self.stacked.gradient(mus), mus, probs)
