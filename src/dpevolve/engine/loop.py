@@ -125,9 +125,14 @@ class _Run:
     progress: bool
 
     def counts(self, clique: Clique) -> np.ndarray:
-        if clique not in self.exact:  # a triple grown from a selected pair: one more pass
-            self.exact.update(count_marginals(self.source, self.discretiser, [clique])[0])
+        self.prefetch([clique])
         return self.exact[clique]
+
+    def prefetch(self, cliques: Sequence[Clique]) -> None:
+        """Count the cliques not counted yet (grown candidates) in one more pass."""
+        missing = [c for c in cliques if c not in self.exact]
+        if missing:
+            self.exact.update(count_marginals(self.source, self.discretiser, missing)[0])
 
     def measure(self, clique: Clique, sigma: float, round_: int, label: str) -> None:
         event = marginal_event(sigma, label)
@@ -336,6 +341,7 @@ def _choose(
     event = selection_event(epsilon, weights)
     run.spend.charge(event)
     answer = lambda c: np.asarray(model.answer(c), dtype=np.float64)  # noqa: E731
+    run.prefetch(pool)
     values = scores(pool, run.counts, answer, weights, sigma)
     pick = pool[draw(values, event, run.noise)]
     for _ in range(_LAZY_DRAWS - 1):
