@@ -288,7 +288,8 @@ def _rounds(run: _Run, plan: Plan, model: Estimator) -> list[dict[str, Any]]:
             f"model {timing['model_mb']:.2f} MB)"
         )
         if not done and moved <= ABS_NOISE * sigma * before.size:
-            sigma, epsilon = sigma / 2.0, epsilon * 2.0  # annealing: measure finer
+            factor = run.spec.anneal  # annealing: measure finer
+            sigma, epsilon = sigma / factor, epsilon * factor
     return history
 
 

@@ -40,6 +40,9 @@ class EngineSpec:
         See ``rounds`` (AIM plans 16 per column).
     select_share
         Share of each round's ``rho`` spent on selection (AIM: 0.1); the rest measures.
+    anneal
+        When a refit barely moved the chosen marginal, the next rounds divide ``sigma``
+        and multiply ``epsilon`` by this (AIM: 2).
     max_model_mb
         Model-size limit of the estimator, annealed by the fraction of ``rho`` spent.
     max_candidates
@@ -64,6 +67,7 @@ class EngineSpec:
     rounds_per_column: int = 16
     max_rounds: int = 120
     select_share: float = 0.1
+    anneal: float = 2.0
     max_model_mb: float = 2.0
     max_candidates: int = 600
     max_order: int = 3
@@ -88,6 +92,8 @@ class EngineSpec:
             )
         if self.max_order not in (2, 3, 4):
             raise InputError(f"engine spec: max_order must be 2, 3 or 4, got {self.max_order!r}")
+        if not (isinstance(self.anneal, (int, float)) and 1.0 <= self.anneal <= 16.0):
+            raise InputError(f"engine spec: anneal must lie in [1, 16], got {self.anneal!r}")
         for name in ("max_model_mb", "label_weight"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
