@@ -80,3 +80,17 @@ def test_bad_input_fails_before_any_budget_is_spent(small_schema) -> None:
         EngineSpec(max_order=5)
     with pytest.raises(InputError, match="unknown engine options"):
         EngineSpec.from_any({"bogus": 1})
+
+
+def test_a_capped_candidate_list_still_runs_and_keeps_the_budget(small_schema, standin) -> None:
+    result = fit_engine(
+        FrameSource(_table(500), small_schema),
+        small_schema,
+        Budget(epsilon=1.0, delta=1e-5),
+        EngineSpec(bins=4, fine_cells=12, rounds=5, max_candidates=5, max_order=4),
+        noise=SeededNoise(2),
+        rng=np.random.default_rng(0),
+        **standin,
+    )
+    assert result.history
+    assert result.ledger.result().epsilon <= 1.0

@@ -306,9 +306,9 @@ def _subset(pool: list[Clique], label: str | None, run: _Run) -> list[Clique]:
     first = [c for c in pool if first_in(c)]
     first = first[: max(cap, sum(len(c) == 1 for c in first))]
     rest = [c for c in pool if not first_in(c)]
-    take = min(cap - len(first), len(rest))
-    drawn = run.rng.choice(len(rest), size=take, replace=False) if take > 0 else []
-    return first + [rest[int(i)] for i in sorted(drawn)]
+    take = max(0, min(cap - len(first), len(rest)))
+    drawn = np.sort(run.rng.choice(len(rest), size=take, replace=False))
+    return first + [rest[int(i)] for i in drawn]
 
 
 def _choose(
