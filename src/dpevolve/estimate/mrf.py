@@ -6,9 +6,11 @@ minimises the weighted squared L2 loss between the model's marginals and the noi
 measurements over the marginal polytope by mirror descent with the entropy as mirror
 map, which updates the potentials by the loss gradient in marginal space:
 ``theta <- theta - eta * dL/dmu`` (McKenna, Sheldon & Miklau 2019, sec. 4, Alg. 1; the
-estimator inside AIM, McKenna et al. 2022). The step size follows an Armijo
-backtracking rule and grows again after every accepted step. A second ``fit`` with a
-longer list starts from the previous potentials (new cliques start at zero).
+estimator inside AIM, McKenna et al. 2022), with Armijo steps and heavy-ball momentum
+(:mod:`dpevolve.estimate.optimize`). A first fit starts from the independent model of
+the pooled one-way estimates; a second ``fit`` with a longer list starts from the
+previous potentials and step (new cliques at zero). Sampling is forward sampling along
+the junction tree (:mod:`dpevolve.estimate.sampling`).
 """
 
 from __future__ import annotations

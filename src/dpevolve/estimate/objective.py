@@ -67,7 +67,8 @@ class Stacked:
         return {c: self.view(flat, k).copy() for k, c in enumerate(self.cliques)}
 
     def loss(self, mu: np.ndarray) -> float:
-        return float(np.dot(self.precision, (mu - self.mean) ** 2)) + self.offset
+        # Sums, not np.dot: a BLAS call may spin threads on a shared machine.
+        return float(np.sum(self.precision * (mu - self.mean) ** 2)) + self.offset
 
     def gradient(self, mu: np.ndarray) -> np.ndarray:
         return 2.0 * self.precision * (mu - self.mean)

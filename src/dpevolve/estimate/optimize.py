@@ -49,7 +49,7 @@ class Trace:
 
 def _linear_drop(before: Evaluation, after: Evaluation) -> float:
     """``<dL/dmu(before), mu(before) - mu(after)>``: the drop a linear model predicts."""
-    return float(np.dot(before.gradient, before.marginals - after.marginals))
+    return float(np.sum(before.gradient * (before.marginals - after.marginals)))
 
 
 def minimise(
