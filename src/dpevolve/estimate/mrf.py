@@ -1,0 +1,201 @@
+"""A Markov random field fitted to noisy marginals by entropic mirror descent.
+
+The model is ``p(x) proportional to exp(sum_C theta_C(x_C))`` with one log potential
+per measured clique; inference runs on the junction tree of those cliques. The fit
+minimises the weighted squared L2 loss between the model's marginals and the noisy
+measurements over the marginal polytope by mirror descent with the entropy as mirror
+map, which updates the potentials by the loss gradient in marginal space:
+``theta <- theta - eta * dL/dmu`` (McKenna, Sheldon & Miklau 2019, sec. 4, Alg. 1; the
+estimator inside AIM, McKenna et al. 2022), with Armijo steps and heavy-ball momentum
+(:mod:`dpevolve.estimate.optimize`). A first fit starts from the independent model of
+the pooled one-way estimates; a second ``fit`` with a longer list starts from the
+previous potentials and step (new cliques at zero). Sampling is forward sampling along
+the junction tree (:mod:`dpevolve.estimate.sampling`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from dpevolve.errors import InputError
+from dpevolve.estimate.factor import add_all_into, combine_into, marginals
+from dpevolve.estimate.inference import calibrate, clique_marginal
+from dpevolve.estimate.junction import JunctionTree, junction_tree
+from dpevolve.estimate.objective import Stacked, Target, attribute_estimates, targets
+from dpevolve.estimate.optimize import Evaluation, Trace, minimise
+from dpevolve.estimate.sampling import forward_sample
+from dpevolve.measurements import Clique, Domain, Measurement
+
+ITERATIONS = 1000
+# Stop once ten steps improve the loss by under 0.1%: on noisy measurements the distance
+# to the truth stops improving well before (a 10-column table, 20,000 rows, sigma 20:
+# mean 2-way tv to the truth 0.0214 at tol 1e-2, 0.0214 at 1e-3, 0.0216 at 1e-4).
+TOL = 1e-3
+
+
+class MarkovRandomField:
+    """Graphical-model estimator of a table from noisy marginals of any order.
+
+    Parameters
+    ----------
+    domain : Domain
+        The attributes and their numbers of cells (public).
+    total : float
+        The number of records the model describes (``answer`` sums to it).
+    iterations : int
+        Most mirror-descent steps per ``fit``.
+    tol : float
+        Stop once the loss improved by less than this fraction over the last
+        ``patience`` accepted steps (0: run all ``iterations``).
+    patience : int
+        Window, in steps, of the ``tol`` rule.
+    momentum : bool
+        Heavy-ball extrapolation with restarts on top of the mirror steps
+        (:func:`dpevolve.estimate.optimize.minimise`).
+    """
+
+    def __init__(
+        self,
+        domain: Domain,
+        total: float,
+        *,
+        iterations: int = ITERATIONS,
+        tol: float = TOL,
+        patience: int = 10,
+        momentum: bool = True,
+    ) -> None:
+        self.domain = domain
+        self.total = float(total)
+        self.iterations = int(iterations)
+        self.tol = float(tol)
+        self.patience = int(patience)
+        self.momentum = bool(momentum)
+        self.potentials: dict[Clique, np.ndarray] = {}
+        self.tree: JunctionTree | None = None
+        self.stats = Trace()
+        self._step: float | None = None
+        self._probs: list[np.ndarray] | None = None
+
+    # -- fitting -------------------------------------------------------------------------
+
+    def fit(self, measurements: Sequence[Measurement]) -> MarkovRandomField:
+        """Fit the potentials to ``measurements`` (warm start from the previous fit).
+
+        Returns
+        -------
+        MarkovRandomField
+            ``self``, fitted.
+        """
+        if not (np.isfinite(self.total) and self.total > 0):
+            raise InputError("the model's total must be positive and finite")
+        goals = targets(self.domain, measurements)
+        cliques = [g.clique for g in goals]
+        tree = junction_tree(self.domain, cliques)
+        if self.potentials:
+            theta = {c: self.potentials.get(c, np.zeros(self.domain.shape(c))) for c in cliques}
+        else:
+            theta = self._independent_start(goals)
+        state = _State(self.domain, tree, goals, self.total)
+        step = self._step if self._step is not None else state.initial_step()
+        flat, last, trace = minimise(
+            state.evaluate,
+            state.stacked.stack(theta),
+            step,
+            self.iterations if goals else 0,
+            self._stalled,
+            momentum=self.momentum,
+        )
+        self.stats = trace
+        self._step = trace.step if trace.step > 0 else None
+        self.potentials = state.stacked.unstack(flat)
+        self.tree = tree
+        self._probs = last.payload
+        return self
+
+    def _independent_start(self, goals: list[Target]) -> dict[Clique, np.ndarray]:
+        """Potentials of the independent model of the pooled one-way estimates, each
+        attribute's placed on the smallest measured clique that holds it."""
+        theta = {g.clique: np.zeros(self.domain.shape(g.clique)) for g in goals}
+        for name, probs in attribute_estimates(self.domain, goals).items():
+            home = min((c for c in theta if name in c), key=self.domain.cells)
+            combine_into(np.add, theta[home], home, np.log(probs), (name,))
+        return theta
+
+    def _stalled(self, history: list[float]) -> bool:
+        if self.tol <= 0 or len(history) <= self.patience:
+            return False
+        before, now = history[-1 - self.patience], history[-1]
+        return before - now <= self.tol * abs(before)
+
+    # -- queries -------------------------------------------------------------------------
+
+    def _model(self) -> tuple[JunctionTree, list[np.ndarray]]:
+        if self.tree is None or self._probs is None:
+            self.fit([])
+        assert self.tree is not None and self._probs is not None
+        return self.tree, self._probs
+
+    def answer(self, clique: Clique) -> np.ndarray:
+        """The model's counts on ``clique`` (shape ``domain.shape(clique)``, sum ``total``)."""
+        clique = self.domain.canonical(clique)
+        tree, probs = self._model()
+        return self.total * clique_marginal(tree, probs, clique)
+
+    def sample(self, rows: int, rng: np.random.Generator) -> np.ndarray:
+        """``rows`` fresh records drawn from the model, ``(rows, d)`` int64 cell codes."""
+        if int(rows) < 0:
+            raise InputError("the number of rows to sample must be >= 0")
+        tree, probs = self._model()
+        return forward_sample(self.domain, tree, probs, int(rows), rng)
+
+
+class _State:
+    """The fixed parts of one fit: the tree, the targets and the tree clique of each."""
+
+    def __init__(self, domain: Domain, tree: JunctionTree, goals: list[Target], total: float):
+        self.shapes = [domain.shape(c) for c in tree.cliques]
+        self.tree = tree
+        self.goals = goals
+        homes = [tree.containing(g.clique) for g in goals]
+        if any(h is None for h in homes):
+            raise AssertionError("every measured clique lies inside a junction-tree clique")
+        self.homes: list[int] = [h for h in homes if h is not None]
+        self.total = total
+        self.stacked = Stacked(goals)
+        self.by_home: dict[int, list[int]] = {}
+        for k, h in enumerate(self.homes):
+            self.by_home.setdefault(h, []).append(k)
+
+    def initial_step(self) -> float:
+        """A step under the loss's curvature in the potentials (about total * precision)."""
+        per_home: dict[int, float] = {}
+        for g, h in zip(self.goals, self.homes, strict=True):
+            per_home[h] = per_home.get(h, 0.0) + g.precision
+        worst = max(per_home.values(), default=1.0)
+        return 1.0 / (2.0 * self.total * worst)
+
+    def potentials(self, theta: np.ndarray) -> list[np.ndarray]:
+        """The measured cliques' potentials (one vector) summed into their tree cliques."""
+        out = [np.zeros(s) for s in self.shapes]
+        for h, ks in self.by_home.items():
+            parts = [(self.goals[k].clique, self.stacked.view(theta, k)) for k in ks]
+            add_all_into(out[h], self.tree.cliques[h], parts)
+        return out
+
+    def marginals(self, probs: list[np.ndarray]) -> np.ndarray:
+        """The model's counts on every measured clique, as one vector."""
+        out = np.empty(self.stacked.size)
+        for h, ks in self.by_home.items():
+            parts = [self.goals[k].clique for k in ks]
+            for k, m in zip(ks, marginals(probs[h], self.tree.cliques[h], parts), strict=True):
+                out[self.stacked.slices[k]] = m.ravel()
+        out *= self.total
+        return out
+
+    def evaluate(self, theta: np.ndarray) -> Evaluation[list[np.ndarray]]:
+        """Loss, gradient and marginals of the model with potentials ``theta``."""
+        probs = calibrate(self.tree, self.potentials(theta))
+        mus = self.marginals(probs)
+        return Evaluation(self.stacked.loss(mus), self.stacked.gradient(mus), mus, probs)
