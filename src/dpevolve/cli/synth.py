@@ -316,7 +316,9 @@ def synth(
         model.ledger_.write(share_ledger, shareable=True)
     if report is not None or share_report is not None:
         invalid = OnInvalid(spec.on_invalid)
-        write_reports(ledger, private, synthetic, table_schema, invalid, report, share_report, force)
+        write_reports(
+            ledger, private, synthetic, table_schema, invalid, report, share_report, force
+        )
     result = model.ledger_.result()
     say(
         quiet,
