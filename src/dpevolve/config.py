@@ -30,7 +30,7 @@ from dpevolve.pe.votes import make_vote
 from dpevolve.pilot.choice import ChosenVote, choose_vote
 from dpevolve.pilot.run import PilotFit, run_pilot
 from dpevolve.pool.hybrid import MarginalOptions
-from dpevolve.presets import DEFAULT_PRESET, Preset, get_preset
+from dpevolve.presets import DEFAULT_PRESET, PE_PRESET, Preset, get_preset
 from dpevolve.privacy import Budget, default_delta
 from dpevolve.privacy.checks import open_unit, positive
 
@@ -394,10 +394,17 @@ def resolve(params: Mapping[str, Any]) -> RunSpec:
     """
     budget = BudgetSpec(epsilon=params.get("epsilon"), delta=params.get("delta"),
                         rho=params.get("rho"))  # fmt: skip
-    preset = params.get("preset") or DEFAULT_PRESET
+    preset = params.get("preset") or default_preset(params)
     preset = get_preset(preset) if isinstance(preset, str) else preset
     if not isinstance(preset, Preset):
         raise InputError(f"preset must be a name or a Preset, got {type(preset).__name__}")
+    backend = params.get("backend")
+    backend = backend if isinstance(backend, str) else backend_name(backend)
+    on_invalid = params.get("on_invalid") or "error"
+    if not preset.runs_pe:
+        _no_pe_settings(preset.name, params)
+        return RunSpec(budget=budget, preset=preset, vote=VoteSpec(), mechanism=GaussianSpec(),
+                       backend=backend, on_invalid=on_invalid)  # fmt: skip
     vote = params.get("vote")
     vote = VoteSpec(kind=vote) if vote is None or isinstance(vote, str) else vote
     mechanism = mechanism_spec(params.get("mechanism") or "gaussian")
@@ -417,16 +424,47 @@ def resolve(params: Mapping[str, Any]) -> RunSpec:
                                  options={**preset.marginal_options, **given.options})  # fmt: skip
     if "public" in params and params["public"] is None:
         _needs_no_public(vote)
-    backend = params.get("backend")
     return RunSpec(
         budget=budget,
         preset=preset,
         vote=vote,
         mechanism=mechanism,
         marginals=marginals,
-        backend=backend if isinstance(backend, str) else backend_name(backend),
-        on_invalid=params.get("on_invalid") or "error",
+        backend=backend,
+        on_invalid=on_invalid,
     )
+
+
+def pe_settings(params: Mapping[str, Any]) -> list[str]:
+    """The Private Evolution settings among ``params``: a policy, a vote, a mechanism
+    other than the plain Gaussian vote histogram, a marginal share."""
+    asked = []
+    if params.get("policy") is not None:
+        asked.append("policy")
+    vote = params.get("vote")
+    if vote is not None and vote != VoteSpec():
+        asked.append("vote")
+    if mechanism_spec(params.get("mechanism") or "gaussian") != GaussianSpec():
+        asked.append("mechanism")
+    if params.get("marginals") is not None:
+        asked.append("marginals")
+    return asked
+
+
+def default_preset(params: Mapping[str, Any]) -> str:
+    """The preset of a run that names none: the adaptive engine, unless a Private
+    Evolution setting is asked for (then Tab-PE's, which that setting shapes)."""
+    return PE_PRESET if pe_settings(params) else DEFAULT_PRESET
+
+
+def _no_pe_settings(name: str, params: Mapping[str, Any]) -> None:
+    asked = pe_settings(params)
+    if asked:
+        raise InputError(
+            f"the {name} preset runs no Private Evolution: {', '.join(asked)} "
+            f"{'is a PE setting' if len(asked) == 1 else 'are PE settings'} "
+            f"(choose --preset {PE_PRESET}, hybrid or bfsoft, or drop {asked[0]})"
+        )
 
 
 def _needs_no_public(vote: VoteSpec) -> None:

@@ -1,5 +1,9 @@
-"""Named configurations of the engine (docs/math.md §6).
+"""Named configurations (docs/guide.md, "Presets"; docs/math.md §6).
 
+* ``adaptive`` (the default): the select-measure-estimate-generate engine
+  (:mod:`dpevolve.engine`): marginals chosen round by round by the exponential mechanism
+  where the model is most wrong (AIM's shape), reconciled by a graphical model
+  (:mod:`dpevolve.estimate`) from which fresh rows are drawn. No Private Evolution round.
 * ``tabpe``: Tab-PE's released Adult setting. N = 1000, 30 generations (29 DP rounds;
   the random generation 0 costs nothing): rounds 1-4 sample parents in proportion to
   the clipped noisy count with one mutation each; from round 5 keep the top N by noisy
@@ -20,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from dpevolve.engine.spec import EngineSpec
 from dpevolve.errors import InputError
 from dpevolve.pe.evolution import Schedule, Stage
 
@@ -27,7 +32,9 @@ from dpevolve.pe.evolution import Schedule, Stage
 @dataclass(frozen=True)
 class Preset:
     """A named configuration: the PE schedule, the record distance, the default vote and
-    threshold, and the optional marginal release (its share and options)."""
+    threshold, and the optional marginal release (its share and options); or, with
+    ``engine`` set, the adaptive engine's spec (then no PE round runs and the PE fields
+    are unused)."""
 
     name: str
     schedule: Schedule
@@ -37,12 +44,23 @@ class Preset:
     #: Share of the budget (zCDP rho) for the marginal release; ``None``: PE alone.
     marginals: float | None = None
     marginal_options: Mapping[str, Any] = field(default_factory=dict)
+    engine: EngineSpec | None = None
+
+    @property
+    def runs_pe(self) -> bool:
+        """Private Evolution rounds (or PE's population for the marginal pool) run."""
+        return self.engine is None
 
     def with_overrides(
         self, population: int | None = None, rounds: int | None = None, distance: str | None = None
     ) -> Preset:
         """Change N, the number of rounds (the last stage absorbs the change) or the
         distance."""
+        if not self.runs_pe and (population, rounds, distance) != (None, None, None):
+            raise InputError(
+                f"the {self.name} preset runs no Private Evolution: population, rounds and "
+                f"distance are PE settings (choose --preset {PE_PRESET})"
+            )
         stages = list(self.schedule.stages)
         if rounds is not None:
             before = sum(s.rounds for s in stages[:-1])
@@ -62,6 +80,7 @@ class Preset:
         out = asdict(self)
         out["schedule"]["stages"] = list(out["schedule"]["stages"])
         out["marginal_options"] = dict(self.marginal_options)
+        out["engine"] = None if self.engine is None else self.engine.to_dict()
         return out
 
     @classmethod
@@ -75,6 +94,8 @@ class Preset:
             if unknown or "name" not in data:
                 raise InputError(f"a preset needs a name and takes no {unknown}")
             return get_preset(data["name"], distance=data.get("distance"), **overrides)
+        if data.get("engine") is not None:
+            data["engine"] = EngineSpec.from_any(data["engine"])
         schedule = dict(data.pop("schedule"))
         stages = tuple(Stage(**stage) for stage in schedule.pop("stages"))
         try:
@@ -89,6 +110,9 @@ _TABPE_SCHEDULE = Schedule(
 )
 
 PRESETS: dict[str, Preset] = {
+    "adaptive": Preset(
+        "adaptive", _TABPE_SCHEDULE, distance="tabpe", vote="hard", engine=EngineSpec()
+    ),
     "tabpe": Preset("tabpe", _TABPE_SCHEDULE, distance="tabpe", vote="hard"),
     "hybrid": Preset(
         "hybrid",
@@ -102,10 +126,12 @@ PRESETS: dict[str, Preset] = {
 }
 
 
-#: The preset of a run that names none: Private Evolution alone, which no measured data
-#: set does worse with. ``hybrid`` wins the marginals (Adult, XOR-3) but loses TSTR on
-#: Person Activity (benchmarks/FIDELITY.md), so it is a choice, not the default.
-DEFAULT_PRESET = "tabpe"
+#: The preset of a run that names none: the adaptive engine (benchmarks/FIDELITY.md).
+DEFAULT_PRESET = "adaptive"
+
+#: The preset of a run that names none but asks for a Private Evolution setting (a
+#: policy, a vote, PubMix, a marginal share, a population or rounds).
+PE_PRESET = "tabpe"
 
 
 def get_preset(

@@ -17,6 +17,7 @@ from dpevolve.config import GaussianSpec, MarginalSpec, MechanismSpec, RunSpec, 
 from dpevolve.data.encoding import Layout, Records, decode
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import FrameSource, PrivateSource
+from dpevolve.engine import EngineModel, fit_engine
 from dpevolve.errors import InputError
 from dpevolve.estimator import EstimatorParams
 from dpevolve.fit_plan import FitPlan, open_ledger, plan_fit
@@ -24,7 +25,7 @@ from dpevolve.pe.evolution import Evolution
 from dpevolve.pe.variation import Variation
 from dpevolve.pilot.run import PilotFit, PilotRun
 from dpevolve.presets import Preset, get_preset
-from dpevolve.privacy import Ledger
+from dpevolve.privacy import Ledger, default_delta
 from dpevolve.release.base import Release, Selection
 from dpevolve.release.build import ReleaseInputs
 from dpevolve.release.noise import NoiseSource, make_noise
@@ -250,6 +251,8 @@ class Synthesizer(EstimatorParams):
         fit_number = self._next_fit_number()
         if n < 1:
             raise InputError("the private table is empty (0 rows)")
+        if not config.preset.runs_pe:
+            return self._fit_adaptive(config, schema, source, fit_number)
         # 1. Everything decided from public facts, before a private record is read.
         policy = self._policy(schema)
         backend = self._backend()
@@ -265,14 +268,7 @@ class Synthesizer(EstimatorParams):
         noise = self._noise()
         # 3. The release, calibrated once, and the ledger that records it.
         release, calibration = config.mechanism.build(self._release_inputs(plan, noise, backend, n))
-        run = {
-            "dpevolve_version": package_version(),
-            "seed": seed.entropy,
-            "noise": noise.name,
-            "adjacency": "replace-one (bounded DP): the private row count n is public",
-            "private_rows": n,
-            "fit_number": fit_number,
-        }
+        run = self._run_facts(seed, noise, n, fit_number)
         ledger = open_ledger(
             plan, schema, calibration=calibration, run=run, backend=type(backend).__name__,
             report=source.report,
@@ -290,6 +286,59 @@ class Synthesizer(EstimatorParams):
             final = self.support_.pool
         self._store(fit_number, final, ledger, history, schema, n, plan.warnings)
         return self
+
+    def _fit_adaptive(
+        self, config: RunSpec, schema: Schema, source: PrivateSource, fit_number: int
+    ) -> Synthesizer:
+        """The adaptive engine (:mod:`dpevolve.engine`): marginals chosen where the model
+        is most wrong, one graphical model, fresh rows. Every release is in the ledger."""
+        n = source.n
+        seed = np.random.SeedSequence(self.random_state)
+        fit_seed, sample_seed, table_seed = seed.spawn(3)
+        rng = np.random.default_rng(fit_seed)
+        self._sample_rng = np.random.default_rng(sample_seed)
+        noise = self._noise()
+        budget = config.budget.build(n)
+        ledger = Ledger(
+            budget.delta if budget.delta is not None else default_delta(n),
+            metadata={
+                **self._run_facts(seed, noise, n, fit_number),
+                "budget": {"epsilon": budget.epsilon, "delta": budget.delta, "rho": budget.rho},
+                "preset": config.preset.name,
+                "config": config.to_dict(),
+                "schema": schema.to_dict(),
+                "validation": None if source.report is None else source.report.to_dict(),
+            },
+        )
+        result = fit_engine(
+            source, schema, budget, config.preset.engine, noise=noise, rng=rng,
+            ledger=ledger, public=self.public, progress=bool(self.progress),
+        )  # fmt: skip
+        self.generator_: EngineModel | None = result.released()
+        self.support_ = None
+        self.fits_ = fit_number
+        self.population_ = None
+        self.synthetic_ = self.generator_.sample(n, np.random.default_rng(table_seed))
+        self.ledger_ = ledger
+        self.history_ = result.history
+        self.schema_ = schema
+        self.n_private_ = n
+        self.warnings_ = []
+        return self
+
+    @staticmethod
+    def _run_facts(
+        seed: np.random.SeedSequence, noise: NoiseSource, n: int, fit_number: int
+    ) -> dict[str, Any]:
+        """What the ledger says of the run itself (the noise seed never: only its kind)."""
+        return {
+            "dpevolve_version": package_version(),
+            "seed": seed.entropy,
+            "noise": noise.name,
+            "adjacency": "replace-one (bounded DP): the private row count n is public",
+            "private_rows": n,
+            "fit_number": fit_number,
+        }
 
     def _next_fit_number(self) -> int:
         fit_number = getattr(self, "fits_", 0) + 1
@@ -371,6 +420,7 @@ class Synthesizer(EstimatorParams):
         policy_warnings: list[str],
     ) -> None:
         self.fits_ = fit_number
+        self.generator_ = None
         self.population_ = final
         self.synthetic_ = decode(final, schema)
         self.ledger_ = ledger
@@ -419,6 +469,9 @@ class Synthesizer(EstimatorParams):
         rows = self.n_private_ if num_rows is None else num_rows
         if isinstance(rows, bool) or not isinstance(rows, (int, np.integer)) or rows < 0:
             raise InputError(f"num_rows must be a whole number >= 0, got {num_rows!r}")
+        generator: EngineModel | None = getattr(self, "generator_", None)
+        if generator is not None:
+            return generator.sample(int(rows), self._sample_rng)
         support: WeightedSupport | None = getattr(self, "support_", None)
         if support is not None:
             return decode(support.draw(int(rows), self._sample_rng), self.schema_)

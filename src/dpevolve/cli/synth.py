@@ -42,7 +42,7 @@ from dpevolve.config import (
 from dpevolve.data.io import read_table, read_yaml, write_table
 from dpevolve.errors import InputError
 from dpevolve.extras import require
-from dpevolve.presets import DEFAULT_PRESET, PRESETS, get_preset
+from dpevolve.presets import PE_PRESET, PRESETS, get_preset
 
 EXAMPLES = """
 
@@ -367,7 +367,7 @@ def _spec_params(flags: dict[str, Any]) -> dict[str, Any]:
     overrides = {k: flags[k] for k in ("population", "rounds", "distance")}
     preset = flags["preset"]
     if preset is not None or any(v is not None for v in overrides.values()):
-        preset = get_preset(preset or DEFAULT_PRESET, **overrides)
+        preset = get_preset(preset or PE_PRESET, **overrides)
     if flags["mechanism"] == PubMixSpec.name:
         mechanism: Any = PubMixSpec(accounting=flags["pubmix_accounting"],
                                     fill=flags["pubmix_fill"], gamma=flags["gamma"])  # fmt: skip

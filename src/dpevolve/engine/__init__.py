@@ -6,7 +6,8 @@ the one-call form over an in-memory table.
 """
 
 from dpevolve.engine.loop import EngineResult, fit_engine
+from dpevolve.engine.model import EngineModel
 from dpevolve.engine.run import synthesize
 from dpevolve.engine.spec import EngineSpec
 
-__all__ = ["EngineResult", "EngineSpec", "fit_engine", "synthesize"]
+__all__ = ["EngineModel", "EngineResult", "EngineSpec", "fit_engine", "synthesize"]

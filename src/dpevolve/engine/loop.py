@@ -32,6 +32,7 @@ from dpevolve.data.schema import Schema
 from dpevolve.data.sources import PrivateSource
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release, sigma_for
+from dpevolve.engine.model import EngineModel
 from dpevolve.engine.plan import Plan, Spend, round_cost
 from dpevolve.engine.select import (
     ABS_NOISE,
@@ -102,10 +103,12 @@ class EngineResult:
     ) -> pd.DataFrame:
         """``rows`` (default: the private row count) fresh rows drawn from the model."""
         generator = rng if rng is not None else np.random.default_rng()
-        count = self.rows if rows is None else int(rows)
-        codes = np.asarray(self.model.sample(count, generator), dtype=np.int64)
+        return self.released().sample(rows, generator)
+
+    def released(self) -> EngineModel:
+        """The part that draws rows (released values and public facts only)."""
         fine = {name: m.noisy for name, m in self.fine.items()}
-        return self.discretiser.decode(codes, generator, fine)
+        return EngineModel(self.discretiser, fine, self.model, self.rows)
 
 
 @dataclass
