@@ -274,7 +274,12 @@ def test_other_votes_and_distances_fall_back(adultish: Schema) -> None:
     rng = np.random.default_rng(1)
     private = make_records(adultish, rng, 30, coarse=True)
     population = make_records(adultish, rng, 8, coarse=True)
-    got = FusedBackend().vote(private, population, Gower(adultish), Halved())
+    backend = FusedBackend()
+    with pytest.warns(RuntimeWarning, match=r"numpy reference \(no fused kernel for the Halved"):
+        got = backend.vote(private, population, Gower(adultish), Halved())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once per backend, not every round
+        backend.vote(private, population, Gower(adultish), Halved())
     expected = LocalBackend().vote(private, population, Gower(adultish), Halved())
     np.testing.assert_array_equal(got, expected)
     assert not FusedBackend().supports(Gower(adultish), Halved())

@@ -7,9 +7,9 @@ holds. Categorical columns need nothing here: their missing cells are the reserv
 category :data:`~dpevolve.data.schema.MISSING`, and the ordinary tables already give
 it distance 1 to every other value.
 
-These classes subclass the plain distances, so the fused and GPU backends (which
-hard-code the plain formulas and accept exact types only) hand such schemas to the
-numpy reference backend: exact, just slower.
+The fused kernels reproduce these two classes term for term (backends/fused.py); the
+GPU backend, which hard-codes the plain formulas, hands such schemas to the numpy
+reference backend: exact, just slower.
 """
 
 from __future__ import annotations
