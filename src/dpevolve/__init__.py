@@ -12,11 +12,11 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from dpevolve import compat
-from dpevolve.data.schema import Schema, load_schema
 from dpevolve.errors import DPEvolveError, InputError
 
 if TYPE_CHECKING:
     from dpevolve.core.policy import Policy
+    from dpevolve.data.schema import Schema, load_schema
     from dpevolve.synthesizer import Synthesizer
 
 compat.install()
@@ -45,9 +45,14 @@ def load_policy(path: str, schema: Schema) -> Policy:
 
 
 def __getattr__(name: str) -> Any:
-    # The engine pulls in scipy and dp-accounting; import it on first use only.
+    # The engine pulls in scipy and dp-accounting, the schema pandas: each is imported on
+    # first use only (`dpevolve --version` needs neither).
     if name == "Synthesizer":
         from dpevolve.synthesizer import Synthesizer
 
         return Synthesizer
+    if name in ("Schema", "load_schema"):
+        from dpevolve.data import schema
+
+        return getattr(schema, name)
     raise AttributeError(name)

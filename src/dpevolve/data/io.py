@@ -12,13 +12,14 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from dpevolve.data.messages import reader_error
 from dpevolve.errors import InputError
 from dpevolve.extras import require
+
+if TYPE_CHECKING:  # imported where a table is read: `dpevolve -h` needs no pandas
+    import pandas as pd
 
 TABLE_SUFFIXES = (".csv", ".csv.gz", ".parquet", ".pq")
 
@@ -37,6 +38,8 @@ def read_table(path: str | Path, what: str = "table") -> pd.DataFrame:
     The error quotes no cell of the table unless values may be shown
     (:func:`dpevolve.data.messages.show_values`).
     """
+    import pandas as pd
+
     path = Path(path)
     suffix = table_suffix(path)
     if not path.is_file():
@@ -54,6 +57,8 @@ def read_table(path: str | Path, what: str = "table") -> pd.DataFrame:
 
 def iter_table(path: str | Path, batch_rows: int = 500_000) -> Iterator[pd.DataFrame]:
     """Stream a CSV or Parquet table in row batches (memory bounded by ``batch_rows``)."""
+    import pandas as pd
+
     path = Path(path)
     suffix = table_suffix(path)
     if not path.is_file():
