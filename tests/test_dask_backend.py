@@ -319,7 +319,8 @@ def test_only_the_reduced_histogram_reaches_the_driver(
     distance = make_distance("tabpe", small_schema)
     got = backend.vote(held, population, distance, HardVote())
     assert len(gathered) == 1 and not isinstance(gathered[0], list)  # one future, not 11
-    np.testing.assert_array_equal(got, LocalBackend().vote(private, population, distance, HardVote()))
+    expected = LocalBackend().vote(private, population, distance, HardVote())
+    np.testing.assert_array_equal(got, expected)
     held.release()
 
 
