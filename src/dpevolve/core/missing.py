@@ -7,9 +7,8 @@ holds. Categorical columns need nothing here: their missing cells are the reserv
 category :data:`~dpevolve.data.schema.MISSING`, and the ordinary tables already give
 it distance 1 to every other value.
 
-The fused kernels reproduce these two classes term for term (backends/fused.py); the
-GPU backend, which hard-codes the plain formulas, hands such schemas to the numpy
-reference backend: exact, just slower.
+The fused and GPU backends reproduce these two classes term for term, in the same
+order (backends/fused.py, backends/gpu.py), so votes stay bit-identical.
 """
 
 from __future__ import annotations
