@@ -330,3 +330,15 @@ def test_backend_line_says_what_the_workers_run(client) -> None:
     assert "numpy reference" in DaskBackend(client, inner="local").describe()
     default = DaskBackend(client).describe()
     assert ("fused numba kernels" in default) == fused_available()
+
+
+def test_marginal_counts_reduced_on_the_workers(client, small_schema, private) -> None:
+    from dpevolve.release.marginals import CellIndex, Workload, count_marginals
+
+    index = CellIndex(small_schema, Workload.all_up_to(small_schema, 2, 5))
+    backend = DaskBackend(client, partitions=13)
+    got = backend.counts(private, index)
+    expected, rows = count_marginals(private, index)
+    np.testing.assert_array_equal(got, expected)
+    assert rows == len(private) and got.sum() == len(index.workload.sets) * len(private)
+    backend.release()

@@ -71,6 +71,7 @@ import numpy as np
 from dpevolve.backends.base import Backend, PrivateData
 from dpevolve.backends.dask_worker import (
     load_partition,
+    partial_counts,
     partial_vote,
     records_of,
     sum_partials,
@@ -93,6 +94,7 @@ from dpevolve.errors import InputError
 if TYPE_CHECKING:
     from distributed import Client
 
+    from dpevolve.release.marginals import CellIndex
     from dpevolve.synthesizer import Synthesizer
 
 Kernel = Literal["local", "fused", "auto"]
@@ -396,26 +398,31 @@ class DaskBackend:
         held, temporary = self._resolve(private)
         if held.rows and not held.parts:
             raise InputError("the private partitions were released from the workers")
-        client = held.client
         try:
-            # One copy of the round's small objects per worker, not one per partition.
-            [payload] = client.scatter([(population, distance, vote)], hash=False, broadcast=True)
-            if held.persisted:
-                futures = [
-                    client.submit(partial_vote, part, payload, self.inner, pure=False)
-                    for part in held.parts
-                ]
-            else:
-                import dask
-
-                futures = client.compute(
-                    [dask.delayed(partial_vote)(part, payload, self.inner) for part in held.parts]
-                )
-            histogram = client.gather(_reduce(client, futures))
+            payload = (population, distance, vote)
+            histogram = _map_reduce(held, partial_vote, payload, self.inner)
         finally:
             if temporary:
                 held.release()
         return np.asarray(histogram, dtype=np.float64)
+
+    def counts(self, private: PrivateData | DaskPrivate, index: CellIndex) -> np.ndarray:
+        """Exact stacked marginal counts of ``index``'s workload (no noise), on the workers.
+
+        Each worker counts its partitions and the workers add the counts (integers, so
+        the sum is exact in any order); the driver receives one vector of
+        ``index.total_cells`` numbers, never a row. The same numbers as
+        :func:`~dpevolve.release.marginals.count_marginals` on one machine.
+        """
+        held, temporary = self._resolve(private)
+        if held.rows and not held.parts:
+            raise InputError("the private partitions were released from the workers")
+        try:
+            counts = _map_reduce(held, partial_counts, index)
+        finally:
+            if temporary:
+                held.release()
+        return np.asarray(counts, dtype=np.float64)
 
     def describe(self) -> str:
         """What the workers vote with, for the CLI's backend line."""
@@ -428,6 +435,20 @@ class DaskBackend:
             if worker_kernel(self.inner).__class__.__name__ == "FusedBackend"
             else "numpy reference on the workers (numba is not installed)"
         )
+
+
+def _map_reduce(held: DaskPrivate, task: Any, payload: Any, *args: Any) -> np.ndarray:
+    """``task(part, payload, *args)`` on every partition, summed on the workers."""
+    client = held.client
+    # One copy of the round's small objects per worker, not one per partition.
+    [shared] = client.scatter([payload], hash=False, broadcast=True)
+    if held.persisted:
+        futures = [client.submit(task, part, shared, *args, pure=False) for part in held.parts]
+    else:
+        import dask
+
+        futures = client.compute([dask.delayed(task)(part, shared, *args) for part in held.parts])
+    return np.asarray(client.gather(_reduce(client, futures)))
 
 
 def _reduce(client: Client, futures: list[Any], fan_in: int = 8) -> Any:

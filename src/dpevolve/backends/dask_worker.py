@@ -23,6 +23,7 @@ from dpevolve.data.streaming import (
     encode_clean,
 )
 from dpevolve.errors import InputError
+from dpevolve.release.marginals import CellIndex, count_marginals
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "load_partition",
+    "partial_counts",
     "partial_vote",
     "records_of",
     "sum_partials",
@@ -84,6 +86,11 @@ def partial_vote(
 ) -> np.ndarray:
     population, distance, vote = payload
     return worker_kernel(inner).vote(part, population, distance, vote)
+
+
+def partial_counts(part: Records, index: CellIndex) -> np.ndarray:
+    """Exact stacked marginal counts of one partition (integer-valued float64)."""
+    return count_marginals(part, index)[0]
 
 
 def sum_partials(*partials: np.ndarray) -> np.ndarray:
