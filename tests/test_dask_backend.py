@@ -283,3 +283,76 @@ def test_kernel_choice():
         assert type(_kernel("auto")) is LocalBackend
         with pytest.raises(InputError, match="fused"):
             DaskBackend(inner="fused")
+
+
+def test_nullable_votes_identical_over_many_partitions(client) -> None:
+    """Fused kernels on the workers, a tree reduce of 17 partials: the reference's bits."""
+    from dpevolve.data.schema import CategoricalColumn, NumericColumn
+
+    schema = Schema(
+        (
+            NumericColumn("x", 0, 7, nullable=True),
+            NumericColumn("y", 0, 7),
+            CategoricalColumn("c", ("a", "b", "c")),
+        )
+    )
+    rng = np.random.default_rng(5)
+    layout = Layout.of(schema)
+
+    def records(n: int) -> Records:
+        numeric = rng.integers(0, 8, (n, 2)) / 7.0
+        numeric[rng.random(n) < 0.3, 0] = np.nan
+        return Records(numeric, rng.integers(0, 3, (n, 1)).astype(np.int32))
+
+    private, population = records(2000), records(60)
+    assert layout.nullable_mask.tolist() == [True, False]
+    backend = DaskBackend(client, partitions=17)
+    for metric in ("gower", "tabpe"):
+        distance = make_distance(metric, schema)
+        for vote in (HardVote(), SoftVote(0.05)):
+            np.testing.assert_array_equal(
+                backend.vote(private, population, distance, vote),
+                LocalBackend().vote(private, population, distance, vote),
+            )
+    backend.release()
+
+
+def test_only_the_reduced_histogram_reaches_the_driver(
+    client, private, population, small_schema, monkeypatch
+) -> None:
+    gathered: list[object] = []
+    real = client.gather
+
+    def spy(what, *args, **kwargs):
+        gathered.append(what)
+        return real(what, *args, **kwargs)
+
+    backend = DaskBackend(client, partitions=11)
+    held = backend.persist(private)
+    monkeypatch.setattr(client, "gather", spy)
+    distance = make_distance("tabpe", small_schema)
+    got = backend.vote(held, population, distance, HardVote())
+    assert len(gathered) == 1 and not isinstance(gathered[0], list)  # one future, not 11
+    expected = LocalBackend().vote(private, population, distance, HardVote())
+    np.testing.assert_array_equal(got, expected)
+    held.release()
+
+
+def test_backend_line_says_what_the_workers_run(client) -> None:
+    from dpevolve.backends.fused import fused_available
+
+    assert "numpy reference" in DaskBackend(client, inner="local").describe()
+    default = DaskBackend(client).describe()
+    assert ("fused numba kernels" in default) == fused_available()
+
+
+def test_marginal_counts_reduced_on_the_workers(client, small_schema, private) -> None:
+    from dpevolve.release.marginals import CellIndex, Workload, count_marginals
+
+    index = CellIndex(small_schema, Workload.all_up_to(small_schema, 2, 5))
+    backend = DaskBackend(client, partitions=13)
+    got = backend.counts(private, index)
+    expected, rows = count_marginals(private, index)
+    np.testing.assert_array_equal(got, expected)
+    assert rows == len(private) and got.sum() == len(index.workload.sets) * len(private)
+    backend.release()

@@ -21,7 +21,7 @@ from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
 from dpevolve.errors import InputError
 from dpevolve.pe.canonical import soft_histogram
-from dpevolve.pe.distance import Gower, TabPEEmbedding
+from dpevolve.pe.distance import Gower, TabPEEmbedding, make_distance
 from dpevolve.pe.variation import Variation
 from dpevolve.pe.votes import HardVote, SoftVote
 
@@ -274,7 +274,12 @@ def test_other_votes_and_distances_fall_back(adultish: Schema) -> None:
     rng = np.random.default_rng(1)
     private = make_records(adultish, rng, 30, coarse=True)
     population = make_records(adultish, rng, 8, coarse=True)
-    got = FusedBackend().vote(private, population, Gower(adultish), Halved())
+    backend = FusedBackend()
+    with pytest.warns(RuntimeWarning, match=r"numpy reference \(no fused kernel for the Halved"):
+        got = backend.vote(private, population, Gower(adultish), Halved())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once per backend, not every round
+        backend.vote(private, population, Gower(adultish), Halved())
     expected = LocalBackend().vote(private, population, Gower(adultish), Halved())
     np.testing.assert_array_equal(got, expected)
     assert not FusedBackend().supports(Gower(adultish), Halved())
@@ -359,3 +364,34 @@ def test_gpu_computation_on_numpy_arrays(adultish: Schema, name: str, vote) -> N
         # The device's exp may differ in the last bit: a vote may move one grid unit.
         np.testing.assert_allclose(got, expected, rtol=0, atol=len(private) * 2.0**-30)
         np.testing.assert_array_equal(got * 2.0**30, np.round(got * 2.0**30))
+
+
+@pytest.mark.parametrize("name", ["gower", "tabpe"])
+@pytest.mark.parametrize("vote", [HardVote(), SoftVote(0.03)], ids=["hard", "soft"])
+def test_gpu_computation_with_nullable_columns(name: str, vote) -> None:
+    schema = Schema(
+        (
+            NumericColumn("a", 0, 7, nullable=True),
+            NumericColumn("b", 0, 7),
+            NumericColumn("c", 0, 7, nullable=True),
+            CategoricalColumn("s", ("x", "y", "z")),
+        )
+    )
+    rng = np.random.default_rng(9)
+
+    def records(n: int) -> Records:
+        numeric = rng.integers(0, 8, (n, 3)) / 7.0
+        numeric[rng.random((n, 3)) < 0.3] = np.nan
+        numeric[:, 1] = rng.integers(0, 8, n) / 7.0
+        return Records(numeric, rng.integers(0, 3, (n, 1)).astype(np.int32))
+
+    private, population = records(200), records(40)
+    distance = make_distance(name, schema)
+    got = gpu_module._vote_with(
+        gpu_module._xp_ops(np), private, population, distance, vote, chunk_cells=700
+    )
+    expected = LocalBackend().vote(private, population, distance, vote)
+    if isinstance(vote, HardVote):
+        np.testing.assert_array_equal(got, expected)
+    else:
+        np.testing.assert_allclose(got, expected, rtol=0, atol=len(private) * 2.0**-30)

@@ -13,9 +13,16 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpevolve import Synthesizer
-from dpevolve.backends.fused import FusedBackend, fused_available
+from dpevolve.backends.fused import (
+    FusedBackend,
+    fallback_reason,
+    fused_available,
+    fused_nearest,
+)
 from dpevolve.backends.local import LocalBackend
 from dpevolve.config import VoteSpec
 from dpevolve.data.encoding import Records
@@ -27,7 +34,13 @@ from dpevolve.pe.canonical import (
     soft_quantisation_slack,
     soft_row_votes,
 )
-from dpevolve.pe.distance import Gower, TabPEEmbedding
+from dpevolve.pe.distance import (
+    Gower,
+    NullableGower,
+    NullableTabPEEmbedding,
+    TabPEEmbedding,
+    make_distance,
+)
 from dpevolve.pe.votes import HardVote, SoftVote
 from dpevolve.presets import get_preset
 
@@ -182,3 +195,71 @@ def test_same_seed_same_table_on_local_and_fused(extra) -> None:
     fused = Synthesizer(SCHEMA, **settings, backend=FusedBackend(chunk_rows=33)).fit(table)
     pd.testing.assert_frame_equal(local.synthetic_, fused.synthetic_)
     assert local.population_.equals(fused.population_)
+
+
+# ----------------------------------------------------- nullable numeric columns (NaN)
+
+
+@st.composite
+def _nullable_problem(draw: st.DrawFn) -> tuple[Schema, Records, Records]:
+    """A schema with nullable numerics, and records on a coarse grid (ties) with gaps."""
+    flags = draw(st.lists(st.booleans(), min_size=1, max_size=5))
+    if not any(flags):
+        flags[draw(st.integers(0, len(flags) - 1))] = True
+    cards = draw(st.lists(st.integers(2, 4), max_size=3))
+    columns: list[NumericColumn | CategoricalColumn] = [
+        NumericColumn(f"x{k}", 0, 7, nullable=flag) for k, flag in enumerate(flags)
+    ]
+    columns += [CategoricalColumn(f"c{k}", tuple("abcd"[:size])) for k, size in enumerate(cards)]
+    schema = Schema(tuple(columns))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    missing = draw(st.sampled_from([0.0, 0.3, 0.9]))
+
+    def records(n: int) -> Records:
+        numeric = rng.integers(0, 8, (n, len(flags))) / 7.0
+        gaps = (rng.random(numeric.shape) < missing) & np.array(flags)
+        numeric[gaps] = np.nan
+        codes = np.stack([rng.integers(0, c, n) for c in cards], 1) if cards else None
+        return Records(numeric, np.zeros((n, 0), np.int32) if codes is None else codes)
+
+    private = records(draw(st.integers(1, 150)))
+    population = records(draw(st.integers(1, 40)))
+    population = Records.concat([population, population])  # exact duplicates tie
+    return schema, private, population
+
+
+@needs_numba
+@settings(max_examples=30, deadline=None)
+@given(
+    problem=_nullable_problem(),
+    metric=st.sampled_from(["gower", "tabpe"]),
+    vote=st.sampled_from(["hard", "soft-0.05", "soft-0.5"]),
+    chunk=st.sampled_from([1, 7, 65_536]),
+)
+def test_nullable_histograms_identical_on_fused_and_reference(problem, metric, vote, chunk) -> None:
+    schema, private, population = problem
+    distance = make_distance(metric, schema)
+    assert type(distance) in (NullableGower, NullableTabPEEmbedding)
+    rule = HardVote() if vote == "hard" else SoftVote(float(vote.split("-")[1]))
+    reference = LocalBackend().vote(private, population, distance, rule)
+    fused = FusedBackend(chunk_rows=chunk)
+    assert fused.supports(distance, rule)
+    np.testing.assert_array_equal(fused.vote(private, population, distance, rule), reference)
+    if vote == "hard":
+        nearest = fused_nearest(private, population, distance)
+        np.testing.assert_array_equal(nearest, np.argmin(distance.pairwise(private, population), 1))
+        assert reference.sum() == len(private)
+
+
+@needs_numba
+def test_nullable_distances_fuse_and_say_so() -> None:
+    schema = Schema((NumericColumn("x", 0, 1, nullable=True), CategoricalColumn("c", ("a", "b"))))
+    for metric in ("gower", "tabpe"):
+        distance = make_distance(metric, schema)
+        assert fallback_reason(distance, HardVote()) is None
+        assert FusedBackend().supports(distance, SoftVote(0.1))
+
+    class Other(Gower):
+        pass
+
+    assert "Other distance" in str(fallback_reason(Other(schema), HardVote()))

@@ -11,10 +11,10 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-from dpevolve.data.schema import Schema, load_schema
 from dpevolve.errors import DPEvolveError, InputError
 
 if TYPE_CHECKING:
+    from dpevolve.data.schema import Schema, load_schema
     from dpevolve.policy.blowfish import Policy
     from dpevolve.synthesizer import Synthesizer
 
@@ -42,9 +42,14 @@ def load_policy(path: str, schema: Schema) -> Policy:
 
 
 def __getattr__(name: str) -> Any:
-    # The engine pulls in scipy and dp-accounting; import it on first use only.
+    # The engine pulls in scipy and dp-accounting, the schema pandas: each is imported on
+    # first use only (`dpevolve --version` needs neither).
     if name == "Synthesizer":
         from dpevolve.synthesizer import Synthesizer
 
         return Synthesizer
+    if name in ("Schema", "load_schema"):
+        from dpevolve.data import schema
+
+        return getattr(schema, name)
     raise AttributeError(name)

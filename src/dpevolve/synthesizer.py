@@ -281,7 +281,7 @@ class Synthesizer(EstimatorParams):
 
             self.support_ = fit_and_record(
                 source.batches(), schema, final, plan.marginal_rho, plan.marginal_share,
-                config.marginals.build(), ledger, rng, n, noise,
+                config.marginals.build(), ledger, rng, n, noise, progress=self.progress,
             )  # fmt: skip
             final = self.support_.pool
         self._store(fit_number, final, ledger, history, schema, n, plan.warnings)
@@ -317,13 +317,13 @@ class Synthesizer(EstimatorParams):
         self.generator_: EngineModel | None = result.released()
         self.support_ = None
         self.fits_ = fit_number
-        self.population_ = None
+        self.population_: Records | None = None
         self.synthetic_ = self.generator_.sample(n, np.random.default_rng(table_seed))
         self.ledger_ = ledger
         self.history_ = result.history
         self.schema_ = schema
         self.n_private_ = n
-        self.warnings_ = []
+        self.warnings_: list[str] = []
         return self
 
     @staticmethod
@@ -485,15 +485,8 @@ def _progress(enabled: bool, rounds: int) -> Iterator[Callable[[int, float], Non
     if not enabled:
         yield lambda t, spent: None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from dpevolve.progress import phase, text_column
 
-    with Progress(
-        TextColumn("[bold]round"),
-        MofNCompleteColumn(),
-        BarColumn(),
-        TextColumn("ε spent {task.fields[spent]:.4g}"),
-        TimeElapsedColumn(),
-        transient=False,
-    ) as bar:
-        task = bar.add_task("evolve", total=rounds, spent=0.0)
-        yield lambda t, spent: bar.update(task, completed=t, spent=spent)
+    spent = text_column("ε spent {task.fields[spent]:.4g}")
+    with phase(True, "round", rounds, spent, spent=0.0) as advance:
+        yield lambda t, spent: advance(t, spent=spent)

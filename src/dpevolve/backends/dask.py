@@ -1,11 +1,14 @@
 """Votes on a Dask cluster: the private records stay on the workers.
 
 The vote histogram is a sum over private records, so it splits over partitions: each
-worker votes on the partitions it holds with the reference kernel
-(:class:`~dpevolve.backends.local.LocalBackend`, or the fused one on request), the
-driver adds the partial histograms, and the release adds noise once to the sum, on the
-driver. The histogram (and so the privacy analysis) is the same as on one machine: with
-hard votes it is equal to the last bit, with soft votes up to float summation order.
+worker votes on the partitions it holds with the fused kernels
+(:class:`~dpevolve.backends.fused.FusedBackend`, when numba is installed there; else
+the numpy reference), the workers add the partial histograms (a reduce: only one
+histogram of ``m`` numbers reaches the driver, never a row), and the release adds noise
+once to the sum, on the driver. The histogram (and so the privacy analysis) is the same
+as on one machine, to the last bit: hard votes are integer counts and soft votes whole
+units of the canonical grid (:mod:`dpevolve.pe.canonical`), so no partitioning or
+order of summation changes a bit.
 
 The private data is shipped to the workers once and kept there for every round; each
 round only the population, distance and vote (small) travel.
@@ -68,8 +71,10 @@ import numpy as np
 from dpevolve.backends.base import Backend, PrivateData
 from dpevolve.backends.dask_worker import (
     load_partition,
+    partial_counts,
     partial_vote,
     records_of,
+    sum_partials,
     tally_of,
     worker_kernel,
 )
@@ -88,6 +93,8 @@ from dpevolve.pe.votes import Vote
 
 if TYPE_CHECKING:
     from distributed import Client
+
+    from dpevolve.release.marginals import CellIndex
 
 Kernel = Literal["local", "fused", "auto"]
 
@@ -171,9 +178,10 @@ class DaskBackend:
         How many partitions an in-memory private table is cut into. ``None``: one per
         worker thread. A stream of batches keeps its batches as partitions.
     inner
-        The kernel each worker votes with: ``local`` (the reference, so results equal
-        :class:`LocalBackend`'s), ``fused`` (needs ``dpevolve.backends.fused``), ``auto``
-        (fused when available), or a backend object (it must pickle).
+        The kernel each worker votes with: ``auto`` (default: the fused kernels where
+        numba is installed, else the reference), ``fused`` (required), ``local`` (the
+        numpy reference, about 20 times slower), or a backend object (it must pickle).
+        Every choice gives the same histogram, bit for bit.
 
     Notes
     -----
@@ -188,7 +196,7 @@ class DaskBackend:
         self,
         client: Client | None = None,
         partitions: int | None = None,
-        inner: Backend | Kernel = "local",
+        inner: Backend | Kernel = "auto",
     ) -> None:
         if partitions is not None and (isinstance(partitions, bool) or partitions < 1):
             raise InputError(f"partitions must be a positive integer, got {partitions!r}")
@@ -402,29 +410,73 @@ class DaskBackend:
         held, temporary = self._resolve(private)
         if held.rows and not held.parts:
             raise InputError("the private partitions were released from the workers")
-        client = held.client
         try:
-            # One copy of the round's small objects per worker, not one per partition.
-            [payload] = client.scatter([(population, distance, vote)], hash=False, broadcast=True)
-            if held.persisted:
-                futures = [
-                    client.submit(partial_vote, part, payload, self.inner, pure=False)
-                    for part in held.parts
-                ]
-            else:
-                import dask
-
-                futures = client.compute(
-                    [dask.delayed(partial_vote)(part, payload, self.inner) for part in held.parts]
-                )
-            partials = client.gather(futures)
+            payload = (population, distance, vote)
+            histogram = _map_reduce(held, partial_vote, payload, self.inner)
         finally:
             if temporary:
                 held.release()
-        histogram = np.zeros(len(population), dtype=np.float64)
-        for partial in partials:  # partition order: the same sum every round and run
-            histogram += partial
-        return histogram
+        return np.asarray(histogram, dtype=np.float64)
+
+    def counts(self, private: PrivateData | DaskPrivate, index: CellIndex) -> np.ndarray:
+        """Exact stacked marginal counts of ``index``'s workload (no noise), on the workers.
+
+        Each worker counts its partitions and the workers add the counts (integers, so
+        the sum is exact in any order); the driver receives one vector of
+        ``index.total_cells`` numbers, never a row. The same numbers as
+        :func:`~dpevolve.release.marginals.count_marginals` on one machine.
+        """
+        held, temporary = self._resolve(private)
+        if held.rows and not held.parts:
+            raise InputError("the private partitions were released from the workers")
+        try:
+            counts = _map_reduce(held, partial_counts, index)
+        finally:
+            if temporary:
+                held.release()
+        return np.asarray(counts, dtype=np.float64)
+
+    def describe(self) -> str:
+        """What the workers vote with, for the CLI's backend line."""
+        if not isinstance(self.inner, str):
+            return f"{type(self.inner).__name__} on the workers"
+        if self.inner == "local":
+            return "numpy reference on the workers (inner='local')"
+        return (
+            "fused numba kernels on the workers"
+            if worker_kernel(self.inner).__class__.__name__ == "FusedBackend"
+            else "numpy reference on the workers (numba is not installed)"
+        )
+
+
+def _map_reduce(held: DaskPrivate, task: Any, payload: Any, *args: Any) -> np.ndarray:
+    """``task(part, payload, *args)`` on every partition, summed on the workers."""
+    client = held.client
+    # One copy of the round's small objects per worker, not one per partition.
+    [shared] = client.scatter([payload], hash=False, broadcast=True)
+    if held.persisted:
+        futures = [client.submit(task, part, shared, *args, pure=False) for part in held.parts]
+    else:
+        import dask
+
+        futures = client.compute([dask.delayed(task)(part, shared, *args) for part in held.parts])
+    return np.asarray(client.gather(_reduce(client, futures)))
+
+
+def _reduce(client: Client, futures: list[Any], fan_in: int = 8) -> Any:
+    """Sum the partial histograms on the workers, ``fan_in`` at a time (a tree).
+
+    Sums are exact (integer counts or whole grid units), so the tree's shape changes no
+    bit; partition order is kept anyway.
+    """
+    if not futures:
+        raise InputError("the private data has no partitions to vote on")
+    while len(futures) > 1:
+        futures = [
+            client.submit(sum_partials, *futures[k : k + fan_in], pure=False)
+            for k in range(0, len(futures), fan_in)
+        ]
+    return futures[0]
 
 
 def fit_parquet(

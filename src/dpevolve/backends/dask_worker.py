@@ -1,8 +1,8 @@
 """What a Dask worker runs for :class:`~dpevolve.backends.dask.DaskBackend`.
 
 Functions here are shipped to the workers by name: they vote on the partitions a
-worker holds and validate and encode the partitions it reads. Nothing here adds noise;
-the driver sums the partial histograms and the release adds noise once.
+worker holds, add partial histograms, and validate and encode the partitions it reads.
+Nothing here adds noise; the release adds it once, on the driver, to the sum.
 """
 
 from __future__ import annotations
@@ -23,12 +23,21 @@ from dpevolve.data.streaming import (
 from dpevolve.errors import InputError
 from dpevolve.pe.distance import Distance
 from dpevolve.pe.votes import Vote
+from dpevolve.release.marginals import CellIndex, count_marginals
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
-__all__ = ["load_partition", "partial_vote", "records_of", "tally_of", "worker_kernel"]
+__all__ = [
+    "load_partition",
+    "partial_counts",
+    "partial_vote",
+    "records_of",
+    "sum_partials",
+    "tally_of",
+    "worker_kernel",
+]
 
 
 # ----------------------------------------------------------------- on the workers
@@ -36,6 +45,18 @@ def worker_kernel(inner: Backend | str) -> Backend:
     """The backend a worker votes with (resolved there: a compiled kernel may not pickle)."""
     if not isinstance(inner, str):
         return inner
+    key = (inner, worker_threads())
+    if key not in _KERNELS:
+        _KERNELS[key] = _resolve_kernel(*key)
+    return _KERNELS[key]
+
+
+# One backend per kernel name and thread count in a process: its fallback warnings are
+# said once, and it is not rebuilt for every partition of every round.
+_KERNELS: dict[tuple[str, int | None], Backend] = {}
+
+
+def _resolve_kernel(inner: str, threads: int | None) -> Backend:
     if inner in ("fused", "auto"):
         try:
             from dpevolve.backends.fused import FusedBackend, fused_available
@@ -43,7 +64,7 @@ def worker_kernel(inner: Backend | str) -> Backend:
             if fused_available():
                 # As many numba threads as the worker has task threads: numba's default
                 # (every core) would oversubscribe a machine running several workers.
-                return FusedBackend(threads=worker_threads())
+                return FusedBackend(threads=threads)
         except ImportError:
             pass
         if inner == "fused":
@@ -65,6 +86,19 @@ def partial_vote(
 ) -> np.ndarray:
     population, distance, vote = payload
     return worker_kernel(inner).vote(part, population, distance, vote)
+
+
+def partial_counts(part: Records, index: CellIndex) -> np.ndarray:
+    """Exact stacked marginal counts of one partition (integer-valued float64)."""
+    return count_marginals(part, index)[0]
+
+
+def sum_partials(*partials: np.ndarray) -> np.ndarray:
+    """The sum of partial vote histograms, in the order given (exact: see dask.py)."""
+    total = np.array(partials[0], dtype=np.float64)
+    for partial in partials[1:]:
+        total += partial
+    return total
 
 
 def load_partition(

@@ -17,6 +17,10 @@ search use, so votes are bit-identical across backends and chunkings.
 * Tab-PE embedding: ``d = sqrt(sum_num (a - b)^2 + (2/9) #mismatches)`` evaluated per
   pair, as written (numeric squares summed in attribute order, then the mismatch count
   times ``2/9`` added once), exactly as :meth:`TabPEEmbedding.squared` does.
+* Nullable numeric columns (missing cells NaN, :mod:`dpevolve.pe.distance`): a Gower
+  term is ``w |a - b|``, ``w`` when exactly one cell is missing, ``0`` when both are,
+  added in its attribute's place; an embedding term is ``d^2``, ``1`` or ``0``, added
+  after the mismatches in attribute order -- the reference's order in both cases.
 * Hard vote: first index of the minimum distance (docs/math.md §3);
   each record's index is written out and counted with ``bincount`` (exact integers).
 * Soft vote: logits ``-d / tau`` minus their maximum; ``exp`` by the canonical
@@ -50,7 +54,13 @@ from dpevolve.backends.local import LocalBackend, chunks
 from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
 from dpevolve.pe.canonical import SOFT_UNIT
-from dpevolve.pe.distance import Distance, Gower, TabPEEmbedding
+from dpevolve.pe.distance import (
+    Distance,
+    Gower,
+    NullableGower,
+    NullableTabPEEmbedding,
+    TabPEEmbedding,
+)
 from dpevolve.pe.votes import HardVote, SoftVote, Vote
 
 # ------------------------------------------------------------------ compilation
@@ -123,6 +133,7 @@ class _Prepared:
     offsets: np.ndarray  # (K_cat,) first row of attribute k in table_rows
     wnum: np.ndarray  # (K_num,) Gower numeric weights (unused for tabpe)
     mismatch: float  # (2/9) for tabpe (unused for gower)
+    nullable: np.ndarray  # (K_num,) uint8: 1 where missing cells (NaN) may occur
 
 
 def _table_rows(tables: list[np.ndarray], codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -143,29 +154,64 @@ def _table_rows(tables: list[np.ndarray], codes: np.ndarray) -> tuple[np.ndarray
 
 def _prepare(distance: Distance, population: Records) -> _Prepared:
     cnum_t = np.ascontiguousarray(population.numeric.T, dtype=np.float64)
-    if type(distance) is Gower:
+    # The plain distances have no missing cells; their nullable twins (core.missing)
+    # mark the slots that may hold NaN, and the kernels add those terms as they do.
+    nullable = np.zeros(cnum_t.shape[0], dtype=np.uint8)
+    if type(distance) in _NULLABLE:
+        nullable[:] = distance.layout.nullable_mask
+    if isinstance(distance, Gower):
         tables = [np.asarray(t, dtype=np.float64) for t in distance.tables]
         rows, offsets = _table_rows(tables, population.codes)
         wnum = np.ascontiguousarray(distance.numeric_weights, dtype=np.float64)
-        return _Prepared("gower", len(population), cnum_t, rows, offsets, wnum, 0.0)
+        return _Prepared("gower", len(population), cnum_t, rows, offsets, wnum, 0.0, nullable)
     cards = distance.layout.cardinalities
     flat = [1.0 - np.eye(int(size)) for size in cards]
     rows, offsets = _table_rows(flat, population.codes)
     mismatch = 2.0 * TabPEEmbedding.CATEGORY_WEIGHT**2
-    return _Prepared("tabpe", len(population), cnum_t, rows, offsets, np.zeros(0), mismatch)
+    return _Prepared(
+        "tabpe", len(population), cnum_t, rows, offsets, np.zeros(0), mismatch, nullable
+    )
+
+
+# The missing-aware distances the kernels reproduce (exact types: see _fusable).
+_NULLABLE = (NullableGower, NullableTabPEEmbedding)
+_FUSED_DISTANCES = (Gower, TabPEEmbedding, *_NULLABLE)
 
 
 def _fusable(distance: Distance, vote: Vote) -> bool:
     # Exact types only: a subclass may redefine pairwise() or the vote, and the kernels
     # hard-code these formulas.
-    return type(distance) in (Gower, TabPEEmbedding) and type(vote) in (HardVote, SoftVote)
+    return type(distance) in _FUSED_DISTANCES and type(vote) in (HardVote, SoftVote)
+
+
+def fallback_reason(distance: Distance, vote: Vote) -> str | None:
+    """Why :class:`FusedBackend` would vote with the numpy reference, or ``None``.
+
+    Parameters
+    ----------
+    distance, vote
+        What a run votes with.
+
+    Returns
+    -------
+    str or None
+        A short clause for the CLI's backend line (``None`` when the kernels run).
+    """
+    if not fused_available():
+        return "numba is not installed"
+    if type(distance) not in _FUSED_DISTANCES:
+        return f"no fused kernel for the {type(distance).__name__} distance"
+    if type(vote) not in (HardVote, SoftVote):
+        return f"no fused kernel for the {type(vote).__name__} vote"
+    return None
 
 
 class FusedBackend:
     """Votes with fused numba kernels: no distance matrix, exact, multi-threaded.
 
     Implements :class:`~dpevolve.backends.base.Backend` for the two distances of docs/math.md §1
-    (:class:`Gower`, :class:`TabPEEmbedding`) and the two votes of docs/math.md §3
+    (:class:`Gower`, :class:`TabPEEmbedding`, and their missing-aware versions for
+    nullable numeric columns) and the two votes of docs/math.md §3
     (:class:`HardVote`, :class:`SoftVote`); anything else (another distance or vote
     class, including subclasses) goes to ``LocalBackend``, as does everything when
     numba is not installed.
@@ -205,6 +251,7 @@ class FusedBackend:
         self.chunk_rows = int(chunk_rows)
         self.threads = threads
         self.fallback = LocalBackend()
+        self._warned: set[str] = set()
 
     def supports(self, distance: Distance, vote: Vote) -> bool:
         """Whether :meth:`vote` runs fused kernels for this distance and vote."""
@@ -230,6 +277,7 @@ class FusedBackend:
             float64, shape (m,).
         """
         if not _fusable(distance, vote):
+            self._say_fallback(distance, vote)
             return self.fallback.vote(private, population, distance, vote)
         if not fused_available():
             warnings.warn(
@@ -244,7 +292,8 @@ class FusedBackend:
         compile_kernels()
         prepared = _prepare(distance, population)
         histogram = np.zeros(prepared.m, dtype=np.float64)
-        blas = not self.exact and prepared.kind == "tabpe" and type(vote) is HardVote
+        # The BLAS identity has no missing cells: the nullable embedding stays exact.
+        blas = not self.exact and type(distance) is TabPEEmbedding and type(vote) is HardVote
         embed = _BlasArgmin(distance, population) if blas else None
         for chunk in chunks(private, self.chunk_rows):
             if len(chunk) == 0:
@@ -263,6 +312,18 @@ class FusedBackend:
                     finally:
                         _set_threads(previous)
         return histogram
+
+    def _say_fallback(self, distance: Distance, vote: Vote) -> None:
+        """Warn once per backend and reason: a silent fallback is a slow run unexplained."""
+        reason = fallback_reason(distance, vote)
+        if reason is None or reason in self._warned:
+            return
+        self._warned.add(reason)
+        warnings.warn(
+            f"the fused backend votes with the numpy reference ({reason}): exact, slower",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
     def warmup(self) -> None:
         """Compile (or load from the on-disk cache) every kernel on a tiny input."""
@@ -290,7 +351,16 @@ def _set_threads(threads: int | None) -> int | None:
 
 
 KernelArgs = tuple[
-    int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, int
+    int,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    float,
+    int,
 ]
 
 
@@ -301,6 +371,7 @@ def _kernel_args(records: Records, p: _Prepared) -> KernelArgs:
         np.ascontiguousarray(records.numeric, dtype=np.float64),
         np.ascontiguousarray(records.codes, dtype=np.int32),
         p.wnum,
+        p.nullable,
         p.cnum_t,
         p.table_rows,
         p.offsets,
@@ -367,4 +438,10 @@ class _BlasArgmin:
         return out
 
 
-__all__ = ["FusedBackend", "compile_kernels", "fused_available", "fused_nearest"]
+__all__ = [
+    "FusedBackend",
+    "compile_kernels",
+    "fallback_reason",
+    "fused_available",
+    "fused_nearest",
+]

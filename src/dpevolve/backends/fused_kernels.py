@@ -134,6 +134,7 @@ def gower_tile(
     xn: np.ndarray,
     xc: np.ndarray,
     wnum: np.ndarray,
+    nullable: np.ndarray,
     cnum_t: np.ndarray,
     table_rows: np.ndarray,
     offsets: np.ndarray,
@@ -146,23 +147,30 @@ def gower_tile(
     The terms are added in Gower.pairwise's order (numeric attributes, then categorical
     ones), one rounding per term, so every distance is bit-identical to the reference.
     Several attributes share one pass over the tile only to save loads and stores of
-    ``r``: ``((r + a) + b)`` in one loop rounds exactly as two loops would.
+    ``r``: ``((r + a) + b)`` in one loop rounds exactly as two loops would. A nullable
+    attribute (``nullable[k]``, missing cells NaN) adds its term alone, as
+    :class:`~dpevolve.pe.distance.NullableGower` does.
     """
     size = j1 - j0
     for j in range(size):
         r[j] = 0.0
     kn = wnum.shape[0]
     k = 0
-    while k + 2 <= kn:
-        x0, w0, c0 = xn[k], wnum[k], cnum_t[k, j0:j1]
-        x1, w1, c1 = xn[k + 1], wnum[k + 1], cnum_t[k + 1, j0:j1]
-        for j in range(size):
-            r[j] = (r[j] + w0 * abs(x0 - c0[j])) + w1 * abs(x1 - c1[j])
-        k += 2
-    if k < kn:
-        x0, w0, c0 = xn[k], wnum[k], cnum_t[k, j0:j1]
-        for j in range(size):
-            r[j] += w0 * abs(x0 - c0[j])
+    while k < kn:
+        if nullable[k]:
+            nullable_gower_term(xn[k], wnum[k], cnum_t[k, j0:j1], r, size)
+            k += 1
+        elif k + 1 < kn and not nullable[k + 1]:
+            x0, w0, c0 = xn[k], wnum[k], cnum_t[k, j0:j1]
+            x1, w1, c1 = xn[k + 1], wnum[k + 1], cnum_t[k + 1, j0:j1]
+            for j in range(size):
+                r[j] = (r[j] + w0 * abs(x0 - c0[j])) + w1 * abs(x1 - c1[j])
+            k += 2
+        else:
+            x0, w0, c0 = xn[k], wnum[k], cnum_t[k, j0:j1]
+            for j in range(size):
+                r[j] += w0 * abs(x0 - c0[j])
+            k += 1
     kc = offsets.shape[0]
     k = 0
     while k + 4 <= kc:
@@ -185,9 +193,23 @@ def gower_tile(
             r[j] += t0[j]
 
 
+def nullable_gower_term(x: float, w: float, c: np.ndarray, r: np.ndarray, size: int) -> None:
+    """Add one nullable attribute's Gower term: ``w |x - c|``, ``w`` if exactly one of
+    ``x``, ``c`` is missing (NaN), ``0`` if both are (adding ``0.0`` changes nothing)."""
+    if x != x:
+        for j in range(size):
+            if c[j] == c[j]:
+                r[j] += w
+    else:
+        for j in range(size):
+            cj = c[j]
+            r[j] += w if cj != cj else w * abs(x - cj)
+
+
 def embed_tile(
     xn: np.ndarray,
     xc: np.ndarray,
+    nullable: np.ndarray,
     cnum_t: np.ndarray,
     mismatch_rows: np.ndarray,
     offsets: np.ndarray,
@@ -199,7 +221,10 @@ def embed_tile(
 ) -> None:
     """Squared embedding distances of one record to candidates ``j0:j1``, into ``r``.
 
-    ``s = (((0 + d_1^2) + d_2^2) + ...) + n_mismatch * (2/9)``, exactly as written.
+    ``s = (((0 + d_1^2) + d_2^2) + ...) + n_mismatch * (2/9)``, exactly as written, over
+    the attributes that are not nullable; then each nullable attribute's term in order
+    (``d^2``; ``1`` if exactly one cell is missing; ``0`` if both are), as
+    :class:`~dpevolve.pe.distance.NullableTabPEEmbedding` adds them.
     """
     size = j1 - j0
     for j in range(size):
@@ -207,19 +232,23 @@ def embed_tile(
         count[j] = 0.0
     kn = cnum_t.shape[0]
     k = 0
-    while k + 2 <= kn:
-        x0, c0 = xn[k], cnum_t[k, j0:j1]
-        x1, c1 = xn[k + 1], cnum_t[k + 1, j0:j1]
-        for j in range(size):
-            d0 = x0 - c0[j]
-            d1 = x1 - c1[j]
-            r[j] = (r[j] + d0 * d0) + d1 * d1
-        k += 2
-    if k < kn:
-        x0, c0 = xn[k], cnum_t[k, j0:j1]
-        for j in range(size):
-            d0 = x0 - c0[j]
-            r[j] += d0 * d0
+    while k < kn:
+        if nullable[k]:
+            k += 1  # added after the mismatches, below
+        elif k + 1 < kn and not nullable[k + 1]:
+            x0, c0 = xn[k], cnum_t[k, j0:j1]
+            x1, c1 = xn[k + 1], cnum_t[k + 1, j0:j1]
+            for j in range(size):
+                d0 = x0 - c0[j]
+                d1 = x1 - c1[j]
+                r[j] = (r[j] + d0 * d0) + d1 * d1
+            k += 2
+        else:
+            x0, c0 = xn[k], cnum_t[k, j0:j1]
+            for j in range(size):
+                d0 = x0 - c0[j]
+                r[j] += d0 * d0
+            k += 1
     # Mismatch counts are small integers, exact in float64 whatever the grouping.
     kc = offsets.shape[0]
     k = 0
@@ -238,6 +267,22 @@ def embed_tile(
         k += 1
     for j in range(size):
         r[j] = r[j] + count[j] * mismatch
+    for k in range(kn):
+        if nullable[k]:
+            nullable_square_term(xn[k], cnum_t[k, j0:j1], r, size)
+
+
+def nullable_square_term(x: float, c: np.ndarray, r: np.ndarray, size: int) -> None:
+    """Add one nullable coordinate's squared term (``1`` when exactly one is missing)."""
+    if x != x:
+        for j in range(size):
+            if c[j] == c[j]:
+                r[j] += 1.0
+    else:
+        for j in range(size):
+            cj = c[j]
+            d = x - cj
+            r[j] += 1.0 if cj != cj else d * d
 
 
 def min_bits(bits: np.ndarray) -> int:
@@ -335,6 +380,7 @@ def distance_tile(
     xn: np.ndarray,
     xc: np.ndarray,
     wnum: np.ndarray,
+    nullable: np.ndarray,
     cnum_t: np.ndarray,
     table_rows: np.ndarray,
     offsets: np.ndarray,
@@ -350,9 +396,9 @@ def distance_tile(
     ``kind`` 0 is Gower; 1 the embedding, squared unless ``root``.
     """
     if kind == GOWER:
-        gower_tile(xn, xc, wnum, cnum_t, table_rows, offsets, r, j0, j1)
+        gower_tile(xn, xc, wnum, nullable, cnum_t, table_rows, offsets, r, j0, j1)
     else:
-        embed_tile(xn, xc, cnum_t, table_rows, offsets, mismatch, r, count, j0, j1)
+        embed_tile(xn, xc, nullable, cnum_t, table_rows, offsets, mismatch, r, count, j0, j1)
         if root:
             for j in range(j1 - j0):
                 r[j] = math.sqrt(r[j])
@@ -363,6 +409,7 @@ def hard_kernel(
     xnum: np.ndarray,
     xcode: np.ndarray,
     wnum: np.ndarray,
+    nullable: np.ndarray,
     cnum_t: np.ndarray,
     table_rows: np.ndarray,
     offsets: np.ndarray,
@@ -392,6 +439,7 @@ def hard_kernel(
                     xnum[i],
                     xcode[i],
                     wnum,
+                    nullable,
                     cnum_t,
                     table_rows,
                     offsets,
@@ -431,6 +479,7 @@ def soft_kernel(
     xnum: np.ndarray,
     xcode: np.ndarray,
     wnum: np.ndarray,
+    nullable: np.ndarray,
     cnum_t: np.ndarray,
     table_rows: np.ndarray,
     offsets: np.ndarray,
@@ -458,6 +507,7 @@ def soft_kernel(
                     xnum[i],
                     xcode[i],
                     wnum,
+                    nullable,
                     cnum_t,
                     table_rows,
                     offsets,
@@ -479,7 +529,9 @@ def soft_kernel(
 HELPERS = (
     "pairwise_leaf",
     "pairwise_sum",
+    "nullable_gower_term",
     "gower_tile",
+    "nullable_square_term",
     "embed_tile",
     "min_bits",
     "exp_logits",

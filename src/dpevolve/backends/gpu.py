@@ -9,6 +9,9 @@ computation is LocalBackend's, chunked, on the device, in float64 throughout:
   is its own elementwise kernel, so nothing is contracted into an FMA);
 * Tab-PE embedding: ``sqrt(sum_num (a - b)^2 + (2/9) #mismatches)`` per pair, as in
   :mod:`dpevolve.backends.fused` (not the BLAS identity);
+* nullable numeric columns (missing cells NaN): each term as
+  :mod:`dpevolve.pe.distance` adds it (``w`` or ``1`` when exactly one cell is
+  missing, ``0`` when both are), in the same place of the sum;
 * hard votes: first index of the minimum (torch and CuPy both return the first);
 * soft votes: ``softmax(-d / tau)`` with the row maximum subtracted, rounded to the
   canonical grid of ``2^-30`` and summed exactly (:mod:`dpevolve.pe.canonical`). The
@@ -30,7 +33,13 @@ from dpevolve.backends.local import LocalBackend, chunks
 from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
 from dpevolve.pe.canonical import SOFT_SCALE, SOFT_UNIT
-from dpevolve.pe.distance import Distance, Gower, TabPEEmbedding
+from dpevolve.pe.distance import (
+    Distance,
+    Gower,
+    NullableGower,
+    NullableTabPEEmbedding,
+    TabPEEmbedding,
+)
 from dpevolve.pe.votes import HardVote, SoftVote, Vote
 
 _NO_GPU = (
@@ -55,6 +64,8 @@ class _Ops:
     row_sum: Callable[[Any], Any]
     col_sum: Callable[[Any], Any]
     to_numpy: Callable[[Any], np.ndarray]
+    isnan: Callable[[Any], Any]
+    where: Callable[[Any, Any, Any], Any]
 
 
 def _torch_ops(device: str | None) -> _Ops | None:
@@ -84,6 +95,8 @@ def _torch_ops(device: str | None) -> _Ops | None:
         row_sum=lambda a: a.sum(dim=1, keepdim=True),
         col_sum=lambda a: a.sum(dim=0),
         to_numpy=lambda t: t.double().cpu().numpy(),
+        isnan=torch.isnan,
+        where=torch.where,
     )
 
 
@@ -110,6 +123,8 @@ def _xp_ops(xp: Any) -> _Ops:
         row_sum=lambda a: a.sum(axis=1, keepdims=True),
         col_sum=lambda a: a.sum(axis=0),
         to_numpy=to_numpy,
+        isnan=xp.isnan,
+        where=xp.where,
     )
 
 
@@ -188,8 +203,11 @@ def _vote_with(
     vote: Vote,
     chunk_cells: int,
 ) -> np.ndarray:
-    if type(distance) not in (Gower, TabPEEmbedding) or type(vote) not in (HardVote, SoftVote):
+    if type(distance) not in _DISTANCES or type(vote) not in (HardVote, SoftVote):
         return LocalBackend().vote(private, population, distance, vote)
+    nullable = [False] * population.numeric.shape[1]
+    if type(distance) in (NullableGower, NullableTabPEEmbedding):
+        nullable = [bool(v) for v in distance.layout.nullable_mask]
     m = len(population)
     if m == 0:
         raise InputError("cannot vote over an empty population")
@@ -212,17 +230,25 @@ def _vote_with(
         if isinstance(distance, Gower):
             # In Gower.pairwise's order, one rounding per term: bit-identical distances.
             for k, w in enumerate(weights):
-                d += w * abs(xnum[:, k, None] - cnum[None, :, k])
+                if nullable[k]:
+                    d += w * _missing_term(ops, xnum[:, k, None], cnum[None, :, k], False)
+                else:
+                    d += w * abs(xnum[:, k, None] - cnum[None, :, k])
             for k, table in enumerate(tables):
                 d += table[xcode[:, k, None], ccode[None, :, k]]
         else:
             for k in range(xnum.shape[1]):
-                diff = xnum[:, k, None] - cnum[None, :, k]
-                d += diff * diff
+                if not nullable[k]:  # nullable terms come after the mismatches
+                    diff = xnum[:, k, None] - cnum[None, :, k]
+                    d += diff * diff
             count = ops.zeros((len(chunk), m))
             for k in range(xcode.shape[1]):
                 count += xcode[:, k, None] != ccode[None, :, k]
-            d = ops.sqrt(d + count * mismatch)
+            d += count * mismatch
+            for k in range(xnum.shape[1]):
+                if nullable[k]:
+                    d += _missing_term(ops, xnum[:, k, None], cnum[None, :, k], True)
+            d = ops.sqrt(d)
         if isinstance(vote, HardVote):
             histogram += ops.bincount(ops.argmin_rows(d), m)
         else:
@@ -239,5 +265,17 @@ def _vote_with(
     out = ops.to_numpy(histogram)
     return out * SOFT_UNIT if isinstance(vote, SoftVote) else out
 
+
+def _missing_term(ops: _Ops, a: Any, b: Any, squared: bool) -> Any:
+    """One nullable attribute's term: ``|a - b|`` (or its square), ``1`` when exactly
+    one side is missing, ``0`` when both are (:mod:`dpevolve.pe.distance`)."""
+    differ = abs(a - b)
+    differ = ops.where(ops.isnan(differ), 0.0, differ)
+    if squared:
+        differ = differ * differ
+    return ops.where(ops.isnan(a) ^ ops.isnan(b), 1.0, differ)
+
+
+_DISTANCES = (Gower, TabPEEmbedding, NullableGower, NullableTabPEEmbedding)
 
 __all__ = ["GpuBackend", "gpu_available"]

@@ -3,90 +3,48 @@
 Exit status: 0 on success, 2 on bad input or usage (one line on stderr naming the
 problem), 1 on an internal error. Outputs are written atomically and never replace an
 existing file without ``--force``.
+
+Start-up is kept short: importing this package loads nothing heavy (no typer, pandas,
+numba, OpenDP, matplotlib or scikit-learn); ``--version`` answers from the package
+metadata alone, and each command imports what it needs when it runs.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Any
 
-import typer
-
-from dpevolve.cli import datasets, demo, evaluate, policy, pubmix, report, schema, synth
-from dpevolve.cli.common import app, check_outputs, ledger_path
-from dpevolve.data.messages import internal_error, show_values
-from dpevolve.errors import InputError
+if TYPE_CHECKING:
+    from dpevolve.cli.common import app, check_outputs, ledger_path
 
 __all__ = ["app", "check_outputs", "ledger_path", "main"]
-# Registered on import.
-_COMMANDS = (datasets, demo, evaluate, policy, pubmix, report, schema, synth)
 
-
-def _version(value: bool) -> None:
-    if value:
-        from dpevolve import __version__
-
-        typer.echo(f"dpevolve {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version", "-V", callback=_version, is_eager=True, help="Print the version and exit."
-        ),
-    ] = False,
-) -> None:
-    """Differentially private synthetic tables by Private Evolution.
-
-    Start with `dpevolve demo`; `dpevolve COMMAND -h` explains one command. Exit
-    status: 0 success, 2 bad input or usage, 1 internal error.
-    """
-
-
-def _kind(exc: BaseException) -> set[str]:
-    """Class names up the MRO: typer vendors click in new releases and reuses it in old
-    ones, so its exceptions are recognised by name, not by one import."""
-    return {cls.__name__ for cls in type(exc).__mro__}
+_VERSION_ONLY = (["--version"], ["-V"])
 
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: maps errors to exit codes 2 (input) and 1 (internal)."""
     args = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    if args in _VERSION_ONLY:
+        from dpevolve import __version__
+
+        print(f"dpevolve {__version__}")
+        return 0
+    from dpevolve.cli.entry import run
+    from dpevolve.data.messages import show_values
+
     with show_values("--show-values" in args):
-        return _run(args)
+        return run(args)
 
 
-def _run(argv: list[str]) -> int:
-    try:
-        app(args=argv, prog_name="dpevolve", standalone_mode=False)
-    except InputError as exc:
-        typer.echo(f"dpevolve: error: {exc}", err=True)
-        return 2
-    except KeyboardInterrupt:
-        typer.echo("dpevolve: interrupted", err=True)
-        return 130
-    except Exception as exc:
-        kind = _kind(exc)
-        ctx = getattr(exc, "ctx", None)
-        if "NoArgsIsHelpError" in kind and ctx is not None:  # bare `dpevolve`, `dpevolve schema`
-            typer.echo(ctx.get_help())
-            return 0
-        if "Exit" in kind:
-            return int(getattr(exc, "exit_code", 0))
-        if "Abort" in kind:
-            typer.echo("dpevolve: aborted", err=True)
-            return 130
-        if "ClickException" in kind:  # bad option, missing argument, bad choice
-            text = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
-            hint = f" (see `{ctx.command_path} -h`)" if "UsageError" in kind and ctx else ""
-            typer.echo(f"dpevolve: error: {text}{hint}", err=True)
-            return 2
-        typer.echo(f"dpevolve: internal error: {internal_error(exc)}", err=True)
-        return 1
-    return 0
+def __getattr__(name: str) -> Any:
+    # The typer app (with every command registered) and the helpers it shares, built on
+    # first use.
+    if name in ("app", "check_outputs", "ledger_path"):
+        from dpevolve.cli import common, entry  # noqa: F401  (entry registers the commands)
+
+        return getattr(common, name)
+    raise AttributeError(name)
 
 
 if __name__ == "__main__":

@@ -446,8 +446,8 @@ def _backend(name: str) -> tuple[Any, str]:
         from dpevolve.backends.dask import DaskBackend
 
         address = os.environ.get("DASK_SCHEDULER_ADDRESS")
-        line = f"backend: dask ({address or 'local in-process cluster'})"
-        return DaskBackend(Client(address) if address else Client(processes=False)), line
+        dask = DaskBackend(Client(address) if address else Client(processes=False))
+        return dask, f"backend: dask ({address or 'local in-process cluster'}; {dask.describe()})"
     if name == "gpu":
         from dpevolve.backends.gpu import GpuBackend
 

@@ -19,13 +19,14 @@ import warnings
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from dpevolve.data.messages import reader_error
 from dpevolve.errors import InputError
 from dpevolve.extras import require
+
+if TYPE_CHECKING:  # imported where a table is read: `dpevolve -h` needs no pandas
+    import pandas as pd
 
 TABLE_SUFFIXES = (".csv", ".csv.gz", ".parquet", ".pq")
 
@@ -108,6 +109,8 @@ def read_table(path: str | Path, what: str = "table") -> pd.DataFrame:
     The error quotes no cell of the table unless values may be shown
     (:func:`dpevolve.data.messages.show_values`).
     """
+    import pandas as pd
+
     path = Path(path)
     suffix = table_suffix(path)
     if not path.is_file():

@@ -22,6 +22,7 @@ run's seed.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -74,6 +75,9 @@ class MarginalFit:
         backtracking step: early stopping keeps it near the maximum-entropy mix).
     tol
         Stop when the relative decrease of the loss over 10 iterations is below this.
+    progress
+        Called as ``progress(fits_done, iteration)`` after every solver iteration (for a
+        progress bar; it sees counts only, no weight or marginal).
     """
 
     def __init__(
@@ -83,6 +87,7 @@ class MarginalFit:
         iterations: int = 400,
         tol: float = 1e-7,
         solver: Solver = "fista",
+        progress: Callable[[int, int], None] | None = None,
     ) -> None:
         if index.total_cells != len(released.noisy):
             raise InputError("the cell index and the released marginals disagree in size")
@@ -93,6 +98,12 @@ class MarginalFit:
         if solver not in ("fista", "mw"):
             raise InputError(f"solver must be fista or mw, got '{solver}'")
         self.solver = solver
+        self.progress = progress
+        self._fits = 0
+
+    def _tick(self, iteration: int) -> None:
+        if self.progress is not None:
+            self.progress(self._fits, iteration)
 
     # ------------------------------------------------------------------ operators
     def _forward(self, idx: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -148,7 +159,8 @@ class MarginalFit:
         previous = math.inf
         history: list[float] = []
         done = 0
-        for done in range(1, self.iterations + 1):  # noqa: B007 (reported after the loop)
+        for done in range(1, self.iterations + 1):
+            self._tick(done)
             residual = self._forward(idx, z) - self.target
             w_next = project_simplex(z - step * self._adjoint(idx, residual))
             r_next = self._forward(idx, w_next) - self.target
@@ -172,7 +184,8 @@ class MarginalFit:
         value = 0.5 * float(residual @ residual)
         eta = math.nan
         done = 0
-        for done in range(1, self.iterations + 1):  # noqa: B007 (reported after the loop)
+        for done in range(1, self.iterations + 1):
+            self._tick(done)
             grad = self._adjoint(idx, residual)
             if math.isnan(eta):
                 eta = 1.0 / max(float(np.abs(grad).max()), 1e-300)
@@ -222,6 +235,7 @@ class MarginalFit:
             Mutation rate of the children.
         """
         result = self.fit(pool, rng)
+        self._fits += 1
         for _ in range(rounds):
             keep = result.weights > (0.0 if self.solver == "fista" else 1e-9 / len(pool))
             survivors = pool.take(np.flatnonzero(keep))
@@ -233,6 +247,7 @@ class MarginalFit:
             fill = 0.0 if self.solver == "fista" else 1.0 / len(survivors)
             start = np.concatenate([result.weights[keep], np.full(children, fill)])
             result = self.fit(pool, rng, start=start)
+            self._fits += 1
         return pool, result
 
 

@@ -31,6 +31,7 @@ from dpevolve.errors import InputError
 from dpevolve.pe.variation import Variation
 from dpevolve.pool.fit import FitResult, MarginalFit, NumericMode, Solver, draw_rows
 from dpevolve.privacy import Budget, Ledger, zcdp_budget
+from dpevolve.progress import phase
 from dpevolve.release.marginals import (
     DEFAULT_BINS,
     CellIndex,
@@ -163,6 +164,7 @@ def release_and_fit(
     rng: np.random.Generator,
     noise: NoiseSource,
     rows: int,
+    progress: bool = False,
 ) -> WeightedSupport:
     """Release the marginals (``rho``-zCDP) and fit weights on the grown pool.
 
@@ -184,6 +186,8 @@ def release_and_fit(
         The one noise source (:mod:`dpevolve.release.noise`).
     rows
         The private row count ``n`` (public under replace-one).
+    progress
+        Show each phase's progress on stderr (:mod:`dpevolve.progress`).
     """
     workload = Workload.all_up_to(
         schema,
@@ -194,18 +198,27 @@ def release_and_fit(
         options.coarse_order,
         options.coarse_bins,
     )
-    released = measure_marginals(private, schema, workload, rho, noise, rows=rows)
+    with phase(progress, f"marginals: count and release {len(workload.sets)} sets", None):
+        released = measure_marginals(private, schema, workload, rho, noise, rows=rows)
     index = CellIndex(schema, workload)
-    fitter = MarginalFit(index, released, iterations=options.iterations, solver=options.solver)
-    variation = Variation(index.binning.layout)
-    pool, result = fitter.grow(
-        population,
-        variation,
-        rng,
-        rounds=options.grow_rounds,
-        children=options.children,
-        rate=options.rate,
-    )
+    per_fit = options.iterations
+    fits = options.grow_rounds + 1
+    with phase(progress, f"marginals: fit the pool ({fits} fits)", fits * per_fit) as advance:
+        fitter = MarginalFit(
+            index,
+            released,
+            iterations=per_fit,
+            solver=options.solver,
+            progress=lambda fit, iteration: advance(fit * per_fit + iteration),
+        )
+        pool, result = fitter.grow(
+            population,
+            variation=Variation(index.binning.layout),
+            rng=rng,
+            rounds=options.grow_rounds,
+            children=options.children,
+            rate=options.rate,
+        )
     keep = np.flatnonzero(result.weights > 1e-12)
     return WeightedSupport(
         pool.take(keep), result.weights[keep], released, index, result, options.numeric
@@ -223,6 +236,7 @@ def fit_and_record(
     rng: np.random.Generator,
     rows: int,
     noise: NoiseSource,
+    progress: bool = False,
 ) -> WeightedSupport:
     """:func:`release_and_fit`, then the release's event and settings into ``ledger``.
 
@@ -230,7 +244,9 @@ def fit_and_record(
     noise source.
     """
     chosen = MarginalOptions.from_any(options)
-    support = release_and_fit(private, schema, population, rho, chosen, rng, noise, rows)
+    support = release_and_fit(
+        private, schema, population, rho, chosen, rng, noise, rows, progress=progress
+    )
     released = support.released
     ledger.record(
         released.event,

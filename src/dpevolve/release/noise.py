@@ -33,6 +33,7 @@ import math
 import os
 import secrets
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Literal, Protocol
 
@@ -47,6 +48,7 @@ from dpevolve.errors import InputError
 GRID = 2.0**-32
 _MAX_UNITS = 2**61  # |rounded value| and the noise scale in grid units stay below this
 _CHUNK = 62  # bits per vectorised uniform draw (bounds stay below 2**62)
+_BATCH = 1 << 16  # noise draws per call into a sampler (see _GridNoise._batched)
 
 
 class NoiseSource(Protocol):
@@ -129,7 +131,7 @@ class _GridNoise(ABC):
         accounting applies.
         """
         units = self._to_units(values, sigma)
-        noise = self._discrete_gaussian(sigma / self.grid, units.size)
+        noise = self._batched(self._discrete_gaussian, sigma / self.grid, units.size)
         return self._from_units(units, noise, values)
 
     def laplace(self, values: ArrayLike, scale: float) -> np.ndarray:
@@ -139,7 +141,7 @@ class _GridNoise(ABC):
         ``S1' = S1 + rounding_slack(d, "l1")`` (``S1`` for integer inputs).
         """
         units = self._to_units(values, scale)
-        noise = self._discrete_laplace(scale / self.grid, units.size)
+        noise = self._batched(self._discrete_laplace, scale / self.grid, units.size)
         return self._from_units(units, noise, values)
 
     def noisy_argmax(self, scores: ArrayLike, scale: float) -> int:
@@ -198,6 +200,25 @@ class _GridNoise(ABC):
         return out
 
     # ------------------------------------------------------------------ helpers
+    def _batched(
+        self, primitive: Callable[[float, int], np.ndarray], scale: float, size: int
+    ) -> np.ndarray:
+        """``size`` i.i.d. draws of ``primitive`` at ``scale``, in batches of ``_BATCH``.
+
+        One call per batch, not per value: the secure sampler's cost is then its exact
+        arithmetic, not Python's. Both sources draw through here, so the statistical
+        tests run on the seeded twin exercise the batching the secure source uses; a
+        batch bounds the intermediate memory of a large release (millions of cells).
+        """
+        out = np.empty(size, dtype=np.int64)
+        for start in range(0, size, _BATCH):
+            stop = min(size, start + _BATCH)
+            batch = np.asarray(primitive(scale, stop - start), dtype=np.int64)
+            if batch.shape != (stop - start,):
+                raise AssertionError("a noise primitive returned the wrong number of draws")
+            out[start:stop] = batch
+        return out
+
     def _to_units(self, values: ArrayLike, scale: float) -> np.ndarray:
         _check_scale(scale, "sigma/scale")
         arr = np.asarray(values, dtype=np.float64)
@@ -277,29 +298,22 @@ class SecureNoise(_GridNoise):
 
     The discrete Gaussian, discrete Laplace and Gumbel noisy max are OpenDP's (sampled in
     exact arithmetic from the OS generator); uniform integers come from ``os.urandom``.
-    Nothing is reproducible, by design.
+    Nothing is reproducible, by design. OpenDP is imported on the first draw, and only
+    the modules these samplers need (its ``prelude`` also loads its optional
+    scikit-learn and pandas extras, seconds of start-up no draw uses).
     """
 
     name = "secure"
 
-    def __init__(self) -> None:
-        import opendp.prelude as dp
-
-        # "contrib" enables OpenDP's vetted-but-not-yet-certified measurements.
-        dp.enable_features("contrib")
-        self._dp = dp
-
     def _discrete_gaussian(self, scale: float, size: int) -> np.ndarray:
-        return np.asarray(self._measure("gaussian", scale)([0] * size), dtype=np.int64)
+        return _invoke(_opendp_measurement("gaussian", scale), size)
 
     def _discrete_laplace(self, scale: float, size: int) -> np.ndarray:
-        return np.asarray(self._measure("laplace", scale)([0] * size), dtype=np.int64)
+        return _invoke(_opendp_measurement("laplace", scale), size)
 
     def _gumbel_argmax(self, scores: np.ndarray, scale: float) -> int:
-        return int(self._measure("gumbel", scale)(scores.tolist()))
-
-    def _measure(self, kind: str, scale: float) -> Any:
-        return _opendp_measurement(kind, scale)
+        # A float64 array crosses into OpenDP as one buffer, not element by element.
+        return int(_opendp_measurement("gumbel", scale)(np.ascontiguousarray(scores)))
 
     def _below(self, bound: int, size: int) -> np.ndarray:
         if not 1 <= bound <= 1 << _CHUNK:
@@ -319,20 +333,38 @@ class SecureNoise(_GridNoise):
         return secrets.randbelow(bound)
 
 
+def _invoke(measurement: Any, size: int) -> np.ndarray:
+    """``size`` noise draws from an OpenDP integer measurement applied to zeros.
+
+    The zeros go in as one int64 buffer (OpenDP otherwise checks and converts a list
+    element by element, a fifth of the cost of a draw) and the draws come back as one
+    ctypes array.
+    """
+    if size == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.asarray(measurement(np.zeros(size, dtype=np.int64)), dtype=np.int64)
+
+
 @lru_cache(maxsize=64)
 def _opendp_measurement(kind: str, scale: float) -> Any:
-    import opendp.prelude as dp
+    # The modules the three samplers need, not opendp.prelude (see SecureNoise).
+    import opendp.domains as dd
+    import opendp.measurements as dm
+    import opendp.measures as dms
+    import opendp.metrics as dmt
+    from opendp.mod import enable_features
 
-    dp.enable_features("contrib")
-    ints = dp.vector_domain(dp.atom_domain(T="i64"))
+    # "contrib" enables OpenDP's vetted-but-not-yet-certified measurements.
+    enable_features("contrib")
+    ints = dd.vector_domain(dd.atom_domain(T="i64"))
     if kind == "gaussian":
-        return dp.m.make_gaussian(ints, dp.l2_distance(T="i64"), scale)
+        return dm.make_gaussian(ints, dmt.l2_distance(T="i64"), scale)
     if kind == "laplace":
-        return dp.m.make_laplace(ints, dp.l1_distance(T="i64"), scale)
-    floats = dp.vector_domain(dp.atom_domain(T=float, nan=False))
+        return dm.make_laplace(ints, dmt.l1_distance(T="i64"), scale)
+    floats = dd.vector_domain(dd.atom_domain(T=float, nan=False))
     # Under zCDP OpenDP's noisy max adds Gumbel noise (the exponential mechanism).
-    return dp.m.make_noisy_max(
-        floats, dp.linf_distance(T=float), dp.zero_concentrated_divergence(), scale
+    return dm.make_noisy_max(
+        floats, dmt.linf_distance(T=float), dms.zero_concentrated_divergence(), scale
     )
 
 
