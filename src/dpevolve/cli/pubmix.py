@@ -22,7 +22,6 @@ from dpevolve.cli.common import (
     ShowValues,
     app,
     check_outputs,
-    read_valid,
     require_budget,
     say,
 )
@@ -90,22 +89,26 @@ def pubmix(
     quiet: Quiet = False,
 ) -> None:
     from dpevolve.data.schema import Schema
+    from dpevolve.data.sources import FrameSource
     from dpevolve.privacy import Budget, default_delta
     from dpevolve.release.discrete import sample_discrete
 
     ledger_out = check_outputs(output, force)
     require_budget(epsilon, rho, delta)
     table_schema = Schema.load(schema)
-    private_table = read_valid(private, table_schema, on_invalid, "private table", quiet)
-    if delta is None and epsilon is not None:
-        # The one default of every budget (n, every row read, is public).
-        delta = default_delta(len(private_table))
+    # The one door: every row read counts in n (public), an invalid one as a fixed record.
+    source = FrameSource(
+        read_table(private, "private table"), table_schema, on_invalid=on_invalid.value
+    )
+    public_table = read_table(public, "public table") if public is not None else None
+    if delta is None:
+        delta = default_delta(source.n)
         say(quiet, f"delta: {delta:.3g} = min(1e-5, 1/(n ln n)) (--delta not given)")
     if noise is not Noise.gaussian and gamma is None and gamma_epsilon is None:
         say(quiet, "gamma: estimated from folds of the public table (--gamma not given)")
     release = sample_discrete(
-        private_table,
-        read_table(public, "public table") if public is not None else None,
+        source,
+        public_table,
         table_schema,
         m,
         Budget.from_args(epsilon=epsilon, delta=delta, rho=rho),
@@ -119,6 +122,14 @@ def pubmix(
     )
     if noise_seed is not None:
         typer.echo(NOISE_SEED_WARNING, err=True)
+    validation = source.report
+    if validation is not None and validation.changed:
+        say(
+            quiet,
+            f"private table: --on-invalid {on_invalid.value} set aside "
+            f"{validation.rows_in - validation.rows_out} of {validation.rows_in} rows as the "
+            "stand-in record (counts from the private data: in the ledger, not shareable)",
+        )
     write_table(release.samples, output)
     release.ledger.write(ledger_out)
     details = ", ".join(

@@ -18,7 +18,7 @@ from dpevolve.privacy.events import (
     PrivacyLossPairEvent,
     ZeroCostEvent,
 )
-from dpevolve.privacy.ledger import SHAREABLE_KEYS, Ledger
+from dpevolve.privacy.ledger import SHAREABLE_KEYS, Ledger, SharedLedger
 
 __all__ = [
     "METHODS",
@@ -31,6 +31,7 @@ __all__ = [
     "GaussianEvent",
     "Ledger",
     "PrivacyLossPairEvent",
+    "SharedLedger",
     "ZeroCostEvent",
     "calibrate_gaussian",
     "default_delta",

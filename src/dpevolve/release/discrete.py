@@ -12,7 +12,16 @@ range). One release draws m samples from
   clipped at zero and normalised, then sampled (post-processing).
 
 Samples decode to rows: a categorical cell to its value, a numeric bin to a uniform draw
-inside it (integers rounded). ``n``, the private row count, is public.
+inside it (integers rounded).
+
+Private records come in through a :class:`~dpevolve.data.sources.PrivateSource` (the
+one door). ``n`` is the source's row count, every row read, public under replace-one
+adjacency: it sets ``beta``, the default delta and the ledger's ``private_rows``. With
+``on_invalid="drop"`` or ``"clip"`` a row that breaks the schema is not removed: it
+counts as one fixed, data-independent record
+(:func:`~dpevolve.core.invalid_rows.stand_in_record`), as in ``synth``, so replacing a
+valid row by an invalid one is an ordinary replacement, covered by PubMix's analysis
+and by the Gaussian's ``sqrt(2)``.
 
 Every draw that reads the private table (the Gaussian noise, the mixture samples, the
 private gamma estimate and floor choice) comes from one
@@ -24,6 +33,7 @@ post-processing: the public folds, sampling the noisy Gaussian histogram, decodi
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
@@ -31,7 +41,10 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from dpevolve.core.invalid_rows import stand_in_record
+from dpevolve.data.encoding import Layout, Records, encode
 from dpevolve.data.schema import NumericColumn, Schema
+from dpevolve.data.sources import FrameSource, PrivateSource
 from dpevolve.errors import InputError
 from dpevolve.privacy import (
     ApproxDPEvent,
@@ -39,6 +52,7 @@ from dpevolve.privacy import (
     GaussianEvent,
     Ledger,
     calibrate_gaussian,
+    default_delta,
 )
 from dpevolve.pubmix.noise import choose_floor, choose_floor_privately, linmix, pubmix_sample
 from dpevolve.release.noise import make_noise
@@ -74,10 +88,50 @@ class ProductDomain:
         return math.prod(self.sizes)
 
     def counts(self, frame: pd.DataFrame) -> np.ndarray:
-        """Integer counts of a validated table over the cells."""
-        codes = np.stack([bin_codes(frame, c) for c in self.schema.columns])
-        index = np.ravel_multi_index(tuple(codes), self.sizes)
-        return np.bincount(index, minlength=self.cells).astype(np.int64)
+        """Integer counts of a validated table over the cells (through
+        :meth:`record_cells`: one binning for private, public and released rows)."""
+        cells = self.record_cells(encode(frame, self.schema))
+        return np.bincount(cells, minlength=self.cells).astype(np.int64)
+
+    def record_cells(self, records: Records) -> np.ndarray:
+        """Cell index of each encoded record (the bins of :meth:`counts`).
+
+        Numeric values are decoded to the declared scale first (integers rounded back
+        exactly), so a record lands in the cell its table row would."""
+        layout = Layout.of(self.schema)
+        numeric = {c.name: j for j, c in enumerate(layout.numeric)}
+        categorical = {c.name: j for j, c in enumerate(layout.categorical)}
+        codes = []
+        for column in self.schema.columns:
+            if isinstance(column, NumericColumn):
+                raw = column.lo + records.numeric[:, numeric[column.name]] * column.range
+                if column.integer:
+                    raw = np.rint(raw)
+                codes.append(bin_codes(pd.DataFrame({column.name: raw}), column))
+            else:
+                codes.append(records.codes[:, categorical[column.name]].astype(np.int64))
+        if not codes or len(records) == 0:
+            return np.zeros(len(records), dtype=np.int64)
+        return np.ravel_multi_index(tuple(codes), self.sizes).astype(np.int64)
+
+    def source_counts(self, source: PrivateSource) -> np.ndarray:
+        """Counts of every one of the source's ``n`` rows over the cells.
+
+        The valid rows count in their cells; each row validation set aside (``drop``,
+        ``clip``) counts in the cell of the stand-in record, one fixed record chosen
+        without looking at the data, so the counts sum to the public ``n``."""
+        batches = source.batches()
+        parts: Iterable[Records] = [batches] if isinstance(batches, Records) else batches
+        counts = np.zeros(self.cells, dtype=np.int64)
+        for part in parts:
+            counts += np.bincount(self.record_cells(part), minlength=self.cells)
+        missing = source.n - int(counts.sum())
+        if missing < 0:
+            raise AssertionError("more valid rows than rows: n must count every row")
+        if missing:
+            stand_in = self.record_cells(stand_in_record(Layout.of(self.schema)))
+            counts[int(stand_in[0])] += missing
+        return counts
 
     def decode(self, cells: np.ndarray, rng: np.random.Generator) -> pd.DataFrame:
         """Rows for cell indices; numeric bins become uniform draws inside the bin."""
@@ -104,7 +158,7 @@ class DiscreteRelease:
 
 
 def sample_discrete(
-    private: pd.DataFrame,
+    private: PrivateSource | pd.DataFrame,
     public: pd.DataFrame | None,
     schema: Schema,
     m: int,
@@ -119,6 +173,11 @@ def sample_discrete(
     noise_seed: int | None = None,
 ) -> DiscreteRelease:
     """Draw ``m`` DP samples of ``private`` over its product domain (one release).
+
+    ``private`` is a :class:`~dpevolve.data.sources.PrivateSource` (a table in memory
+    is read through :class:`~dpevolve.data.sources.FrameSource`, invalid cells refused).
+    ``n = private.n`` counts every row; ``budget.delta`` defaults to
+    :func:`~dpevolve.privacy.default_delta` of it.
 
     ``gamma`` bounds ``TV(P_pub, P_prv)`` for the floor choice. By default it comes from
     public folds, which measure the spread inside the public data rather than the
@@ -143,13 +202,16 @@ def sample_discrete(
     domain = ProductDomain.of(schema)
     if domain.cells < 3:
         raise InputError(f"PubMix needs at least 3 cells, the domain has {domain.cells}")
-    frame, _ = schema.validate(private, what="private table")
-    n = len(frame)
+    source = private if isinstance(private, PrivateSource) else FrameSource(private, schema)
+    n = source.n
+    if n < 1:
+        raise InputError("the private table is empty (0 rows)")
     seed = np.random.SeedSequence(random_state)
     rng = np.random.default_rng(seed)
     noise_source = make_noise(noise_seed)
-    counts = domain.counts(frame)
-    delta = budget.delta if budget.delta is not None else 1.0 / (n * math.log(max(n, 3)))
+    counts = domain.source_counts(source)
+    delta = budget.delta if budget.delta is not None else default_delta(n)
+    report = source.report
     ledger = Ledger(
         delta,
         metadata={
@@ -161,8 +223,15 @@ def sample_discrete(
             "noise": noise_source.name,
             "cells": domain.cells,
             "schema": schema.to_dict(),
+            "invalid_rows": {
+                "on_invalid": "error" if report is None else report.mode,
+                "invalid_row_counts_as": "the stand-in record (first value, lowest number)",
+            },
         },
     )
+    if report is not None:
+        # Counts from the private table: the full ledger only (not on the allow-list).
+        ledger.add_metadata(validation=report.to_dict())
     details: dict[str, Any] = {"cells": domain.cells}
 
     if noise == "gaussian":
