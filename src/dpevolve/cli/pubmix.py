@@ -90,7 +90,7 @@ def pubmix(
 ) -> None:
     from dpevolve.data.schema import Schema
     from dpevolve.data.sources import FrameSource
-    from dpevolve.privacy import Budget, default_delta
+    from dpevolve.privacy.budget import DEFAULT_DELTA_RULE, Budget, default_delta
     from dpevolve.release.discrete import sample_discrete
 
     ledger_out = check_outputs(output, force)
@@ -103,7 +103,7 @@ def pubmix(
     public_table = read_table(public, "public table") if public is not None else None
     if delta is None:
         delta = default_delta(source.n)
-        say(quiet, f"delta: {delta:.3g} = min(1e-5, 1/(n ln n)) (--delta not given)")
+        say(quiet, f"delta: {delta:.3g} = {DEFAULT_DELTA_RULE} (--delta not given)")
     if noise is not Noise.gaussian and gamma is None and gamma_epsilon is None:
         say(quiet, "gamma: estimated from folds of the public table (--gamma not given)")
     release = sample_discrete(
