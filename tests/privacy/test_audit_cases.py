@@ -1,9 +1,10 @@
 """Every case of the privacy audit benchmark, at a small trial count.
 
-``benchmarks/privacy_audit.py`` runs each case at 10**6 trials per side; here each runs
-at a few thousand (every chunk from a fixed seed: the same counts every run) and must keep the audit's
-promises: the claim is finite, the pair is visible (exact epsilon above 0), and neither
-the exact figure nor the empirical lower bound exceeds the claim.
+``benchmarks/privacy_audit.py`` runs each case at 10**6 trials per side; here each
+runs at a few thousand (every chunk from a fixed seed: the same counts every run) and
+must keep the audit's promises: the claim is finite, the pair is visible (exact
+epsilon above 0), and neither the exact figure nor the empirical lower bound exceeds
+the claim.
 """
 
 from __future__ import annotations
