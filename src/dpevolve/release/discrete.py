@@ -55,7 +55,7 @@ from dpevolve.privacy import (
     default_delta,
 )
 from dpevolve.pubmix.noise import choose_floor, choose_floor_privately, linmix, pubmix_sample
-from dpevolve.release.noise import make_noise
+from dpevolve.release.noise import NoiseSource, make_noise
 from dpevolve.reporting.evaluation import bin_codes, bin_count
 
 MAX_CELLS = 20_000_000  # float64 histograms of this size take 160 MB each
@@ -248,70 +248,14 @@ def sample_discrete(
         )
         details.update(sigma=sigma)
     else:
-        if budget.epsilon is None or budget.delta is None:
-            raise InputError("PubMix needs an (epsilon, delta) budget, not rho")
-        epsilon = budget.epsilon
-        p_private = counts / n
-        if noise == "linmix":
-            mix = linmix(domain.cells, n, m, epsilon, budget.delta)
-            beta, p_noise = mix.beta, np.asarray(mix.p_noise)
-        else:
-            if public is None:
-                raise InputError("noise 'pubmix' needs a public table (--public)")
-            public_frame, _ = schema.validate(public, what="public table")
-            public_counts = domain.counts(public_frame)
-            public_hist = public_counts / public_counts.sum()
-            if floor_epsilon is not None:
-                if gamma is not None or gamma_epsilon is not None:
-                    raise InputError("floor_epsilon chooses the floor itself: drop gamma")
-                if not 0 < floor_epsilon < epsilon:
-                    raise InputError(
-                        f"floor_epsilon must lie in (0, epsilon={epsilon}), got {floor_epsilon}"
-                    )
-                epsilon -= floor_epsilon
-                choice = choose_floor_privately(
-                    public_hist,
-                    p_private,
-                    n,
-                    m,
-                    epsilon,
-                    budget.delta,
-                    floor_epsilon,
-                    floor,
-                    noise=noise_source,
-                    counts=public_counts,
-                )
-                ledger.record(ApproxDPEvent(floor_epsilon, 0.0, label="floor_selection"), round=0)
-                details.update(floor_epsilon=floor_epsilon)
-            elif gamma_epsilon is not None:
-                if gamma is not None:
-                    raise InputError("give gamma or gamma_epsilon, not both")
-                if not 0 < gamma_epsilon < epsilon:
-                    raise InputError(
-                        f"gamma_epsilon must lie in (0, epsilon={epsilon}), got {gamma_epsilon}"
-                    )
-                true_tv = exact_tv(public_counts, counts)
-                # TV moves by at most 1/n; the float conversion (2**-53) and the noise
-                # grid (rounding_slack) add to it, and the scale covers the sum.
-                sensitivity = 1.0 / n + noise_source.rounding_slack(1, "l1") + 2.0**-53
-                noisy_tv = float(noise_source.laplace([true_tv], sensitivity / gamma_epsilon)[0])
-                gamma = min(max(noisy_tv, 0.0), 1.0)
-                ledger.record(ApproxDPEvent(gamma_epsilon, 0.0, label="gamma_estimate"), round=0)
-                epsilon -= gamma_epsilon
-                details.update(gamma_epsilon=gamma_epsilon)
-            if floor_epsilon is None:
-                if gamma is None:
-                    from dpevolve.pubmix.noise import gamma_from_fold_counts
-
-                    gamma = gamma_from_fold_counts(public_counts, rng=rng)
-                choice = choose_floor(
-                    public_hist, n, m, epsilon, budget.delta, gamma, floor, counts=public_counts
-                )
-                details.update(gamma=gamma)
-            beta, p_noise = choice.beta, np.asarray(choice.p_noise)
-            details.update(floor=choice.t, deficit=choice.deficit, z1=choice.z1, z2=choice.z2)
+        beta, p_noise, epsilon = _mixture_weights(
+            counts, public, schema, domain, m, budget, noise,
+            {"floor": floor, "gamma": gamma, "gamma_epsilon": gamma_epsilon,
+             "floor_epsilon": floor_epsilon},
+            noise_source, rng, ledger, details,
+        )  # fmt: skip
         cells = pubmix_sample(counts, p_noise, beta, m, noise_source)
-        ledger.record(ApproxDPEvent(epsilon, budget.delta, label=noise), round=1, beta=beta)
+        ledger.record(ApproxDPEvent(epsilon, delta, label=noise), round=1, beta=beta)
         details.update(beta=beta)
     ledger.add_metadata(details=details)
     return DiscreteRelease(domain.decode(cells, rng), ledger, details)
@@ -331,3 +275,91 @@ def exact_tv(public_counts: np.ndarray, private_counts: np.ndarray) -> float:
     kind: Any = np.int64 if max(n, big_n) < 2**31 else object
     diff = np.abs(private_counts.astype(kind) * big_n - public_counts.astype(kind) * n).sum()
     return float(Fraction(int(diff), 2 * n * big_n))
+
+
+def _mixture_weights(
+    counts: np.ndarray,
+    public: pd.DataFrame | None,
+    schema: Schema,
+    domain: ProductDomain,
+    m: int,
+    budget: Budget,
+    noise: Noise,
+    options: dict[str, Any],
+    noise_source: NoiseSource,
+    rng: np.random.Generator,
+    ledger: Ledger,
+    details: dict[str, Any],
+) -> tuple[float, np.ndarray, float]:
+    """PubMix's or LinMix's ``beta`` and ``P_nse``, and the epsilon left for sampling.
+
+    ``options`` holds ``floor``, ``gamma``, ``gamma_epsilon`` and ``floor_epsilon`` (see
+    :func:`sample_discrete`); the private gamma estimate and floor choice are charged to
+    ``ledger`` here.
+    """
+    floor, gamma = options["floor"], options["gamma"]
+    gamma_epsilon, floor_epsilon = options["gamma_epsilon"], options["floor_epsilon"]
+    n = int(counts.sum())  # every row counts (see ProductDomain.source_counts): the public n
+    if budget.epsilon is None or budget.delta is None:
+        raise InputError("PubMix needs an (epsilon, delta) budget, not rho")
+    epsilon = budget.epsilon
+    p_private = counts / n
+    if noise == "linmix":
+        mix = linmix(domain.cells, n, m, epsilon, budget.delta)
+        beta, p_noise = mix.beta, np.asarray(mix.p_noise)
+    else:
+        if public is None:
+            raise InputError("noise 'pubmix' needs a public table (--public)")
+        public_frame, _ = schema.validate(public, what="public table")
+        public_counts = domain.counts(public_frame)
+        public_hist = public_counts / public_counts.sum()
+        if floor_epsilon is not None:
+            if gamma is not None or gamma_epsilon is not None:
+                raise InputError("floor_epsilon chooses the floor itself: drop gamma")
+            if not 0 < floor_epsilon < epsilon:
+                raise InputError(
+                    f"floor_epsilon must lie in (0, epsilon={epsilon}), got {floor_epsilon}"
+                )
+            epsilon -= floor_epsilon
+            choice = choose_floor_privately(
+                public_hist,
+                p_private,
+                n,
+                m,
+                epsilon,
+                budget.delta,
+                floor_epsilon,
+                floor,
+                noise=noise_source,
+                counts=public_counts,
+            )
+            ledger.record(ApproxDPEvent(floor_epsilon, 0.0, label="floor_selection"), round=0)
+            details.update(floor_epsilon=floor_epsilon)
+        elif gamma_epsilon is not None:
+            if gamma is not None:
+                raise InputError("give gamma or gamma_epsilon, not both")
+            if not 0 < gamma_epsilon < epsilon:
+                raise InputError(
+                    f"gamma_epsilon must lie in (0, epsilon={epsilon}), got {gamma_epsilon}"
+                )
+            true_tv = exact_tv(public_counts, counts)
+            # TV moves by at most 1/n; the float conversion (2**-53) and the noise
+            # grid (rounding_slack) add to it, and the scale covers the sum.
+            sensitivity = 1.0 / n + noise_source.rounding_slack(1, "l1") + 2.0**-53
+            noisy_tv = float(noise_source.laplace([true_tv], sensitivity / gamma_epsilon)[0])
+            gamma = min(max(noisy_tv, 0.0), 1.0)
+            ledger.record(ApproxDPEvent(gamma_epsilon, 0.0, label="gamma_estimate"), round=0)
+            epsilon -= gamma_epsilon
+            details.update(gamma_epsilon=gamma_epsilon)
+        if floor_epsilon is None:
+            if gamma is None:
+                from dpevolve.pubmix.noise import gamma_from_fold_counts
+
+                gamma = gamma_from_fold_counts(public_counts, rng=rng)
+            choice = choose_floor(
+                public_hist, n, m, epsilon, budget.delta, gamma, floor, counts=public_counts
+            )
+            details.update(gamma=gamma)
+        beta, p_noise = choice.beta, np.asarray(choice.p_noise)
+        details.update(floor=choice.t, deficit=choice.deficit, z1=choice.z1, z2=choice.z2)
+    return beta, p_noise, epsilon
