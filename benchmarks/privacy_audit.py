@@ -16,7 +16,8 @@ exactly those calls; one PE round keeps the release non-adaptive, so the recorde
 are the whole mechanism.
 
 A new case is one function decorated with :func:`case`: it takes ``trials`` and
-returns :func:`row` (the suite runs every registered case at a small trial count).
+returns :func:`row` (the suite runs every registered case at a small trial count). The
+shared pieces (recording, replays, event choice, rows) live in ``audit_harness.py``.
 
 Usage::
 
@@ -27,20 +28,31 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import contextlib
-import copy
-import itertools
 import json
-import math
-import time
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
 import numpy as np
 import pandas as pd
+from audit_harness import (
+    CASES,
+    CHUNK,
+    DELTA,
+    SpyNoise,
+    best_event,
+    case,
+    chunk_seeds,
+    count_gaussian,
+    mixture_case,
+    recorder,
+    replay_gaussians,
+    row,
+    run_case,
+    softmax,
+    spying,
+)
 from scipy import stats
 
 from dpevolve import Synthesizer
@@ -56,28 +68,13 @@ from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.privacy import Budget, GaussianEvent, calibrate_gaussian
 from dpevolve.privacy.audit import (
     cks_epsilon,
-    clopper_pearson,
-    eps_lower_bound,
     exact_epsilon,
     gaussian_epsilon,
     independent_epsilon,
 )
-from dpevolve.pubmix.noise import pubmix_sample
 from dpevolve.release.gaussian import GaussianRelease
 from dpevolve.release.noise import SeededNoise
 
-#: Every audit case by name: one function of ``trials`` each (see :func:`case`).
-CASES: dict[str, Callable[[int], dict[str, Any]]] = {}
-
-
-def case(fn: Callable[[int], dict[str, Any]]) -> Callable[[int], dict[str, Any]]:
-    """Register an audit case under its function name (dashes for underscores)."""
-    CASES[fn.__name__.replace("_", "-")] = fn
-    return fn
-
-
-DELTA = 1e-5
-CHUNK = 50_000
 SCHEMA = Schema(
     (NumericColumn("age", 17, 90, integer=True), CategoricalColumn("sex", ("Female", "Male")))
 )
@@ -93,12 +90,6 @@ def records(table: pd.DataFrame) -> Records:
     return encode(validated, SCHEMA)
 
 
-def tail(trials: int) -> float:
-    """How often ``D'`` passes a projection test's cut: about 1000 hits at 10**6 trials
-    (tight intervals, well above delta), 2% of a small run."""
-    return min(0.02, 1000 / trials)
-
-
 def release_for(epsilon: float, sensitivity: float, slack: float = 0.0) -> GaussianRelease:
     """One round calibrated as the Synthesizer does: discrete Gaussian, zCDP, for the
     sensitivity plus the slack quantised soft votes and the noise grid add."""
@@ -110,32 +101,6 @@ def release_for(epsilon: float, sensitivity: float, slack: float = 0.0) -> Gauss
 
 def soft_slack(m: int) -> float:
     return soft_quantisation_slack(m) + SeededNoise(0).rounding_slack(m)
-
-
-def count_gaussian(
-    release: GaussianRelease, here: np.ndarray, there: np.ndarray, trials: int, seed: int
-) -> tuple[int, int]:
-    """Hits of the projection test on ``here - there`` (``there`` passes w.p. ``tail``).
-
-    Every chunk calls the release's own ``noisy`` with a fresh seeded source."""
-    v = here - there
-    norm = float(np.linalg.norm(v))
-    if norm == 0:
-        return 0, 0
-    cut = float(v @ there) / norm + release.sigma * float(stats.norm.isf(tail(trials)))
-    chunks = range(0, trials, CHUNK)
-    seeds = iter(np.random.SeedSequence(seed).generate_state(2 * len(chunks), dtype=np.uint64))
-    counts = []
-    for h in (here, there):
-        hits = 0
-        for start in chunks:
-            size = min(CHUNK, trials - start)
-            chunk = copy.copy(release)
-            chunk.noise = SeededNoise(int(next(seeds)))
-            noisy = np.asarray(chunk.noisy(np.tile(h, size))).reshape(size, h.size)
-            hits += int(((noisy @ v) / norm > cut).sum())
-        counts.append(hits)
-    return counts[0], counts[1]
 
 
 def gaussian_case(
@@ -155,21 +120,6 @@ def gaussian_case(
     out["sensitivity_charged"] = event.sensitivity
     out["shift_zcdp_epsilon"] = cks_epsilon(shift**2 / (2 * release.sigma**2), DELTA)
     return out
-
-
-def row(
-    name: str, claimed: float, hits: int, hits_prime: int, trials: int, exact: float | None
-) -> dict[str, Any]:
-    return {
-        "case": name,
-        "claimed_epsilon": claimed,
-        "delta": DELTA,
-        "lower_bound": eps_lower_bound(hits, trials, hits_prime, trials, DELTA),
-        "exact_epsilon": exact,
-        "trials": trials,
-        "p_D_ci": clopper_pearson(hits, trials, 0.025),
-        "p_D_prime_ci": clopper_pearson(hits_prime, trials, 0.025),
-    }
 
 
 @case
@@ -243,83 +193,6 @@ def fixed_fraction(trials: int) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------ recorded noise calls
-class SpyNoise(SeededNoise):
-    """A seeded source that records every call a release makes to it."""
-
-    def __init__(self, noise_seed: int = 0) -> None:
-        super().__init__(noise_seed)
-        self.gaussians: list[tuple[np.ndarray, float]] = []
-        self.laplaces: list[tuple[np.ndarray, float]] = []
-        self.argmaxes: list[tuple[np.ndarray, float]] = []
-
-    def gaussian(self, values: Any, sigma: float) -> np.ndarray:
-        self.gaussians.append((np.array(values, dtype=np.float64), float(sigma)))
-        return super().gaussian(values, sigma)
-
-    def laplace(self, values: Any, scale: float) -> np.ndarray:
-        self.laplaces.append((np.array(values, dtype=np.float64), float(scale)))
-        return super().laplace(values, scale)
-
-    def noisy_argmax(self, scores: Any, scale: float) -> int:
-        self.argmaxes.append((np.array(scores, dtype=np.float64), float(scale)))
-        return super().noisy_argmax(scores, scale)
-
-
-@contextlib.contextmanager
-def spying(module: str) -> Iterator[list[SpyNoise]]:
-    """Every noise source ``module`` makes is a :class:`SpyNoise`; yields them."""
-    made: list[SpyNoise] = []
-
-    def make(noise_seed: int | None) -> SpyNoise:
-        made.append(SpyNoise(0))
-        return made[-1]
-
-    with mock.patch(f"{module}.make_noise", make), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield made
-
-
-def chunk_seeds(name: str, count: int) -> Iterator[int]:
-    seed = int.from_bytes(name.encode(), "little") % 2**32  # stable across runs
-    yield from (int(s) for s in np.random.SeedSequence(seed).generate_state(count, np.uint64))
-
-
-def replay_gaussians(
-    name: str, here: SpyNoise, there: SpyNoise, trials: int
-) -> tuple[int, int, float]:
-    """The most powerful test on the recorded Gaussian calls of two neighbours.
-
-    Every call ``i`` released ``v_i + N(0, s_i^2)``; the statistic
-    ``sum_i (v_i - v'_i) . y_i / s_i^2`` is replayed ``trials`` times on each neighbour,
-    each call through the noise source's own ``gaussian``. Returns the hits of both and
-    the pair's ``mu = sqrt(sum ||v_i - v'_i||^2 / s_i^2)``."""
-    calls = list(zip(here.gaussians, there.gaussians, strict=True))
-    for (a, s), (b, t) in calls:
-        if a.shape != b.shape or s != t:
-            raise AssertionError("the neighbours' releases differ in shape or sigma")
-    shifts = [(a - b) / (s * s) for (a, s), (b, _) in calls]
-    mu = math.sqrt(sum(float(((a - b) ** 2).sum()) / (s * s) for (a, s), (b, _) in calls))
-    if mu == 0:
-        return 0, 0, 0.0
-    centre = sum(float(w @ b) for w, (_, (b, _)) in zip(shifts, calls, strict=True))
-    cut = centre + mu * float(stats.norm.isf(tail(trials)))
-    width = sum(a.size for (a, _), _ in calls)
-    per_chunk = max(1, min(trials, 2_000_000 // width))
-    chunks = range(0, trials, per_chunk)
-    seeds = chunk_seeds(name, 2 * len(chunks) * len(calls))
-    hits = []
-    for side in (0, 1):
-        count = 0
-        for start in chunks:
-            size = min(per_chunk, trials - start)
-            statistic = np.zeros(size)
-            for w, pair in zip(shifts, calls, strict=True):
-                values, sigma = pair[side]
-                noisy = SeededNoise(next(seeds)).gaussian(np.tile(values, size), sigma)
-                statistic += noisy.reshape(size, values.size) @ w
-            count += int((statistic > cut).sum())
-        hits.append(count)
-    return hits[0], hits[1], mu
 
 
 def synth_pair(
@@ -397,84 +270,6 @@ def marginals_with_pe_round(trials: int) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------- discrete outcomes
-def best_event(p: np.ndarray, q: np.ndarray, trials: int) -> tuple[np.ndarray, bool]:
-    """The outcome set to count, chosen from the exact pmfs before any sampling: the
-    likelihood-ratio prefix with the largest expected lower bound, and whether it
-    favours ``p`` (else ``q``: the bound is then taken the other way round)."""
-    best, chosen, forward = -math.inf, np.zeros(p.size, dtype=bool), True
-    for a, b in ((p, q), (q, p)):
-        order = np.argsort(-(np.log(a + 1e-300) - np.log(b + 1e-300)), kind="stable")
-        pa, pb = np.cumsum(a[order]), np.cumsum(b[order])
-        for k in range(min(p.size, 400)):
-            hits_a, hits_b = round(pa[k] * trials), round(pb[k] * trials)
-            if hits_a < 1:
-                continue
-            bound = eps_lower_bound(hits_a, trials, hits_b, trials, DELTA)
-            if bound > best:
-                best, chosen = bound, np.isin(np.arange(p.size), order[: k + 1])
-                forward = a is p
-    return chosen, forward
-
-
-def outcome_table(m: int, d: int = 3) -> tuple[np.ndarray, dict[tuple[int, ...], int]]:
-    """Every count vector of ``m`` draws over ``d`` bins, and its index."""
-    outcomes = [c for c in itertools.product(range(m + 1), repeat=d) if sum(c) == m]
-    return np.array(outcomes), {c: i for i, c in enumerate(outcomes)}
-
-
-def mixture_case(
-    name: str,
-    draws: list[tuple[np.ndarray, np.ndarray, float, int]],
-    draws_prime: list[tuple[np.ndarray, np.ndarray, float, int]],
-    claimed: float,
-    trials: int,
-) -> dict[str, Any]:
-    """Rounds of PubMix sampling (recorded ``pubmix_sample`` calls) on two neighbours:
-    the exact pmf of the rounds' joint counts, the best event, and its replay."""
-    m, d = draws[0][3], draws[0][0].size
-    outcomes, index = outcome_table(m, d)
-
-    def joint(calls: list[tuple[np.ndarray, np.ndarray, float, int]]) -> np.ndarray:
-        pmf = np.ones(1)
-        for counts, p_noise, beta, _ in calls:
-            mix = (1 - beta) * counts / counts.sum() + beta * p_noise
-            pmf = np.outer(pmf, stats.multinomial.pmf(outcomes, m, mix)).ravel()
-        return pmf
-
-    p, q = joint(draws), joint(draws_prime)
-    event, forward = best_event(p, q, trials)
-    lookup = np.zeros((m + 1,) * d, dtype=np.int64)
-    for c, i in index.items():
-        lookup[c] = i
-    seeds = chunk_seeds(name, 2 * len(draws) * (trials // CHUNK + 1))
-    hits = []
-    for calls in (draws, draws_prime):
-        count = 0
-        for start in range(0, trials, CHUNK):
-            size = min(CHUNK, trials - start)
-            code = np.zeros(size, dtype=np.int64)
-            for counts, p_noise, beta, _ in calls:
-                cells = pubmix_sample(counts, p_noise, beta, m * size, SeededNoise(next(seeds)))
-                per = np.stack([(cells.reshape(size, m) == j).sum(axis=1) for j in range(d)])
-                code = code * len(outcomes) + lookup[tuple(per)]
-            count += int(event[code].sum())
-        hits.append(count)
-    if not forward:
-        hits.reverse()
-    return row(name, claimed, hits[0], hits[1], trials, exact_epsilon(p, q, DELTA))
-
-
-MixtureCall = tuple[np.ndarray, np.ndarray, float, int]
-
-
-def recorder(calls: list[MixtureCall]) -> Callable[..., Any]:
-    """``pubmix_sample`` that also appends its arguments to ``calls``."""
-
-    def record(counts: Any, p_noise: Any, beta: float, size: int, source: Any) -> Any:
-        calls.append((np.array(counts, float), np.array(p_noise, float), beta, size))
-        return pubmix_sample(counts, p_noise, beta, size, source)
-
-    return record
 
 
 DISCRETE = Schema((CategoricalColumn("c", ("p", "q", "r")),))
@@ -592,11 +387,6 @@ def private_floor_choice(trials: int) -> dict[str, Any]:
                exact_epsilon(p, q, 0.0))  # fmt: skip
 
 
-def softmax(x: np.ndarray) -> np.ndarray:
-    z = np.exp(x - x.max())
-    return z / z.sum()
-
-
 # ------------------------------------------------------------------ PubMix in PE
 def pe_pubmix_case(name: str, accounting: str, rounds: int, trials: int) -> dict[str, Any]:
     """PubMix as PE's selection over 3 candidates, ``rounds`` rounds of m = 4 parents
@@ -645,14 +435,6 @@ def pubmix_basic(trials: int) -> dict[str, Any]:
 def pubmix_tight(trials: int) -> dict[str, Any]:
     """PubMix in PE, tight accounting (the composed worst-case pair), two rounds."""
     return pe_pubmix_case("pubmix-tight-two-rounds", "tight", 2, trials)
-
-
-def run_case(key: str, trials: int) -> dict[str, Any]:
-    """One case, timed."""
-    started = time.perf_counter()
-    result = CASES[key](trials)
-    result["seconds"] = round(time.perf_counter() - started, 2)
-    return result
 
 
 def main() -> None:

@@ -21,6 +21,8 @@ AUDIT = Path(__file__).resolve().parents[2] / "benchmarks" / "privacy_audit.py"
 
 
 def _load() -> ModuleType:
+    if str(AUDIT.parent) not in sys.path:
+        sys.path.append(str(AUDIT.parent))  # the benchmark imports its harness beside it
     spec = importlib.util.spec_from_file_location("privacy_audit", AUDIT)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
