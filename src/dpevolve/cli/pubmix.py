@@ -126,9 +126,10 @@ def pubmix(
     if validation is not None and validation.changed:
         say(
             quiet,
-            f"private table: --on-invalid {on_invalid.value} set aside "
+            f"private table: --on-invalid {on_invalid.value} counted "
             f"{validation.rows_in - validation.rows_out} of {validation.rows_in} rows as the "
-            "stand-in record (counts from the private data: in the ledger, not shareable)",
+            f"stand-in record and clipped {sum(validation.clipped.values())} cells (counts "
+            "from the private data: in the ledger, not shareable)",
         )
     write_table(release.samples, output)
     release.ledger.write(ledger_out)
