@@ -1,9 +1,13 @@
 """Saving and loading a fitted :class:`~dpevolve.synthesizer.Synthesizer`.
 
-A saved model holds its parameters and what the fit released (the final population,
-the synthetic table, the ledger, the per-round history): functions of the release and
-public inputs only, never a private record. Loading needs no private data, and
-sampling from a loaded model costs no privacy.
+A model file holds four things and nothing else: the schema, the public parameters
+(:data:`WITHHELD_PARAMS` left out), the released values (:data:`RELEASED`: the final
+population, the synthetic table, the marginal support, the adaptive engine's fitted
+model, the per-round history, ``n``)
+and the **shareable** ledger (:meth:`~dpevolve.privacy.Ledger.shareable_dict`, the
+ledger's one allow-list). Never the noise seed (anyone holding it could remove the
+noise), never the validation counts or notes of the full ledger: those stay with the
+data. Loading needs no private data, and sampling from a loaded model costs no privacy.
 """
 
 from __future__ import annotations
@@ -12,17 +16,34 @@ import pickle
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
+
 from dpevolve.data.io import atomic_write
 from dpevolve.errors import InputError
 from dpevolve.estimator import EstimatorParams
+from dpevolve.privacy.ledger import SharedLedger
 
 # The facade's class, passed in: this module never imports the facade.
 Model = TypeVar("Model", bound=EstimatorParams)
 
-FORMAT = "dpevolve-model/1"
+FORMAT = "dpevolve-model/2"
 
-# The numpy Generator that post-processes samples: kept so a loaded model samples on.
-_KEPT_PRIVATE_STATE = ("_sample_rng",)
+#: Fitted attributes that are released values or public facts (``n`` under replace-one).
+RELEASED = (
+    "fits_",
+    "population_",
+    "synthetic_",
+    "support_",
+    "generator_",
+    "history_",
+    "schema_",
+    "n_private_",
+    "warnings_",
+)
+
+#: Parameters a model file never holds: the noise seed (research only; it removes the
+#: noise) and the backend (it may hold a cluster connection).
+WITHHELD_PARAMS = ("noise_seed", "backend")
 
 
 def save_model(model: EstimatorParams, path: str | Path, *, force: bool = False) -> None:
@@ -30,21 +51,32 @@ def save_model(model: EstimatorParams, path: str | Path, *, force: bool = False)
     target = Path(path)
     if target.exists() and not force:
         raise InputError(f"{target} exists (pass force=True to overwrite)")
-    fitted = {k: v for k, v in vars(model).items() if k.endswith("_") and not k.startswith("_")}
-    if "ledger_" not in fitted:
+    if not hasattr(model, "ledger_"):
         raise InputError("call fit() before save()")
-    state = {k: getattr(model, k) for k in _KEPT_PRIVATE_STATE if hasattr(model, k)}
-    # A backend may hold a cluster connection: it is not part of the released model.
-    params = {k: v for k, v in model.get_params(deep=False).items() if k != "backend"}
-    payload = {"format": FORMAT, "class": type(model).__name__, "params": params}
-    payload["fitted"], payload["state"] = fitted, state
+    params = {k: v for k, v in model.get_params(deep=False).items() if k not in WITHHELD_PARAMS}
+    payload: dict[str, Any] = {
+        "format": FORMAT,
+        "class": type(model).__name__,
+        "params": params,
+        "released": {k: getattr(model, k) for k in RELEASED if hasattr(model, k)},
+        "ledger": SharedLedger.of(model.ledger_).to_dict(),
+    }
+    # Where sampling has got to (post-processing, seeded by the public random_state):
+    # the generator's state alone, not the seed sequence it came from.
+    sample_rng = getattr(model, "_sample_rng", None)
+    if sample_rng is not None:
+        payload["sample_state"] = sample_rng.bit_generator.state
     data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
     atomic_write(target, lambda tmp: tmp.write_bytes(data))
 
 
 def load_model(path: str | Path, cls: type[Model]) -> Model:
     """Read a model of class ``cls`` written by :func:`save_model` (only load files you
-    trust: pickle)."""
+    trust: pickle).
+
+    The model's ``ledger_`` is the shareable ledger
+    (:class:`~dpevolve.privacy.ledger.SharedLedger`); it samples as the saved one would.
+    """
     source = Path(path)
     if not source.is_file():
         raise InputError(f"model file not found: {source}")
@@ -55,6 +87,12 @@ def load_model(path: str | Path, cls: type[Model]) -> Model:
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise InputError(f"{source} is not a dpevolve model (format {FORMAT})")
     model = cls(**payload["params"])
-    for key, value in {**payload["fitted"], **payload["state"]}.items():
+    for key, value in payload["released"].items():
         setattr(model, key, value)
+    setattr(model, "ledger_", SharedLedger(payload["ledger"]))  # noqa: B010 (a read-back type)
+    state = payload.get("sample_state")
+    if state is not None:
+        generator = getattr(np.random, state["bit_generator"])()
+        generator.state = state
+        setattr(model, "_sample_rng", np.random.Generator(generator))  # noqa: B010
     return model

@@ -1,8 +1,11 @@
 """The noise source: exact distributions, secure vs seeded, grid rounding, PubMix draws.
 
-Seeded checks use fixed seeds (derandomised). Checks of the secure source cannot be
-seeded by design; they use alpha = 1e-4, so a correct sampler fails one check about
-once in ten thousand runs, while the sample sizes detect a wrong scale or shape.
+The suite is deterministic. Each distribution is checked exactly on the seeded twin
+of the sampler (:class:`SeededNoise`: the same grid, rounding and tail code as the
+secure source, a fixed seed, so a check passes or fails the same way every run, at
+``ALPHA``). The secure source cannot be seeded by design; its checks use
+``SECURE_ALPHA = 1e-9`` (and moment margins of six standard errors or more), a false
+alarm nobody will see, while the sample sizes still detect a wrong scale or shape.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from scipy import stats
 from dpevolve.errors import InputError
 from dpevolve.release.noise import GRID, SecureNoise, SeededNoise, make_noise
 
-ALPHA = 1e-4
+ALPHA = 1e-4  # seeded checks: a fixed seed, the same verdict every run
+SECURE_ALPHA = 1e-9  # checks of the OS-random path: a false alarm once in 10**9 runs
 
 
 @pytest.fixture(scope="module")
@@ -54,9 +58,14 @@ def test_seeded_discrete_gaussian_has_the_exact_pmf(scale: float) -> None:
 
 
 def test_secure_discrete_gaussian_has_the_exact_pmf(secure: SecureNoise) -> None:
-    draws = secure._discrete_gaussian(1.5, 20_000)
+    """The release path (values to grid units, the integer sampler, back), exactly on the
+    seeded twin; then the secure source through the same path at a false-alarm rate of
+    1e-9."""
     support = np.arange(-5, 6)
-    assert chi_square_pvalue(draws, support, discrete_gaussian_pmf(1.5, support)) > ALPHA
+    pmf = discrete_gaussian_pmf(1.5, support)
+    for source, size, alpha in ((SeededNoise(21), 100_000, ALPHA), (secure, 20_000, SECURE_ALPHA)):
+        draws = np.rint(source.gaussian(np.zeros(size), 1.5 * GRID) / GRID).astype(np.int64)
+        assert chi_square_pvalue(draws, support, pmf) > alpha
 
 
 def test_secure_and_seeded_sample_the_same_discrete_laplace(secure: SecureNoise) -> None:
@@ -65,7 +74,7 @@ def test_secure_and_seeded_sample_the_same_discrete_laplace(secure: SecureNoise)
     support = np.arange(-6, 7)
     table = np.array([[np.count_nonzero(x == y) for y in support] for x in (a, b)])
     table = np.column_stack([table, [a.size, b.size] - table.sum(axis=1)])
-    assert stats.chi2_contingency(table).pvalue > ALPHA
+    assert stats.chi2_contingency(table).pvalue > SECURE_ALPHA
     # P(y) ~ exp(-|y| / s): variance 2 r / (1 - r)^2 with r = exp(-1 / s).
     r = math.exp(-1 / 1.5)
     assert np.var(b) == pytest.approx(2 * r / (1 - r) ** 2, rel=0.05)
@@ -79,24 +88,25 @@ def test_gaussian_noise_on_the_grid_has_spread_sigma(secure: SecureNoise, sigma:
         # On the grid: every output is an exact multiple of GRID.
         assert np.array_equal(np.rint(out / GRID) * GRID, out)
         noise = out - values
-        assert abs(noise.mean()) < 5 * sigma / math.sqrt(values.size)
-        assert noise.std() == pytest.approx(sigma, rel=0.03)
+        assert abs(noise.mean()) < 6.5 * sigma / math.sqrt(values.size)
+        assert noise.std() == pytest.approx(sigma, rel=0.03)  # six standard errors
         ks = stats.kstest(noise / sigma, "norm").pvalue
-        assert ks > (1e-3 if seeded else ALPHA)
+        assert ks > (1e-3 if seeded else SECURE_ALPHA)
 
 
 def test_secure_and_seeded_gaussians_agree(secure: SecureNoise) -> None:
     zeros = np.zeros(20_000)
     a = secure.gaussian(zeros, 2.0)
     b = SeededNoise(9).gaussian(zeros, 2.0)
-    assert stats.ks_2samp(a, b).pvalue > ALPHA
+    assert stats.ks_2samp(a, b).pvalue > SECURE_ALPHA
 
 
 def test_laplace_spread_matches_scale(secure: SecureNoise) -> None:
-    for source in (SeededNoise(2), secure):
+    for source, alpha in ((SeededNoise(2), ALPHA), (secure, SECURE_ALPHA)):
         noise = source.laplace(np.full(20_000, 7.25), 3.0) - 7.25
-        assert noise.std() == pytest.approx(math.sqrt(2) * 3.0, rel=0.04)
-        assert stats.kstest(noise, "laplace", args=(0, 3.0)).pvalue > ALPHA
+        # the sample sd's standard error is 0.8% here: 5% is over six of them
+        assert noise.std() == pytest.approx(math.sqrt(2) * 3.0, rel=0.05)
+        assert stats.kstest(noise, "laplace", args=(0, 3.0)).pvalue > alpha
 
 
 # ---------------------------------------------------------------- reproducibility
@@ -161,7 +171,7 @@ def test_noisy_argmax_is_the_exponential_mechanism(secure: SecureNoise) -> None:
     hits = sum(seeded.noisy_argmax([0.0, 2.0], 2.0) for _ in range(40_000))
     assert stats.binomtest(hits, 40_000, expected).pvalue > 1e-3
     hits = sum(secure.noisy_argmax([1.5, 0.5], 1.0) == 0 for _ in range(4_000))
-    assert stats.binomtest(hits, 4_000, expected).pvalue > ALPHA
+    assert stats.binomtest(hits, 4_000, expected).pvalue > SECURE_ALPHA
 
 
 # ---------------------------------------------------------------- PubMix draws
@@ -184,7 +194,7 @@ def test_mixture_sample_matches_the_mixture(
 ) -> None:
     h, p = np.array(counts), np.array(p_public)
     expected = mixture(h, p, beta)
-    for source, m in ((SeededNoise(8), 100_000), (secure, 20_000)):
+    for source, m, alpha in ((SeededNoise(8), 100_000, ALPHA), (secure, 20_000, SECURE_ALPHA)):
         draws = source.mixture_sample(h, p, beta, m)
         observed = np.bincount(draws, minlength=h.size)
         assert observed.size == h.size
@@ -192,7 +202,7 @@ def test_mixture_sample_matches_the_mixture(
         support = expected > 0
         if support.sum() > 1:
             pvalue = stats.chisquare(observed[support], expected[support] * m).pvalue
-            assert pvalue > ALPHA
+            assert pvalue > alpha
 
 
 class TiedHead(SeededNoise):

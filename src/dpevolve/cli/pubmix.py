@@ -22,7 +22,6 @@ from dpevolve.cli.common import (
     ShowValues,
     app,
     check_outputs,
-    read_valid,
     require_budget,
     say,
 )
@@ -91,7 +90,8 @@ def pubmix(
     quiet: Quiet = False,
 ) -> None:
     from dpevolve.data.schema import Schema
-    from dpevolve.privacy import Budget, default_delta
+    from dpevolve.data.sources import FrameSource
+    from dpevolve.privacy.budget import DEFAULT_DELTA_RULE, Budget, default_delta
     from dpevolve.release.discrete import sample_discrete
 
     ledger_out = check_outputs(output, force)
@@ -99,16 +99,19 @@ def pubmix(
     table_schema = Schema.load(schema)
     preflight(inputs=[private, public, schema], outputs=[output, ledger_out], force=force,
               schema=table_schema, rows=m, table=output)  # fmt: skip
-    private_table = read_valid(private, table_schema, on_invalid, "private table", quiet)
-    if delta is None and epsilon is not None:
-        # The one default of every budget (n, every row read, is public).
-        delta = default_delta(len(private_table))
-        say(quiet, f"delta: {delta:.3g} = min(1e-5, 1/(n ln n)) (--delta not given)")
+    # The one door: every row read counts in n (public), an invalid one as a fixed record.
+    source = FrameSource(
+        read_table(private, "private table"), table_schema, on_invalid=on_invalid.value
+    )
+    public_table = read_table(public, "public table") if public is not None else None
+    if delta is None:
+        delta = default_delta(source.n)
+        say(quiet, f"delta: {delta:.3g} = {DEFAULT_DELTA_RULE} (--delta not given)")
     if noise is not Noise.gaussian and gamma is None and gamma_epsilon is None:
         say(quiet, "gamma: estimated from folds of the public table (--gamma not given)")
     release = sample_discrete(
-        private_table,
-        read_table(public, "public table") if public is not None else None,
+        source,
+        public_table,
         table_schema,
         m,
         Budget.from_args(epsilon=epsilon, delta=delta, rho=rho),
@@ -122,6 +125,15 @@ def pubmix(
     )
     if noise_seed is not None:
         typer.echo(NOISE_SEED_WARNING, err=True)
+    validation = source.report
+    if validation is not None and validation.changed:
+        say(
+            quiet,
+            f"private table: --on-invalid {on_invalid.value} counted "
+            f"{validation.rows_in - validation.rows_out} of {validation.rows_in} rows as the "
+            f"stand-in record and clipped {sum(validation.clipped.values())} cells (counts "
+            "from the private data: in the ledger, not shareable)",
+        )
     write_table(release.samples, output)
     release.ledger.write(ledger_out)
     details = ", ".join(

@@ -19,7 +19,7 @@ from dpevolve.privacy.events import (
     PrivacyLossPairEvent,
     ZeroCostEvent,
 )
-from dpevolve.privacy.ledger import SHAREABLE_KEYS, Ledger
+from dpevolve.privacy.ledger import SHAREABLE_KEYS, Ledger, SharedLedger
 
 __all__ = [
     "METHODS",
@@ -33,6 +33,7 @@ __all__ = [
     "GaussianEvent",
     "Ledger",
     "PrivacyLossPairEvent",
+    "SharedLedger",
     "ZeroCostEvent",
     "calibrate_gaussian",
     "default_delta",

@@ -12,6 +12,16 @@ from dpevolve.privacy.checks import open_unit, positive
 #: The default delta never exceeds this, whatever n.
 MAX_DEFAULT_DELTA = 1e-5
 
+#: The budgets a run accepts. Below ``MIN_EPSILON`` the calibration has saturated (the
+#: noise for ``(eps, delta)`` is set by ``delta`` alone, within 1e-4 of ``eps -> 0``) and
+#: below ``MIN_RHO`` the noise leaves the release grid; above the maxima nothing is
+#: protected and ``e^eps`` terms overflow. Outside them a budget is an input error.
+MIN_EPSILON, MAX_EPSILON = 1e-9, 100.0
+MIN_RHO, MAX_RHO = 1e-15, 100.0
+
+#: The rule of :func:`default_delta`, as messages and help texts state it.
+DEFAULT_DELTA_RULE = "min(1e-5, 1/(n ln n))"
+
 
 def default_delta(n: int) -> float:
     """``min(1e-5, 1 / (n ln n))``: well below ``1/n`` at every ``n`` (docs/privacy.md).
@@ -45,7 +55,7 @@ class Budget:
         if self.rho is not None:
             if self.epsilon is not None:
                 raise InputError("give either epsilon and delta, or rho, not both")
-            object.__setattr__(self, "rho", positive("rho", self.rho))
+            object.__setattr__(self, "rho", _within("rho", self.rho, MIN_RHO, MAX_RHO))
             if self.delta is not None:
                 object.__setattr__(self, "delta", open_unit("delta", self.delta))
             return
@@ -53,7 +63,8 @@ class Budget:
             raise InputError("a budget needs epsilon and delta, or rho")
         if self.delta is None:
             raise InputError("delta is required with epsilon")
-        object.__setattr__(self, "epsilon", positive("epsilon", self.epsilon))
+        epsilon = _within("epsilon", self.epsilon, MIN_EPSILON, MAX_EPSILON)
+        object.__setattr__(self, "epsilon", epsilon)
         object.__setattr__(self, "delta", open_unit("delta", self.delta))
 
     @classmethod
@@ -72,3 +83,11 @@ class Budget:
 
     def to_dict(self) -> dict[str, Any]:
         return {"epsilon": self.epsilon, "delta": self.delta, "rho": self.rho}
+
+
+def _within(name: str, value: float, lo: float, hi: float) -> float:
+    """``value`` checked positive and inside ``[lo, hi]`` (a one-line input error)."""
+    x = positive(name, value)
+    if not lo <= x <= hi:
+        raise InputError(f"{name} must lie in [{lo:g}, {hi:g}], got {x:g}")
+    return x

@@ -14,6 +14,7 @@ inputs and released values; :meth:`Ledger.shareable_dict` keeps exactly those.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import replace
@@ -62,6 +63,8 @@ SHAREABLE_KEYS = frozenset(
         "marginals",
         "fits",
         "details",
+        "config",
+        "engine",
     }
 )
 
@@ -220,3 +223,57 @@ class Ledger:
             raise InputError(f"ledger folder does not exist: {target.parent}")
         text = self.to_json(shareable)
         atomic_write(target, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+class SharedLedger:
+    """A ledger read back from its shareable form (a saved model holds only this).
+
+    It answers like a :class:`Ledger` (``to_dict``, ``shareable_dict``, ``to_json``,
+    ``write``, ``result``) and records nothing: its events have happened.
+    """
+
+    def __init__(self, shareable: Mapping[str, Any]) -> None:
+        kept = {k: v for k, v in shareable.items() if k in SHAREABLE_KEYS}
+        self._data = json.loads(json.dumps(kept, allow_nan=False))  # a private, plain copy
+        self.delta = float(self._data["delta"])
+
+    @classmethod
+    def of(cls, ledger: Ledger | SharedLedger) -> SharedLedger:
+        """The shareable part of ``ledger``: the keys of :data:`SHAREABLE_KEYS` only."""
+        return cls(ledger.shareable_dict())
+
+    def to_dict(self) -> dict[str, Any]:
+        return json.loads(json.dumps(self._data))
+
+    def shareable_dict(self) -> dict[str, Any]:
+        out = self.to_dict()
+        out["withheld"] = []
+        return out
+
+    def result(self) -> AccountingResult:
+        accounting = self._data["accounting"]
+        return AccountingResult(
+            _unbounded(self._data["epsilon"]),
+            float(self._data["delta"]),
+            str(accounting["method"]),
+            {k: _unbounded(v) for k, v in accounting["by_method"].items()},
+        )
+
+    def to_json(self, shareable: bool = False) -> str:
+        data = self.shareable_dict() if shareable else self.to_dict()
+        return json.dumps(data, indent=2, allow_nan=False) + "\n"
+
+    def write(self, path: str | os.PathLike[str], shareable: bool = False) -> None:
+        """Write the JSON atomically (as :meth:`Ledger.write`)."""
+        from dpevolve.data.io import atomic_write
+
+        target = Path(path)
+        if not target.parent.is_dir():
+            raise InputError(f"ledger folder does not exist: {target.parent}")
+        text = self.to_json(shareable)
+        atomic_write(target, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def _unbounded(value: float | None) -> float:
+    """A JSON epsilon back to a float (null stood for an unbounded one)."""
+    return math.inf if value is None else float(value)
