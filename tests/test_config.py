@@ -84,7 +84,17 @@ def test_specs_say_what_is_wrong(make, message: str) -> None:
 
 
 def test_resolve_fills_in_from_the_preset() -> None:
-    assert resolve({"epsilon": 1.0}).preset.name == "tabpe"  # the default
+    default = resolve({"epsilon": 1.0})
+    assert default.preset.name == "adaptive" and default.preset.engine is not None
+    assert RunSpec.from_dict(default.to_dict()) == default  # its ledger block re-runs it
+    # A Private Evolution setting with no preset named picks Tab-PE's, which it shapes...
+    assert resolve({"epsilon": 1.0, "policy": "p.yaml"}).preset.name == "tabpe"
+    assert resolve({"epsilon": 1.0, "vote": "hard"}).preset.name == "tabpe"
+    # ...and is refused, naming itself, when the adaptive preset is asked for.
+    with pytest.raises(InputError, match="policy is a PE setting"):
+        resolve({"epsilon": 1.0, "preset": "adaptive", "policy": "p.yaml"})
+    with pytest.raises(InputError, match="PE settings"):
+        get_preset("adaptive", population=40)
     config = resolve({"epsilon": 1.0, "preset": "hybrid"})
     assert config.preset.name == "hybrid" and config.marginals is not None
     assert isinstance(config.mechanism, GaussianSpec)
@@ -124,7 +134,8 @@ def test_a_default_vote_is_auto_only_where_the_pilot_can_run() -> None:
         return resolve({"rho": 1e-3, **params}).vote.kind
 
     assert kind(policy="p.yaml", public="table") == "auto"
-    assert kind(policy="p.yaml") == kind(public="table") == "hard"
+    assert kind(policy="p.yaml") == "hard"
+    assert kind(public="table") is None  # the adaptive engine casts no vote
     assert kind(policy="p.yaml", public="table", mechanism="pubmix") == "hard"
     exact = GaussianSpec(calibration="exact")
     assert kind(policy="p.yaml", public="table", mechanism=exact) == "hard"

@@ -10,10 +10,12 @@ import pandas as pd
 import pytest
 
 from dpevolve import Synthesizer
+from dpevolve.config import MarginalSpec
 from dpevolve.data.encoding import Layout, encode
 from dpevolve.data.schema import Schema
 from dpevolve.pe.variation import Variation
 from dpevolve.pool.fit import MarginalFit
+from dpevolve.presets import get_preset
 from dpevolve.release.marginals import CellIndex, Workload, measure_marginals
 from dpevolve.release.noise import SeededNoise
 
@@ -29,7 +31,7 @@ def test_hybrid_shows_release_and_fit_on_stderr(
         random_state=0,
         noise_seed=0,
         preset="hybrid",
-        marginal_options=HYBRID,
+        marginals=MarginalSpec(options=HYBRID),
         progress=True,
     )
     model.fit(small_table)
@@ -51,8 +53,7 @@ def test_pe_rounds_show_on_stderr(
         epsilon=1.0,
         random_state=0,
         noise_seed=0,
-        population_size=30,
-        rounds=2,
+        preset=get_preset("tabpe", population=30, rounds=2),
         progress=True,
     ).fit(small_table)
     out, err = capsys.readouterr()
@@ -68,7 +69,7 @@ def test_quiet_fit_prints_nothing(
         random_state=0,
         noise_seed=0,
         preset="hybrid",
-        marginal_options=HYBRID,
+        marginals=MarginalSpec(options=HYBRID),
     ).fit(small_table)
     assert capsys.readouterr() == ("", "")
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from dpevolve import Synthesizer
 from dpevolve.config import MarginalSpec, VoteSpec
 from dpevolve.errors import InputError
-from dpevolve.pe.evolution import Schedule, Stage
+from dpevolve.pe.schedule import Schedule, Stage
 from dpevolve.pe.variation import mutation_rate
 from dpevolve.presets import get_preset
 
@@ -255,9 +255,8 @@ def test_fitting_twice_warns_and_the_ledger_says_so(small_schema, small_table) -
 
 
 def test_hybrid_preset_releases_marginals_and_samples_n_rows(small_schema, small_table) -> None:
-    """The default is PE alone; the hybrid preset spends the budget on one marginal
-    release (said in the ledger) and draws n rows from the weighted pool."""
-    assert Synthesizer(small_schema, epsilon=1.0).resolved_preset() == "tabpe"
+    """The hybrid preset spends the budget on one marginal release (said in the ledger)
+    and draws n rows from the weighted pool."""
     model = Synthesizer(
         small_schema,
         epsilon=1.0,
@@ -277,3 +276,24 @@ def test_hybrid_preset_releases_marginals_and_samples_n_rows(small_schema, small
     assert len(model.sample(num_rows=7)) == 7
     with pytest.raises(InputError, match="num_rows"):
         model.sample(-1)
+
+
+def test_the_default_is_the_adaptive_engine(small_schema, small_table, tmp_path) -> None:
+    """No preset named: the engine runs, its releases compose to the budget in the
+    ledger, rows are fresh draws of any number, and a saved model samples the same."""
+    model = Synthesizer(small_schema, epsilon=1.0, random_state=3, noise_seed=4)
+    assert model.resolved_preset() == "adaptive"
+    model.fit(small_table)
+    ledger = model.ledger_.to_dict()
+    assert ledger["preset"] == "adaptive" and ledger["config"]["preset"]["engine"]
+    kinds = {e["kind"] for e in ledger["events"]}
+    assert "gaussian" in kinds and len(kinds) == 2  # measurements and selections
+    assert ledger["epsilon"] <= 1.0 + 1e-9
+    rows = model.sample(5 * len(small_table))
+    assert len(rows) == 5 * len(small_table) and list(rows.columns) == small_schema.names
+    _, report = small_schema.validate(rows)
+    assert not report.changed  # every row inside the schema
+    assert len(model.sample()) == len(small_table)  # n by default (public)
+    model.save(tmp_path / "m.pkl")
+    loaded = Synthesizer.load(tmp_path / "m.pkl")
+    assert loaded.sample(50).equals(model.sample(50))

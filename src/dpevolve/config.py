@@ -26,10 +26,6 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
 
 from dpevolve.errors import InputError
-from dpevolve.pe.votes import make_vote
-from dpevolve.pilot.choice import ChosenVote, choose_vote
-from dpevolve.pilot.run import PilotFit, run_pilot
-from dpevolve.pool.hybrid import MarginalOptions
 from dpevolve.presets import DEFAULT_PRESET, PE_PRESET, Preset, get_preset
 from dpevolve.privacy import Budget, default_delta
 from dpevolve.privacy.checks import open_unit, positive
@@ -41,6 +37,9 @@ if TYPE_CHECKING:
     from dpevolve.data.schema import Schema
     from dpevolve.pe.distance import Distance
     from dpevolve.pe.votes import Vote
+    from dpevolve.pilot.choice import ChosenVote
+    from dpevolve.pilot.run import PilotFit
+    from dpevolve.pool.hybrid import MarginalOptions
     from dpevolve.release.base import Release
     from dpevolve.release.build import Calibration, ReleaseInputs
 
@@ -160,6 +159,11 @@ class VoteSpec:
         pilot run on public data (:data:`~dpevolve.pilot.run.PilotFit`). With
         ``announce`` an automatic choice is said on stderr (the ledger always has it).
         """
+        # Imported here: the specs are read at start-up (the command line's help).
+        from dpevolve.pe.votes import make_vote
+        from dpevolve.pilot.choice import ChosenVote, choose_vote
+        from dpevolve.pilot.run import run_pilot
+
         if self.kind == "auto":
             if public is None:
                 raise InputError("vote 'auto' needs public data (--public) for the pilot")
@@ -274,12 +278,16 @@ class MarginalSpec:
                 raise InputError(f"the marginal share must lie in (0, 1], got {share!r}")
             if not 0.0 < share <= 1.0:
                 raise InputError(f"the marginal share must lie in (0, 1], got {share!r}")
+        from dpevolve.pool.hybrid import MarginalOptions
+
         if isinstance(self.options, MarginalOptions):
             object.__setattr__(self, "options", self.options.to_dict())
         MarginalOptions.from_any(dict(self.options))  # unknown or invalid fields fail here
 
     def build(self) -> MarginalOptions:
         """The options of the release and the pool fit."""
+        from dpevolve.pool.hybrid import MarginalOptions
+
         return MarginalOptions.from_any(dict(self.options))
 
     def to_dict(self) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from typing import Any
 
 from dpevolve.engine.spec import EngineSpec
 from dpevolve.errors import InputError
-from dpevolve.pe.evolution import Schedule, Stage
+from dpevolve.pe.schedule import Schedule, Stage
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from dpevolve.backends.base import Backend
-from dpevolve.backends.local import LocalBackend
+from typing import TYPE_CHECKING, Any
+
 from dpevolve.errors import InputError
+
+if TYPE_CHECKING:
+    from dpevolve.backends.base import Backend
+    from dpevolve.backends.local import LocalBackend
 
 __all__ = ["BACKENDS", "Backend", "LocalBackend", "make_backend"]
 
@@ -15,6 +19,8 @@ BACKENDS = ("auto", "local", "fused", "gpu", "dask")
 def make_backend(name: str = "auto") -> Backend:
     """``local`` (numpy reference), ``fused`` (numba kernels), ``gpu``, ``dask`` (the
     default Dask client), or ``auto``: fused when numba is installed, else local."""
+    from dpevolve.backends.local import LocalBackend
+
     if name == "local":
         return LocalBackend()
     if name in ("fused", "auto"):
@@ -34,3 +40,16 @@ def make_backend(name: str = "auto") -> Backend:
 
         return DaskBackend()
     raise InputError(f"unknown backend '{name}' (choose {', '.join(BACKENDS)})")
+
+
+def __getattr__(name: str) -> Any:
+    # The classes load on first use: the command line's help names the backends only.
+    if name == "Backend":
+        from dpevolve.backends.base import Backend
+
+        return Backend
+    if name == "LocalBackend":
+        from dpevolve.backends.local import LocalBackend
+
+        return LocalBackend
+    raise AttributeError(f"module 'dpevolve.backends' has no attribute {name!r}")

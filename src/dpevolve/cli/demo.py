@@ -8,7 +8,6 @@ from typing import Annotated, Any
 import typer
 
 from dpevolve.cli.common import Force, Quiet, Seed, app, ledger_path, say
-from dpevolve.cli.preflight import check_paths
 from dpevolve.data.io import write_json, write_table
 from dpevolve.errors import InputError
 from dpevolve.extras import require
@@ -59,6 +58,8 @@ def demo(
     public_out = output / "report-public.html"
     outputs = [table_out, ledger_out, eval_out, report_out, public_out]
     if output.is_dir():
+        from dpevolve.cli.preflight import check_paths  # schema and pandas: not for -h
+
         check_paths([], outputs, force)
     data = datasets.load(dataset)
     test = _maybe_test_split(dataset)

@@ -16,7 +16,6 @@ from dpevolve.cli.common import (
     app,
     read_valid,
 )
-from dpevolve.cli.preflight import check_paths
 from dpevolve.data.io import write_json
 
 
@@ -45,6 +44,7 @@ def evaluate(
     force: Force = False,
     show_values: ShowValues = False,
 ) -> None:
+    from dpevolve.cli.preflight import check_paths  # schema and pandas: not for -h
     from dpevolve.data.schema import Schema
     from dpevolve.reporting.evaluation import evaluate as run_evaluation
     from dpevolve.reporting.evaluation import format_report

@@ -21,10 +21,9 @@ import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from dpevolve.data.columns import MISSING
 from dpevolve.data.io import check_writable, table_suffix
@@ -32,6 +31,9 @@ from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.types import DateColumn
 from dpevolve.errors import InputError
 from dpevolve.extras import require
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "check_paths",
@@ -230,6 +232,8 @@ def rehearse_report(schema: Schema, owner: bool = True, public: bool = True) -> 
 def schema_rows(schema: Schema, n: int, seed: int) -> pd.DataFrame:
     """``n`` validated rows spread over the declared domains (public: schema only);
     a nullable column gets some missing cells."""
+    import pandas as pd
+
     rng = np.random.default_rng(seed)
     out: dict[str, Any] = {}
     for col in schema.columns:

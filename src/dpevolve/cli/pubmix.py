@@ -25,7 +25,6 @@ from dpevolve.cli.common import (
     require_budget,
     say,
 )
-from dpevolve.cli.preflight import preflight
 from dpevolve.data.io import read_table, write_table
 
 
@@ -97,6 +96,8 @@ def pubmix(
     ledger_out = check_outputs(output, force)
     require_budget(epsilon, rho, delta)
     table_schema = Schema.load(schema)
+    from dpevolve.cli.preflight import preflight  # schema and pandas: not for -h
+
     preflight(inputs=[private, public, schema], outputs=[output, ledger_out], force=force,
               schema=table_schema, rows=m, table=output)  # fmt: skip
     # The one door: every row read counts in n (public), an invalid one as a fixed record.

@@ -23,7 +23,6 @@ from dpevolve.cli.common import (
     read_valid,
     say,
 )
-from dpevolve.cli.preflight import check_paths
 from dpevolve.data.io import read_table
 from dpevolve.errors import InputError
 from dpevolve.extras import require
@@ -72,6 +71,8 @@ def report(
     if share and test is not None:
         raise InputError("--test is for the owner's report; the shared one reads no real rows")
     out = output if output is not None else _default_output(synthetic, share)
+    from dpevolve.cli.preflight import check_paths  # schema and pandas: not for -h
+
     check_paths([private, synthetic, ledger, test], [out], force)
     require("matplotlib", "dpevolve report")
     led = read_ledger(ledger)

@@ -26,7 +26,6 @@ from dpevolve.cli.common import (
     check_outputs,
     say,
 )
-from dpevolve.cli.preflight import preflight
 from dpevolve.cli.report import write_reports
 from dpevolve.config import (
     MECHANISMS,
@@ -287,6 +286,8 @@ def synth(
     flags = {name: ctx.params[name] for name in RUN_FLAGS}
     spec = run_spec(config, flags, _given(ctx), policy is not None, public is not None, quiet)
     table_schema = Schema.load(schema)
+    from dpevolve.cli.preflight import preflight  # schema and pandas: not for -h
+
     preflight(
         inputs=[private, schema, policy, public], outputs=[output, ledger_out, report,
         share_report, share_ledger], force=force, schema=table_schema, rows=rows, table=output,

@@ -12,13 +12,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from dpevolve.data.messages import plain_cell
 from dpevolve.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Scalar = str | int | float | bool
 
@@ -131,6 +133,8 @@ class NumericColumn:
 
     def parse(self, values: pd.Series) -> np.ndarray:
         """Table cells as float64 numbers on the declared scale (NaN: not a number)."""
+        import pandas as pd  # on first use: start-up stays light
+
         return pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
 
     def format(self, numbers: np.ndarray) -> Any:
@@ -139,6 +143,8 @@ class NumericColumn:
         if self.integer:
             rounded = np.clip(np.round(numbers), *self.whole_range)
             if self.nullable:
+                import pandas as pd
+
                 return pd.array(rounded, dtype="Int64")  # NaN -> <NA>, not garbage
             return rounded.astype(np.int64)
         if self.decimals is not None:

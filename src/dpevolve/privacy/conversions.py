@@ -13,7 +13,6 @@ import math
 from typing import Literal, TypeAlias
 
 import numpy as np
-from scipy import optimize, special
 
 from dpevolve.errors import InputError
 from dpevolve.privacy.checks import as_float, nonnegative, open_unit, positive
@@ -27,6 +26,8 @@ _XTOL = 1e-14
 
 def log_gaussian_delta(mu: float, epsilon: float) -> float:
     """``log delta(eps)`` of ``N(mu,1)`` vs ``N(0,1)``; see :func:`gaussian_delta`."""
+    from scipy import special  # on first use: start-up stays light
+
     if mu == 0.0:
         return math.log(-math.expm1(epsilon)) if epsilon < 0 else -math.inf
     if math.isinf(mu):
@@ -76,6 +77,8 @@ def _cks_objective(t: np.ndarray | float, rho: float, log_inv_delta: float) -> n
 
 
 def _cks_epsilon(rho: float, log_inv_delta: float) -> float:
+    from scipy import optimize  # on first use: start-up stays light
+
     grid = np.linspace(-25.0, 30.0, 1101)
     values = _cks_objective(grid, rho, log_inv_delta)
     i = int(np.argmin(values))
@@ -96,6 +99,8 @@ def _cks_epsilon(rho: float, log_inv_delta: float) -> float:
 
 def epsilon_for_mu(mu: float, delta: float) -> float:
     """Smallest ``eps >= 0`` with ``gaussian_delta(mu, eps) <= delta``."""
+    from scipy import optimize  # on first use: start-up stays light
+
     if mu == 0.0:
         return 0.0
     if math.isinf(mu):
@@ -115,6 +120,8 @@ def epsilon_for_mu(mu: float, delta: float) -> float:
 
 def mu_for_epsilon(epsilon: float, delta: float) -> float:
     """``mu`` with ``gaussian_delta(mu, epsilon) = delta`` (increasing in ``mu``)."""
+    from scipy import optimize  # on first use: start-up stays light
+
     log_delta = math.log(delta)
 
     def g(mu: float) -> float:
@@ -168,6 +175,8 @@ def rho_for_epsilon(epsilon: float, delta: float, method: ConversionMethod = "ex
     ``mu^2 / 2`` with ``gaussian_delta(mu, eps) = delta``; ``cks`` by root finding,
     bracketed by the other two (simple <= cks <= exact in rho).
     """
+    from scipy import optimize  # on first use: start-up stays light
+
     e = positive("epsilon", epsilon)
     d = open_unit("delta", delta)
     log_inv_delta = -math.log(d)

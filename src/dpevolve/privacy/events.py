@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 import numpy as np
-from scipy import special
 
 from dpevolve.errors import InputError
 from dpevolve.privacy.checks import (
@@ -178,6 +177,8 @@ def check_log_pmf(name: str, pmf: Mapping[Hashable, float]) -> dict[Hashable, fl
 
 def total_mass(log_pmf: Mapping[Hashable, float]) -> float:
     values = np.fromiter(log_pmf.values(), dtype=float, count=len(log_pmf))
+    from scipy import special  # on first use: start-up stays light
+
     return float(np.exp(special.logsumexp(values))) if values.size else 0.0
 
 

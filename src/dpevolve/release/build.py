@@ -18,7 +18,7 @@ from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
 from dpevolve.pe.canonical import soft_quantisation_slack
 from dpevolve.pe.distance import Distance
-from dpevolve.pe.evolution import Schedule
+from dpevolve.pe.schedule import Schedule
 from dpevolve.pe.votes import SoftVote, Vote
 from dpevolve.privacy import Budget, calibrate_gaussian
 from dpevolve.release.base import Release
