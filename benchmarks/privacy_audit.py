@@ -57,6 +57,7 @@ from scipy import stats
 
 from dpevolve import Synthesizer
 from dpevolve.backends import make_backend
+from dpevolve.config import MarginalSpec, VoteSpec
 from dpevolve.data.encoding import Records, encode
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.pe.canonical import soft_quantisation_slack
@@ -65,6 +66,7 @@ from dpevolve.pe.votes import HardVote, SoftVote
 from dpevolve.policy.blowfish import Policy
 from dpevolve.policy.invalid_rows import calibrate as calibrate_invalid_rows
 from dpevolve.policy.sensitivity import enumerate_domain, per_round_hard_sensitivity, reach_edge
+from dpevolve.presets import get_preset
 from dpevolve.privacy import Budget, GaussianEvent, calibrate_gaussian
 from dpevolve.privacy.audit import (
     cks_epsilon,
@@ -239,9 +241,13 @@ def soft_vote_sharpened(trials: int) -> dict[str, Any]:
     tables = tuple(pd.concat([base, frame([age], ["Male"])], ignore_index=True) for age in (30, 37))
     policy = Policy.from_dict({"attributes": {"age": {"threshold": 7}}}, SCHEMA)
     here, there, ledger = synth_pair(
-        SCHEMA, tables, epsilon=1.0, preset="bfsoft", policy=policy, sharpen=4.0,
-        temperature=0.02, population_size=16, rounds=1,
-    )  # fmt: skip
+        SCHEMA,
+        tables,
+        epsilon=1.0,
+        preset=get_preset("bfsoft", population=16, rounds=1),
+        policy=policy,
+        vote=VoteSpec(kind="soft", temperature=0.02, sharpen=4.0),
+    )
     return recorded_gaussian_case("soft-vote-sharpened", here, there, ledger, trials)
 
 
@@ -253,9 +259,12 @@ HYBRID_FAST = {"grow_rounds": 1, "children": 60, "iterations": 20}
 def marginal_release(trials: int) -> dict[str, Any]:
     """The hybrid preset's marginals alone (share 1: no PE round)."""
     here, there, ledger = synth_pair(
-        SCHEMA, pair_frames(40, 6), epsilon=1.0, preset="hybrid", marginals=1.0,
-        marginal_options=HYBRID_FAST, population_size=16, rounds=1,
-    )  # fmt: skip
+        SCHEMA,
+        pair_frames(40, 6),
+        epsilon=1.0,
+        preset=get_preset("hybrid", population=16, rounds=1),
+        marginals=MarginalSpec(share=1.0, options=HYBRID_FAST),
+    )
     return recorded_gaussian_case("marginal-release", here, there, ledger, trials)
 
 
@@ -263,9 +272,12 @@ def marginal_release(trials: int) -> dict[str, Any]:
 def marginals_with_pe_round(trials: int) -> dict[str, Any]:
     """The hybrid preset's budget split: one PE round, then the marginal release."""
     here, there, ledger = synth_pair(
-        SCHEMA, pair_frames(40, 7), epsilon=1.0, preset="hybrid", marginals=0.5,
-        marginal_options=HYBRID_FAST, population_size=16, rounds=1,
-    )  # fmt: skip
+        SCHEMA,
+        pair_frames(40, 7),
+        epsilon=1.0,
+        preset=get_preset("hybrid", population=16, rounds=1),
+        marginals=MarginalSpec(share=0.5, options=HYBRID_FAST),
+    )
     return recorded_gaussian_case("marginals-split-with-pe-round", here, there, ledger, trials)
 
 

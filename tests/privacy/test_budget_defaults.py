@@ -28,6 +28,7 @@ from dpevolve.data.encoding import Records, encode
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.validation import ValidationReport
 from dpevolve.errors import InputError
+from dpevolve.presets import get_preset
 from dpevolve.privacy import Budget, GaussianEvent, Ledger, default_delta
 from dpevolve.privacy.audit import independent_epsilon
 from dpevolve.privacy.budget import MAX_EPSILON, MAX_RHO, MIN_EPSILON, MIN_RHO
@@ -97,7 +98,11 @@ def test_every_ledger_uses_the_default_delta(n: int) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         synth = Synthesizer(
-            SCHEMA, epsilon=1.0, population_size=8, rounds=1, random_state=0, on_invalid="drop"
+            SCHEMA,
+            epsilon=1.0,
+            preset=get_preset("tabpe", population=8, rounds=1),
+            random_state=0,
+            on_invalid="drop",
         ).fit_source(source)
     # (epsilon, delta) releases take delta from their caller (the CLI, tested below);
     # a rho release states its epsilon at the default delta of its n.
@@ -155,7 +160,7 @@ def test_a_fitted_ledger_reports_every_release_it_records(preset: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = Synthesizer(
-            SCHEMA, epsilon=1.0, preset=preset, population_size=8, rounds=2, random_state=0
+            SCHEMA, epsilon=1.0, preset=get_preset(preset, population=8, rounds=2), random_state=0
         ).fit(small_frame())
     ledger = model.ledger_
     before = ledger.to_dict()

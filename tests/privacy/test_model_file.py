@@ -12,6 +12,7 @@ import pytest
 
 from dpevolve import Synthesizer
 from dpevolve.model_io import RELEASED, WITHHELD_PARAMS
+from dpevolve.presets import get_preset
 from dpevolve.privacy import SHAREABLE_KEYS, SharedLedger
 
 K = 0x5EED_C0FFEE_42  # a noise seed whose every spelling is distinctive
@@ -34,9 +35,13 @@ def test_a_model_saved_after_noise_seed_holds_no_trace_of_it(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = Synthesizer(
-            small_schema, epsilon=1.0, preset=preset, population_size=24, rounds=2,
-            random_state=1, noise_seed=K, on_invalid="drop",
-        ).fit(table)  # fmt: skip
+            small_schema,
+            epsilon=1.0,
+            preset=get_preset(preset, population=24, rounds=2),
+            random_state=1,
+            noise_seed=K,
+            on_invalid="drop",
+        ).fit(table)
     full = model.ledger_.to_dict()
     assert full["validation"]["rows_out"] == 399 and full["noise"] == "seeded"
     model.ledger_.note("a private note")
@@ -69,7 +74,10 @@ def test_a_model_saved_after_noise_seed_holds_no_trace_of_it(
 
 def test_a_loaded_model_saves_again(small_schema, small_table, tmp_path: Path) -> None:
     model = Synthesizer(
-        small_schema, epsilon=1.0, population_size=16, rounds=1, random_state=0
+        small_schema,
+        epsilon=1.0,
+        preset=get_preset("tabpe", population=16, rounds=1),
+        random_state=0,
     ).fit(small_table)
     model.save(tmp_path / "a.pkl")
     again = Synthesizer.load(tmp_path / "a.pkl")

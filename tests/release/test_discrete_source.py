@@ -11,12 +11,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from dpevolve.core.invalid_rows import stand_in_record
 
 from dpevolve.data.encoding import Layout, decode
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.data.streaming import StreamedTable
+from dpevolve.policy.invalid_rows import stand_in_record
 from dpevolve.privacy import Budget, default_delta
 from dpevolve.release.discrete import ProductDomain, sample_discrete
 

@@ -19,7 +19,7 @@ one door). ``n`` is the source's row count, every row read, public under replace
 adjacency: it sets ``beta``, the default delta and the ledger's ``private_rows``. With
 ``on_invalid="drop"`` or ``"clip"`` a row that breaks the schema is not removed: it
 counts as one fixed, data-independent record
-(:func:`~dpevolve.core.invalid_rows.stand_in_record`), as in ``synth``, so replacing a
+(:func:`~dpevolve.policy.invalid_rows.stand_in_record`), as in ``synth``, so replacing a
 valid row by an invalid one is an ordinary replacement, covered by PubMix's analysis
 and by the Gaussian's ``sqrt(2)``.
 
@@ -41,11 +41,11 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from dpevolve.core.invalid_rows import stand_in_record
 from dpevolve.data.encoding import Layout, Records, encode
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.sources import FrameSource, PrivateSource
 from dpevolve.errors import InputError
+from dpevolve.policy.invalid_rows import stand_in_record
 from dpevolve.privacy import (
     ApproxDPEvent,
     Budget,
