@@ -127,12 +127,12 @@ def make_structure(d: int, structure_seed: int = 0, chain: bool = False) -> Stru
     label_columns = tuple(int(q * d // 4 + rng.integers(0, max(1, d // 4))) for q in range(4))
     weights = tuple(rng.normal(0.0, 1.2, size=_state_count(cards[c])) for c in label_columns)
     draft = Structure(cards, parents, tuple(cpts), label_columns, weights, 1.2, 0.0)
-    pilot = _features(draft, 5000, rng)
+    pilot = draw_features(draft, 5000, rng)
     intercept = float(np.quantile(label_score(draft, pilot), 1.0 - LABEL_POSITIVE))
     return Structure(cards, parents, tuple(cpts), label_columns, weights, 1.2, intercept)
 
 
-def _features(structure: Structure, n: int, rng: np.random.Generator) -> list[np.ndarray]:
+def draw_features(structure: Structure, n: int, rng: np.random.Generator) -> list[np.ndarray]:
     """Feature columns in tree order: category codes, or float values."""
     out: list[np.ndarray] = []
     for card, parent, cpt in zip(structure.cards, structure.parents, structure.cpts, strict=True):
@@ -196,14 +196,12 @@ def make_wide(
     """
     structure = make_structure(d, structure_seed, chain)
     rng = np.random.default_rng([seed, d, 1 + int(chain), structure_seed])
-    features = _features(structure, n, rng)
+    features = draw_features(structure, n, rng)
     label = (rng.random(n) < label_probability(structure, features)).astype(np.int64)
     data: dict[str, np.ndarray] = {}
     for name, card, values in zip(structure.names, structure.cards, features, strict=True):
         data[name] = (
-            np.asarray([f"v{i}" for i in range(card)], dtype=object)[values]
-            if card > 0
-            else values
+            np.asarray([f"v{i}" for i in range(card)], dtype=object)[values] if card > 0 else values
         )
     data[LABEL] = label
     return pd.DataFrame(data), structure.schema(), structure
