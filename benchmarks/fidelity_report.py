@@ -105,8 +105,25 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         failed = [r.get("reason", r["status"]) for r in group if r["status"] != "ok"]
         if failed:
             entry["failed"] = failed
+        capped = [r["facts"] for r in _ok(group) if r.get("facts", {}).get("aim_capped")]
+        if capped:
+            entry["capped"] = {
+                "rows": len(capped),
+                "rounds": statistics.fmean(f["aim_rounds"] for f in capped),
+                "rho_share": statistics.fmean(
+                    f["aim_rho_used"] / f.get("aim_rho", _default_rho()) for f in capped
+                ),
+                "cap_s": capped[0].get("aim_cap_s"),
+            }
         out[f"{key[0]}/{key[1]}"] = entry
     return out
+
+
+def _default_rho() -> float:
+    """rho of epsilon 1, delta 1e-5 (CKS): AIM rows recorded before ``aim_rho`` was."""
+    from dpevolve.privacy import rho_for_epsilon
+
+    return float(rho_for_epsilon(1.0, 1e-5, "cks"))
 
 
 def _finite(value: Any) -> bool:
@@ -191,7 +208,13 @@ def markdown(docs: list[dict[str, Any]]) -> str:
         for system in SYSTEMS:
             entry = summary.get(f"{key}/{system}")
             title = SYSTEM_TITLES[system]
-            if entry is None or "accuracy" not in entry:
+            capped = (entry or {}).get("capped")
+            if capped:
+                title += (
+                    f"; rounds capped at {capped['cap_s']:.0f} s: {capped['rounds']:.0f} rounds,"
+                    f" {100 * capped['rho_share']:.0f}% of rho spent"
+                )
+            if entry is None or "accuracy" not in entry or capped:
                 recorded = RECORDED.get(key, {}).get(system)
                 reason = "; ".join(sorted(set((entry or {}).get("failed", []))))
                 if recorded is not None:
@@ -205,7 +228,8 @@ def markdown(docs: list[dict[str, Any]]) -> str:
                 elif reason:
                     lines.append(f"| {first} | {title} | | {reason} | | | | | | |")
                     first = ""
-                continue
+                if entry is None or "accuracy" not in entry:
+                    continue
             lines.append(
                 f"| {first} | {title} | {entry['accuracy']['n']} | {_cell(entry, 'tv1')} | "
                 f"{_cell(entry, 'tv2')} | {_cell(entry, 'tv_all')} | "

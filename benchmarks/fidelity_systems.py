@@ -112,11 +112,12 @@ def _rho(epsilon: float, delta: float) -> float:
 
 def _aim(split: Split, epsilon: float, delta: float, seed: int) -> tuple[pd.DataFrame, dict]:
     baselines = import_mbi()
-    info: dict[str, Any] = {"aim_cap_s": AIM_CAP_S}
+    rho = _rho(epsilon, delta)
+    info: dict[str, Any] = {"aim_cap_s": AIM_CAP_S, "aim_rho": rho}
     synth = baselines.aim(
         split.train,
         split.schema,
-        _rho(epsilon, delta),
+        rho,
         seed,
         rows=len(split.train),
         info=info,
