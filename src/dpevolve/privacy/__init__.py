@@ -14,6 +14,7 @@ from dpevolve.privacy.conversions import epsilon_from_rho, gaussian_delta, rho_f
 from dpevolve.privacy.events import (
     ApproxDPEvent,
     Event,
+    ExponentialEvent,
     GaussianEvent,
     PrivacyLossPairEvent,
     ZeroCostEvent,
@@ -28,6 +29,7 @@ __all__ = [
     "ApproxDPEvent",
     "Budget",
     "Event",
+    "ExponentialEvent",
     "GaussianEvent",
     "Ledger",
     "PrivacyLossPairEvent",

@@ -13,8 +13,9 @@ list and, where it does, the epsilon at a delta; every one gives a valid guarant
   discretisation) of continuous Gaussian, dominating-pair (PubMix) and ``(eps, delta)``
   events.
 * :class:`Rdp`: Renyi DP (dp-accounting), Gaussian releases (discrete ones included).
-* :class:`Zcdp`: ``rho = sum_i S_i^2 / (2 sigma_i^2)``, converted by Canonne-Kamath-
-  Steinke; Gaussian releases (discrete ones included).
+* :class:`Zcdp`: ``rho = sum_i S_i^2 / (2 sigma_i^2)`` plus ``epsilon_j^2 / 8`` per
+  exponential-mechanism selection (bounded range, Cesar & Rogers 2021), converted by
+  Canonne-Kamath-Steinke; Gaussian releases (discrete ones included) and selections.
 * :class:`Basic`: sums of per-event ``(eps_i, delta_i)`` claims.
 
 Adjacency is replace-one throughout: a release's sensitivity is already the
@@ -38,6 +39,7 @@ from dpevolve.privacy.events import (
     EVENT_TYPES,
     ApproxDPEvent,
     Event,
+    ExponentialEvent,
     GaussianEvent,
     LossTable,
     PrivacyLossPairEvent,
@@ -122,10 +124,12 @@ class Zcdp:
     name = "zcdp"
 
     def supports(self, events: Sequence[Event]) -> bool:
-        return _gaussians(events, discrete_ok=True)
+        return all(
+            isinstance(e, ExponentialEvent) or _gaussians([e], discrete_ok=True) for e in events
+        )
 
     def epsilon(self, events: Sequence[Event], delta: float) -> tuple[float, float]:
-        rho = sum(e.rho for e in events if isinstance(e, GaussianEvent))
+        rho = sum(e.rho for e in events if isinstance(e, GaussianEvent | ExponentialEvent))
         return epsilon_from_rho(rho, delta, "cks"), delta
 
 
@@ -191,8 +195,10 @@ class Pld:
                 sensitivity=1.0,
                 value_discretization_interval=self.disc,
             )
-        if isinstance(event, ApproxDPEvent):
-            params = pld_common.DifferentialPrivacyParameters(event.epsilon, event.delta)
+        if isinstance(event, ApproxDPEvent | ExponentialEvent):
+            # A selection is (epsilon, 0)-DP: pure DP has a dominating pair too.
+            delta = event.delta if isinstance(event, ApproxDPEvent) else 0.0
+            params = pld_common.DifferentialPrivacyParameters(event.epsilon, delta)
             return pld_lib.from_privacy_parameters(params, self.disc)
         if isinstance(event, PrivacyLossPairEvent):
             return pair_pld(event, self.disc)

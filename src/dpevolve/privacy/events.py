@@ -344,5 +344,65 @@ class ZeroCostEvent:
         return {"mechanism": self.label, "kind": "zero_cost", "note": self.note}
 
 
-Event: TypeAlias = GaussianEvent | PrivacyLossPairEvent | ApproxDPEvent | ZeroCostEvent
-EVENT_TYPES = (GaussianEvent, PrivacyLossPairEvent, ApproxDPEvent, ZeroCostEvent)
+@dataclass(frozen=True)
+class ExponentialEvent:
+    """One exponential-mechanism selection: report-noisy-max with Gumbel noise.
+
+    Parameters
+    ----------
+    epsilon
+        Pure DP of the selection: candidate ``i`` is drawn with probability proportional
+        to ``exp(epsilon q_i / (2 sensitivity))`` (``> 0``).
+    sensitivity
+        Replace-one bound on how far any one quality score ``q_i`` moves (``> 0``).
+    label
+        Name of the release in the ledger.
+
+    Notes
+    -----
+    The privacy loss of any outcome lies in an interval of width ``epsilon`` (the score
+    term moves by at most ``epsilon / 2`` either way, the normaliser shifts every outcome
+    alike), so the selection is ``epsilon``-bounded-range and hence
+    ``rho = epsilon^2 / 8``-zCDP (Cesar & Rogers 2021, "Bounding, concentrating, and
+    truncating: unifying privacy loss composition for data analytics"), as well as
+    ``(epsilon, 0)``-DP. The Gumbel scale is ``2 sensitivity / epsilon``.
+    """
+
+    epsilon: float
+    sensitivity: float
+    label: str = "exponential_mechanism"
+
+    is_free = False
+
+    def claim(self) -> tuple[float, float] | None:
+        return (self.epsilon, 0.0)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", positive("epsilon", self.epsilon))
+        object.__setattr__(self, "sensitivity", positive("sensitivity", self.sensitivity))
+
+    @property
+    def rho(self) -> float:
+        """zCDP cost ``epsilon^2 / 8`` (bounded range)."""
+        return self.epsilon**2 / 8.0
+
+    @property
+    def scale(self) -> float:
+        """Gumbel scale ``2 sensitivity / epsilon`` of the noisy max."""
+        return 2.0 * self.sensitivity / self.epsilon
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mechanism": self.label,
+            "kind": "exponential",
+            "epsilon": self.epsilon,
+            "sensitivity": self.sensitivity,
+            "scale": self.scale,
+            "rho": self.rho,
+        }
+
+
+Event: TypeAlias = (
+    GaussianEvent | PrivacyLossPairEvent | ApproxDPEvent | ZeroCostEvent | ExponentialEvent
+)
+EVENT_TYPES = (GaussianEvent, PrivacyLossPairEvent, ApproxDPEvent, ZeroCostEvent, ExponentialEvent)

@@ -1,0 +1,283 @@
+"""Schema columns as discrete attributes, records as cell codes, and codes back to values.
+
+The engine models a table on a public discrete :class:`~dpevolve.measurements.Domain`:
+
+* a categorical column is one cell per declared value (a nullable column's reserved
+  missing category is one of them);
+* a numeric column is ``bins`` equal-width bins over its *declared* range, cut at
+  ``linspace(lo, hi, bins + 1)`` with ``hi`` in the last bin (the evaluation's cut,
+  docs/math.md §7), plus a missing cell if it is nullable.
+
+Decoding a bin to a value uses a finer public partition of the same column
+(:class:`FineCells`): one cell per value for integer (or ``decimals``) columns with a
+modest number of values, else sub-bins of each bin plus the declared end points (and 0
+inside the range) as cells of their own, so that point masses such as "exactly 40
+hours" or "exactly 0 spent" survive. Every fine cell lies inside one bin, so drawing
+a fine cell given the bin, from a noisy fine histogram, never moves a value to another
+bin (post-processing of released counts).
+
+Nothing here reads private data beyond turning given records into codes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dpevolve.data.encoding import Layout, Records
+from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
+from dpevolve.measurements import Domain
+
+
+def _step(column: NumericColumn) -> float | None:
+    """Spacing of the values a column can hold: 1 (integer), 10^-decimals, or None."""
+    if column.integer:
+        return 1.0
+    decimals = getattr(column, "decimals", None)
+    return None if decimals is None else 10.0 ** (-int(decimals))
+
+
+def _round_to(values: np.ndarray, step: float | None) -> np.ndarray:
+    if step is None:
+        return values
+    if step == 1.0:
+        return np.round(values)
+    digits = max(0, round(-math.log10(step)))
+    return np.round(values, digits)
+
+
+@dataclass(frozen=True)
+class FineCells:
+    """The fine partition of one numeric column (public: from the schema alone).
+
+    Cells ``0 .. atoms - 1`` are atoms (single values ``lo[i]``); the others are the
+    intervals ``[lo[i], hi[i])``, ``per_bin`` of them in each coarse bin; ``coarse[i]``
+    is the bin that holds cell ``i``. A nullable column's last cell is the missing cell
+    (``coarse`` = the missing bin). On a ``grid`` every cell is an atom: one per value.
+    """
+
+    lo: np.ndarray
+    hi: np.ndarray
+    coarse: np.ndarray
+    atoms: int
+    per_bin: int
+    step: float | None
+    nullable: bool
+
+    @property
+    def size(self) -> int:
+        return int(self.lo.size)
+
+    @property
+    def grid(self) -> bool:
+        return self.per_bin == 0
+
+
+class Discretiser:
+    """Coarse cell codes of a schema's columns, their fine partitions, and decoding.
+
+    Parameters
+    ----------
+    schema
+        The declared domains.
+    bins
+        Equal-width bins per numeric column.
+    fine_cells
+        Most cells of a numeric column's fine partition (see the module docstring).
+    """
+
+    def __init__(self, schema: Schema, bins: int = 20, fine_cells: int = 128) -> None:
+        self.schema = schema
+        self.bins = int(bins)
+        self.layout = Layout.of(schema)
+        self._num = {c.name: k for k, c in enumerate(self.layout.numeric)}
+        self._cat = {c.name: k for k, c in enumerate(self.layout.categorical)}
+        sizes = []
+        for column in schema.columns:
+            if isinstance(column, NumericColumn):
+                sizes.append(self.bins + int(column.nullable))
+            else:
+                sizes.append(len(column.values))
+        self.domain = Domain(tuple(schema.names), tuple(sizes))
+        self._edges = {c.name: np.linspace(c.lo, c.hi, self.bins + 1) for c in self.layout.numeric}
+        self.fine = {c.name: self._fine_cells(c, int(fine_cells)) for c in self.layout.numeric}
+
+    @property
+    def numeric(self) -> tuple[NumericColumn, ...]:
+        return self.layout.numeric
+
+    # ------------------------------------------------------------------ coarse
+    def _raw(self, records: Records, k: int) -> np.ndarray:
+        """Numeric column ``k`` on its declared scale, as the decoder writes it."""
+        col = self.layout.numeric[k]
+        raw = np.clip(col.lo + records.numeric[:, k] * col.range, col.lo, col.hi)
+        return _round_to(raw, _step(col))
+
+    def _bin(self, name: str, raw: np.ndarray) -> np.ndarray:
+        codes = np.searchsorted(self._edges[name][1:-1], raw, side="right").astype(np.int64)
+        codes[np.isnan(raw)] = self.bins  # nullable: the missing cell
+        return codes
+
+    def codes(self, records: Records) -> np.ndarray:
+        """``(rows, d)`` int64 coarse codes, columns in schema order."""
+        out = np.empty((len(records), len(self.schema.columns)), dtype=np.int64)
+        for j, column in enumerate(self.schema.columns):
+            if isinstance(column, NumericColumn):
+                out[:, j] = self._bin(column.name, self._raw(records, self._num[column.name]))
+            else:
+                out[:, j] = records.codes[:, self._cat[column.name]]
+        return out
+
+    # -------------------------------------------------------------------- fine
+    def _fine_cells(self, column: NumericColumn, limit: int) -> FineCells:
+        step = _step(column)
+        if step is not None:
+            first = math.ceil(column.lo / step - 1e-9)
+            last = math.floor(column.hi / step + 1e-9)
+            if last - first + 1 <= max(limit, self.bins):
+                values = _round_to(np.arange(first, last + 1) * step, step)
+                return self._assemble(column, values, values, values.size, 0, step)
+        per_bin = max(1, (limit - 3) // self.bins)
+        zero = {0.0} if column.lo < 0.0 < column.hi else set()
+        atoms = np.array(sorted({float(column.lo), float(column.hi)} | zero))
+        edges = np.linspace(column.lo, column.hi, self.bins * per_bin + 1)
+        lo = np.concatenate([atoms, edges[:-1]])
+        hi = np.concatenate([atoms, edges[1:]])
+        return self._assemble(column, lo, hi, atoms.size, per_bin, step)
+
+    def _assemble(
+        self,
+        column: NumericColumn,
+        lo: np.ndarray,
+        hi: np.ndarray,
+        atoms: int,
+        per_bin: int,
+        step: float | None,
+    ) -> FineCells:
+        coarse = self._bin(column.name, lo[:atoms])
+        if per_bin:
+            coarse = np.concatenate([coarse, np.arange(lo.size - atoms) // per_bin])
+        if column.nullable:
+            lo, hi = np.append(lo, np.nan), np.append(hi, np.nan)
+            coarse = np.append(coarse, self.bins)
+        return FineCells(lo, hi, coarse.astype(np.int64), atoms, per_bin, step, column.nullable)
+
+    def fine_codes(self, records: Records, name: str) -> np.ndarray:
+        """int64 fine cell codes of numeric column ``name``; each inside its coarse bin."""
+        cells = self.fine[name]
+        raw = self._raw(records, self._num[name])
+        missing = np.isnan(raw)
+        safe = np.where(missing, cells.lo[0], raw)
+        atoms = cells.lo[: cells.atoms]
+        if cells.grid:
+            # values lie on the step grid: the nearest grid value is their own
+            pos = np.searchsorted(atoms, safe)
+            pos = np.clip(pos, 1, atoms.size - 1) if atoms.size > 1 else np.zeros_like(pos)
+            left = np.maximum(pos - 1, 0)
+            codes = np.where(np.abs(atoms[left] - safe) <= np.abs(atoms[pos] - safe), left, pos)
+        else:
+            coarse = self._bin(name, safe)
+            edges = np.append(
+                cells.lo[cells.atoms : cells.atoms + self.bins * cells.per_bin],
+                cells.hi[cells.atoms + self.bins * cells.per_bin - 1],
+            )
+            sub = np.searchsorted(edges[1:-1], safe, side="right")
+            first = coarse * cells.per_bin
+            codes = np.clip(sub, first, first + cells.per_bin - 1) + cells.atoms
+            for a, value in enumerate(atoms):
+                codes[safe == value] = a
+        codes = codes.astype(np.int64)
+        if cells.nullable:
+            codes[missing] = cells.size - 1
+        return codes
+
+    # ------------------------------------------------------------------ decode
+    def decode(
+        self,
+        codes: np.ndarray,
+        rng: np.random.Generator,
+        fine: dict[str, np.ndarray] | None = None,
+    ) -> pd.DataFrame:
+        """Coarse codes ``(rows, d)`` back to a table in schema order, declared types.
+
+        ``fine`` maps numeric columns to noisy fine histograms (released counts): a value
+        is drawn among the fine cells of its bin in proportion to their clipped counts,
+        then within the cell (an atom is its value; an interval is drawn uniformly and
+        rounded to the column's integrality or ``decimals``). Without a histogram every
+        fine cell of the bin is equally likely, weighted by its width.
+        """
+        columns: dict[str, object] = {}
+        for j, column in enumerate(self.schema.columns):
+            c = np.asarray(codes[:, j], dtype=np.int64)
+            if isinstance(column, NumericColumn):
+                hist = None if fine is None else fine.get(column.name)
+                columns[column.name] = column.format(self._values(column, c, rng, hist))
+            else:
+                columns[column.name] = _categorical(column, c)
+        return pd.DataFrame(columns)
+
+    def _values(
+        self,
+        column: NumericColumn,
+        bins: np.ndarray,
+        rng: np.random.Generator,
+        hist: np.ndarray | None,
+    ) -> np.ndarray:
+        cells = self.fine[column.name]
+        weights = _cell_weights(cells, hist)
+        out = np.full(bins.size, np.nan)
+        for b in np.unique(bins):
+            rows = np.flatnonzero(bins == b)
+            if b == self.bins and column.nullable:
+                continue  # the missing cell decodes to a missing value
+            inside = np.flatnonzero(cells.coarse == b)
+            if inside.size == 0:  # a bin holding no value of the grid: the nearest one
+                centre = 0.5 * (self._edges[column.name][b] + self._edges[column.name][b + 1])
+                inside = np.array([int(np.nanargmin(np.abs(cells.lo - centre)))])
+            p = weights[inside]
+            p = p / p.sum() if p.sum() > 0 else np.full(inside.size, 1.0 / inside.size)
+            picked = inside[rng.choice(inside.size, size=rows.size, p=p)]
+            lo, hi = cells.lo[picked], cells.hi[picked]
+            value = lo + rng.random(rows.size) * (hi - lo)
+            edges = self._edges[column.name]
+            value = _round_to(value, cells.step)
+            # rounding may cross the bin's edge: keep the value in its bin
+            low, high = _bin_bounds(edges, int(b), cells.step)
+            out[rows] = value if high < low else np.clip(value, low, high)
+        return np.clip(out, column.lo, column.hi)
+
+
+def _bin_bounds(edges: np.ndarray, b: int, step: float | None) -> tuple[float, float]:
+    """Smallest and largest value a bin holds (on the step grid when there is one)."""
+    lo, hi = float(edges[b]), float(edges[b + 1])
+    last = b == edges.size - 2
+    if step is None:
+        return lo, hi if last else float(np.nextafter(hi, -np.inf))
+    first = math.ceil(lo / step - 1e-9) * step
+    top = math.floor(hi / step + 1e-9) * step
+    if not last and top >= hi - 1e-12 * max(1.0, abs(hi)):
+        top -= step
+    return first, top  # top < first: the bin holds no grid value
+
+
+def _cell_weights(cells: FineCells, hist: np.ndarray | None) -> np.ndarray:
+    """Sampling weight of every fine cell: its clipped noisy count, or its width."""
+    if hist is not None:
+        return np.clip(np.asarray(hist, dtype=np.float64), 0.0, None)
+    width = np.where(np.arange(cells.size) < cells.atoms, 0.0, cells.hi - cells.lo)
+    if cells.grid:
+        width = np.ones(cells.size)
+    return np.nan_to_num(width, nan=1.0)
+
+
+def _categorical(column: CategoricalColumn, codes: np.ndarray) -> np.ndarray:
+    values = np.array(column.values, dtype=object)
+    if column.nullable:
+        values[-1] = None  # the reserved missing category decodes to a missing cell
+    return pd.Series(values[codes]).infer_objects().to_numpy()
+
+
+__all__ = ["Discretiser", "FineCells"]

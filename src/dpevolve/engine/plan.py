@@ -1,0 +1,109 @@
+"""The engine's budget plan in zCDP: fine histograms, 1-way marginals, then rounds.
+
+Every release of the engine is a discrete Gaussian (``rho = S^2 / (2 sigma^2)``) or an
+exponential-mechanism selection (``rho = epsilon^2 / 8``), and zCDP composes by adding
+``rho`` (Bun & Steinke 2016), adaptively chosen parameters included. The plan splits
+the budget's ``rho`` (given, or the largest whose CKS conversion meets
+``(epsilon, delta)``) as
+
+* ``fine_share`` for the fine 1-way histograms of the numeric columns (one Gaussian each);
+* ``oneway_share`` of the rest for the first measurement of every 1-way marginal;
+* the rest for the adaptive rounds, planned as ``T`` equal rounds of which
+  ``select_share`` selects and the rest measures (AIM, McKenna et al. 2022, Alg. 2).
+  Annealing halves ``sigma`` and doubles ``epsilon`` when a refit barely moved the
+  chosen marginal; when less than two rounds' cost is left, the last round spends all
+  of it.
+
+:class:`Spend` keeps the running total from the recorded events themselves and refuses
+any release that would take it past the target, so the composed events never exceed
+the budget (the ledger's accountant composes the same events).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from dpevolve.engine.measure import sigma_for
+from dpevolve.engine.spec import EngineSpec
+from dpevolve.errors import PrivacyError
+from dpevolve.privacy import Budget, zcdp_budget
+from dpevolve.privacy.events import Event, ExponentialEvent, GaussianEvent
+
+#: Keeps the composed rho at or below the target despite float rounding in the split.
+SLACK = 1.0 - 1e-9
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What each stage may spend (zCDP ``rho``) and the first round's parameters."""
+
+    total: float
+    fine: float
+    oneway: float
+    rounds: float
+    planned_rounds: int
+    select_share: float
+
+    @classmethod
+    def of(cls, budget: Budget, spec: EngineSpec, columns: int, numeric: int) -> Plan:
+        total = zcdp_budget(budget) * SLACK
+        fine = spec.fine_share * total if numeric else 0.0
+        oneway = spec.oneway_share * (total - fine)
+        return cls(
+            total=total,
+            fine=fine,
+            oneway=oneway,
+            rounds=total - fine - oneway,
+            planned_rounds=spec.planned_rounds(columns),
+            select_share=spec.select_share,
+        )
+
+    def first_round(self) -> tuple[float, float]:
+        """``(sigma, epsilon)`` of a planned round: ``rounds / T`` split select/measure."""
+        per_round = self.rounds / self.planned_rounds
+        return self.round_parameters(per_round)
+
+    def round_parameters(self, rho: float) -> tuple[float, float]:
+        """``(sigma, epsilon)`` of a round spending ``rho`` in total."""
+        sigma = sigma_for((1.0 - self.select_share) * rho)
+        epsilon = math.sqrt(8.0 * self.select_share * rho)
+        return sigma, epsilon
+
+
+def round_cost(sigma: float, epsilon: float) -> float:
+    """zCDP of one round: a marginal at ``sigma`` plus a selection at ``epsilon``."""
+    return 1.0 / sigma**2 + epsilon**2 / 8.0
+
+
+def event_rho(event: Event) -> float:
+    """The zCDP cost of one engine event."""
+    if isinstance(event, GaussianEvent | ExponentialEvent):
+        return event.rho
+    raise PrivacyError(f"the engine records no {type(event).__name__}")
+
+
+@dataclass
+class Spend:
+    """The running zCDP total of the recorded events, capped at ``limit``."""
+
+    limit: float
+    used: float = 0.0
+    events: list[Event] = field(default_factory=list)
+
+    def charge(self, event: Event) -> None:
+        """Add ``event``; refuse it (before anything is released) past the limit."""
+        cost = event_rho(event)
+        if self.used + cost > self.limit * (1.0 + 1e-12):
+            raise PrivacyError(
+                f"the engine would spend rho {self.used + cost:.6g} of {self.limit:.6g}"
+            )
+        self.used += cost
+        self.events.append(event)
+
+    def left(self, stage_limit: float) -> float:
+        """What is left of ``stage_limit`` (a cumulative cap) after the events so far."""
+        return max(0.0, stage_limit - self.used)
+
+
+__all__ = ["SLACK", "Plan", "Spend", "event_rho", "round_cost"]

@@ -1,0 +1,118 @@
+"""The engine's public choices, in one frozen spec (docs/architecture.md, "The engine").
+
+Every field is a public choice made before any private record is read; the ledger
+writes the spec verbatim (:meth:`EngineSpec.to_dict`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from dpevolve.errors import InputError
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """How the select-measure-estimate-generate engine spends its budget.
+
+    Attributes
+    ----------
+    bins
+        Equal-width bins of every numeric column over its declared range (the model's
+        resolution; the evaluation cuts numerics into 20 too).
+    fine_share
+        Share of ``rho`` for the fine 1-way histogram of every numeric column, from which
+        decoded values are drawn within their bin (point masses, integer values).
+        ``0``: values uniform within their bin, nothing spent.
+    fine_cells
+        Most cells of one fine histogram: one per value for integer (or ``decimals``)
+        columns with at most this many values, else sub-bins of every bin plus the
+        declared end points (and 0 inside the range) as cells of their own.
+    oneway_share
+        Share of the rest of ``rho`` for the first measurement of every 1-way marginal.
+    rounds
+        Planned selection rounds (sets the first round's noise; annealing usually ends
+        the run earlier); ``None``: ``rounds_per_column`` per column, at most
+        ``max_rounds``.
+    rounds_per_column, max_rounds
+        See ``rounds`` (AIM plans 16 per column).
+    select_share
+        Share of each round's ``rho`` spent on selection (AIM: 0.1); the rest measures.
+    max_model_mb
+        Model-size limit of the estimator, annealed by the fraction of ``rho`` spent.
+    max_order
+        Largest clique selected: 2 (pairs) or 3 (pairs plus triples grown from
+        selected pairs).
+    label_weight
+        Selection weight of cliques holding the schema's label, relative to others.
+    round_iters, final_iters
+        Estimator iterations per warm-started refit and for the final fit.
+    """
+
+    bins: int = 20
+    fine_share: float = 0.05
+    fine_cells: int = 128
+    oneway_share: float = 0.06
+    rounds: int | None = None
+    rounds_per_column: int = 16
+    max_rounds: int = 120
+    select_share: float = 0.1
+    max_model_mb: float = 80.0
+    max_order: int = 3
+    label_weight: float = 2.0
+    round_iters: int = 100
+    final_iters: int = 500
+
+    def __post_init__(self) -> None:
+        for name in ("bins", "fine_cells", "rounds_per_column", "max_rounds"):
+            _at_least(name, getattr(self, name), 1)
+        _at_least("round_iters", self.round_iters, 1)
+        _at_least("final_iters", self.final_iters, 1)
+        if self.rounds is not None:
+            _at_least("rounds", self.rounds, 1)
+        for name in ("fine_share", "oneway_share"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and 0.0 <= value < 1.0):
+                raise InputError(f"engine spec: {name} must lie in [0, 1), got {value!r}")
+        if not (isinstance(self.select_share, (int, float)) and 0.0 < self.select_share < 1.0):
+            raise InputError(
+                f"engine spec: select_share must lie in (0, 1), got {self.select_share!r}"
+            )
+        if self.max_order not in (2, 3):
+            raise InputError(f"engine spec: max_order must be 2 or 3, got {self.max_order!r}")
+        for name in ("max_model_mb", "label_weight"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise InputError(f"engine spec: {name} must be a positive number, got {value!r}")
+
+    def planned_rounds(self, columns: int) -> int:
+        """Rounds that set the first round's noise: ``rounds``, or per column capped."""
+        if self.rounds is not None:
+            return self.rounds
+        return max(1, min(self.max_rounds, self.rounds_per_column * columns))
+
+    @classmethod
+    def from_any(cls, value: EngineSpec | dict[str, Any] | None) -> EngineSpec:
+        """A spec from itself, a mapping of its fields, or the defaults."""
+        if value is None:
+            return cls()
+        if isinstance(value, EngineSpec):
+            return value
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(value) - known)
+        if unknown:
+            raise InputError(f"unknown engine options {unknown}; use {sorted(known)}")
+        return cls(**value)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _at_least(name: str, value: object, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise InputError(f"engine spec: {name} must be an integer >= {low}, got {value!r}")
+
+
+__all__ = ["EngineSpec"]
