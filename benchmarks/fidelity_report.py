@@ -6,7 +6,8 @@ fidelity benchmark results (``benchmarks/fidelity.py``).
 Several result files are merged (a later file's row replaces an earlier one's for the
 same table, system and seed), so a baseline run and an engine run print as one table.
 Means over seeds with a 95% Student-t interval (``mean ± half-width``, shown when there
-are 2 or more seeds); effects are paired by seed against AIM.
+are 2 or more seeds); effects of ``--system`` (default the engine) are paired by seed
+against each baseline.
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ RECORDED: dict[str, dict[str, dict[str, float]]] = {
         "mst": {"tv1": 0.004, "tv2": 0.064, "accuracy": 0.517},
     },
 }
+COMPARED = ("engine", "tabpe", "hybrid", "aim", "mst")
+"""The systems a paired effect is taken against."""
 RECORDED_NOTE = "recorded in issue 18: smartnoise-synth, add/remove; not rerun"
 
 
@@ -130,17 +133,19 @@ def _finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and math.isfinite(value)
 
 
-def effects(rows: list[dict[str, Any]], reference: str = "aim") -> list[dict[str, Any]]:
-    """Paired (same seed) differences ``system - reference`` of tv_all and TSTR."""
+def effects(rows: list[dict[str, Any]], system: str = "engine") -> list[dict[str, Any]]:
+    """Paired (same seed) differences ``system - reference`` of tv_all and TSTR, for
+    every reference of :data:`COMPARED` measured on the same seeds."""
     out = []
     ok = _ok(rows)
     for key in LOADERS:
-        ref = {r["seed"]: r for r in ok if r["dataset"] == key and r["system"] == reference}
-        for system in SYSTEMS:
-            if system == reference:
+        mine = {r["seed"]: r for r in ok if r["dataset"] == key and r["system"] == system}
+        for reference in COMPARED:
+            if reference == system:
                 continue
-            mine = {r["seed"]: r for r in ok if r["dataset"] == key and r["system"] == system}
+            ref = {r["seed"]: r for r in ok if r["dataset"] == key and r["system"] == reference}
             seeds = sorted(set(ref) & set(mine))
+            capped = any(ref[s].get("facts", {}).get("aim_capped") for s in seeds)
             for metric in ("tv_all", "accuracy"):
                 diffs = [mine[s][metric] - ref[s][metric] for s in seeds]
                 if diffs:
@@ -150,6 +155,7 @@ def effects(rows: list[dict[str, Any]], reference: str = "aim") -> list[dict[str
                             "system": system,
                             "metric": metric,
                             "reference": reference,
+                            "reference_capped": capped,
                             **interval(diffs),
                         }
                     )
@@ -180,7 +186,9 @@ def _distinct(entry: dict[str, Any]) -> str:
     if "distinct" not in entry or "rows" not in entry:
         return ""
     rate = entry.get("distinct_rate", {}).get("mean", math.nan)
-    return f"{entry['distinct']['mean']:,.0f} / {entry['rows']['mean']:,.0f} ({rate:.2f})"
+    binned = entry.get("distinct_binned_rate", {}).get("mean", math.nan)
+    counts = f"{entry['distinct']['mean']:,.0f} / {entry['rows']['mean']:,.0f}"
+    return f"{counts} ({rate:.2f} / {binned:.2f})"
 
 
 def markdown(docs: list[dict[str, Any]]) -> str:
@@ -189,7 +197,7 @@ def markdown(docs: list[dict[str, Any]]) -> str:
     summary = summarise(rows)
     lines = [
         "| data set (majority) | system | seeds | tv1 | tv2 | tv_all | TSTR | "
-        "distinct / rows (rate vs bootstrap) | wall s | peak RSS MiB |",
+        "distinct / rows (x bootstrap's: exact / binned) | wall s | peak RSS MiB |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for key in LOADERS:
@@ -240,14 +248,18 @@ def markdown(docs: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def effects_markdown(docs: list[dict[str, Any]]) -> str:
-    """Paired differences against AIM with their 95% intervals."""
-    lines = ["| data set | system | metric | minus AIM (95% CI) | seeds |", "|---|---|---|---|---|"]
-    for e in effects(merge(docs)):
+def effects_markdown(docs: list[dict[str, Any]], system: str = "engine") -> str:
+    """``system`` minus each baseline, paired by seed, with 95% intervals."""
+    lines = [
+        f"| data set | metric | `{system}` minus | difference (95% CI) | seeds |",
+        "|---|---|---|---|---|",
+    ]
+    for e in effects(merge(docs), system):
         ci = f" ± {e['ci95']:.3f}" if math.isfinite(e["ci95"]) else ""
+        ref = SYSTEM_TITLES[e["reference"]] + (" (capped)" if e["reference_capped"] else "")
+        metric = "TSTR" if e["metric"] == "accuracy" else e["metric"]
         lines.append(
-            f"| {TITLES[e['dataset']]} | {SYSTEM_TITLES[e['system']]} | "
-            f"{e['metric']} | {e['mean']:+.3f}{ci} | {e['n']} |"
+            f"| {TITLES[e['dataset']]} | {metric} | {ref} | {e['mean']:+.3f}{ci} | {e['n']} |"
         )
     return "\n".join(lines)
 
@@ -366,7 +378,7 @@ def main() -> None:
     docs = [json.loads(Path(p).read_text()) for p in args.results]
     print(markdown(docs))
     print()
-    print(effects_markdown(docs))
+    print(effects_markdown(docs, args.system))
     print()
     print(targets_markdown(docs, args.system))
 
