@@ -78,3 +78,9 @@ def small_schema() -> Schema:
         ),
         label="y",
     )
+
+
+@pytest.fixture
+def standin() -> dict[str, object]:
+    """``fit_engine`` keyword arguments that plug in the stand-in estimator."""
+    return {"estimator": joint_factory, "model_size": joint_size}

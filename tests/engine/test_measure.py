@@ -72,7 +72,9 @@ def test_streamed_counts_equal_the_direct_count(small_schema) -> None:
 def test_one_replacement_moves_a_marginal_by_at_most_sqrt2(small_schema) -> None:
     disc = Discretiser(small_schema, bins=5, fine_cells=20)
     cells = pd.DataFrame(
-        list(itertools.product([17, 18, 53, 89, 90], [0.0, 100.0, None], ["a", None], ["no", "yes"])),
+        list(
+            itertools.product([17, 18, 53, 89, 90], [0.0, 100.0, None], ["a", None], ["no", "yes"])
+        ),
         columns=["age", "spend", "job", "y"],
     )
     others = cells.iloc[[0, 7, 30]]
@@ -84,11 +86,16 @@ def test_one_replacement_moves_a_marginal_by_at_most_sqrt2(small_schema) -> None
             b = FrameSource(pd.concat([others, cells.iloc[[j]]]), small_schema)
             ca, fa = count_marginals(a, disc, cliques, ["age", "spend"])
             cb, fb = count_marginals(b, disc, cliques, ["age", "spend"])
-            for x, y in [*zip(ca.values(), cb.values(), strict=True), *zip(fa.values(), fb.values(), strict=True)]:
+            for x, y in [
+                *zip(ca.values(), cb.values(), strict=True),
+                *zip(fa.values(), fb.values(), strict=True),
+            ]:
                 worst = max(worst, float(np.linalg.norm(x - y)))
     assert worst == pytest.approx(MARGINAL_SENSITIVITY)
     # a record turned invalid (dropped; n stays public) leaves one cell: 1 <= sqrt 2
-    bad = pd.concat([others, pd.DataFrame({"age": [95], "spend": [1.0], "job": ["a"], "y": ["no"]})])
+    bad = pd.concat(
+        [others, pd.DataFrame({"age": [95], "spend": [1.0], "job": ["a"], "y": ["no"]})]
+    )
     dropped = FrameSource(bad, small_schema, on_invalid="drop")
     assert dropped.n == 4
     kept = FrameSource(pd.concat([others, cells.iloc[[0]]]), small_schema)
@@ -103,9 +110,7 @@ def test_the_release_draws_at_the_recorded_sigma(small_schema) -> None:
     assert sigma == pytest.approx(math.sqrt(2) / math.sqrt(0.04))
     event = marginal_event(sigma)
     assert event.rho == pytest.approx(0.02) and event.discrete
-    draws = np.stack(
-        [release(exact, ("a", "b"), event, SeededNoise(s)).noisy for s in range(300)]
-    )
+    draws = np.stack([release(exact, ("a", "b"), event, SeededNoise(s)).noisy for s in range(300)])
     assert draws.shape == (300, 3, 4)
     assert (draws - exact).std() == pytest.approx(sigma, rel=0.03)
     m = release(exact, ("a", "b"), event, SeededNoise(0))

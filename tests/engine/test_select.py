@@ -53,6 +53,9 @@ def test_candidates_are_pairs_and_triples_grown_from_selected_pairs() -> None:
     triples = [c for c in grown if len(c) == 3]
     assert len(triples) == 28 and all({"a1", "a5"} <= set(c) for c in triples)
     assert candidates(domain, [("a1", "a5")], 2) == base
+    assert candidates(domain, [("a0", "a1", "a2")], 3) == base  # no 4-ways at order 3
+    fours = [c for c in candidates(domain, [("a0", "a1", "a2")], 4) if len(c) == 4]
+    assert len(fours) == 27 and all({"a0", "a1", "a2"} <= set(c) for c in fours)
 
 
 def test_weights_favour_the_label() -> None:

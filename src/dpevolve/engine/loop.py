@@ -208,7 +208,7 @@ def fit_engine(
     fine = _first_pass(run, plan)
     model = build(domain, n, chosen).fit(list(run.measurements))
     history = _rounds(run, plan, model)
-    model = model.fit(list(run.measurements))
+    model = _final_fit(model, list(run.measurements), chosen.final_iters)
     run.say(
         f"{len(run.measurements)} marginals, rho {run.spend.used:.4g} of {plan.total:.4g}, "
         f"{time.perf_counter() - started:.1f} s"
@@ -216,11 +216,18 @@ def fit_engine(
     return EngineResult(schema, discretiser, run.measurements, fine, ledger, model, n, history)
 
 
+def _final_fit(model: Estimator, measurements: list[Measurement], iterations: int) -> Estimator:
+    """The last, longer fit (warm start): more iterations where the model takes them."""
+    if hasattr(model, "iterations"):
+        model.iterations = iterations
+    return model.fit(measurements)
+
+
 def _first_pass(run: _Run, plan: Plan) -> dict[str, Measurement]:
     """Count every 1- and 2-way marginal (one pass); release the fine and 1-way ones."""
     domain = run.discretiser.domain
     ones: list[Clique] = [(a,) for a in domain.names]
-    pairs = [c for c in candidates(domain, (), 2) if len(c) == 2]
+    pairs: list[Clique] = [c for c in candidates(domain, (), 2) if len(c) == 2]
     numeric = [c.name for c in run.discretiser.numeric] if plan.fine > 0 else []
     exact, fine_exact = count_marginals(run.source, run.discretiser, ones + pairs, numeric)
     run.exact.update(exact)
@@ -254,17 +261,48 @@ def _rounds(run: _Run, plan: Plan, model: Estimator) -> list[dict[str, Any]]:
         round_ += 1
         spent_after = run.spend.used + round_cost(sigma, epsilon)
         size_limit = run.spec.max_model_mb * spent_after / limit
+        clock = time.perf_counter()
         chosen = _choose(run, model, sigma, epsilon, size_limit, label, round_)
+        picked = time.perf_counter()
         before = np.asarray(model.answer(chosen), dtype=np.float64)
         run.measure(chosen, sigma, round_, "marginal")
         model = model.fit(list(run.measurements))
         after = np.asarray(model.answer(chosen), dtype=np.float64)
         moved = float(np.abs(after - before).sum())
-        history.append({"round": round_, "clique": chosen, "sigma": sigma, "moved": moved})
-        run.say(f"round {round_}: {'-'.join(chosen)} sigma {sigma:.3g}")
+        timing = {
+            "select_s": picked - clock,
+            "fit_s": time.perf_counter() - picked,
+            "model_mb": run.model_size(run.discretiser.domain, run.measurements.cliques()),
+        }
+        history.append(
+            {"round": round_, "clique": chosen, "sigma": sigma, "moved": moved, **timing}
+        )
+        run.say(
+            f"round {round_}: {'-'.join(chosen)} sigma {sigma:.3g} "
+            f"(select {timing['select_s']:.2f} s, fit {timing['fit_s']:.2f} s, "
+            f"model {timing['model_mb']:.2f} MB)"
+        )
         if not done and moved <= ABS_NOISE * sigma * before.size:
             sigma, epsilon = sigma / 2.0, epsilon * 2.0  # annealing: measure finer
     return history
+
+
+def _subset(pool: list[Clique], label: str | None, run: _Run) -> list[Clique]:
+    """At most ``max_candidates`` (or the 1-ways): the 1-ways and the label's cliques
+    first (the 1-ways are always allowed by the size limit), then a public random draw."""
+    cap = run.spec.max_candidates
+
+    def first_in(c: Clique) -> bool:
+        return len(c) == 1 or (label is not None and label in c)
+
+    if len(pool) <= cap:
+        return pool
+    first = [c for c in pool if first_in(c)]
+    first = first[: max(cap, sum(len(c) == 1 for c in first))]
+    rest = [c for c in pool if not first_in(c)]
+    take = min(cap - len(first), len(rest))
+    drawn = run.rng.choice(len(rest), size=take, replace=False) if take > 0 else []
+    return first + [rest[int(i)] for i in sorted(drawn)]
 
 
 def _choose(
@@ -286,7 +324,7 @@ def _choose(
     """
     domain = run.discretiser.domain
     measured = run.measurements.cliques()
-    pool = candidates(domain, measured, run.spec.max_order)
+    pool = _subset(candidates(domain, measured, run.spec.max_order), label, run)
     weights = [weight(c, label, run.spec.label_weight) for c in pool]
     covered = [frozenset(c) for c in measured]
 

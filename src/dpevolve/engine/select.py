@@ -24,9 +24,10 @@ noise source's Gumbel noisy max with scale ``2 Delta / epsilon``) is
 ``epsilon``-DP and ``epsilon^2 / 8``-zCDP (bounded range; Cesar & Rogers 2021):
 :class:`~dpevolve.privacy.events.ExponentialEvent`.
 
-Candidates are public too: every column and pair (``C(d, 2)``), plus, when ``max_order`` is 3, the
-triples grown from already selected pairs (never all ``C(d, 3)``), each kept only if
-the model with it stays under the annealed size limit.
+Candidates are public too: every column and pair (``C(d, 2)``), plus the triples grown
+from already selected pairs (never all ``C(d, 3)``) and, up to ``max_order``, larger
+cliques grown from selected ones, each kept only if the model with it stays under the
+annealed size limit.
 """
 
 from __future__ import annotations
@@ -56,17 +57,17 @@ def weight(clique: Clique, label: str | None, label_weight: float) -> float:
 
 
 def candidates(domain: Domain, selected: Iterable[Clique], max_order: int) -> list[Clique]:
-    """Public candidates: every column and pair, plus triples grown from selected pairs."""
+    """Public candidates: every column and pair, plus every selected clique of 2 to
+    ``max_order - 1`` columns grown by one column (triples from selected pairs, ...)."""
     names = domain.names
     out: dict[Clique, None] = {(a,): None for a in names}
     out.update({domain.canonical(p): None for p in combinations(names, 2)})
-    if max_order >= 3:
-        for clique in selected:
-            if len(clique) != 2:
-                continue
-            for extra in names:
-                if extra not in clique:
-                    out[domain.canonical((*clique, extra))] = None
+    for clique in selected:
+        if not 2 <= len(clique) < max_order:
+            continue
+        for extra in names:
+            if extra not in clique:
+                out[domain.canonical((*clique, extra))] = None
     return list(out)
 
 

@@ -42,9 +42,14 @@ class EngineSpec:
         Share of each round's ``rho`` spent on selection (AIM: 0.1); the rest measures.
     max_model_mb
         Model-size limit of the estimator, annealed by the fraction of ``rho`` spent.
+    max_candidates
+        Most candidates scored in one round: beyond it, those holding the label and a
+        public random draw of the others (post-processing randomness, so the selection
+        stays an exponential mechanism over a public set); bounds a round's time on
+        wide tables.
     max_order
-        Largest clique selected: 2 (pairs) or 3 (pairs plus triples grown from
-        selected pairs).
+        Largest clique selected: 2 (pairs), 3 (plus triples grown from selected
+        pairs) or 4 (plus 4-way cliques grown from selected triples).
     label_weight
         Selection weight of cliques holding the schema's label, relative to others.
     round_iters, final_iters
@@ -59,14 +64,15 @@ class EngineSpec:
     rounds_per_column: int = 16
     max_rounds: int = 120
     select_share: float = 0.1
-    max_model_mb: float = 80.0
+    max_model_mb: float = 2.0
+    max_candidates: int = 600
     max_order: int = 3
     label_weight: float = 2.0
     round_iters: int = 100
     final_iters: int = 500
 
     def __post_init__(self) -> None:
-        for name in ("bins", "fine_cells", "rounds_per_column", "max_rounds"):
+        for name in ("bins", "fine_cells", "rounds_per_column", "max_rounds", "max_candidates"):
             _at_least(name, getattr(self, name), 1)
         _at_least("round_iters", self.round_iters, 1)
         _at_least("final_iters", self.final_iters, 1)
@@ -80,8 +86,8 @@ class EngineSpec:
             raise InputError(
                 f"engine spec: select_share must lie in (0, 1), got {self.select_share!r}"
             )
-        if self.max_order not in (2, 3):
-            raise InputError(f"engine spec: max_order must be 2 or 3, got {self.max_order!r}")
+        if self.max_order not in (2, 3, 4):
+            raise InputError(f"engine spec: max_order must be 2, 3 or 4, got {self.max_order!r}")
         for name in ("max_model_mb", "label_weight"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
