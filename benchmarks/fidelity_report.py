@@ -197,7 +197,7 @@ def markdown(docs: list[dict[str, Any]]) -> str:
     summary = summarise(rows)
     lines = [
         "| data set (majority) | system | seeds | tv1 | tv2 | tv_all | TSTR | "
-        "distinct / rows (x bootstrap's: exact / binned) | wall s | peak RSS MiB |",
+        "distinct / rows (x bootstrap's: exact / binned) | wall s (CPU s) | peak RSS MiB |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for key in LOADERS:
@@ -242,7 +242,8 @@ def markdown(docs: list[dict[str, Any]]) -> str:
                 f"| {first} | {title} | {entry['accuracy']['n']} | {_cell(entry, 'tv1')} | "
                 f"{_cell(entry, 'tv2')} | {_cell(entry, 'tv_all')} | "
                 f"{_cell(entry, 'accuracy')} | {_distinct(entry)} | "
-                f"{_cell(entry, 'seconds', 0)} | {_cell(entry, 'peak_rss_mb', 0)} |"
+                f"{_cell(entry, 'seconds', 0)} ({_cell(entry, 'cpu_seconds', 0)}) | "
+                f"{_cell(entry, 'peak_rss_mb', 0)} |"
             )
             first = ""
     return "\n".join(lines)
