@@ -109,13 +109,23 @@ def _child_rss_mb(pid: int) -> float:
     return 0.0
 
 
+def _child_cpu_s(pid: int) -> float | None:
+    """CPU seconds (user + system) a running child has used, from ``/proc``."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_one(key: str, system: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
     """One worker, watched for time and memory; its row (never raises)."""
     cmd = [sys.executable, __file__, "--worker", key, system, str(seed)]
     cmd += [repr(args.epsilon), repr(args.delta)]
     begin = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    stopped, peak = None, 0.0
+    stopped, peak, cpu = None, 0.0, None
     while proc.poll() is None:
         peak = max(peak, _child_rss_mb(proc.pid))
         elapsed = time.perf_counter() - begin
@@ -124,6 +134,7 @@ def run_one(key: str, system: str, seed: int, args: argparse.Namespace) -> dict[
         elif peak > args.max_rss_mb:
             stopped = f"resident set passed {args.max_rss_mb:.0f} MiB (stopped)"
         if stopped:
+            cpu = _child_cpu_s(proc.pid)
             proc.kill()
             break
         time.sleep(0.5)
@@ -131,7 +142,13 @@ def run_one(key: str, system: str, seed: int, args: argparse.Namespace) -> dict[
     elapsed = time.perf_counter() - begin
     base = {"dataset": key, "system": system, "seed": seed, "worker_s": elapsed}
     if stopped:
-        return {**base, "status": "stopped", "reason": stopped, "peak_rss_mb": peak}
+        return {
+            **base,
+            "status": "stopped",
+            "reason": stopped,
+            "peak_rss_mb": peak,
+            "cpu_seconds_at_stop": cpu,
+        }
     for line in out.splitlines():
         if line.startswith(ROW_TAG):
             return {**base, **json.loads(line[len(ROW_TAG) :])}

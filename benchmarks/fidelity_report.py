@@ -105,7 +105,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             values = [float(r[metric]) for r in _ok(group) if _finite(r.get(metric))]
             if values:
                 entry[metric] = interval(values)
-        failed = [r.get("reason", r["status"]) for r in group if r["status"] != "ok"]
+        failed = [_reason(r) for r in group if r["status"] != "ok"]
         if failed:
             entry["failed"] = failed
         capped = [r["facts"] for r in _ok(group) if r.get("facts", {}).get("aim_capped")]
@@ -120,6 +120,14 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             }
         out[f"{key[0]}/{key[1]}"] = entry
     return out
+
+
+def _reason(row: dict[str, Any]) -> str:
+    """Why a row has no measurement; a stopped run says how much CPU it had used."""
+    reason = str(row.get("reason", row["status"]))
+    if _finite(row.get("cpu_seconds_at_stop")):
+        reason += f" after {row['cpu_seconds_at_stop']:.0f} CPU s"
+    return reason
 
 
 def _default_rho() -> float:
