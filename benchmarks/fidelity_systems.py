@@ -70,7 +70,7 @@ def import_engine() -> Callable[..., pd.DataFrame]:
         from dpevolve.engine import synthesize
     except ImportError as exc:
         raise NotAvailable(f"dpevolve.engine not importable ({exc})") from None
-    return synthesize  # type: ignore[no-any-return]
+    return synthesize
 
 
 def _engine(split: Split, epsilon: float, delta: float, seed: int) -> tuple[pd.DataFrame, dict]:
