@@ -1,252 +1,263 @@
-"""Fidelity of PE alone against PE plus a marginal release, on Adult-9 and XOR-3.
+"""Fidelity benchmark of issue 18: every system, every table, one evaluator.
 
-For each data set, epsilon and seed: the default ``tabpe`` preset as before (its 1000
-released records) and the hybrids of ``HYBRIDS`` (``Synthesizer(marginals=share)``: PE
-rounds, if any, plus one Gaussian release of low-order marginals, then a grown pool
-weighted to match them; ``sample()`` draws the private row count n), and real rows
-(1000 sampled, and a bootstrap of n). Metrics: mean 1-way and 2-way marginal TV
-(numerics in 20 bins over the declared range), ``tv_all`` (the mean over all 1- and
-2-way sets), TSTR accuracy (histogram gradient boosting trained on the synthetic table,
-tested on the real held-out split), wall time of fit + sample and peak Python memory
-(tracemalloc). AIM, MST and Tab-PE numbers measured earlier are stored beside ours,
-labelled "recorded, not rerun".
+Systems (``fidelity_systems``): the dpevolve engine (when ``dpevolve.engine`` is
+importable, else the row says "not available"), the ``tabpe`` and ``hybrid`` presets,
+AIM and MST on private-pgm's ``mbi`` (``experiments/mbi_baselines.py``; ``mbi`` and jax
+from ``EXPERIMENTS_EXTRA_PATH``), a real bootstrap of n rows and the real training table
+itself. Tables (``fidelity_data``): Adult-9, Bank-5, Person Activity A (with person B as
+public data and without), XOR-3, XOR-3 with its sign at 2.5, Adult-15 and generated
+tables of d = 10, 40, 100 columns (``tables.make_wide``). Metrics (``fidelity_metrics``):
+tv1, tv2, tv_all, TSTR, the majority class rate, the distinct-row rate of n output rows
+against a real bootstrap's, wall and CPU seconds of the fit + sample, peak RSS.
 
-    DPEVOLVE_DATA=... python benchmarks/fidelity.py [--quick] [--seeds 3]
-        [--epsilons 1 0.3 3 10] [--datasets adult xor3] [--hybrids JSON] [--out PATH]
+Each (table, system, seed) runs in its own worker process, so peak memory is the
+worker's resident set (``resource.getrusage``'s ``ru_maxrss``: data, imports and fit;
+``fit_rss_mb`` is the rise over the resident set just before the fit), a run past
+``--timeout`` seconds or ``--max-rss-mb`` is stopped and recorded as such, and a crash
+costs one row. The JSON is rewritten after every row, so a killed run keeps what it
+measured (``--resume PATH`` skips the rows PATH already holds).
 
-Writes benchmarks/results/fidelity.json and a PNG beside it.
+    DPEVOLVE_DATA=... EXPERIMENTS_EXTRA_PATH=... nice -n 10 python benchmarks/fidelity.py
+        [--seeds 3] [--datasets adult bank ...] [--systems tabpe aim ...] [--quick]
+        [--epsilon 1] [--delta 1e-5] [--timeout 900] [--out PATH] [--resume PATH]
+    python benchmarks/fidelity_report.py benchmarks/results/fidelity_*.json
+
+Writes benchmarks/results/fidelity_<UTC time>.json (default) and a PNG beside it, and
+prints the markdown table and issue 18's targets.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
+import os
 import resource
-import statistics
+import subprocess
+import sys
 import time
-import tracemalloc
-from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
-from dpevolve import Synthesizer, datasets
-from dpevolve.config import MarginalSpec
-from dpevolve.presets import get_preset
-from dpevolve.reporting.evaluation import marginal_tv, tstr
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import fidelity_data
+import fidelity_report
+import fidelity_systems
 
 RESULTS = Path(__file__).resolve().parent / "results"
-COLUMNS = {"adult": "adult-tabpe", "xor3": None, "bank": "bank5"}
-RECORDED = {  # measured earlier on this machine (issue), epsilon 1, delta 1e-5
-    "adult": {
-        "AIM": {"tv_all": 0.0185, "accuracy": 0.831, "seconds": 553.0},
-        "MST": {"accuracy": 0.755, "seconds": 34.0},
-    },
-    "xor3": {"Tab-PE": {"accuracy_low": 0.913, "accuracy_high": 0.929}},
-}
-HYBRIDS: dict[str, dict[str, Any]] = {
-    # Best tv_all on Adult: the whole budget on pairs + label triples (20 bins); no PE.
-    "hybrid_marginals": {"share": 1.0, "options": {"label_order": 3}},
-    # Pairs + every label 4-way set with numerics in 2 bins; no PE. Holds XOR's parity
-    # because the declared-range midpoint (0) is where XOR's features change sign.
-    "hybrid_coarse4": {"share": 1.0, "options": {"coarse_order": 4, "coarse_bins": 2}},
-    # PE kept: 5 rounds with 3/4 of rho, light multiplicative reweighting.
-    "hybrid_parity": {
-        "share": 0.25,
-        "rounds": 5,
-        "options": {"solver": "mw", "iterations": 30, "grow_rounds": 3, "rate": 0.03},
-    },
-}
+ROW_TAG = "FIDELITY-ROW "
+DEFAULT_DATASETS = list(fidelity_data.LOADERS)
+DEFAULT_SYSTEMS = list(fidelity_systems.SYSTEMS)
+QUICK = {"datasets": ["adult", "xor3"], "systems": ["tabpe", "hybrid", "mst", "bootstrap"]}
 
 
-def scores(
-    train: pd.DataFrame, test: pd.DataFrame, synth: pd.DataFrame, schema: Any, label: str
-) -> dict[str, float]:
-    k = len(schema.names)
-    tv1 = marginal_tv(train, synth, schema, 1).mean
-    tv2 = marginal_tv(train, synth, schema, 2).mean
-    pairs = k * (k - 1) / 2
-    return {
-        "tv1": tv1,
-        "tv2": tv2,
-        "tv_all": (k * tv1 + pairs * tv2) / (k + pairs),
-        "accuracy": tstr(synth, test, schema, label).accuracy,
-        "rows": len(synth),
-    }
+# ------------------------------------------------------------------ one worker
+def _rss_mb() -> float:
+    """Current resident set of this process, MiB (Linux ``/proc``)."""
+    with open("/proc/self/statm", encoding="ascii") as fh:
+        pages = int(fh.read().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def timed_fit(model: Synthesizer, frame: pd.DataFrame) -> tuple[pd.DataFrame, float, float, float]:
-    """Fit and sample: output, wall seconds, CPU seconds (robust to a shared machine), MiB."""
-    tracemalloc.start()
+def worker(key: str, system: str, seed: int, epsilon: float, delta: float) -> dict[str, Any]:
+    """Run one system on one table and score it (called in a fresh process)."""
+    import fidelity_metrics
+
+    split = fidelity_data.load(key)
+    prepare = fidelity_systems.PREPARE.get(system)
+    if prepare is not None:
+        prepare()  # imports (jax, the engine) before the clock and the memory baseline
+    before = _rss_mb()
     start, cpu = time.perf_counter(), time.process_time()
-    model.fit(frame)
-    synth = model.sample()
+    synth, facts = fidelity_systems.SYSTEMS[system](split, epsilon, delta, seed)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return synth, seconds, cpu, peak / 2**20
-
-
-def load_split(name: str) -> tuple[Any, Any]:
-    """(train, held-out test): the data set's own splits where it has them, else a fixed
-    80/20 split of its default table (Bank) or persons A's holdout (Person Activity)."""
-    if name == "person_activity":
-        return datasets.person_activity_holdout(seed=0)
-    if "train" in datasets.splits(name):
-        columns = COLUMNS.get(name)
-        return (
-            datasets.load(name, split="train", columns=columns),
-            datasets.load(name, split="test", columns=columns),
-        )
-    full = datasets.load(name, columns=COLUMNS.get(name))
-    order = np.random.default_rng(0).permutation(len(full.frame))
-    cut = int(0.8 * len(order))
-    frame = full.frame.reset_index(drop=True)
-    return (
-        replace(full, frame=frame.iloc[order[:cut]].reset_index(drop=True)),
-        replace(full, frame=frame.iloc[order[cut:]].reset_index(drop=True)),
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    metrics = fidelity_metrics.score(
+        split.train, split.test, synth, split.schema, split.label, seed
     )
-
-
-def run(
-    name: str,
-    epsilon: float,
-    seeds: int,
-    hybrids: dict[str, dict[str, Any]],
-    rounds: int | None,
-) -> dict[str, Any]:
-    train, test = load_split(name)
-    schema, label = train.schema, train.label
-    assert label is not None
-    systems: dict[str, list[dict[str, Any]]] = {"tabpe": [], **{h: [] for h in hybrids}}
-    for seed in range(seeds):
-        for system in systems:
-            config = hybrids.get(system)
-            extra = (
-                {
-                    "marginals": MarginalSpec(share=config["share"], options=config["options"]),
-                }
-                if config is not None
-                else {}
-            )
-            pe_rounds = rounds if rounds is not None else (config or {}).get("rounds")
-            # Every system names its preset: PE alone for tabpe, PE rounds or none plus
-            # the marginal release for the hybrids (the library default is "hybrid").
-            model = Synthesizer(
-                schema,
-                epsilon=epsilon,
-                delta=1e-5,
-                random_state=seed,
-                preset=get_preset("tabpe", rounds=pe_rounds),
-                **extra,
-            )
-            synth, seconds, cpu, peak = timed_fit(model, train.frame)
-            row = {
-                "seed": seed,
-                "seconds": seconds,
-                "cpu_seconds": cpu,
-                "peak_python_mb": peak,
-                "epsilon_spent": model.ledger_.result().epsilon,
-                **scores(train.frame, test.frame, synth, schema, label),
-            }
-            print(f"{name} eps={epsilon} {system} {json.dumps(row)}", flush=True)
-            systems[system].append(row)
-    real = {
-        "real_sample_1000": [
-            scores(train.frame, test.frame, train.frame.sample(1000, random_state=s), schema, label)
-            for s in range(seeds)
-        ],
-        "real_bootstrap_n": [
-            scores(
-                train.frame,
-                test.frame,
-                train.frame.sample(len(train.frame), replace=True, random_state=s),
-                schema,
-                label,
-            )
-            for s in range(seeds)
-        ],
-    }
     return {
-        "dataset": name,
-        "epsilon": epsilon,
-        "n_train": len(train.frame),
-        "n_test": len(test.frame),
-        "runs": {**systems, **real},
-        "summary": {k: summarise(v) for k, v in {**systems, **real}.items()},
+        "status": "ok",
+        "seconds": seconds,
+        "cpu_seconds": cpu,
+        "peak_rss_mb": peak,
+        "fit_rss_mb": max(0.0, peak - before),
+        "n_train": len(split.train),
+        "n_test": len(split.test),
+        **metrics,
+        "facts": facts,
     }
 
 
-def summarise(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    out = {}
-    for key in ("tv1", "tv2", "tv_all", "accuracy", "seconds", "cpu_seconds", "peak_python_mb"):
-        values = [r[key] for r in rows if key in r]
-        if values:
-            sd = statistics.stdev(values) if len(values) > 1 else math.nan
-            out[key] = {"mean": statistics.fmean(values), "sd": sd}
-    return out
+def worker_main(argv: list[str]) -> None:
+    key, system, seed, epsilon, delta = argv
+    try:
+        row = worker(key, system, int(seed), float(epsilon), float(delta))
+    except fidelity_systems.NotAvailable as exc:
+        row = {"status": "not available", "reason": str(exc)}
+    print(ROW_TAG + json.dumps(row, default=float), flush=True)
 
 
-def plot(results: list[dict[str, Any]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    at_one = [r for r in results if r["epsilon"] == 1.0] or results
-    fig, axes = plt.subplots(1, 2 * len(at_one), figsize=(5.5 * len(at_one) * 2, 3.8))
-    axes = list(axes) if len(at_one) * 2 > 1 else [axes]
-    for i, res in enumerate(at_one):
-        names = list(res["summary"])
-        for j, metric in enumerate(("tv_all", "accuracy")):
-            ax = axes[2 * i + j]
-            values = [res["summary"][s].get(metric, {}).get("mean", math.nan) for s in names]
-            labels = list(names)
-            for ref, rec in RECORDED.get(res["dataset"], {}).items():
-                value = rec.get(metric, rec.get(f"{metric}_high"))
-                if value is not None:
-                    values.append(value)
-                    labels.append(f"{ref}\n(recorded)")
-            ax.bar(range(len(values)), values, color="tab:blue")
-            ax.set_xticks(range(len(values)), labels, rotation=30, ha="right", fontsize=8)
-            ax.set_title(f"{res['dataset']} eps={res['epsilon']:g}: {metric}")
-            if metric == "accuracy":
-                ax.set_ylim(0.5, 1.0)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+# --------------------------------------------------------------------- parent
+def _child_rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
 
-def main() -> None:
+def _child_cpu_s(pid: int) -> float | None:
+    """CPU seconds (user + system) a running child has used, from ``/proc``."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_one(key: str, system: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
+    """One worker, watched for time and memory; its row (never raises)."""
+    cmd = [sys.executable, __file__, "--worker", key, system, str(seed)]
+    cmd += [repr(args.epsilon), repr(args.delta)]
+    begin = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stopped, peak, cpu = None, 0.0, None
+    while proc.poll() is None:
+        peak = max(peak, _child_rss_mb(proc.pid))
+        elapsed = time.perf_counter() - begin
+        if elapsed > args.timeout:
+            stopped = f"did not finish in {args.timeout:.0f} s (stopped)"
+        elif peak > args.max_rss_mb:
+            stopped = f"resident set passed {args.max_rss_mb:.0f} MiB (stopped)"
+        if stopped:
+            cpu = _child_cpu_s(proc.pid)
+            proc.kill()
+            break
+        time.sleep(0.5)
+    out, err = proc.communicate()
+    elapsed = time.perf_counter() - begin
+    base = {"dataset": key, "system": system, "seed": seed, "worker_s": elapsed}
+    if stopped:
+        return {
+            **base,
+            "status": "stopped",
+            "reason": stopped,
+            "peak_rss_mb": peak,
+            "cpu_seconds_at_stop": cpu,
+        }
+    for line in out.splitlines():
+        if line.startswith(ROW_TAG):
+            return {**base, **json.loads(line[len(ROW_TAG) :])}
+    tail = [ln for ln in err.strip().splitlines() if ln.strip()][-1:] or ["no output"]
+    return {**base, "status": "error", "reason": tail[0][:300], "returncode": proc.returncode}
+
+
+def _git_commit() -> str | None:
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parent,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def write(path: Path, doc: dict[str, Any]) -> None:
+    """Atomic rewrite (a killed run leaves the previous complete file)."""
+    doc["summary"] = fidelity_report.summarise(doc["rows"])
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, default=float) + "\n")
+    os.replace(tmp, path)
+
+
+def skip(key: str, system: str, seed: int) -> bool:
+    """Rows that would repeat another: the real table is one row (seed 0); systems that
+    ignore public data run on the table without it only."""
+    if system in fidelity_systems.DETERMINISTIC and seed > 0:
+        return True
+    return key in fidelity_data.WITH_PUBLIC and system not in fidelity_systems.USES_PUBLIC
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--epsilons", type=float, nargs="+", default=[1.0])
-    parser.add_argument("--datasets", nargs="+", default=["adult", "xor3"])
-    parser.add_argument("--hybrids", default=json.dumps(HYBRIDS), help="JSON name -> config")
-    parser.add_argument("--quick", action="store_true", help="1 seed, 6 PE rounds, adult")
-    parser.add_argument("--out", default=str(RESULTS / "fidelity.json"))
-    args = parser.parse_args()
-    hybrids = json.loads(args.hybrids)
-    seeds, rounds = (1, 6) if args.quick else (args.seeds, None)
-    names = ["adult"] if args.quick else args.datasets
-    results = [run(n, e, seeds, hybrids, rounds) for n in names for e in args.epsilons]
-    out = {
-        "delta": 1e-5,
-        "quick": args.quick,
-        "hybrids": hybrids,
-        "results": results,
-        "recorded_not_rerun": RECORDED,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    }
-    path = Path(args.out)
-    path.parent.mkdir(exist_ok=True)
-    path.write_text(json.dumps(out, indent=2))
-    plot(results, path.with_suffix(".png"))
-    for res in results:
-        print(res["dataset"], res["epsilon"], json.dumps(res["summary"], indent=1))
+    parser.add_argument("--seeds", type=int, default=3, help="seeds 0 .. N-1 (default 3)")
+    parser.add_argument("--datasets", nargs="+", default=DEFAULT_DATASETS, choices=DEFAULT_DATASETS)
+    parser.add_argument("--systems", nargs="+", default=DEFAULT_SYSTEMS, choices=DEFAULT_SYSTEMS)
+    parser.add_argument(
+        "--quick", action="store_true", help="1 seed, adult and xor3, tabpe hybrid mst bootstrap"
+    )
+    parser.add_argument("--epsilon", type=float, default=1.0)
+    parser.add_argument("--delta", type=float, default=1e-5)
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per worker")
+    parser.add_argument(
+        "--max-rss-mb",
+        type=float,
+        default=6000.0,
+        help="stop a worker whose resident set passes this (shared machine)",
+    )
+    parser.add_argument("--out", default=None, help="JSON path (default: a timestamped one)")
+    parser.add_argument("--resume", default=None, help="JSON of an earlier run to extend")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.seeds, args.datasets, args.systems = 1, QUICK["datasets"], QUICK["systems"]
+    return args
+
+
+def main(argv: list[str]) -> None:
+    args = parse(argv)
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    if args.resume:
+        path = Path(args.resume)
+        doc = json.loads(path.read_text())
+    else:
+        path = Path(args.out) if args.out else RESULTS / f"fidelity_{stamp}.json"
+        doc = {"benchmark": "fidelity (issue 18)", "rows": []}
+    doc.update(
+        {
+            "epsilon": args.epsilon,
+            "delta": args.delta,
+            "updated": stamp,
+            "git_commit": _git_commit(),
+            "settings": {
+                "timeout_s": args.timeout,
+                "max_rss_mb": args.max_rss_mb,
+                "aim_cap_s": fidelity_systems.AIM_CAP_S,
+                "memory": "peak RSS of the worker process (resource.getrusage ru_maxrss)",
+                "load_average": os.getloadavg()[0],
+            },
+        }
+    )
+    done = {(r["dataset"], r["system"], r["seed"]) for r in doc["rows"] if r["status"] == "ok"}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for key in args.datasets:
+        for seed in range(args.seeds):
+            for system in args.systems:
+                if (key, system, seed) in done or skip(key, system, seed):
+                    continue
+                row = run_one(key, system, seed, args)
+                doc["rows"] = [
+                    r
+                    for r in doc["rows"]
+                    if (r["dataset"], r["system"], r["seed"]) != (key, system, seed)
+                ] + [row]
+                write(path, doc)
+                brief = {k: row.get(k) for k in ("status", "tv_all", "accuracy", "seconds")}
+                print(f"{key} {system} seed={seed} {json.dumps(brief, default=float)}", flush=True)
+    fidelity_report.plot(doc, path.with_suffix(".png"))
+    print(f"wrote {path}")
+    print(fidelity_report.markdown([doc]))
+    print(fidelity_report.targets_markdown([doc]))
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        worker_main(sys.argv[2:])
+    else:
+        main(sys.argv[1:])
