@@ -55,6 +55,13 @@ class EngineSpec:
         pairs) or 4 (plus 4-way cliques grown from selected triples).
     label_weight
         Selection weight of cliques holding the schema's label, relative to others.
+    coarse_groups
+        Numbers of equal-width groups of the declared range (of the ``bins`` bins) at
+        which coarse label cliques are proposed: the label with two or more other
+        columns, numerics grouped, the rest at full resolution (a parity of signs needs
+        such a high-order, low-resolution measurement). Empty: none.
+    coarse_order
+        Largest coarse label clique (3 or 4 columns, the label included).
     round_iters, final_iters
         Estimator iterations per warm-started refit and for the final fit.
     """
@@ -72,6 +79,8 @@ class EngineSpec:
     max_candidates: int = 600
     max_order: int = 3
     label_weight: float = 2.0
+    coarse_groups: tuple[int, ...] = (2, 4)
+    coarse_order: int = 4
     round_iters: int = 100
     final_iters: int = 500
 
@@ -89,6 +98,19 @@ class EngineSpec:
         if not (isinstance(self.select_share, (int, float)) and 0.0 < self.select_share < 1.0):
             raise InputError(
                 f"engine spec: select_share must lie in (0, 1), got {self.select_share!r}"
+            )
+        groups = self.coarse_groups
+        if isinstance(groups, int | str) or not all(
+            isinstance(g, int) and not isinstance(g, bool) and g >= 2
+            for g in groups
+        ):
+            raise InputError(
+                f"engine spec: coarse_groups must be integers >= 2, got {groups!r}"
+            )
+        object.__setattr__(self, "coarse_groups", tuple(sorted(set(groups))))
+        if self.coarse_order not in (3, 4):
+            raise InputError(
+                f"engine spec: coarse_order must be 3 or 4, got {self.coarse_order!r}"
             )
         if self.max_order not in (2, 3, 4):
             raise InputError(f"engine spec: max_order must be 2, 3 or 4, got {self.max_order!r}")
