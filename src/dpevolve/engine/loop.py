@@ -376,7 +376,11 @@ def _choose(
     domain = run.discretiser.domain
     measured = run.measurements.cliques()
     pool = _pool(run, label)
-    weights = [weight(q.clique, label, run.spec.label_weight) for q in pool]
+    weights = [
+        weight(q.clique, label, run.spec.label_weight)
+        * (run.spec.coarse_weight if q.coarse else 1.0)
+        for q in pool
+    ]
     covered = [frozenset(c) for c in measured]
 
     def allowed(query: MarginalQuery) -> bool:

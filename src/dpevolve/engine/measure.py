@@ -57,6 +57,7 @@ def count_marginals(
     Private: the results must go through :func:`release` before they leave the engine.
     """
     domain = discretiser.domain
+    cliques = list(dict.fromkeys(cliques))  # a repeat would be counted twice
     shapes = {c: domain.shape(c) for c in cliques}
     where = {c: [domain.index(a) for a in c] for c in cliques}
     counts = {c: np.zeros(math.prod(shapes[c]), dtype=np.int64) for c in cliques}

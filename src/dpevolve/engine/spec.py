@@ -62,6 +62,8 @@ class EngineSpec:
         such a high-order, low-resolution measurement). Empty: none.
     coarse_order
         Largest coarse label clique (3 or 4 columns, the label included).
+    coarse_weight
+        Selection weight of a coarse candidate relative to its fine clique's.
     round_iters, final_iters
         Estimator iterations per warm-started refit and for the final fit.
     """
@@ -79,8 +81,9 @@ class EngineSpec:
     max_candidates: int = 600
     max_order: int = 3
     label_weight: float = 2.0
-    coarse_groups: tuple[int, ...] = (2, 4)
+    coarse_groups: tuple[int, ...] = (2, 4, 5)
     coarse_order: int = 4
+    coarse_weight: float = 0.25
     round_iters: int = 100
     final_iters: int = 500
 
@@ -101,22 +104,17 @@ class EngineSpec:
             )
         groups = self.coarse_groups
         if isinstance(groups, int | str) or not all(
-            isinstance(g, int) and not isinstance(g, bool) and g >= 2
-            for g in groups
+            isinstance(g, int) and not isinstance(g, bool) and g >= 2 for g in groups
         ):
-            raise InputError(
-                f"engine spec: coarse_groups must be integers >= 2, got {groups!r}"
-            )
+            raise InputError(f"engine spec: coarse_groups must be integers >= 2, got {groups!r}")
         object.__setattr__(self, "coarse_groups", tuple(sorted(set(groups))))
         if self.coarse_order not in (3, 4):
-            raise InputError(
-                f"engine spec: coarse_order must be 3 or 4, got {self.coarse_order!r}"
-            )
+            raise InputError(f"engine spec: coarse_order must be 3 or 4, got {self.coarse_order!r}")
         if self.max_order not in (2, 3, 4):
             raise InputError(f"engine spec: max_order must be 2, 3 or 4, got {self.max_order!r}")
         if not (isinstance(self.anneal, (int, float)) and 1.0 <= self.anneal <= 16.0):
             raise InputError(f"engine spec: anneal must lie in [1, 16], got {self.anneal!r}")
-        for name in ("max_model_mb", "label_weight"):
+        for name in ("max_model_mb", "label_weight", "coarse_weight"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise InputError(f"engine spec: {name} must be a positive number, got {value!r}")

@@ -93,9 +93,7 @@ class MarkovRandomField:
         goals = targets(self.domain, measurements)
         tree = junction_tree(self.domain, [g.clique for g in goals])
         if self.potentials:
-            theta = {
-                g.query: self.potentials.get(g.query, np.zeros(g.mean.shape)) for g in goals
-            }
+            theta = {g.query: self.potentials.get(g.query, np.zeros(g.mean.shape)) for g in goals}
         else:
             theta = self._independent_start(goals)
         state = _State(self.domain, tree, goals, self.total)
