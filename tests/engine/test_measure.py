@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from dpevolve.data.encoding import Records, encode
-from dpevolve.data.sources import FrameSource, RecordsSource
+from dpevolve.data.sources import FrameSource
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import (
     MARGINAL_SENSITIVITY,
@@ -52,7 +52,9 @@ def test_streamed_counts_equal_the_direct_count(small_schema) -> None:
     records = _records(small_schema)
     disc = Discretiser(small_schema, bins=7, fine_cells=40)
     cliques = [("age",), ("age", "y"), ("spend", "job", "y")]
-    whole, fine = count_marginals(RecordsSource(records), disc, cliques, ["age", "spend"])
+    whole, fine = count_marginals(
+        _Batched(records, [len(records)]), disc, cliques, ["age", "spend"]
+    )
     parts, fine_parts = count_marginals(
         _Batched(records, [13, 200, 201, 500]), disc, cliques, ["age", "spend"], batch_rows=17
     )
@@ -115,3 +117,12 @@ def test_the_release_draws_at_the_recorded_sigma(small_schema) -> None:
     assert (draws - exact).std() == pytest.approx(sigma, rel=0.03)
     m = release(exact, ("a", "b"), event, SeededNoise(0))
     assert m.event is event and m.sigma == sigma and not m.noisy.flags.writeable
+
+
+def test_a_repeated_clique_is_counted_once(small_schema) -> None:
+    records = _records(small_schema, n=50)
+    disc = Discretiser(small_schema, bins=4, fine_cells=8)
+    source = _Batched(records, [len(records)])
+    once, _ = count_marginals(source, disc, [("age", "y")])
+    twice, _ = count_marginals(source, disc, [("age", "y"), ("age", "y")])
+    assert twice[("age", "y")].sum() == once[("age", "y")].sum() == 50
