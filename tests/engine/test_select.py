@@ -27,6 +27,7 @@ from dpevolve.engine.select import (
     L1_SENSITIVITY,
     candidates,
     coarse_candidates,
+    coarse_pairs,
     draw,
     scores,
     selection_event,
@@ -215,3 +216,12 @@ def test_selection_over_coarse_candidates_is_exactly_as_private_as_claimed() -> 
     assert worst_range <= epsilon + 1e-9
     assert worst_renyi <= event.rho + 1e-12
     assert worst_range > 0.2 * epsilon
+
+
+def test_coarse_pairs_are_the_pairs_holding_a_numeric() -> None:
+    disc = Discretiser(SCHEMA, bins=4, fine_cells=8)
+    pairs = coarse_pairs(disc.domain, {"x": 4}, (2, 4))
+    assert [(q.clique, q.shape(disc.domain)) for q in pairs] == [
+        (("x", "c"), (2, 4)),
+        (("x", "y"), (2, 2)),
+    ]  # 4 groups of 4 bins is the fine pair itself

@@ -37,6 +37,7 @@ from dpevolve.engine.select import (
     ABS_NOISE,
     candidates,
     coarse_candidates,
+    coarse_pairs,
     draw,
     scores,
     selection_event,
@@ -352,7 +353,8 @@ def _pool(run: _Run, label: str | None) -> list[MarginalQuery]:
     coarse = coarse_candidates(
         domain, measured, label, numeric, run.spec.coarse_groups, run.spec.coarse_order
     )
-    return _subset(fine + coarse, label, run)
+    pairs = coarse_pairs(domain, numeric, run.spec.pair_groups)
+    return _subset(fine + pairs + coarse, label, run)
 
 
 def _choose(
@@ -378,7 +380,7 @@ def _choose(
     pool = _pool(run, label)
     weights = [
         weight(q.clique, label, run.spec.label_weight)
-        * (run.spec.coarse_weight if q.coarse else 1.0)
+        * (run.spec.coarse_weight if q.coarse and len(q.clique) > 2 else 1.0)
         for q in pool
     ]
     covered = [frozenset(c) for c in measured]

@@ -129,6 +129,29 @@ def coarse_candidates(
     return list(out)
 
 
+def coarse_pairs(
+    domain: Domain, numeric: Mapping[str, int], groups: Sequence[int]
+) -> list[MarginalQuery]:
+    """Every pair holding a numeric (``numeric`` maps its name to its bins), each numeric
+    at each number of ``groups``: a marginal with fewer cells, so less noise in total,
+    for when ``sigma`` is too large for the fine pair (public, ``O(d^2)``)."""
+    out: dict[MarginalQuery, None] = {}
+    for pair in combinations(domain.names, 2):
+        if not any(a in numeric for a in pair):
+            continue
+        for g in groups:
+            if all(g >= numeric[a] for a in pair if a in numeric):
+                continue
+            grouping = tuple(
+                numeric_grouping(domain.shape((a,))[0], numeric[a], g)
+                if a in numeric and g < numeric[a]
+                else None
+                for a in pair
+            )
+            out[MarginalQuery(pair, grouping)] = None
+    return list(out)
+
+
 def quality(exact: np.ndarray, model: np.ndarray, sigma: float, w: float) -> float:
     """``w (||x - xhat||_1 - sqrt(2/pi) sigma n)`` of one candidate."""
     error = float(np.abs(np.asarray(exact) - np.asarray(model)).sum())
@@ -184,6 +207,7 @@ __all__ = [
     "L1_SENSITIVITY",
     "candidates",
     "coarse_candidates",
+    "coarse_pairs",
     "draw",
     "numeric_grouping",
     "quality",

@@ -63,7 +63,11 @@ class EngineSpec:
     coarse_order
         Largest coarse label clique (3 or 4 columns, the label included).
     coarse_weight
-        Selection weight of a coarse candidate relative to its fine clique's.
+        Selection weight of a coarse label clique relative to its fine clique's.
+    pair_groups
+        Numbers of equal-width groups at which every pair holding a numeric is proposed
+        as well (fewer cells than the fine pair: less noise in all when ``sigma`` is
+        large); weighted as the fine pair. Empty: none.
     round_iters, final_iters
         Estimator iterations per warm-started refit and for the final fit.
     """
@@ -84,6 +88,7 @@ class EngineSpec:
     coarse_groups: tuple[int, ...] = (2, 4, 5)
     coarse_order: int = 4
     coarse_weight: float = 0.25
+    pair_groups: tuple[int, ...] = ()
     round_iters: int = 100
     final_iters: int = 500
 
@@ -102,12 +107,13 @@ class EngineSpec:
             raise InputError(
                 f"engine spec: select_share must lie in (0, 1), got {self.select_share!r}"
             )
-        groups = self.coarse_groups
-        if isinstance(groups, int | str) or not all(
-            isinstance(g, int) and not isinstance(g, bool) and g >= 2 for g in groups
-        ):
-            raise InputError(f"engine spec: coarse_groups must be integers >= 2, got {groups!r}")
-        object.__setattr__(self, "coarse_groups", tuple(sorted(set(groups))))
+        for name in ("coarse_groups", "pair_groups"):
+            groups = getattr(self, name)
+            if isinstance(groups, int | str) or not all(
+                isinstance(g, int) and not isinstance(g, bool) and g >= 2 for g in groups
+            ):
+                raise InputError(f"engine spec: {name} must be integers >= 2, got {groups!r}")
+            object.__setattr__(self, name, tuple(sorted(set(groups))))
         if self.coarse_order not in (3, 4):
             raise InputError(f"engine spec: coarse_order must be 3 or 4, got {self.coarse_order!r}")
         if self.max_order not in (2, 3, 4):
