@@ -59,19 +59,99 @@ class Domain:
         return math.prod(self.shape(clique))
 
 
+Grouping = tuple[int, ...]
+"""A public grouping of one attribute's cells: ``grouping[cell]`` is the cell's group."""
+
+
 @dataclass(frozen=True)
 class MarginalQuery:
     """The counts of one marginal: every record adds 1 to the cell of its clique values.
 
-    Under replace-one adjacency one record leaves one cell and enters another, so the
-    count vector moves by at most ``sqrt(2)`` in L2 (docs/math.md, marginals).
+    ``groups`` (optional) coarsens it: one public :data:`Grouping` per attribute of the
+    clique (``None`` for an attribute kept at full resolution), and the query counts
+    records per group combination instead of per cell: the fine marginal aggregated by
+    a fixed linear map (:meth:`project`).
+
+    Sensitivity. Under replace-one adjacency one record leaves one cell and enters
+    another, so the fine count vector moves by ``e_{c'} - e_c``; a grouping sends each
+    fine cell to exactly one group, so the coarse vector moves by ``e_{g(c')} - e_{g(c)}``
+    (zero when both land in one group): at most ``sqrt(2)`` in L2 and 2 in L1 whatever
+    the grouping (docs/math.md, marginals). A record turned invalid and dropped leaves
+    one cell: 1.
     """
 
     clique: Clique
+    groups: tuple[Grouping | None, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.groups is None:
+            return
+        if len(self.groups) != len(self.clique):
+            raise InputError(f"query on {list(self.clique)}: one grouping per attribute")
+        for name, grouping in zip(self.clique, self.groups, strict=True):
+            if grouping is None:
+                continue
+            used = set(grouping)
+            if not grouping or used != set(range(len(used))):
+                raise InputError(f"query on {list(self.clique)}: {name}'s groups must be 0..k-1")
 
     @property
     def l2_sensitivity(self) -> float:
         return math.sqrt(2.0)
+
+    @property
+    def coarse(self) -> bool:
+        """Whether any attribute is grouped."""
+        return self.groups is not None and any(g is not None for g in self.groups)
+
+    def shape(self, domain: Domain) -> tuple[int, ...]:
+        """The answer's cell shape: groups per grouped attribute, else cells."""
+        fine = domain.shape(self.clique)
+        if self.groups is None:
+            return fine
+        return tuple(
+            size if g is None else max(g) + 1 for size, g in zip(fine, self.groups, strict=True)
+        )
+
+    def project(self, counts: np.ndarray) -> np.ndarray:
+        """The fine marginal ``counts`` (clique's cell shape) aggregated by the groups."""
+        out = np.asarray(counts, dtype=np.float64)
+        if self.groups is None:
+            return out
+        for axis, grouping in enumerate(self.groups):
+            if grouping is None:
+                continue
+            if len(grouping) != out.shape[axis]:
+                raise InputError(f"query on {list(self.clique)}: grouping and domain disagree")
+            index = np.asarray(grouping, dtype=np.int64)
+            if np.all(np.diff(index) == (np.diff(index) > 0)):
+                # runs of consecutive cells (the usual case): one reduceat
+                starts = np.flatnonzero(np.diff(index, prepend=-1))
+                out = np.add.reduceat(out, starts, axis=axis)
+                continue
+            moved = np.moveaxis(out, axis, 0)
+            summed = np.zeros((int(index.max()) + 1, *moved.shape[1:]))
+            np.add.at(summed, index, moved)
+            out = np.moveaxis(summed, 0, axis)
+        return out
+
+    def expand(self, values: np.ndarray) -> np.ndarray:
+        """``values`` on the groups broadcast back to the clique's cells (the adjoint of
+        :meth:`project`: every cell takes its group's value)."""
+        out = np.asarray(values, dtype=np.float64)
+        if self.groups is None:
+            return out
+        for axis, grouping in enumerate(self.groups):
+            if grouping is not None:
+                out = np.take(out, np.asarray(grouping, dtype=np.int64), axis=axis)
+        return out
+
+
+def even_grouping(cells: int, groups: int) -> Grouping:
+    """``cells`` consecutive cells in ``groups`` runs of (nearly) equal length: on equal-
+    width bins of a declared range, equal-width groups of that range (public)."""
+    groups = max(1, min(int(groups), int(cells)))
+    return tuple(i * groups // cells for i in range(cells))
 
 
 @dataclass(frozen=True)
@@ -93,6 +173,10 @@ class Measurement:
     def clique(self) -> Clique:
         return self.query.clique
 
+    @property
+    def coarse(self) -> bool:
+        return self.query.coarse
+
 
 @dataclass
 class MeasurementList:
@@ -110,7 +194,8 @@ class MeasurementList:
         return len(self.items)
 
     def cliques(self) -> list[Clique]:
-        """Measured cliques, in release order (repeats kept)."""
+        """Measured cliques (the fine attributes, for coarse queries too), in release order
+        (repeats kept)."""
         return [m.clique for m in self.items]
 
     def events(self) -> list[GaussianEvent]:

@@ -43,7 +43,7 @@ class JointModel:
             grad = np.zeros_like(self.p)
             for m, w in zip(measurements, weights, strict=True):
                 axes = self._axes(m.clique)
-                residual = self.answer(m.clique) - m.noisy
+                residual = m.query.expand(m.query.project(self.answer(m.clique)) - m.noisy)
                 shape = [1 if i in axes else s for i, s in enumerate(self.domain.sizes)]
                 grad += w * self.total * residual.reshape(shape)
             log_p = log_p - step * grad

@@ -117,3 +117,12 @@ def test_the_release_draws_at_the_recorded_sigma(small_schema) -> None:
     assert (draws - exact).std() == pytest.approx(sigma, rel=0.03)
     m = release(exact, ("a", "b"), event, SeededNoise(0))
     assert m.event is event and m.sigma == sigma and not m.noisy.flags.writeable
+
+
+def test_a_repeated_clique_is_counted_once(small_schema) -> None:
+    records = _records(small_schema, n=50)
+    disc = Discretiser(small_schema, bins=4, fine_cells=8)
+    source = _Batched(records, [len(records)])
+    once, _ = count_marginals(source, disc, [("age", "y")])
+    twice, _ = count_marginals(source, disc, [("age", "y"), ("age", "y")])
+    assert twice[("age", "y")].sum() == once[("age", "y")].sum() == 50

@@ -21,17 +21,19 @@ from scipy import special
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine.discretise import Discretiser
-from dpevolve.engine.measure import count_marginals
+from dpevolve.engine.measure import MARGINAL_SENSITIVITY, count_marginals
 from dpevolve.engine.select import (
     ABS_NOISE,
     L1_SENSITIVITY,
     candidates,
+    coarse_candidates,
+    coarse_pairs,
     draw,
     scores,
     selection_event,
     weight,
 )
-from dpevolve.measurements import Domain
+from dpevolve.measurements import Domain, MarginalQuery
 from dpevolve.release.noise import SeededNoise
 
 SCHEMA = Schema(
@@ -141,3 +143,85 @@ def test_quality_subtracts_the_expected_noise() -> None:
     exact = np.array([[3.0, 1.0], [0.0, 0.0]])
     model = np.array([[1.0, 1.0], [1.0, 1.0]])
     assert quality(exact, model, 2.0, 1.5) == pytest.approx(1.5 * (4.0 - ABS_NOISE * 2.0 * 4))
+
+
+def _coarse_pool(domain):
+    fine = [MarginalQuery(c) for c in candidates(domain, [("x", "c")], 3)]
+    coarse = coarse_candidates(domain, [("x", "c")], "y", {"x": 4}, (2, 3), 4)
+    return fine + coarse
+
+
+def test_coarse_candidates_group_numerics_and_grow_linearly() -> None:
+    disc = Discretiser(SCHEMA, bins=4, fine_cells=8)
+    coarse = coarse_candidates(disc.domain, [("x", "c")], "y", {"x": 4}, (2, 3), 4)
+    assert {q.clique for q in coarse} == {("x", "c", "y")}
+    assert sorted(q.shape(disc.domain) for q in coarse) == [(2, 4, 2), (3, 4, 2)]
+    names = (*(f"a{i}" for i in range(40)), "y")
+    domain = Domain(names, (20,) * 40 + (2,))
+    numeric = {a: 20 for a in names[::3]}
+    wide = coarse_candidates(domain, [("a0", "a1"), ("a2", "a3", "y")], "y", numeric, (2, 4), 4)
+    pairs_with_numeric = sum(
+        any(a in numeric for a in p) for p in itertools.combinations(names[:-1], 2)
+    )
+    fours = {q.clique for q in wide if len(q.clique) == 4}
+    assert len(fours) == 38 + 38  # two selected cliques, each grown by every other column
+    assert len(wide) <= 2 * (pairs_with_numeric + len(fours))
+    assert all(len(q.clique) <= 4 and "y" in q.clique and q.coarse for q in wide)
+
+
+def test_coarse_counts_move_by_at_most_the_fine_bound() -> None:
+    disc = Discretiser(SCHEMA, bins=4, fine_cells=8)
+    pool = [q for q in _coarse_pool(disc.domain) if q.coarse]
+    cliques = list(dict.fromkeys(q.clique for q in pool))
+    for a, b, on_invalid in _tables():
+        fa, _ = count_marginals(FrameSource(a, SCHEMA), disc, cliques)
+        fb, _ = count_marginals(FrameSource(b, SCHEMA, on_invalid=on_invalid), disc, cliques)
+        for q in pool:
+            diff = (q.project(fa[q.clique]) - q.project(fb[q.clique])).ravel()
+            assert np.abs(diff).sum() <= L1_SENSITIVITY
+            assert np.linalg.norm(diff) <= MARGINAL_SENSITIVITY + 1e-12
+
+
+def test_selection_over_coarse_candidates_is_exactly_as_private_as_claimed() -> None:
+    disc = Discretiser(SCHEMA, bins=4, fine_cells=8)
+    domain = disc.domain
+    pool = _coarse_pool(domain)
+    assert any(q.coarse for q in pool)
+    weights = [weight(q.clique, "y", 2.0) for q in pool]
+    rng = np.random.default_rng(1)
+    model = {q: rng.choice([0.0, 2.0], size=q.shape(domain)) for q in pool}
+    sigma, epsilon = 0.3, 2.0
+    event = selection_event(epsilon, weights)
+
+    def log_probabilities(frame, on_invalid):
+        source = FrameSource(frame, SCHEMA, on_invalid=on_invalid)
+        fine, _ = count_marginals(source, disc, list(dict.fromkeys(q.clique for q in pool)))
+        exact = {q: q.project(fine[q.clique]) for q in pool}
+        values = scores(pool, exact.__getitem__, model.__getitem__, weights, sigma)
+        logits = values / event.scale
+        return values, logits - special.logsumexp(logits)
+
+    worst_score = worst_range = worst_renyi = 0.0
+    alphas = np.array([1.5, 2.0, 4.0, 16.0, 64.0])
+    for a, b, on_invalid in _tables():
+        qa, la = log_probabilities(a, "error")
+        qb, lb = log_probabilities(b, on_invalid)
+        worst_score = max(worst_score, float(np.max(np.abs(qa - qb))))
+        loss = la - lb
+        worst_range = max(worst_range, float(loss.max() - loss.min()))
+        for p, q in ((la, lb), (lb, la)):
+            renyi = special.logsumexp(alphas[:, None] * p - (alphas[:, None] - 1) * q, axis=1)
+            worst_renyi = max(worst_renyi, float(np.max(renyi / (alphas - 1) / alphas)))
+    assert worst_score <= event.sensitivity + 1e-9
+    assert worst_range <= epsilon + 1e-9
+    assert worst_renyi <= event.rho + 1e-12
+    assert worst_range > 0.2 * epsilon
+
+
+def test_coarse_pairs_are_the_pairs_holding_a_numeric() -> None:
+    disc = Discretiser(SCHEMA, bins=4, fine_cells=8)
+    pairs = coarse_pairs(disc.domain, {"x": 4}, (2, 4))
+    assert [(q.clique, q.shape(disc.domain)) for q in pairs] == [
+        (("x", "c"), (2, 4)),
+        (("x", "y"), (2, 2)),
+    ]  # 4 groups of 4 bins is the fine pair itself

@@ -23,6 +23,7 @@ from dpevolve.engine import EngineSpec, fit_engine
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import count_marginals, marginal_event, release
 from dpevolve.engine.select import candidates, draw, scores, selection_event, weight
+from dpevolve.measurements import MarginalQuery, even_grouping
 from dpevolve.privacy import Budget
 from dpevolve.privacy.audit import eps_lower_bound
 from dpevolve.release.noise import SeededNoise
@@ -92,12 +93,16 @@ def test_selection_on_near_ties(here, there, on_invalid) -> None:
     assert hits_d != hits_n  # the neighbours are told apart: the audit has power
 
 
+@pytest.mark.parametrize("coarse", [False, True])
 @pytest.mark.parametrize(("here", "there", "on_invalid"), NEIGHBOURS[:3])
-def test_marginal_release_of_a_lone_record(here, there, on_invalid) -> None:
+def test_marginal_release_of_a_lone_record(here, there, on_invalid, coarse) -> None:
     disc = Discretiser(SCHEMA, bins=4, fine_cells=8)
     clique = ("age", "job")
-    exact_d, _ = count_marginals(_source(here, "error"), disc, [clique])
-    exact_n, _ = count_marginals(_source(there, on_invalid), disc, [clique])
+    query = MarginalQuery(clique, (even_grouping(4, 2), None) if coarse else None)
+    fine_d, _ = count_marginals(_source(here, "error"), disc, [clique])
+    fine_n, _ = count_marginals(_source(there, on_invalid), disc, [clique])
+    exact_d = {clique: query.project(fine_d[clique])}
+    exact_n = {clique: query.project(fine_n[clique])}
     event = marginal_event(1.0)  # rho = 1: loud enough for the bound to bite
     diff = (exact_d[clique] - exact_n[clique]).ravel()
     assert np.linalg.norm(diff) <= event.sensitivity + 1e-12
@@ -106,7 +111,10 @@ def test_marginal_release_of_a_lone_record(here, there, on_invalid) -> None:
     noise_d, noise_n = SeededNoise(21), SeededNoise(22)
     hits = [
         sum(
-            float(direction @ release(exact[clique], clique, event, noise).noisy.ravel()) > cut
+            float(
+                direction @ release(exact[clique], clique, event, noise, query=query).noisy.ravel()
+            )
+            > cut
             for _ in range(TRIALS)
         )
         for exact, noise in ((exact_d, noise_d), (exact_n, noise_n))

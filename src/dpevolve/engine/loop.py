@@ -37,13 +37,22 @@ from dpevolve.engine.plan import Plan, Spend, round_cost
 from dpevolve.engine.select import (
     ABS_NOISE,
     candidates,
+    coarse_candidates,
+    coarse_pairs,
     draw,
     scores,
     selection_event,
     weight,
 )
 from dpevolve.engine.spec import EngineSpec
-from dpevolve.measurements import Clique, Domain, Estimator, Measurement, MeasurementList
+from dpevolve.measurements import (
+    Clique,
+    Domain,
+    Estimator,
+    MarginalQuery,
+    Measurement,
+    MeasurementList,
+)
 from dpevolve.privacy import Budget, Ledger, default_delta
 from dpevolve.privacy.events import Event
 from dpevolve.release.noise import NoiseSource
@@ -123,25 +132,34 @@ class _Run:
     ledger: Ledger
     spend: Spend
     measurements: MeasurementList
-    exact: dict[Clique, np.ndarray]
+    exact: dict[MarginalQuery, np.ndarray]
     model_size: Callable[[Domain, Sequence[Clique]], float]
     progress: bool
 
-    def counts(self, clique: Clique) -> np.ndarray:
-        self.prefetch([clique])
-        return self.exact[clique]
+    def counts(self, query: MarginalQuery) -> np.ndarray:
+        self.prefetch([query])
+        return self.exact[query]
 
-    def prefetch(self, cliques: Sequence[Clique]) -> None:
-        """Count the cliques not counted yet (grown candidates) in one more pass."""
-        missing = [c for c in cliques if c not in self.exact]
+    def prefetch(self, queries: Sequence[MarginalQuery]) -> None:
+        """Count the queries not counted yet (grown candidates) in one more pass; a
+        coarse query keeps only its aggregated counts."""
+        missing = [q for q in queries if q not in self.exact]
         if missing:
-            self.exact.update(count_marginals(self.source, self.discretiser, missing)[0])
+            cliques = list(dict.fromkeys(q.clique for q in missing))
+            fine = count_marginals(self.source, self.discretiser, cliques)[0]
+            self.exact.update({q: q.project(fine[q.clique]) for q in missing})
 
-    def measure(self, clique: Clique, sigma: float, round_: int, label: str) -> None:
+    def measure(self, query: MarginalQuery, sigma: float, round_: int, label: str) -> None:
         event = marginal_event(sigma, label)
         self.spend.charge(event)
-        self.measurements.append(release(self.counts(clique), clique, event, self.noise))
-        self.ledger.record(event, round=round_, clique=list(clique))
+        clique = query.clique
+        self.measurements.append(
+            release(self.counts(query), clique, event, self.noise, query=query)
+        )
+        info: dict[str, Any] = {"clique": list(clique)}
+        if query.coarse:
+            info["groups"] = _group_counts(query)
+        self.ledger.record(event, round=round_, **info)
 
     def say(self, text: str) -> None:
         if self.progress:
@@ -238,7 +256,7 @@ def _first_pass(run: _Run, plan: Plan) -> dict[str, Measurement]:
     pairs: list[Clique] = [c for c in candidates(domain, (), 2) if len(c) == 2]
     numeric = [c.name for c in run.discretiser.numeric] if plan.fine > 0 else []
     exact, fine_exact = count_marginals(run.source, run.discretiser, ones + pairs, numeric)
-    run.exact.update(exact)
+    run.exact.update({MarginalQuery(c): v for c, v in exact.items()})
     fine: dict[str, Measurement] = {}
     if numeric:
         sigma = sigma_for(plan.fine / len(numeric))
@@ -249,7 +267,7 @@ def _first_pass(run: _Run, plan: Plan) -> dict[str, Measurement]:
             run.ledger.record(event, round=0, clique=[name], cells=int(fine_exact[name].size))
     sigma = sigma_for(plan.oneway / len(ones))
     for clique in ones:
-        run.measure(clique, sigma, 0, "marginal")
+        run.measure(MarginalQuery(clique), sigma, 0, "marginal")
     return fine
 
 
@@ -272,10 +290,10 @@ def _rounds(run: _Run, plan: Plan, model: Estimator) -> list[dict[str, Any]]:
         clock = time.perf_counter()
         chosen = _choose(run, model, sigma, epsilon, size_limit, label, round_)
         picked = time.perf_counter()
-        before = np.asarray(model.answer(chosen), dtype=np.float64)
+        before = chosen.project(model.answer(chosen.clique))
         run.measure(chosen, sigma, round_, "marginal")
         model = model.fit(list(run.measurements))
-        after = np.asarray(model.answer(chosen), dtype=np.float64)
+        after = chosen.project(model.answer(chosen.clique))
         moved = float(np.abs(after - before).sum())
         timing = {
             "select_s": picked - clock,
@@ -283,10 +301,18 @@ def _rounds(run: _Run, plan: Plan, model: Estimator) -> list[dict[str, Any]]:
             "model_mb": run.model_size(run.discretiser.domain, run.measurements.cliques()),
         }
         history.append(
-            {"round": round_, "clique": chosen, "sigma": sigma, "moved": moved, **timing}
+            {
+                "round": round_,
+                "clique": chosen.clique,
+                "groups": _group_counts(chosen) if chosen.coarse else None,
+                "sigma": sigma,
+                "moved": moved,
+                **timing,
+            }
         )
         run.say(
-            f"round {round_}: {'-'.join(chosen)} sigma {sigma:.3g} "
+            f"round {round_}: {'-'.join(chosen.clique)}"
+            f"{' coarse' if chosen.coarse else ''} sigma {sigma:.3g} "
             f"(select {timing['select_s']:.2f} s, fit {timing['fit_s']:.2f} s, "
             f"model {timing['model_mb']:.2f} MB)"
         )
@@ -296,22 +322,42 @@ def _rounds(run: _Run, plan: Plan, model: Estimator) -> list[dict[str, Any]]:
     return history
 
 
-def _subset(pool: list[Clique], label: str | None, run: _Run) -> list[Clique]:
-    """At most ``max_candidates`` (or the 1-ways): the 1-ways and the label's cliques
-    first (the 1-ways are always allowed by the size limit), then a public random draw."""
+def _group_counts(query: MarginalQuery) -> list[int | None]:
+    """Per attribute of a coarse query: its number of groups (``None``: every cell)."""
+    assert query.groups is not None
+    return [None if g is None else max(g) + 1 for g in query.groups]
+
+
+def _subset(pool: list[MarginalQuery], label: str | None, run: _Run) -> list[MarginalQuery]:
+    """At most ``max_candidates`` (or the 1-ways): the 1-ways and the label's fine
+    cliques first (the 1-ways are always allowed by the size limit), then a public
+    random draw of the others (coarse ones included)."""
     cap = run.spec.max_candidates
 
-    def first_in(c: Clique) -> bool:
-        return len(c) == 1 or (label is not None and label in c)
+    def first_in(q: MarginalQuery) -> bool:
+        return len(q.clique) == 1 or (label is not None and label in q.clique and not q.coarse)
 
     if len(pool) <= cap:
         return pool
-    first = [c for c in pool if first_in(c)]
-    first = first[: max(cap, sum(len(c) == 1 for c in first))]
-    rest = [c for c in pool if not first_in(c)]
+    first = [q for q in pool if first_in(q)]
+    first = first[: max(cap, sum(len(q.clique) == 1 for q in first))]
+    rest = [q for q in pool if not first_in(q)]
     take = max(0, min(cap - len(first), len(rest)))
     drawn = np.sort(run.rng.choice(len(rest), size=take, replace=False))
     return first + [rest[int(i)] for i in drawn]
+
+
+def _pool(run: _Run, label: str | None) -> list[MarginalQuery]:
+    """The round's public candidates: fine cliques, then coarse label cliques."""
+    domain = run.discretiser.domain
+    measured = run.measurements.cliques()
+    fine = [MarginalQuery(c) for c in candidates(domain, measured, run.spec.max_order)]
+    numeric = {c.name: run.discretiser.bins for c in run.discretiser.numeric}
+    coarse = coarse_candidates(
+        domain, measured, label, numeric, run.spec.coarse_groups, run.spec.coarse_order
+    )
+    pairs = coarse_pairs(domain, numeric, run.spec.pair_groups)
+    return _subset(fine + pairs + coarse, label, run)
 
 
 def _choose(
@@ -322,29 +368,37 @@ def _choose(
     size_limit: float,
     label: str | None,
     round_: int,
-) -> Clique:
+) -> MarginalQuery:
     """One exponential-mechanism draw among the candidates the size limit allows.
 
     Drawing from the whole list and redrawing until the pick is allowed gives exactly
     the exponential mechanism on the allowed set (a conditional of the Gumbel-max draw);
     after a few misses the allowed set is computed in full and drawn from directly. The
     scale is the whole list's (its sensitivity bounds the allowed set's). Only the
-    allowed draw leaves, and its one event is charged before any draw.
+    allowed draw leaves, and its one event is charged before any draw. The size limit
+    is checked on a candidate's fine clique (the model holds the fine attributes).
     """
     domain = run.discretiser.domain
     measured = run.measurements.cliques()
-    pool = _subset(candidates(domain, measured, run.spec.max_order), label, run)
-    weights = [weight(c, label, run.spec.label_weight) for c in pool]
+    pool = _pool(run, label)
+    weights = [
+        weight(q.clique, label, run.spec.label_weight)
+        * (run.spec.coarse_weight if q.coarse and len(q.clique) > 2 else 1.0)
+        for q in pool
+    ]
     covered = [frozenset(c) for c in measured]
 
-    def allowed(clique: Clique) -> bool:
-        if any(frozenset(clique) <= m for m in covered):
+    def allowed(query: MarginalQuery) -> bool:
+        if any(frozenset(query.clique) <= m for m in covered):
             return True
-        return run.model_size(domain, [*measured, clique]) <= size_limit
+        return run.model_size(domain, [*measured, query.clique]) <= size_limit
 
     event = selection_event(epsilon, weights)
     run.spend.charge(event)
-    answer = lambda c: np.asarray(model.answer(c), dtype=np.float64)  # noqa: E731
+
+    def answer(q: MarginalQuery) -> np.ndarray:
+        return q.project(model.answer(q.clique))
+
     run.prefetch(pool)
     values = scores(pool, run.counts, answer, weights, sigma)
     pick = pool[draw(values, event, run.noise)]
@@ -353,13 +407,16 @@ def _choose(
             break
         pick = pool[draw(values, event, run.noise)]
     if not allowed(pick):
-        keep = np.array([allowed(c) for c in pool])
+        keep = np.array([allowed(q) for q in pool])
         if not keep.any():
             raise AssertionError("the 1-way cliques are always allowed")
-        pick = [c for c, k in zip(pool, keep, strict=True) if k][
+        pick = [q for q, k in zip(pool, keep, strict=True) if k][
             draw(values[keep], event, run.noise)
         ]
-    run.ledger.record(event, round=round_, clique=list(pick))
+    info: dict[str, Any] = {"clique": list(pick.clique)}
+    if pick.coarse:
+        info["groups"] = _group_counts(pick)
+    run.ledger.record(event, round=round_, **info)
     return pick
 
 

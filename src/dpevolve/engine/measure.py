@@ -57,6 +57,7 @@ def count_marginals(
     Private: the results must go through :func:`release` before they leave the engine.
     """
     domain = discretiser.domain
+    cliques = list(dict.fromkeys(cliques))  # a repeat would be counted twice
     shapes = {c: domain.shape(c) for c in cliques}
     where = {c: [domain.index(a) for a in c] for c in cliques}
     counts = {c: np.zeros(math.prod(shapes[c]), dtype=np.int64) for c in cliques}
@@ -82,13 +83,26 @@ def marginal_event(sigma: float, label: str = "marginal") -> GaussianEvent:
 
 
 def release(
-    exact: np.ndarray, clique: Clique, event: GaussianEvent, noise: NoiseSource
+    exact: np.ndarray,
+    clique: Clique,
+    event: GaussianEvent,
+    noise: NoiseSource,
+    *,
+    query: MarginalQuery | None = None,
 ) -> Measurement:
-    """``exact + N_Z(0, sigma^2)`` per cell as a :class:`Measurement` carrying ``event``."""
+    """``exact + N_Z(0, sigma^2)`` per cell as a :class:`Measurement` carrying ``event``.
+
+    ``query`` (default: the fine marginal of ``clique``) may be a coarse query on the
+    same clique, ``exact`` then its aggregated counts: the sensitivity is ``sqrt(2)``
+    all the same (:class:`~dpevolve.measurements.MarginalQuery`).
+    """
+    chosen = query if query is not None else MarginalQuery(clique)
+    if chosen.clique != tuple(clique):
+        raise InputError("a release's query must be on its clique")
     noisy = np.asarray(noise.gaussian(exact, event.sigma), dtype=np.float64)
     noisy = noisy.reshape(exact.shape)
     noisy.setflags(write=False)
-    return Measurement(MarginalQuery(clique), noisy, event.sigma, event)
+    return Measurement(chosen, noisy, event.sigma, event)
 
 
 def sigma_for(rho: float) -> float:

@@ -55,6 +55,19 @@ class EngineSpec:
         pairs) or 4 (plus 4-way cliques grown from selected triples).
     label_weight
         Selection weight of cliques holding the schema's label, relative to others.
+    coarse_groups
+        Numbers of equal-width groups of the declared range (of the ``bins`` bins) at
+        which coarse label cliques are proposed: the label with two or more other
+        columns, numerics grouped, the rest at full resolution (a parity of signs needs
+        such a high-order, low-resolution measurement). Empty: none.
+    coarse_order
+        Largest coarse label clique (3 or 4 columns, the label included).
+    coarse_weight
+        Selection weight of a coarse label clique relative to its fine clique's.
+    pair_groups
+        Numbers of equal-width groups at which every pair holding a numeric is proposed
+        as well (fewer cells than the fine pair: less noise in all when ``sigma`` is
+        large); weighted as the fine pair. Empty: none.
     round_iters, final_iters
         Estimator iterations per warm-started refit and for the final fit.
     """
@@ -72,6 +85,10 @@ class EngineSpec:
     max_candidates: int = 600
     max_order: int = 3
     label_weight: float = 2.0
+    coarse_groups: tuple[int, ...] = (2, 4, 5)
+    coarse_order: int = 4
+    coarse_weight: float = 0.25
+    pair_groups: tuple[int, ...] = ()
     round_iters: int = 100
     final_iters: int = 500
 
@@ -90,11 +107,20 @@ class EngineSpec:
             raise InputError(
                 f"engine spec: select_share must lie in (0, 1), got {self.select_share!r}"
             )
+        for name in ("coarse_groups", "pair_groups"):
+            groups = getattr(self, name)
+            if isinstance(groups, int | str) or not all(
+                isinstance(g, int) and not isinstance(g, bool) and g >= 2 for g in groups
+            ):
+                raise InputError(f"engine spec: {name} must be integers >= 2, got {groups!r}")
+            object.__setattr__(self, name, tuple(sorted(set(groups))))
+        if self.coarse_order not in (3, 4):
+            raise InputError(f"engine spec: coarse_order must be 3 or 4, got {self.coarse_order!r}")
         if self.max_order not in (2, 3, 4):
             raise InputError(f"engine spec: max_order must be 2, 3 or 4, got {self.max_order!r}")
         if not (isinstance(self.anneal, (int, float)) and 1.0 <= self.anneal <= 16.0):
             raise InputError(f"engine spec: anneal must lie in [1, 16], got {self.anneal!r}")
-        for name in ("max_model_mb", "label_weight"):
+        for name in ("max_model_mb", "label_weight", "coarse_weight"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise InputError(f"engine spec: {name} must be a positive number, got {value!r}")

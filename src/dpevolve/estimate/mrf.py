@@ -26,7 +26,7 @@ from dpevolve.estimate.junction import JunctionTree, junction_tree
 from dpevolve.estimate.objective import Stacked, Target, attribute_estimates, targets
 from dpevolve.estimate.optimize import Evaluation, Trace, minimise
 from dpevolve.estimate.sampling import forward_sample
-from dpevolve.measurements import Clique, Domain, Measurement
+from dpevolve.measurements import Clique, Domain, MarginalQuery, Measurement
 
 ITERATIONS = 1000
 # Stop once ten steps improve the loss by under 0.1%: on noisy measurements the distance
@@ -72,7 +72,7 @@ class MarkovRandomField:
         self.tol = float(tol)
         self.patience = int(patience)
         self.momentum = bool(momentum)
-        self.potentials: dict[Clique, np.ndarray] = {}
+        self.potentials: dict[MarginalQuery, np.ndarray] = {}
         self.tree: JunctionTree | None = None
         self.stats = Trace()
         self._step: float | None = None
@@ -91,10 +91,9 @@ class MarkovRandomField:
         if not (np.isfinite(self.total) and self.total > 0):
             raise InputError("the model's total must be positive and finite")
         goals = targets(self.domain, measurements)
-        cliques = [g.clique for g in goals]
-        tree = junction_tree(self.domain, cliques)
+        tree = junction_tree(self.domain, [g.clique for g in goals])
         if self.potentials:
-            theta = {c: self.potentials.get(c, np.zeros(self.domain.shape(c))) for c in cliques}
+            theta = {g.query: self.potentials.get(g.query, np.zeros(g.mean.shape)) for g in goals}
         else:
             theta = self._independent_start(goals)
         state = _State(self.domain, tree, goals, self.total)
@@ -114,13 +113,14 @@ class MarkovRandomField:
         self._probs = last.payload
         return self
 
-    def _independent_start(self, goals: list[Target]) -> dict[Clique, np.ndarray]:
+    def _independent_start(self, goals: list[Target]) -> dict[MarginalQuery, np.ndarray]:
         """Potentials of the independent model of the pooled one-way estimates, each
-        attribute's placed on the smallest measured clique that holds it."""
-        theta = {g.clique: np.zeros(self.domain.shape(g.clique)) for g in goals}
+        attribute's placed on the smallest fine measured clique that holds it."""
+        theta = {g.query: np.zeros(g.mean.shape) for g in goals}
+        fine = [g.query for g in goals if not g.query.coarse]
         for name, probs in attribute_estimates(self.domain, goals).items():
-            home = min((c for c in theta if name in c), key=self.domain.cells)
-            combine_into(np.add, theta[home], home, np.log(probs), (name,))
+            home = min((q for q in fine if name in q.clique), key=lambda q: theta[q].size)
+            combine_into(np.add, theta[home], home.clique, np.log(probs), (name,))
         return theta
 
     def _stalled(self, history: list[float]) -> bool:
@@ -180,7 +180,10 @@ class _State:
         """The measured cliques' potentials (one vector) summed into their tree cliques."""
         out = [np.zeros(s) for s in self.shapes]
         for h, ks in self.by_home.items():
-            parts = [(self.goals[k].clique, self.stacked.view(theta, k)) for k in ks]
+            parts = [
+                (self.goals[k].clique, self.goals[k].query.expand(self.stacked.view(theta, k)))
+                for k in ks
+            ]
             add_all_into(out[h], self.tree.cliques[h], parts)
         return out
 
@@ -190,7 +193,7 @@ class _State:
         for h, ks in self.by_home.items():
             parts = [self.goals[k].clique for k in ks]
             for k, m in zip(ks, marginals(probs[h], self.tree.cliques[h], parts), strict=True):
-                out[self.stacked.slices[k]] = m.ravel()
+                out[self.stacked.slices[k]] = self.goals[k].query.project(m).ravel()
         out *= self.total
         return out
 
