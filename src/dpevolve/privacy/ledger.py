@@ -72,7 +72,31 @@ SHAREABLE_KEYS = frozenset(
 EXACT_SENSITIVITY = "exact_sensitivity"
 
 
-class Ledger:
+class LedgerJson:
+    """Writing a ledger's JSON (the full one or its shareable part), for both ledgers."""
+
+    def to_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def shareable_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def to_json(self, shareable: bool = False) -> str:
+        data = self.shareable_dict() if shareable else self.to_dict()
+        return json.dumps(data, indent=2, allow_nan=False) + "\n"
+
+    def write(self, path: str | os.PathLike[str], shareable: bool = False) -> None:
+        """Write the JSON atomically: a temporary file in the same folder, then rename."""
+        from dpevolve.data.io import atomic_write
+
+        target = Path(path)
+        if not target.parent.is_dir():
+            raise InputError(f"ledger folder does not exist: {target.parent}")
+        text = self.to_json(shareable)
+        atomic_write(target, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+class Ledger(LedgerJson):
     """Privacy ledger.
 
     ``to_dict()`` gives JSON with top-level ``"epsilon"`` and ``"delta"`` (the
@@ -210,22 +234,8 @@ class Ledger:
         out["withheld"] = sorted(set(full) - SHAREABLE_KEYS)
         return out
 
-    def to_json(self, shareable: bool = False) -> str:
-        data = self.shareable_dict() if shareable else self.to_dict()
-        return json.dumps(data, indent=2, allow_nan=False) + "\n"
 
-    def write(self, path: str | os.PathLike[str], shareable: bool = False) -> None:
-        """Write the JSON atomically: a temporary file in the same folder, then rename."""
-        from dpevolve.data.io import atomic_write
-
-        target = Path(path)
-        if not target.parent.is_dir():
-            raise InputError(f"ledger folder does not exist: {target.parent}")
-        text = self.to_json(shareable)
-        atomic_write(target, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-
-
-class SharedLedger:
+class SharedLedger(LedgerJson):
     """A ledger read back from its shareable form (a saved model holds only this).
 
     It answers like a :class:`Ledger` (``to_dict``, ``shareable_dict``, ``to_json``,
@@ -258,20 +268,6 @@ class SharedLedger:
             str(accounting["method"]),
             {k: _unbounded(v) for k, v in accounting["by_method"].items()},
         )
-
-    def to_json(self, shareable: bool = False) -> str:
-        data = self.shareable_dict() if shareable else self.to_dict()
-        return json.dumps(data, indent=2, allow_nan=False) + "\n"
-
-    def write(self, path: str | os.PathLike[str], shareable: bool = False) -> None:
-        """Write the JSON atomically (as :meth:`Ledger.write`)."""
-        from dpevolve.data.io import atomic_write
-
-        target = Path(path)
-        if not target.parent.is_dir():
-            raise InputError(f"ledger folder does not exist: {target.parent}")
-        text = self.to_json(shareable)
-        atomic_write(target, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def _unbounded(value: float | None) -> float:
