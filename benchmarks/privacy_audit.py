@@ -399,6 +399,41 @@ def private_floor_choice(trials: int) -> dict[str, Any]:
                exact_epsilon(p, q, 0.0))  # fmt: skip
 
 
+@case
+def engine_selection(trials: int) -> dict[str, Any]:
+    """The adaptive engine's selection: AIM's exponential mechanism over every 1-way
+    and 2-way candidate of a tiny table scored against a uniform model, the last record
+    moved across the domain; the claim is the draw's own event, the exact pmf the
+    softmax of the qualities over the scale."""
+    from dpevolve.data.sources import FrameSource
+    from dpevolve.engine.discretise import Discretiser
+    from dpevolve.engine.measure import count_marginals
+    from dpevolve.engine.select import candidates, scores, selection_event, weight
+
+    disc = Discretiser(SCHEMA, bins=4, fine_cells=8)
+    domain = disc.domain
+    pool = candidates(domain, (), 2)
+    weights = [weight(c, None, 1.0) for c in pool]
+    event = selection_event(1.0, weights)
+    values = []
+    for table in pair_frames(40, 8):
+        exact, _ = count_marginals(FrameSource(table, SCHEMA), disc, pool)
+        uniform = {c: np.full(domain.shape(c), len(table) / domain.cells(c)) for c in pool}
+        values.append(scores(pool, exact.__getitem__, uniform.__getitem__, weights, 2.0))
+    p, q = (softmax(v / event.scale) for v in values)
+    chosen, forward = best_event(p, q, trials)
+    seeds = chunk_seeds("engine-selection", 2)
+    hits = []
+    for v in values:
+        source = SeededNoise(next(seeds))
+        picks = np.array([source.noisy_argmax(v, event.scale) for _ in range(trials)])
+        hits.append(int(chosen[picks].sum()))
+    if not forward:
+        hits.reverse()
+    return row("engine-selection", event.epsilon, hits[0], hits[1], trials,
+               exact_epsilon(p, q, 0.0))  # fmt: skip
+
+
 # ------------------------------------------------------------------ PubMix in PE
 def pe_pubmix_case(name: str, accounting: str, rounds: int, trials: int) -> dict[str, Any]:
     """PubMix as PE's selection over 3 candidates, ``rounds`` rounds of m = 4 parents

@@ -37,7 +37,7 @@ REQUIRED = {
     "hard-alone", "soft-edge", "soft-vote-sharpened", "fixed-fraction", "fixed-near-tie",
     "marginal-release", "marginals-with-pe-round", "pubmix-tight", "pubmix-basic",
     "standalone-pubmix", "standalone-linmix", "standalone-gaussian",
-    "private-gamma-estimate", "private-floor-choice",
+    "private-gamma-estimate", "private-floor-choice", "engine-selection",
 }  # fmt: skip
 
 
