@@ -17,12 +17,19 @@ from dpevolve.data.schema import Schema
 from dpevolve.datasets._base import Dataset
 from dpevolve.errors import InputError
 
-__all__ = ["Preset", "Spec", "is_parquet", "read_table", "table_variants", "variants"]
+__all__ = [
+    "ColumnSelection",
+    "Spec",
+    "is_parquet",
+    "read_source_file",
+    "table_variants",
+    "variants",
+]
 
 
 # ----------------------------------------------------------------------- registry
 @dataclass(frozen=True)
-class Preset:
+class ColumnSelection:
     """A named column selection of a data set (with its own schema file, if any)."""
 
     columns: tuple[str, ...]
@@ -41,7 +48,7 @@ class Spec:
     schema: Callable[[], Schema]
     reader: Callable[[Path, str], pd.DataFrame] | None = None
     generator: Callable[[str], Dataset] | None = None
-    presets: Mapping[str, Preset] = field(default_factory=dict)
+    presets: Mapping[str, ColumnSelection] = field(default_factory=dict)
     drop_missing: bool = False
     unavailable: Mapping[str, str] = field(default_factory=dict)
 
@@ -58,7 +65,7 @@ def table_variants(stem: str, primary: str) -> tuple[str, ...]:
 
 
 # ------------------------------------------------------------------------ readers
-def read_table(path: Path, **csv_kwargs: object) -> pd.DataFrame:
+def read_source_file(path: Path, **csv_kwargs: object) -> pd.DataFrame:
     """Read a CSV (optionally gzipped) or Parquet file with a one-line error."""
     try:
         if path.name.lower().endswith((".parquet", ".pq")):

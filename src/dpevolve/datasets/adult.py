@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from dpevolve.datasets._base import shipped_schema
-from dpevolve.datasets._spec import Preset, Spec, is_parquet, read_table, variants
+from dpevolve.datasets._spec import ColumnSelection, Spec, is_parquet, read_source_file, variants
 
 # ------------------------------------------------------------------ public constants
 ADULT_COLUMNS: tuple[str, ...] = (
@@ -41,10 +41,10 @@ WORKCLASS_BLOCKS: Mapping[str, tuple[str, ...]] = {
 
 def _read_adult(path: Path, split: str) -> pd.DataFrame:
     if is_parquet(path):
-        frame = read_table(path)
+        frame = read_source_file(path)
     else:
         # no header; ", " separated; adult.test starts with "|1x3 Cross validator"
-        frame = read_table(
+        frame = read_source_file(
             path, header=None, names=list(ADULT_COLUMNS), skipinitialspace=True,
             na_values=["?"], keep_default_na=False, comment="|",
         )  # fmt: skip
@@ -79,8 +79,8 @@ SPECS: tuple[Spec, ...] = (
         schema=lambda: shipped_schema("adult.yaml"),
         reader=_read_adult,
         presets={
-            "adult-tabpe": Preset(ADULT_TABPE),
-            "adult5": Preset(ADULT5, "adult5.yaml"),
+            "adult-tabpe": ColumnSelection(ADULT_TABPE),
+            "adult5": ColumnSelection(ADULT5, "adult5.yaml"),
         },
         drop_missing=True,
     ),

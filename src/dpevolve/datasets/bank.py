@@ -8,14 +8,14 @@ from pathlib import Path
 import pandas as pd
 
 from dpevolve.datasets._base import shipped_schema
-from dpevolve.datasets._spec import Preset, Spec, read_table, table_variants
+from dpevolve.datasets._spec import ColumnSelection, Spec, read_source_file, table_variants
 
 BANK5: tuple[str, ...] = ("age", "job", "marital", "education", "y")
 """Columns of the ``bank5`` study preset (schema ``bank5.yaml``, weight 1/5 each)."""
 
 
 def _read_bank(path: Path, split: str) -> pd.DataFrame:
-    return read_table(path, sep=";", keep_default_na=False)
+    return read_source_file(path, sep=";", keep_default_na=False)
 
 
 _BANK_DESC = (
@@ -37,7 +37,7 @@ SPECS: tuple[Spec, ...] = (
         },
         schema=lambda: shipped_schema("bank.yaml"),
         reader=_read_bank,
-        presets={"bank5": Preset(BANK5, "bank5.yaml")},
+        presets={"bank5": ColumnSelection(BANK5, "bank5.yaml")},
     ),
 )
 

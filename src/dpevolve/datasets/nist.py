@@ -9,7 +9,13 @@ import numpy as np
 import pandas as pd
 
 from dpevolve.datasets._base import shipped_schema
-from dpevolve.datasets._spec import Preset, Spec, is_parquet, read_table, table_variants
+from dpevolve.datasets._spec import (
+    ColumnSelection,
+    Spec,
+    is_parquet,
+    read_source_file,
+    table_variants,
+)
 from dpevolve.errors import InputError
 
 NIST_SUBSET: tuple[str, ...] = ("SEX", "MSP", "RAC1P", "EDU", "HOUSING_TYPE", "OWN_RENT")
@@ -47,10 +53,10 @@ def _category_keys(values: pd.Series) -> pd.Series:
 
 def _read_nist(path: Path, split: str) -> pd.DataFrame:
     if is_parquet(path):
-        frame = read_table(path)
+        frame = read_source_file(path)
     else:
         # read every cell as text: "N" stays "N" in categorical columns
-        frame = read_table(path, dtype=str, keep_default_na=False)
+        frame = read_source_file(path, dtype=str, keep_default_na=False)
     for name in frame.columns:
         values = frame[name]
         if name in NIST_NUMERIC:
@@ -126,8 +132,8 @@ SPECS: tuple[Spec, ...] = tuple(
         schema=lambda: shipped_schema("nist2019.yaml"),
         reader=_read_nist,
         presets={
-            "nist_subset": Preset(NIST_SUBSET),
-            "nist_subset7": Preset(NIST_SUBSET7),
+            "nist_subset": ColumnSelection(NIST_SUBSET),
+            "nist_subset7": ColumnSelection(NIST_SUBSET7),
         },
     )
     for name, (stem, what, rows) in _NIST_FILES.items()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from dpevolve.datasets._base import shipped_schema
-from dpevolve.datasets._spec import Spec, is_parquet, read_table, table_variants
+from dpevolve.datasets._spec import Spec, is_parquet, read_source_file, table_variants
 
 PERSON_ACTIVITY_TAGS: Mapping[str, str] = {
     "010-000-024-033": "ANKLE_LEFT",
@@ -25,9 +25,9 @@ PERSON_ACTIVITY_TAGS: Mapping[str, str] = {
 
 def _read_person_activity(path: Path, split: str) -> pd.DataFrame:
     if is_parquet(path):
-        frame = read_table(path)
+        frame = read_source_file(path)
     else:
-        frame = read_table(path, index_col=0, keep_default_na=False)
+        frame = read_source_file(path, index_col=0, keep_default_na=False)
     return frame.rename(columns={"Sequence Name": "sequence", "Tag identificator": "tag"})
 
 

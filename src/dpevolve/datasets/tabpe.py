@@ -7,11 +7,11 @@ from pathlib import Path
 import pandas as pd
 
 from dpevolve.datasets._base import DATA_ENV, shipped_schema
-from dpevolve.datasets._spec import Spec, read_table, table_variants
+from dpevolve.datasets._spec import Spec, read_source_file, table_variants
 
 
 def _read_tabpe(path: Path, split: str) -> pd.DataFrame:
-    return read_table(path)
+    return read_source_file(path)
 
 
 _TABPE_DESC = (
