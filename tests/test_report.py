@@ -390,6 +390,17 @@ def test_hybrid_report_describes_what_ran(run: dict[str, Any]) -> None:
     assert "0.9999999994558265" not in page.split("<details>")[0]
 
 
+def test_adaptive_report_describes_the_engine(small_schema, small_table) -> None:
+    model = Synthesizer(small_schema, epsilon=1.0, random_state=0, noise_seed=1)
+    ledger = model.fit(small_table).ledger_.to_dict()
+    facts = {row[0]: row[1] for row in _parse(render_report(ledger=ledger)).tables["run"]}
+    assert facts["preset"] == "adaptive" and "Private Evolution" not in facts
+    measured = sum(e["mechanism"] == "marginal" for e in ledger["events"])
+    chosen = sum(e["mechanism"] == "select" for e in ledger["events"])
+    assert facts["adaptive engine"].startswith(f"{measured} noisy marginals")
+    assert f", {chosen} chosen by the exponential mechanism" in facts["adaptive engine"]
+
+
 def test_nullable_numeric_and_date_columns_plot(tmp_path: Path) -> None:
     from dpevolve.reporting.figures import plot_marginals
 

@@ -6,7 +6,7 @@ Sections that show anything computed from the private table are only called by
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dpevolve.privacy.ledger import SHAREABLE_KEYS
@@ -176,6 +176,9 @@ def what_ran(led: Mapping[str, Any]) -> list[tuple[str, str]]:
     facts: list[tuple[str, str]] = []
     if "preset" in led:
         facts.append(("preset", escape(fmt_num(led["preset"]))))
+    if isinstance(led.get("engine"), Mapping):
+        facts.append(("adaptive engine", escape(engine_summary(events))))
+        return facts
     rounds = pe_rounds(events)
     schedule = as_mapping(led.get("schedule"))
     if rounds:
@@ -215,6 +218,21 @@ def what_ran(led: Mapping[str, Any]) -> list[tuple[str, str]]:
             text += f"; rows drawn from a weighted pool of {fmt_num(last['support'])} candidates"
         facts.append(("marginal release", escape(text)))
     return facts
+
+
+def engine_summary(events: Sequence[Mapping[str, Any]]) -> str:
+    """What the adaptive engine released, in words (from the ledger's events)."""
+    measured = [e for e in events if e.get("mechanism") == "marginal"]
+    coarse = sum(1 for e in measured if e.get("groups"))
+    fine = sum(1 for e in events if str(e.get("mechanism", "")).startswith("fine:"))
+    chosen = sum(1 for e in events if e.get("mechanism") == "select")
+    text = f"{len(measured)} noisy marginals"
+    if coarse:
+        text += f" ({coarse} of them coarsened)"
+    text += f", {chosen} chosen by the exponential mechanism where the model was most wrong"
+    if fine:
+        text += f"; {fine} fine numeric histograms for the values"
+    return text + "; fresh rows drawn from one graphical model fitted to them"
 
 
 def fmt_epsilon(value: Any) -> str:
