@@ -289,6 +289,8 @@ def test_the_default_is_the_adaptive_engine(small_schema, small_table, tmp_path)
     kinds = {e["kind"] for e in ledger["events"]}
     assert "gaussian" in kinds and len(kinds) == 2  # measurements and selections
     assert ledger["epsilon"] <= 1.0 + 1e-9
+    # The history travels with the model file: released facts only, no timings.
+    assert model.history_ and not any(k.endswith("_s") for h in model.history_ for k in h)
     rows = model.sample(5 * len(small_table))
     assert len(rows) == 5 * len(small_table) and list(rows.columns) == small_schema.names
     _, report = small_schema.validate(rows)

@@ -169,6 +169,8 @@ def mask_report(html: str) -> str:
     html = re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", "<date>", html)
     html = re.sub(r"<td>\d+ \(\d+(\.\d+)?%\)</td>", "<td><released></td>", html)
     html = re.sub(r"pool of \d+ candidates", "pool of <released> candidates", html)
+    # The engine's rounds end where its annealing (post-processing) says: counts released.
+    html = re.sub(r"\d+( of them)?(?= noisy marginals| coarsened| chosen by)", "<n>", html)
     for key in RELEASED_INFO:
         html = re.sub(rf"({key}\W+)[\d.e+-]+", r"\1<released>", html)
     return html

@@ -20,7 +20,6 @@ release reads only released values and public inputs: post-processing.
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -230,15 +229,11 @@ def fit_engine(
         model_size if model_size is not None else default_model_size,
         progress,
     )
-    started = time.perf_counter()
     fine = _first_pass(run, plan)
     model = build(domain, n, chosen).fit(list(run.measurements))
     history = _rounds(run, plan, model)
     model = _final_fit(model, list(run.measurements), chosen.final_iters)
-    run.say(
-        f"{len(run.measurements)} marginals, rho {run.spend.used:.4g} of {plan.total:.4g}, "
-        f"{time.perf_counter() - started:.1f} s"
-    )
+    run.say(f"{len(run.measurements)} marginals, rho {run.spend.used:.4g} of {plan.total:.4g}")
     return EngineResult(schema, discretiser, run.measurements, fine, ledger, model, n, history)
 
 
@@ -287,19 +282,15 @@ def _rounds(run: _Run, plan: Plan, model: Estimator) -> list[dict[str, Any]]:
         round_ += 1
         spent_after = run.spend.used + round_cost(sigma, epsilon)
         size_limit = run.spec.max_model_mb * spent_after / limit
-        clock = time.perf_counter()
         chosen = _choose(run, model, sigma, epsilon, size_limit, label, round_)
-        picked = time.perf_counter()
         before = chosen.project(model.answer(chosen.clique))
         run.measure(chosen, sigma, round_, "marginal")
         model = model.fit(list(run.measurements))
         after = chosen.project(model.answer(chosen.clique))
         moved = float(np.abs(after - before).sum())
-        timing = {
-            "select_s": picked - clock,
-            "fit_s": time.perf_counter() - picked,
-            "model_mb": run.model_size(run.discretiser.domain, run.measurements.cliques()),
-        }
+        # No timings: how long scoring the private counts took is not a released value,
+        # and the history travels with the model file and the progress lines.
+        model_mb = run.model_size(run.discretiser.domain, run.measurements.cliques())
         history.append(
             {
                 "round": round_,
@@ -307,14 +298,12 @@ def _rounds(run: _Run, plan: Plan, model: Estimator) -> list[dict[str, Any]]:
                 "groups": _group_counts(chosen) if chosen.coarse else None,
                 "sigma": sigma,
                 "moved": moved,
-                **timing,
+                "model_mb": model_mb,
             }
         )
         run.say(
             f"round {round_}: {'-'.join(chosen.clique)}"
-            f"{' coarse' if chosen.coarse else ''} sigma {sigma:.3g} "
-            f"(select {timing['select_s']:.2f} s, fit {timing['fit_s']:.2f} s, "
-            f"model {timing['model_mb']:.2f} MB)"
+            f"{' coarse' if chosen.coarse else ''} sigma {sigma:.3g}, model {model_mb:.2f} MB"
         )
         if not done and moved <= ABS_NOISE * sigma * before.size:
             factor = run.spec.anneal  # annealing: measure finer
