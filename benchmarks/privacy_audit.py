@@ -255,30 +255,29 @@ def soft_vote_sharpened(trials: int) -> dict[str, Any]:
 HYBRID_FAST = {"grow_rounds": 1, "children": 60, "iterations": 20}
 
 
+def hybrid_case(name: str, share: float, seed: int, trials: int) -> dict[str, Any]:
+    """The hybrid preset's marginal release at ``share`` of the budget (the rest: one PE
+    round), on a pair of tables with one record moved across the domain."""
+    here, there, ledger = synth_pair(
+        SCHEMA,
+        pair_frames(40, seed),
+        epsilon=1.0,
+        preset=get_preset("hybrid", population=16, rounds=1),
+        marginals=MarginalSpec(share=share, options=HYBRID_FAST),
+    )
+    return recorded_gaussian_case(name, here, there, ledger, trials)
+
+
 @case
 def marginal_release(trials: int) -> dict[str, Any]:
     """The hybrid preset's marginals alone (share 1: no PE round)."""
-    here, there, ledger = synth_pair(
-        SCHEMA,
-        pair_frames(40, 6),
-        epsilon=1.0,
-        preset=get_preset("hybrid", population=16, rounds=1),
-        marginals=MarginalSpec(share=1.0, options=HYBRID_FAST),
-    )
-    return recorded_gaussian_case("marginal-release", here, there, ledger, trials)
+    return hybrid_case("marginal-release", 1.0, 6, trials)
 
 
 @case
 def marginals_with_pe_round(trials: int) -> dict[str, Any]:
     """The hybrid preset's budget split: one PE round, then the marginal release."""
-    here, there, ledger = synth_pair(
-        SCHEMA,
-        pair_frames(40, 7),
-        epsilon=1.0,
-        preset=get_preset("hybrid", population=16, rounds=1),
-        marginals=MarginalSpec(share=0.5, options=HYBRID_FAST),
-    )
-    return recorded_gaussian_case("marginals-split-with-pe-round", here, there, ledger, trials)
+    return hybrid_case("marginals-split-with-pe-round", 0.5, 7, trials)
 
 
 # ------------------------------------------------------------- discrete outcomes

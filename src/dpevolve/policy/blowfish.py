@@ -1,15 +1,7 @@
 """Blowfish policies (docs/math.md §2): which substitutions of one record are secrets.
 
-A policy names, per protected attribute, a *secret graph* over that attribute's values:
-
-==========================  ====================================  ======================
-graph                       a ~ b (a != b)                        columns
-==========================  ====================================  ======================
-``Threshold(theta)``        ``|a - b| <= theta`` (raw units)      numeric
-``Partition(blocks)``       a and b in the same block             categorical
-``Complete()``              always (standard DP for the column)   any
-``HierarchyGraph(theta)``   ``treepath(a, b) <= theta``           categorical with tree
-==========================  ====================================  ======================
+A policy names, per protected attribute, a *secret graph* over that attribute's values
+(the four kinds and their edges: :mod:`dpevolve.policy.graphs`).
 
 Unnamed attributes are unprotected. A *protected substitution* replaces a record ``x`` by
 ``x'`` that differs in exactly one protected attribute ``k``, along an edge of graph
