@@ -33,6 +33,7 @@ from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release, sigma_for
 from dpevolve.engine.model import EngineModel
 from dpevolve.engine.plan import Plan, Spend, round_cost
+from dpevolve.engine.refine import Refinement, StageInputs, refine
 from dpevolve.engine.select import (
     ABS_NOISE,
     candidates,
@@ -101,6 +102,7 @@ class EngineResult:
     model: Estimator
     rows: int
     history: list[dict[str, Any]] = field(default_factory=list)
+    refinement: Refinement | None = None
 
     @property
     def events(self) -> tuple[Event, ...]:
@@ -116,7 +118,7 @@ class EngineResult:
     def released(self) -> EngineModel:
         """The part that draws rows (released values and public facts only)."""
         fine = {name: m.noisy for name, m in self.fine.items()}
-        return EngineModel(self.discretiser, fine, self.model, self.rows)
+        return EngineModel(self.discretiser, fine, self.model, self.rows, self.refinement)
 
 
 @dataclass
@@ -233,8 +235,15 @@ def fit_engine(
     model = build(domain, n, chosen).fit(list(run.measurements))
     history = _rounds(run, plan, model)
     model = _final_fit(model, list(run.measurements), chosen.final_iters)
+    result = EngineResult(schema, discretiser, run.measurements, fine, ledger, model, n, history)
+    if plan.pe > 0:
+        stage = StageInputs(
+            source, schema, noise, ledger, run.spend, plan.pe, chosen.pe_rounds,
+            chosen.pe_candidates, chosen.pe_pool, len(history) + 1,
+        )  # fmt: skip
+        result.refinement = refine(result.released().sample, stage, rng)
     run.say(f"{len(run.measurements)} marginals, rho {run.spend.used:.4g} of {plan.total:.4g}")
-    return EngineResult(schema, discretiser, run.measurements, fine, ledger, model, n, history)
+    return result
 
 
 def _final_fit(model: Estimator, measurements: list[Measurement], iterations: int) -> Estimator:
@@ -270,7 +279,7 @@ def _rounds(run: _Run, plan: Plan, model: Estimator) -> list[dict[str, Any]]:
     """AIM's adaptive rounds until the plan's rho is spent."""
     label = run.discretiser.schema.label
     sigma, epsilon = plan.first_round()
-    limit = plan.total
+    limit = plan.total - plan.pe  # the PE stage's share is kept for after the rounds
     history: list[dict[str, Any]] = []
     done = False
     round_ = 0

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from dpevolve.engine.discretise import Discretiser
+from dpevolve.engine.refine import Refinement
 from dpevolve.measurements import Estimator
 
 
@@ -31,15 +32,24 @@ class EngineModel:
         The estimator fitted to the released measurements.
     rows
         The private row count ``n`` (public under replace-one), the default row count.
+    refinement
+        The PE stage's reweighting of the model's rows (:mod:`~dpevolve.engine.refine`).
     """
 
     discretiser: Discretiser
     fine: Mapping[str, np.ndarray]
     model: Estimator
     rows: int
+    refinement: Refinement | None = None
 
     def sample(self, rows: int | None, rng: np.random.Generator) -> pd.DataFrame:
         """``rows`` (default ``n``) fresh rows drawn from the model (post-processing)."""
         count = self.rows if rows is None else int(rows)
+        if self.refinement is not None:
+            return self.refinement.sample(self.draw, count, rng)
+        return self.draw(count, rng)
+
+    def draw(self, count: int, rng: np.random.Generator) -> pd.DataFrame:
+        """``count`` rows of the model itself (before any PE reweighting)."""
         codes = np.asarray(self.model.sample(count, rng), dtype=np.int64)
         return self.discretiser.decode(codes, rng, dict(self.fine))

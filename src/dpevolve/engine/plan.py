@@ -8,6 +8,7 @@ the budget's ``rho`` (given, or the largest whose CKS conversion meets
 
 * ``fine_share`` for the fine 1-way histograms of the numeric columns (one Gaussian each);
 * ``oneway_share`` of the rest for the first measurement of every 1-way marginal;
+* ``pe_share`` of the whole for the PE stage's votes (:mod:`~dpevolve.engine.refine`);
 * the rest for the adaptive rounds, planned as ``T`` equal rounds of which
   ``select_share`` selects and the rest measures (AIM, McKenna et al. 2022, Alg. 2).
   Annealing halves ``sigma`` and doubles ``epsilon`` when a refit barely moved the
@@ -44,17 +45,20 @@ class Plan:
     rounds: float
     planned_rounds: int
     select_share: float
+    pe: float = 0.0
 
     @classmethod
     def of(cls, budget: Budget, spec: EngineSpec, columns: int, numeric: int) -> Plan:
         total = zcdp_budget(budget) * SLACK
         fine = spec.fine_share * total if numeric else 0.0
         oneway = spec.oneway_share * (total - fine)
+        pe = spec.pe_share * total
         return cls(
             total=total,
             fine=fine,
             oneway=oneway,
-            rounds=total - fine - oneway,
+            rounds=total - fine - oneway - pe,
+            pe=pe,
             planned_rounds=spec.planned_rounds(columns),
             select_share=spec.select_share,
         )

@@ -70,6 +70,14 @@ class EngineSpec:
         large); weighted as the fine pair. Empty: none.
     round_iters, final_iters
         Estimator iterations per warm-started refit and for the final fit.
+    pe_share
+        Share of ``rho`` for the PE stage after the marginal rounds
+        (:mod:`~dpevolve.engine.refine`): nearest-candidate votes over model draws that
+        reweight the model's rows. ``0``: no stage, nothing spent.
+    pe_rounds, pe_candidates
+        The stage's vote rounds (the share split evenly) and candidates per round.
+    pe_pool
+        Model draws per output row that the stage's weights resample from.
     """
 
     bins: int = 20
@@ -91,6 +99,10 @@ class EngineSpec:
     pair_groups: tuple[int, ...] = ()
     round_iters: int = 100
     final_iters: int = 500
+    pe_share: float = 0.0
+    pe_rounds: int = 1
+    pe_candidates: int = 1000
+    pe_pool: int = 4
 
     def __post_init__(self) -> None:
         for name in ("bins", "fine_cells", "rounds_per_column", "max_rounds", "max_candidates"):
@@ -99,10 +111,14 @@ class EngineSpec:
         _at_least("final_iters", self.final_iters, 1)
         if self.rounds is not None:
             _at_least("rounds", self.rounds, 1)
-        for name in ("fine_share", "oneway_share"):
+        for name in ("pe_rounds", "pe_candidates", "pe_pool"):
+            _at_least(name, getattr(self, name), 1)
+        for name in ("fine_share", "oneway_share", "pe_share"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and 0.0 <= value < 1.0):
                 raise InputError(f"engine spec: {name} must lie in [0, 1), got {value!r}")
+        if self.pe_share >= (1.0 - self.fine_share) * (1.0 - self.oneway_share):
+            raise InputError("engine spec: pe_share leaves nothing for the marginal rounds")
         if not (isinstance(self.select_share, (int, float)) and 0.0 < self.select_share < 1.0):
             raise InputError(
                 f"engine spec: select_share must lie in (0, 1), got {self.select_share!r}"

@@ -1,0 +1,189 @@
+"""PE's nearest-candidate vote as one more measurement of the engine (docs/engine.md).
+
+A graphical model over marginals of order 2-4 cannot carry structure of higher order
+(Person Activity's activity given the tag and three coordinates). Private Evolution's
+vote can: each private record votes for its nearest candidate (Lin et al. 2024; Tab-PE's
+one-hot/L2 distance), whatever the order of the structure. The stage uses the vote to
+correct the fitted model, and the model keeps drawing the rows:
+
+1. ``M`` candidates are drawn from the current sampler (the model, corrected by the
+   earlier rounds of this stage): post-processing of released values;
+2. the backend sums the hard votes of the private records over the candidates, and the
+   existing Gaussian release of PE (:class:`~dpevolve.release.gaussian.GaussianRelease`,
+   sensitivity ``sqrt(2)`` under replace-one: a record moves its one vote from one
+   candidate to another) adds discrete Gaussian noise from the one noise source, after
+   the event is charged to the plan's :class:`~dpevolve.engine.plan.Spend`;
+3. the current sampler's own share ``q_j`` of each candidate's cell (the records nearest
+   to candidate ``j``) is estimated from fresh draws, and the cell's density ratio is
+   ``w_j = (max(H~_j, 0) + k) / (n q_j + k)`` with ``k = sigma``: a cell whose count is
+   within the noise of the model's own stays near 1 (post-processing).
+
+Sampling draws ``pool * rows`` rows from the model, weights each by the product of the
+ratios of the cells it falls in, and resamples ``rows`` of them in proportion: fresh
+model draws, reweighted (a sampling-importance-resampling step), never copies of the
+candidates. With no round (``pe_share = 0``) the engine samples the model directly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dpevolve.backends.local import LocalBackend
+from dpevolve.data.encoding import Records, encode
+from dpevolve.data.schema import Schema
+from dpevolve.data.sources import PrivateSource
+from dpevolve.engine.plan import Spend
+from dpevolve.pe.distance import Distance, TabPEEmbedding, make_distance
+from dpevolve.pe.votes import HardVote
+from dpevolve.privacy import Ledger
+from dpevolve.release.gaussian import GaussianRelease
+from dpevolve.release.noise import NoiseSource
+
+#: Draws ``(rows, rng) -> table`` from a sampler (the model, or a corrected one).
+Draw = Callable[[int, np.random.Generator], pd.DataFrame]
+
+#: Ledger label of the stage's vote releases (the ledger's ``round`` counts the stage's
+#: rounds after the marginal rounds).
+VOTE_LABEL = "pe_vote"
+
+#: Model draws per candidate that estimate the model's own share of each cell.
+SHARE_DRAWS = 20
+
+#: Rows per block when assigning draws to their nearest candidate (bounds memory).
+_BLOCK = 8192
+
+
+@dataclass(frozen=True)
+class Correction:
+    """One released vote, as a density ratio on its candidates' cells.
+
+    Attributes
+    ----------
+    candidates
+        The round's candidates (model draws: post-processing).
+    ratio
+        ``w_j`` per candidate (from the noisy vote and public draws only).
+    """
+
+    candidates: Records
+    ratio: np.ndarray
+
+
+@dataclass(frozen=True)
+class Refinement:
+    """The stage's corrections; :meth:`sample` draws corrected fresh rows.
+
+    Holds only released values (the candidates are model draws, the ratios read the
+    noisy votes), so it travels with the model file.
+    """
+
+    schema: Schema
+    corrections: tuple[Correction, ...]
+    pool: int
+
+    def weights(self, rows: Records) -> np.ndarray:
+        """The product of the ratios of the cells ``rows`` fall in."""
+        distance = make_distance("tabpe", self.schema)
+        out = np.ones(len(rows))
+        for c in self.corrections:
+            out *= c.ratio[nearest(rows, c.candidates, distance)]
+        return out
+
+    def sample(self, base: Draw, rows: int, rng: np.random.Generator) -> pd.DataFrame:
+        """``rows`` rows: ``pool * rows`` fresh draws of ``base``, resampled by weight."""
+        return resample(base, self, rows, rng)
+
+
+def resample(
+    base: Draw, refinement: Refinement, rows: int, rng: np.random.Generator
+) -> pd.DataFrame:
+    """Sampling-importance-resampling of ``base``'s draws by ``refinement``'s weights."""
+    if rows <= 0 or not refinement.corrections:
+        return base(rows, rng)
+    draws = base(refinement.pool * rows, rng)
+    weights = refinement.weights(encode(draws, refinement.schema))
+    pick = rng.choice(len(draws), size=rows, replace=True, p=weights / weights.sum())
+    return draws.iloc[np.sort(pick)].sample(frac=1.0, random_state=rng).reset_index(drop=True)
+
+
+def nearest(rows: Records, candidates: Records, distance: Distance) -> np.ndarray:
+    """Index of each row's nearest candidate (post-processing: BLAS where it can)."""
+    out = np.empty(len(rows), dtype=np.int64)
+    plain = type(distance) is TabPEEmbedding
+    if plain:
+        assert isinstance(distance, TabPEEmbedding)
+        cand = distance.embed(candidates)
+        cand_sq = (cand * cand).sum(axis=1)
+    for start in range(0, len(rows), _BLOCK):
+        block = rows.take(slice(start, start + _BLOCK))
+        if plain:
+            # ||x - c||^2 up to ||x||^2, which does not change the argmin.
+            score = cand_sq[None, :] - 2.0 * (distance.embed(block) @ cand.T)
+        else:
+            score = distance.pairwise(block, candidates)
+        out[start : start + len(block)] = np.argmin(score, axis=1)
+    return out
+
+
+@dataclass(frozen=True)
+class StageInputs:
+    """What the stage reads: the private source (votes only), the run's noise, ledger and
+    spend, and its public choices."""
+
+    source: PrivateSource
+    schema: Schema
+    noise: NoiseSource
+    ledger: Ledger
+    spend: Spend
+    rho: float
+    rounds: int
+    candidates: int
+    pool: int
+    first_round: int
+
+
+def refine(base: Draw, inputs: StageInputs, rng: np.random.Generator) -> Refinement:
+    """Run the stage's vote rounds within ``inputs.rho``; see the module docstring."""
+    distance = make_distance("tabpe", inputs.schema)
+    vote = HardVote()
+    # A hard vote's replace-one L2 sensitivity: the one changed record moves its vote.
+    sensitivity = vote.l2_sensitivity(1.0)
+    n = int(inputs.source.n)
+    backend = LocalBackend()
+    corrections: list[Correction] = []
+    for t in range(inputs.rounds):
+        current = Refinement(inputs.schema, tuple(corrections), inputs.pool)
+        candidates = encode(resample(base, current, inputs.candidates, rng), inputs.schema)
+        sigma = sensitivity / math.sqrt(2.0 * inputs.rho / inputs.rounds)  # rho = S^2/(2 sigma^2)
+        release = GaussianRelease(sigma, sensitivity, noise=inputs.noise)
+        event = release.event()
+        inputs.spend.charge(event)
+        histogram = backend.vote(inputs.source.batches(), candidates, distance, vote)
+        noisy = np.asarray(release.noisy(histogram), dtype=np.float64)
+        inputs.ledger.record(
+            event, round=inputs.first_round + t, stage=VOTE_LABEL, population=len(candidates)
+        )
+        draws = encode(resample(base, current, SHARE_DRAWS * len(candidates), rng), inputs.schema)
+        share = np.bincount(nearest(draws, candidates, distance), minlength=len(candidates))
+        expected = n * share / len(draws)
+        ratio = (np.maximum(noisy, 0.0) + sigma) / (expected + sigma)
+        ratio.setflags(write=False)
+        corrections.append(Correction(candidates, ratio))
+    return Refinement(inputs.schema, tuple(corrections), inputs.pool)
+
+
+__all__ = [
+    "SHARE_DRAWS",
+    "VOTE_LABEL",
+    "Correction",
+    "Refinement",
+    "StageInputs",
+    "nearest",
+    "refine",
+    "resample",
+]
