@@ -38,7 +38,12 @@ from dpevolve.data.encoding import Records, encode
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import PrivateSource
 from dpevolve.engine.plan import Spend
-from dpevolve.pe.distance import Distance, TabPEEmbedding, make_distance
+from dpevolve.pe.distance import (
+    Distance,
+    NullableTabPEEmbedding,
+    TabPEEmbedding,
+    make_distance,
+)
 from dpevolve.pe.votes import HardVote
 from dpevolve.privacy import Ledger
 from dpevolve.release.gaussian import GaussianRelease
@@ -85,6 +90,7 @@ class Refinement:
     schema: Schema
     corrections: tuple[Correction, ...]
     pool: int
+    rake: bool = False
 
     def weights(self, rows: Records) -> np.ndarray:
         """The product of the ratios of the cells ``rows`` fall in."""
@@ -106,22 +112,51 @@ def resample(
     if rows <= 0 or not refinement.corrections:
         return base(rows, rng)
     draws = base(refinement.pool * rows, rng)
-    weights = refinement.weights(encode(draws, refinement.schema))
+    encoded = encode(draws, refinement.schema)
+    weights = refinement.weights(encoded)
+    if refinement.rake:
+        weights = rake(encoded, weights)
     pick = rng.choice(len(draws), size=rows, replace=True, p=weights / weights.sum())
     return draws.iloc[np.sort(pick)].sample(frac=1.0, random_state=rng).reset_index(drop=True)
+
+
+#: Bins of a numeric column when raking (the model's resolution by default).
+RAKE_BINS = 20
+
+
+def rake(rows: Records, weights: np.ndarray, sweeps: int = 5) -> np.ndarray:
+    """Weights scaled per column cell until every 1-way share of the weighted rows is
+    the unweighted rows' (the model's): the votes then move only joint structure."""
+    cells = list(rows.codes.T.astype(np.int64))
+    for col in rows.numeric.T:
+        present = ~np.isnan(col)
+        cell = np.zeros(len(col), dtype=np.int64)  # 0: missing
+        cell[present] = 1 + np.minimum((col[present] * RAKE_BINS).astype(np.int64), RAKE_BINS - 1)
+        cells.append(cell)
+    out = weights / weights.sum()
+    for _ in range(sweeps):
+        for cell in cells:
+            size = int(cell.max()) + 1
+            target = np.bincount(cell, minlength=size) / len(cell)
+            have = np.bincount(cell, weights=out, minlength=size)
+            out = out * (target / np.maximum(have, 1e-300))[cell]
+    return out
 
 
 def nearest(rows: Records, candidates: Records, distance: Distance) -> np.ndarray:
     """Index of each row's nearest candidate (post-processing: BLAS where it can)."""
     out = np.empty(len(rows), dtype=np.int64)
-    plain = type(distance) is TabPEEmbedding
+    # The missing-aware embedding has no explicit embedding: its own pairwise then.
+    plain = isinstance(distance, TabPEEmbedding) and not isinstance(
+        distance, NullableTabPEEmbedding
+    )
     if plain:
         assert isinstance(distance, TabPEEmbedding)
         cand = distance.embed(candidates)
         cand_sq = (cand * cand).sum(axis=1)
     for start in range(0, len(rows), _BLOCK):
         block = rows.take(slice(start, start + _BLOCK))
-        if plain:
+        if isinstance(distance, TabPEEmbedding) and plain:
             # ||x - c||^2 up to ||x||^2, which does not change the argmin.
             score = cand_sq[None, :] - 2.0 * (distance.embed(block) @ cand.T)
         else:
@@ -145,6 +180,7 @@ class StageInputs:
     candidates: int
     pool: int
     first_round: int
+    rake: bool = False
 
 
 def refine(base: Draw, inputs: StageInputs, rng: np.random.Generator) -> Refinement:
@@ -157,7 +193,7 @@ def refine(base: Draw, inputs: StageInputs, rng: np.random.Generator) -> Refinem
     backend = LocalBackend()
     corrections: list[Correction] = []
     for t in range(inputs.rounds):
-        current = Refinement(inputs.schema, tuple(corrections), inputs.pool)
+        current = Refinement(inputs.schema, tuple(corrections), inputs.pool, inputs.rake)
         candidates = encode(resample(base, current, inputs.candidates, rng), inputs.schema)
         sigma = sensitivity / math.sqrt(2.0 * inputs.rho / inputs.rounds)  # rho = S^2/(2 sigma^2)
         release = GaussianRelease(sigma, sensitivity, noise=inputs.noise)
@@ -174,7 +210,7 @@ def refine(base: Draw, inputs: StageInputs, rng: np.random.Generator) -> Refinem
         ratio = (np.maximum(noisy, 0.0) + sigma) / (expected + sigma)
         ratio.setflags(write=False)
         corrections.append(Correction(candidates, ratio))
-    return Refinement(inputs.schema, tuple(corrections), inputs.pool)
+    return Refinement(inputs.schema, tuple(corrections), inputs.pool, inputs.rake)
 
 
 __all__ = [

@@ -78,6 +78,8 @@ class EngineSpec:
         The stage's vote rounds (the share split evenly) and candidates per round.
     pe_pool
         Model draws per output row that the stage's weights resample from.
+    pe_rake
+        Rake the stage's weights so the rows keep the model's 1-way marginals.
     """
 
     bins: int = 20
@@ -103,6 +105,7 @@ class EngineSpec:
     pe_rounds: int = 1
     pe_candidates: int = 1000
     pe_pool: int = 4
+    pe_rake: bool = False
 
     def __post_init__(self) -> None:
         for name in ("bins", "fine_cells", "rounds_per_column", "max_rounds", "max_candidates"):

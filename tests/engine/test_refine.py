@@ -1,0 +1,182 @@
+"""The engine's PE stage (engine/refine.py): its budget, its event, its rows."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpevolve.data.encoding import Records, encode
+from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
+from dpevolve.data.sources import FrameSource
+from dpevolve.engine import EngineSpec, fit_engine
+from dpevolve.engine.plan import Plan
+from dpevolve.engine.refine import VOTE_LABEL, Correction, Refinement, nearest, resample
+from dpevolve.errors import InputError
+from dpevolve.pe.distance import make_distance
+from dpevolve.pe.votes import HardVote
+from dpevolve.privacy import Budget, GaussianEvent, zcdp_budget
+from dpevolve.privacy.audit import cks_epsilon
+from dpevolve.release.gaussian import GaussianRelease
+from dpevolve.release.noise import SeededNoise
+
+SCHEMA = Schema(
+    (
+        NumericColumn("x", 0.0, 1.0),
+        CategoricalColumn("c", ("a", "b")),
+        CategoricalColumn("y", ("no", "yes")),
+    ),
+    label="y",
+)
+
+
+def _table(n: int, seed: int) -> pd.DataFrame:
+    """``y`` is ``c`` xor ``x > 0.5``: structure the 1-ways alone do not carry."""
+    rng = np.random.default_rng(seed)
+    x = rng.random(n)
+    c = rng.choice(["a", "b"], n)
+    y = np.where((x > 0.5) ^ (c == "b"), "yes", "no")
+    return pd.DataFrame({"x": x, "c": c, "y": y})
+
+
+def _fit(spec: EngineSpec, budget: Budget, standin, n: int = 300, seed: int = 0):
+    return fit_engine(
+        FrameSource(_table(n, seed), SCHEMA),
+        SCHEMA,
+        budget,
+        spec,
+        noise=SeededNoise(seed),
+        rng=np.random.default_rng(seed),
+        **standin,
+    )
+
+
+BASE = {"bins": 4, "fine_cells": 8, "rounds": 2, "pe_candidates": 40, "pe_pool": 3}
+
+
+@settings(max_examples=6, deadline=None)
+@given(
+    share=st.floats(0.05, 0.8),
+    rounds=st.integers(1, 3),
+    budget=st.sampled_from([Budget(epsilon=1.0, delta=1e-5), Budget(rho=0.3)]),
+)
+def test_the_stage_spends_its_share_and_the_run_never_exceeds_the_budget(
+    share, rounds, budget
+) -> None:
+    from tests.engine.conftest import joint_factory, joint_size
+
+    spec = EngineSpec(pe_share=share, pe_rounds=rounds, **BASE)
+    result = _fit(spec, budget, {"estimator": joint_factory, "model_size": joint_size})
+    ledger = result.ledger.to_dict()
+    votes = [e for e in ledger["events"] if e.get("stage") == VOTE_LABEL]
+    assert len(votes) == rounds
+    plan = Plan.of(budget, spec, 3, 1)
+    assert sum(e["rho"] for e in votes) == pytest.approx(plan.pe, rel=1e-9)
+    assert plan.pe == pytest.approx(share * plan.total)
+    total = sum(e.rho for e in result.events)
+    assert total <= zcdp_budget(budget)
+    assert total == pytest.approx(zcdp_budget(budget), rel=1e-8)
+    if budget.epsilon is not None:
+        assert ledger["epsilon"] <= 1.0
+        assert ledger["epsilon"] == pytest.approx(cks_epsilon(total, 1e-5), rel=1e-6)
+    # the votes come after every marginal round
+    rounds_of = [e["round"] for e in votes]
+    assert min(rounds_of) > len(result.history)
+
+
+def test_the_vote_event_is_pes_gaussian_release_at_the_hard_votes_sensitivity(standin) -> None:
+    spec = EngineSpec(pe_share=0.3, pe_rounds=2, **BASE)
+    result = _fit(spec, Budget(rho=0.2), standin)
+    entries = [
+        (e, d)
+        for e, d in zip(result.events, result.ledger.to_dict()["events"], strict=True)
+        if d.get("stage") == VOTE_LABEL
+    ]
+    assert len(entries) == 2
+    for event, entry in entries:
+        assert isinstance(event, GaussianEvent) and event.discrete
+        assert event.sensitivity == HardVote().l2_sensitivity(1.0) == math.sqrt(2.0)
+        same = GaussianRelease(event.sigma, math.sqrt(2.0), noise=SeededNoise(0)).event()
+        assert event == same  # the audited PE release, not a new mechanism
+        assert event.rho == pytest.approx(0.3 * Plan.of(Budget(rho=0.2), spec, 3, 1).total / 2)
+        assert entry["population"] == 40
+        assert "noisy" not in entry and "ratio" not in entry
+
+
+def test_no_share_no_stage(standin) -> None:
+    result = _fit(EngineSpec(**BASE), Budget(rho=0.2), standin)
+    assert result.refinement is None
+    assert not any(d.get("stage") == VOTE_LABEL for d in result.ledger.to_dict()["events"])
+    with pytest.raises(InputError, match="pe_share"):
+        EngineSpec(pe_share=0.95)
+    with pytest.raises(InputError, match="pe_rounds"):
+        EngineSpec(pe_rounds=0)
+
+
+def test_the_stage_learns_structure_the_model_misses(standin) -> None:
+    """With 1-ways only, the model is a product; the votes bring back the xor."""
+    spec = EngineSpec(bins=2, fine_cells=8, rounds=1, max_order=2, coarse_groups=(),
+                      pe_share=0.5, pe_candidates=60, pe_pool=6)  # fmt: skip
+    table = _table(2000, 1)
+
+    def agreement(frame: pd.DataFrame) -> float:
+        truth = (frame["x"] > 0.5) ^ (frame["c"] == "b")
+        return float(((frame["y"] == "yes") == truth).mean())
+
+    scores = []
+    for share in (0.0, 0.5):
+        result = fit_engine(
+            FrameSource(table, SCHEMA), SCHEMA, Budget(rho=2.0),
+            EngineSpec(**{**spec.to_dict(), "pe_share": share}),
+            noise=SeededNoise(1), rng=np.random.default_rng(1), **standin,
+        )  # fmt: skip
+        scores.append(agreement(result.sample(4000, np.random.default_rng(2))))
+    assert scores[1] > scores[0] + 0.1
+
+
+def test_rows_are_fresh_model_draws_reweighted() -> None:
+    rng = np.random.default_rng(0)
+    base_rows = _table(5000, 3)
+
+    def base(count: int, gen: np.random.Generator) -> pd.DataFrame:
+        return base_rows.sample(count, replace=True, random_state=gen).reset_index(drop=True)
+
+    candidates = encode(pd.DataFrame({"x": [0.1, 0.9], "c": ["a", "a"], "y": ["no", "no"]}), SCHEMA)
+    up = Refinement(SCHEMA, (Correction(candidates, np.array([4.0, 1.0])),), pool=4)
+    out = resample(base, up, 3000, rng)
+    assert len(out) == 3000 and list(out.columns) == ["x", "c", "y"]
+    plain = base(3000, np.random.default_rng(1))
+    # the low-x cell weighs 4x: its share of rows rises from ~1/2 towards 4/5
+    assert (out["x"] < 0.5).mean() > (plain["x"] < 0.5).mean() + 0.15
+    # no candidate copied: the output rows are the base's draws
+    assert not np.isin(out["x"].to_numpy(), [0.1, 0.9]).any()
+    assert resample(base, Refinement(SCHEMA, (), 4), 10, rng).shape == (10, 3)
+
+
+def test_nearest_matches_the_votes_distance_where_no_tie() -> None:
+    rng = np.random.default_rng(4)
+    rows = encode(_table(500, 5), SCHEMA)
+    cands = encode(_table(30, 6), SCHEMA)
+    distance = make_distance("tabpe", SCHEMA)
+    exact = distance.pairwise(rows, cands)
+    ordered = np.sort(exact, axis=1)
+    clear = ordered[:, 1] - ordered[:, 0] > 1e-9
+    assert (nearest(rows, cands, distance)[clear] == np.argmin(exact, axis=1)[clear]).all()
+    nullable = Schema((NumericColumn("x", 0.0, 1.0, nullable=True), *SCHEMA.columns[1:]))
+    with_nan = Records(np.where(rng.random((500, 1)) < 0.1, np.nan, rows.numeric), rows.codes)
+    other = make_distance("tabpe", nullable)
+    assert (
+        nearest(with_nan, cands, other) == np.argmin(other.pairwise(with_nan, cands), axis=1)
+    ).all()
+
+
+def test_the_refined_model_samples_with_the_synthesizer_facade(standin) -> None:
+    result = _fit(EngineSpec(pe_share=0.2, **BASE), Budget(rho=0.2), standin)
+    model = result.released()
+    assert model.refinement is result.refinement
+    out = model.sample(None, np.random.default_rng(0))
+    assert len(out) == 300 and out.notna().all().all()
