@@ -42,6 +42,8 @@ METRICS = (
 )
 SYSTEM_TITLES = {
     "engine": "dpevolve engine",
+    "engine_pe": "dpevolve engine + PE stage",
+    "engine_nope": "dpevolve engine, no PE stage",
     "tabpe": "dpevolve `tabpe`",
     "hybrid": "dpevolve `hybrid`",
     "aim": "AIM (mbi port)",

@@ -4,6 +4,8 @@
 * ``engine``: :func:`dpevolve.engine.synthesize` (the select-measure-estimate-generate
   engine), public data passed where the benchmark table has some; :class:`NotAvailable`
   while the package is not importable.
+* ``engine_pe``: the engine with its PE stage on (:data:`PE_VARIANT`, engine/refine.py);
+  ``engine_nope``: with it off (``pe_share = 0``), whatever the default.
 * ``tabpe``, ``hybrid``: :class:`dpevolve.Synthesizer` with that preset; with public
   data, ``tabpe`` runs PubMix (the PubMix study's setting) and ``hybrid`` draws its
   initial population from it. ``sample(n)`` gives the n output rows.
@@ -73,7 +75,13 @@ def import_engine() -> Callable[..., pd.DataFrame]:
     return synthesize
 
 
-def _engine(split: Split, epsilon: float, delta: float, seed: int) -> tuple[pd.DataFrame, dict]:
+#: The PE stage's settings of the ``engine_pe`` system (EngineSpec fields).
+PE_VARIANT: dict[str, Any] = {"pe_share": 0.2, "pe_rounds": 3, "pe_rake": 2}
+
+
+def _engine(
+    split: Split, epsilon: float, delta: float, seed: int, spec: Any = None
+) -> tuple[pd.DataFrame, dict]:
     synthesize = import_engine()
     synth = synthesize(
         split.train,
@@ -83,8 +91,18 @@ def _engine(split: Split, epsilon: float, delta: float, seed: int) -> tuple[pd.D
         rows=len(split.train),
         seed=seed,
         public=split.public,
+        spec=spec,
     )
     return synth, {}
+
+
+def _engine_with(fields: dict[str, Any]) -> Callable[[Split, float, float, int], tuple]:
+    def run(split: Split, epsilon: float, delta: float, seed: int) -> tuple[pd.DataFrame, dict]:
+        from dpevolve.engine import EngineSpec
+
+        return _engine(split, epsilon, delta, seed, EngineSpec(**fields))
+
+    return run
 
 
 def import_mbi() -> Any:
@@ -147,6 +165,8 @@ def _real(split: Split, epsilon: float, delta: float, seed: int) -> tuple[pd.Dat
 
 SYSTEMS: dict[str, Callable[[Split, float, float, int], tuple[pd.DataFrame, dict]]] = {
     "engine": _engine,
+    "engine_pe": _engine_with(PE_VARIANT),
+    "engine_nope": _engine_with({"pe_share": 0.0}),
     "tabpe": _tabpe,
     "hybrid": _hybrid,
     "aim": _aim,
@@ -158,12 +178,14 @@ SYSTEMS: dict[str, Callable[[Split, float, float, int], tuple[pd.DataFrame, dict
 
 PREPARE: dict[str, Callable[[], Any]] = {
     "engine": import_engine,
+    "engine_pe": import_engine,
+    "engine_nope": import_engine,
     "aim": import_mbi,
     "mst": import_mbi,
 }
 """Imports done before the clock and the memory baseline start (their cost is not the fit's)."""
 
-USES_PUBLIC = {"engine", "tabpe", "hybrid"}
+USES_PUBLIC = {"engine", "engine_pe", "engine_nope", "tabpe", "hybrid"}
 """Systems that read a public table; the others run once per private table."""
 
 DETERMINISTIC = {"real"}

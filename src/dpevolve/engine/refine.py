@@ -90,7 +90,7 @@ class Refinement:
     schema: Schema
     corrections: tuple[Correction, ...]
     pool: int
-    rake: bool = False
+    rake: int = 0
 
     def weights(self, rows: Records) -> np.ndarray:
         """The product of the ratios of the cells ``rows`` fall in."""
@@ -115,7 +115,7 @@ def resample(
     encoded = encode(draws, refinement.schema)
     weights = refinement.weights(encoded)
     if refinement.rake:
-        weights = rake(encoded, weights)
+        weights = rake(encoded, weights, refinement.rake)
     pick = rng.choice(len(draws), size=rows, replace=True, p=weights / weights.sum())
     return draws.iloc[np.sort(pick)].sample(frac=1.0, random_state=rng).reset_index(drop=True)
 
@@ -124,15 +124,23 @@ def resample(
 RAKE_BINS = 20
 
 
-def rake(rows: Records, weights: np.ndarray, sweeps: int = 5) -> np.ndarray:
-    """Weights scaled per column cell until every 1-way share of the weighted rows is
-    the unweighted rows' (the model's): the votes then move only joint structure."""
+def rake(rows: Records, weights: np.ndarray, order: int, sweeps: int = 5) -> np.ndarray:
+    """Weights scaled per cell of every 1-way (``order`` 1) or 1- and 2-way marginal
+    (``order`` 2) towards the unweighted rows' (the model's) shares: the votes then move
+    only structure of higher order (iterative proportional fitting, a few sweeps)."""
     cells = list(rows.codes.T.astype(np.int64))
     for col in rows.numeric.T:
         present = ~np.isnan(col)
         cell = np.zeros(len(col), dtype=np.int64)  # 0: missing
         cell[present] = 1 + np.minimum((col[present] * RAKE_BINS).astype(np.int64), RAKE_BINS - 1)
         cells.append(cell)
+    sizes = [int(c.max()) + 1 for c in cells]
+    if order >= 2:
+        cells += [
+            cells[i] * sizes[j] + cells[j]
+            for i in range(len(sizes))
+            for j in range(i + 1, len(sizes))
+        ]
     out = weights / weights.sum()
     for _ in range(sweeps):
         for cell in cells:
@@ -180,7 +188,7 @@ class StageInputs:
     candidates: int
     pool: int
     first_round: int
-    rake: bool = False
+    rake: int = 0
 
 
 def refine(base: Draw, inputs: StageInputs, rng: np.random.Generator) -> Refinement:

@@ -79,7 +79,8 @@ class EngineSpec:
     pe_pool
         Model draws per output row that the stage's weights resample from.
     pe_rake
-        Rake the stage's weights so the rows keep the model's 1-way marginals.
+        Rake the stage's weights so the rows keep the model's 1-way marginals (1), its
+        1- and 2-way ones (2), or not (0).
     """
 
     bins: int = 20
@@ -105,7 +106,7 @@ class EngineSpec:
     pe_rounds: int = 1
     pe_candidates: int = 1000
     pe_pool: int = 4
-    pe_rake: bool = False
+    pe_rake: int = 0
 
     def __post_init__(self) -> None:
         for name in ("bins", "fine_cells", "rounds_per_column", "max_rounds", "max_candidates"):
@@ -133,6 +134,8 @@ class EngineSpec:
             ):
                 raise InputError(f"engine spec: {name} must be integers >= 2, got {groups!r}")
             object.__setattr__(self, name, tuple(sorted(set(groups))))
+        if self.pe_rake not in (0, 1, 2):
+            raise InputError(f"engine spec: pe_rake must be 0, 1 or 2, got {self.pe_rake!r}")
         if self.coarse_order not in (3, 4):
             raise InputError(f"engine spec: coarse_order must be 3 or 4, got {self.coarse_order!r}")
         if self.max_order not in (2, 3, 4):
