@@ -14,7 +14,8 @@ correct the fitted model, and the model keeps drawing the rows:
    candidate to another) adds discrete Gaussian noise from the one noise source, after
    the event is charged to the plan's :class:`~dpevolve.engine.plan.Spend`;
 3. the current sampler's own share ``q_j`` of each candidate's cell (the records nearest
-   to candidate ``j``) is estimated from fresh draws, and the cell's density ratio is
+   to candidate ``j``) is estimated from fresh model draws weighted as the sampler
+   weighs them, and the cell's density ratio is
    ``w_j = (max(H~_j, 0) + k) / (n q_j + k)`` with ``k = sigma``: a cell whose count is
    within the noise of the model's own stays near 1 (post-processing).
 
@@ -57,7 +58,7 @@ Draw = Callable[[int, np.random.Generator], pd.DataFrame]
 VOTE_LABEL = "pe_vote"
 
 #: Model draws per candidate that estimate the model's own share of each cell.
-SHARE_DRAWS = 20
+SHARE_DRAWS = 50
 
 #: Rows per block when assigning draws to their nearest candidate (bounds memory).
 _BLOCK = 8192
@@ -105,18 +106,26 @@ class Refinement:
         return resample(base, self, rows, rng)
 
 
+def weighted_draws(
+    base: Draw, refinement: Refinement, count: int, rng: np.random.Generator
+) -> tuple[pd.DataFrame, Records, np.ndarray]:
+    """``count`` draws of ``base``, encoded, and their normalised weights (raked if set)."""
+    draws = base(count, rng)
+    encoded = encode(draws, refinement.schema)
+    weights = refinement.weights(encoded)
+    if refinement.rake:
+        weights = rake(encoded, weights, refinement.rake)
+    return draws, encoded, weights / weights.sum()
+
+
 def resample(
     base: Draw, refinement: Refinement, rows: int, rng: np.random.Generator
 ) -> pd.DataFrame:
     """Sampling-importance-resampling of ``base``'s draws by ``refinement``'s weights."""
     if rows <= 0 or not refinement.corrections:
         return base(rows, rng)
-    draws = base(refinement.pool * rows, rng)
-    encoded = encode(draws, refinement.schema)
-    weights = refinement.weights(encoded)
-    if refinement.rake:
-        weights = rake(encoded, weights, refinement.rake)
-    pick = rng.choice(len(draws), size=rows, replace=True, p=weights / weights.sum())
+    draws, _, weights = weighted_draws(base, refinement, refinement.pool * rows, rng)
+    pick = rng.choice(len(draws), size=rows, replace=True, p=weights)
     return draws.iloc[np.sort(pick)].sample(frac=1.0, random_state=rng).reset_index(drop=True)
 
 
@@ -212,9 +221,10 @@ def refine(base: Draw, inputs: StageInputs, rng: np.random.Generator) -> Refinem
         inputs.ledger.record(
             event, round=inputs.first_round + t, stage=VOTE_LABEL, population=len(candidates)
         )
-        draws = encode(resample(base, current, SHARE_DRAWS * len(candidates), rng), inputs.schema)
-        share = np.bincount(nearest(draws, candidates, distance), minlength=len(candidates))
-        expected = n * share / len(draws)
+        # The current sampler's share of each cell: weighted base draws (no resampling).
+        _, draws, weights = weighted_draws(base, current, SHARE_DRAWS * len(candidates), rng)
+        cell = nearest(draws, candidates, distance)
+        expected = n * np.bincount(cell, weights=weights, minlength=len(candidates))
         ratio = (np.maximum(noisy, 0.0) + sigma) / (expected + sigma)
         ratio.setflags(write=False)
         corrections.append(Correction(candidates, ratio))
