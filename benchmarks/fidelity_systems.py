@@ -76,7 +76,7 @@ def import_engine() -> Callable[..., pd.DataFrame]:
 
 
 #: The PE stage's settings of the ``engine_pe`` system (EngineSpec fields).
-PE_VARIANT: dict[str, Any] = {"pe_share": 0.2, "pe_rounds": 3, "pe_rake": 1}
+PE_VARIANT: dict[str, Any] = {"pe_share": 0.25, "pe_rounds": 4, "pe_rake": 1}
 
 
 def _engine(

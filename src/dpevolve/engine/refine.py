@@ -121,28 +121,43 @@ def weighted_draws(
 def resample(
     base: Draw, refinement: Refinement, rows: int, rng: np.random.Generator
 ) -> pd.DataFrame:
-    """Sampling-importance-resampling of ``base``'s draws by ``refinement``'s weights."""
+    """Sampling-importance-resampling of ``base``'s draws by ``refinement``'s weights.
+
+    Systematic resampling (one uniform offset, ``rows`` equally spaced points on the
+    weights' cumulative sum) of the draws sorted by their cells, column after column:
+    every run of the sort order, so every cell of the first columns, gets the floor or
+    ceiling of its weighted share, the low variance of the model's own stratified draws
+    where an independent resample would add its own sampling noise.
+    """
     if rows <= 0 or not refinement.corrections:
         return base(rows, rng)
-    draws, _, weights = weighted_draws(base, refinement, refinement.pool * rows, rng)
-    pick = rng.choice(len(draws), size=rows, replace=True, p=weights)
-    return draws.iloc[np.sort(pick)].sample(frac=1.0, random_state=rng).reset_index(drop=True)
+    draws, encoded, weights = weighted_draws(base, refinement, refinement.pool * rows, rng)
+    order = np.lexsort(column_cells(encoded)[::-1])
+    points = (rng.random() + np.arange(rows)) / rows
+    pick = np.minimum(np.searchsorted(np.cumsum(weights[order]), points), len(draws) - 1)
+    return draws.iloc[order[pick]].sample(frac=1.0, random_state=rng).reset_index(drop=True)
 
 
 #: Bins of a numeric column when raking (the model's resolution by default).
 RAKE_BINS = 20
 
 
+def column_cells(rows: Records) -> list[np.ndarray]:
+    """Each column's cell per row: its category, or its numeric bin (0: missing)."""
+    cells = list(rows.codes.T.astype(np.int64))
+    for col in rows.numeric.T:
+        present = ~np.isnan(col)
+        cell = np.zeros(len(col), dtype=np.int64)
+        cell[present] = 1 + np.minimum((col[present] * RAKE_BINS).astype(np.int64), RAKE_BINS - 1)
+        cells.append(cell)
+    return cells
+
+
 def rake(rows: Records, weights: np.ndarray, order: int, sweeps: int = 5) -> np.ndarray:
     """Weights scaled per cell of every 1-way (``order`` 1) or 1- and 2-way marginal
     (``order`` 2) towards the unweighted rows' (the model's) shares: the votes then move
     only structure of higher order (iterative proportional fitting, a few sweeps)."""
-    cells = list(rows.codes.T.astype(np.int64))
-    for col in rows.numeric.T:
-        present = ~np.isnan(col)
-        cell = np.zeros(len(col), dtype=np.int64)  # 0: missing
-        cell[present] = 1 + np.minimum((col[present] * RAKE_BINS).astype(np.int64), RAKE_BINS - 1)
-        cells.append(cell)
+    cells = column_cells(rows)
     sizes = [int(c.max()) + 1 for c in cells]
     if order >= 2:
         cells += [
@@ -200,6 +215,22 @@ class StageInputs:
     rake: int = 0
 
 
+def cell_ratio(noisy: np.ndarray, expected: np.ndarray, sigma: float) -> np.ndarray:
+    """``w_j = (max(e_j + lambda r_j, 0) + sigma) / (e_j + sigma)``, ``r = H~ - e``.
+
+    ``lambda`` shrinks the residuals by how much of their spread the noise explains: a
+    cell's residual has variance ``sigma^2 + e_j`` when the model is right (the noise,
+    and the binomial spread of a count), so ``lambda = 1 - sum(sigma^2 + e) / sum(r^2)``
+    (clipped to [0, 1]; James-Stein's factor); a model the votes cannot fault is left
+    as it is. Post-processing of the noisy votes and public draws.
+    """
+    residual = noisy - expected
+    spread = float((residual**2).sum())
+    null = float((sigma**2 + expected).sum())
+    keep = min(1.0, max(0.0, 1.0 - null / spread)) if spread > 0 else 0.0
+    return (np.maximum(expected + keep * residual, 0.0) + sigma) / (expected + sigma)
+
+
 def refine(base: Draw, inputs: StageInputs, rng: np.random.Generator) -> Refinement:
     """Run the stage's vote rounds within ``inputs.rho``; see the module docstring."""
     distance = make_distance("tabpe", inputs.schema)
@@ -225,7 +256,7 @@ def refine(base: Draw, inputs: StageInputs, rng: np.random.Generator) -> Refinem
         _, draws, weights = weighted_draws(base, current, SHARE_DRAWS * len(candidates), rng)
         cell = nearest(draws, candidates, distance)
         expected = n * np.bincount(cell, weights=weights, minlength=len(candidates))
-        ratio = (np.maximum(noisy, 0.0) + sigma) / (expected + sigma)
+        ratio = cell_ratio(noisy, expected, sigma)
         ratio.setflags(write=False)
         corrections.append(Correction(candidates, ratio))
     return Refinement(inputs.schema, tuple(corrections), inputs.pool, inputs.rake)
@@ -237,6 +268,7 @@ __all__ = [
     "Correction",
     "Refinement",
     "StageInputs",
+    "cell_ratio",
     "nearest",
     "refine",
     "resample",
