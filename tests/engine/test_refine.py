@@ -15,7 +15,16 @@ from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine
 from dpevolve.engine.plan import Plan
-from dpevolve.engine.refine import VOTE_LABEL, Correction, Refinement, nearest, resample
+from dpevolve.engine.refine import (
+    VOTE_LABEL,
+    Correction,
+    Refinement,
+    cell_ratio,
+    column_cells,
+    nearest,
+    rake,
+    resample,
+)
 from dpevolve.errors import InputError
 from dpevolve.pe.distance import make_distance
 from dpevolve.pe.votes import HardVote
@@ -180,3 +189,53 @@ def test_the_refined_model_samples_with_the_synthesizer_facade(standin) -> None:
     assert model.refinement is result.refinement
     out = model.sample(None, np.random.default_rng(0))
     assert len(out) == 300 and out.notna().all().all()
+
+
+def test_the_ratio_shrinks_residuals_the_noise_explains() -> None:
+    rng = np.random.default_rng(7)
+    expected = np.full(2000, 30.0)
+    sigma = 10.0
+    null = expected + rng.normal(0.0, np.sqrt(sigma**2 + expected))
+    flat = cell_ratio(null, expected, sigma)
+    assert np.abs(flat - 1.0).max() < 0.2  # the votes cannot fault the model: ratio ~ 1
+    shifted = expected * np.where(np.arange(2000) % 2 == 0, 3.0, 0.2)
+    strong = cell_ratio(shifted + rng.normal(0.0, sigma, 2000), expected, sigma)
+    assert np.median(strong[::2]) > 2.0 and np.median(strong[1::2]) < 0.5
+    assert (strong > 0).all() and (cell_ratio(np.zeros(3), np.zeros(3), 1.0) == 1.0).all()
+
+
+def test_systematic_resampling_keeps_each_draws_share_within_one_row() -> None:
+    rows = 400
+    pool = 4
+    base_rows = _table(rows * pool, 8)
+
+    def base(count: int, gen: np.random.Generator) -> pd.DataFrame:
+        assert count == rows * pool
+        return base_rows.copy()
+
+    weights = np.where(base_rows["x"] < 0.5, 3.0, 1.0)
+    cands = encode(pd.DataFrame({"x": [0.25, 0.75], "c": ["a", "a"], "y": ["no", "no"]}), SCHEMA)
+    cells = nearest(encode(base_rows, SCHEMA), cands, make_distance("tabpe", SCHEMA))
+    ratio = np.array([3.0, 1.0])
+    assert (ratio[cells] == weights).all()
+    refinement = Refinement(SCHEMA, (Correction(cands, ratio),), pool=pool)
+    out = resample(base, refinement, rows, np.random.default_rng(0))
+    want = rows * weights / weights.sum()
+    kept = out.merge(base_rows.reset_index(), on=["x", "c", "y"])["index"].value_counts()
+    copies = np.zeros(len(base_rows))
+    copies[kept.index.to_numpy()] = kept.to_numpy()
+    assert (np.abs(copies - want) < 1.0 + 1e-9).all()
+    low = want[base_rows["x"] < 0.5].sum()
+    assert abs((out["x"] < 0.5).sum() - low) <= 1.0
+
+
+def test_raking_gives_back_the_draws_one_way_shares() -> None:
+    rng = np.random.default_rng(9)
+    rows = encode(_table(3000, 10), SCHEMA)
+    weights = rng.random(3000) ** 3
+    for order in (1, 2):
+        raked = rake(rows, weights, order, sweeps=30)
+        for cell in column_cells(rows):
+            share = np.bincount(cell) / len(cell)
+            assert np.allclose(np.bincount(cell, weights=raked), share, atol=1e-3)
+    assert raked.sum() == pytest.approx(1.0)

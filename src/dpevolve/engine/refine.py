@@ -269,7 +269,10 @@ __all__ = [
     "Refinement",
     "StageInputs",
     "cell_ratio",
+    "column_cells",
     "nearest",
+    "rake",
     "refine",
     "resample",
+    "weighted_draws",
 ]
