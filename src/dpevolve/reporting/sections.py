@@ -232,7 +232,11 @@ def engine_summary(events: Sequence[Mapping[str, Any]]) -> str:
     text += f", {chosen} chosen by the exponential mechanism where the model was most wrong"
     if fine:
         text += f"; {fine} fine numeric histograms for the values"
-    return text + "; fresh rows drawn from one graphical model fitted to them"
+    text += "; fresh rows drawn from one graphical model fitted to them"
+    votes = sum(1 for e in events if e.get("stage") == "pe_vote")  # engine.refine.VOTE_LABEL
+    if votes:
+        text += f", reweighted by {votes} rounds of PE's nearest-candidate votes"
+    return text
 
 
 def fmt_epsilon(value: Any) -> str:
