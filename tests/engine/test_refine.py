@@ -32,6 +32,7 @@ from dpevolve.privacy import Budget, GaussianEvent, zcdp_budget
 from dpevolve.privacy.audit import cks_epsilon
 from dpevolve.release.gaussian import GaussianRelease
 from dpevolve.release.noise import SeededNoise
+from dpevolve.reporting.sections import engine_summary
 
 SCHEMA = Schema(
     (
@@ -114,6 +115,8 @@ def test_the_vote_event_is_pes_gaussian_release_at_the_hard_votes_sensitivity(st
         assert event.rho == pytest.approx(0.3 * Plan.of(Budget(rho=0.2), spec, 3, 1).total / 2)
         assert entry["population"] == 40
         assert "noisy" not in entry and "ratio" not in entry
+    summary = engine_summary(result.ledger.to_dict()["events"])
+    assert "reweighted by 2 rounds of PE's nearest-candidate votes" in summary
 
 
 def test_no_share_no_stage(standin) -> None:
