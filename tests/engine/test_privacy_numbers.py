@@ -55,8 +55,10 @@ def test_the_plan_splits_exactly_the_budget(budget) -> None:
     spec = EngineSpec()
     plan = Plan.of(budget, spec, columns=9, numeric=3)
     assert plan.total == pytest.approx(zcdp_budget(budget) * SLACK)
-    assert plan.fine + plan.oneway + plan.rounds == pytest.approx(plan.total, rel=1e-12)
+    parts = plan.fine + plan.oneway + plan.rounds + plan.pe
+    assert parts == pytest.approx(plan.total, rel=1e-12)
     assert plan.fine == pytest.approx(spec.fine_share * plan.total)
+    assert plan.pe == pytest.approx(spec.pe_share * plan.total)
     sigma, eps = plan.round_parameters(0.004)
     assert round_cost(sigma, eps) == pytest.approx(0.004)
     assert eps**2 / 8 == pytest.approx(spec.select_share * 0.004)
@@ -105,8 +107,9 @@ def test_a_run_spends_its_budget_and_the_ledger_agrees(small_schema, standin, on
     kinds = [e["kind"] for e in ledger["events"]]
     selections = kinds.count("exponential")
     assert selections == len(result.history) >= 1
-    # fine histograms (2 numeric columns), 4 one-ways, one marginal per selection
-    assert kinds.count("gaussian") == 2 + 4 + selections
+    # fine histograms (2 numeric columns), 4 one-ways, one marginal per selection, and
+    # the PE stage's vote rounds
+    assert kinds.count("gaussian") == 2 + 4 + selections + EngineSpec().pe_rounds
     assert len(result.measurements) == 4 + selections
     assert all(isinstance(e, GaussianEvent | ExponentialEvent) for e in events)
     assert ledger["engine"]["spec"]["rounds"] == 6

@@ -19,6 +19,7 @@ from dpevolve.engine.refine import (
     VOTE_LABEL,
     Correction,
     Refinement,
+    candidate_count,
     cell_ratio,
     column_cells,
     nearest,
@@ -113,14 +114,14 @@ def test_the_vote_event_is_pes_gaussian_release_at_the_hard_votes_sensitivity(st
         same = GaussianRelease(event.sigma, math.sqrt(2.0), noise=SeededNoise(0)).event()
         assert event == same  # the audited PE release, not a new mechanism
         assert event.rho == pytest.approx(0.3 * Plan.of(Budget(rho=0.2), spec, 3, 1).total / 2)
-        assert entry["population"] == 40
+        assert entry["population"] == candidate_count(40, 300) == 30  # 10 records each
         assert "noisy" not in entry and "ratio" not in entry
     summary = engine_summary(result.ledger.to_dict()["events"])
     assert "reweighted by 2 rounds of PE's nearest-candidate votes" in summary
 
 
 def test_no_share_no_stage(standin) -> None:
-    result = _fit(EngineSpec(**BASE), Budget(rho=0.2), standin)
+    result = _fit(EngineSpec(**BASE, pe_share=0.0), Budget(rho=0.2), standin)
     assert result.refinement is None
     assert not any(d.get("stage") == VOTE_LABEL for d in result.ledger.to_dict()["events"])
     with pytest.raises(InputError, match="pe_share"):

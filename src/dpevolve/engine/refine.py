@@ -60,6 +60,10 @@ VOTE_LABEL = "pe_vote"
 #: Model draws per candidate that estimate the model's own share of each cell.
 SHARE_DRAWS = 50
 
+#: Fewest private records per candidate on average (a cell's count must not drown in
+#: the vote's noise; the shrinkage of :func:`cell_ratio` handles the rest).
+RECORDS_PER_CANDIDATE = 10
+
 #: Rows per block when assigning draws to their nearest candidate (bounds memory).
 _BLOCK = 8192
 
@@ -106,12 +110,19 @@ class Refinement:
         return resample(base, self, rows, rng)
 
 
+def encoded_rows(frame: pd.DataFrame, schema: Schema) -> Records:
+    """The model's decoded rows as :class:`Records` (missing cells as the schema spells
+    them: the validation maps a missing category to its reserved value)."""
+    valid, _ = schema.validate(frame, on_invalid="error", what="model rows")
+    return encode(valid, schema)
+
+
 def weighted_draws(
     base: Draw, refinement: Refinement, count: int, rng: np.random.Generator
 ) -> tuple[pd.DataFrame, Records, np.ndarray]:
     """``count`` draws of ``base``, encoded, and their normalised weights (raked if set)."""
     draws = base(count, rng)
-    encoded = encode(draws, refinement.schema)
+    encoded = encoded_rows(draws, refinement.schema)
     weights = refinement.weights(encoded)
     if refinement.rake:
         weights = rake(encoded, weights, refinement.rake)
@@ -231,6 +242,12 @@ def cell_ratio(noisy: np.ndarray, expected: np.ndarray, sigma: float) -> np.ndar
     return (np.maximum(expected + keep * residual, 0.0) + sigma) / (expected + sigma)
 
 
+def candidate_count(most: int, n: int) -> int:
+    """Candidates per round: ``most``, but at least :data:`RECORDS_PER_CANDIDATE` private
+    records per candidate on average (``n`` is public), and at least 2."""
+    return max(2, min(most, n // RECORDS_PER_CANDIDATE))
+
+
 def refine(base: Draw, inputs: StageInputs, rng: np.random.Generator) -> Refinement:
     """Run the stage's vote rounds within ``inputs.rho``; see the module docstring."""
     distance = make_distance("tabpe", inputs.schema)
@@ -240,9 +257,10 @@ def refine(base: Draw, inputs: StageInputs, rng: np.random.Generator) -> Refinem
     n = int(inputs.source.n)
     backend = LocalBackend()
     corrections: list[Correction] = []
+    size = candidate_count(inputs.candidates, n)
     for t in range(inputs.rounds):
         current = Refinement(inputs.schema, tuple(corrections), inputs.pool, inputs.rake)
-        candidates = encode(resample(base, current, inputs.candidates, rng), inputs.schema)
+        candidates = encoded_rows(resample(base, current, size, rng), inputs.schema)
         sigma = sensitivity / math.sqrt(2.0 * inputs.rho / inputs.rounds)  # rho = S^2/(2 sigma^2)
         release = GaussianRelease(sigma, sensitivity, noise=inputs.noise)
         event = release.event()
@@ -263,13 +281,16 @@ def refine(base: Draw, inputs: StageInputs, rng: np.random.Generator) -> Refinem
 
 
 __all__ = [
+    "RECORDS_PER_CANDIDATE",
     "SHARE_DRAWS",
     "VOTE_LABEL",
     "Correction",
     "Refinement",
     "StageInputs",
+    "candidate_count",
     "cell_ratio",
     "column_cells",
+    "encoded_rows",
     "nearest",
     "rake",
     "refine",

@@ -73,9 +73,13 @@ class EngineSpec:
     pe_share
         Share of ``rho`` for the PE stage after the marginal rounds
         (:mod:`~dpevolve.engine.refine`): nearest-candidate votes over model draws that
-        reweight the model's rows. ``0``: no stage, nothing spent.
+        reweight the model's rows. ``0``: no stage, nothing spent. The default, 0.25 in
+        4 rounds of 1,000 candidates, raked to the 1-ways, was measured at epsilon 1:
+        Person Activity's TSTR +0.094 (0.560 to 0.655), Adult-9, Bank-5 and XOR-3 within
+        their seed spread (docs/engine.md).
     pe_rounds, pe_candidates
-        The stage's vote rounds (the share split evenly) and candidates per round.
+        The stage's vote rounds (the share split evenly) and the most candidates per
+        round (fewer on small tables: at least 10 private records per candidate).
     pe_pool
         Model draws per output row that the stage's weights resample from.
     pe_rake
@@ -102,11 +106,11 @@ class EngineSpec:
     pair_groups: tuple[int, ...] = ()
     round_iters: int = 100
     final_iters: int = 500
-    pe_share: float = 0.0
-    pe_rounds: int = 1
+    pe_share: float = 0.25
+    pe_rounds: int = 4
     pe_candidates: int = 1000
     pe_pool: int = 4
-    pe_rake: int = 0
+    pe_rake: int = 1
 
     def __post_init__(self) -> None:
         for name in ("bins", "fine_cells", "rounds_per_column", "max_rounds", "max_candidates"):
