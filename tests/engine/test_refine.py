@@ -243,3 +243,15 @@ def test_raking_gives_back_the_draws_one_way_shares() -> None:
             share = np.bincount(cell) / len(cell)
             assert np.allclose(np.bincount(cell, weights=raked), share, atol=1e-3)
     assert raked.sum() == pytest.approx(1.0)
+
+
+def test_the_stage_runs_on_tables_up_to_its_width() -> None:
+    spec = EngineSpec()
+    budget = Budget(epsilon=1.0, delta=1e-5)
+    narrow = Plan.of(budget, spec, spec.pe_max_columns, 3)
+    wide = Plan.of(budget, spec, spec.pe_max_columns + 1, 3)
+    assert narrow.pe == pytest.approx(spec.pe_share * narrow.total) and narrow.pe > 0
+    assert wide.pe == 0.0
+    assert wide.rounds == pytest.approx(narrow.rounds + narrow.pe)
+    with pytest.raises(InputError, match="pe_max_columns"):
+        EngineSpec(pe_max_columns=0)
