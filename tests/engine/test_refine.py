@@ -255,3 +255,20 @@ def test_the_stage_runs_on_tables_up_to_its_width() -> None:
     assert wide.rounds == pytest.approx(narrow.rounds + narrow.pe)
     with pytest.raises(InputError, match="pe_max_columns"):
         EngineSpec(pe_max_columns=0)
+
+
+def test_many_rows_are_drawn_in_parts(monkeypatch) -> None:
+    import dpevolve.engine.refine as refine_module
+
+    monkeypatch.setattr(refine_module, "SAMPLE_ROWS", 100)
+    asked: list[int] = []
+    base_rows = _table(2000, 11)
+
+    def base(count: int, gen: np.random.Generator) -> pd.DataFrame:
+        asked.append(count)
+        return base_rows.sample(count, replace=True, random_state=gen).reset_index(drop=True)
+
+    cands = encode(pd.DataFrame({"x": [0.2], "c": ["a"], "y": ["no"]}), SCHEMA)
+    refinement = Refinement(SCHEMA, (Correction(cands, np.array([1.0])),), pool=3)
+    out = refinement.sample(base, 250, np.random.default_rng(0))
+    assert len(out) == 250 and asked == [300, 300, 150]

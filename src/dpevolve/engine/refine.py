@@ -13,16 +13,18 @@ correct the fitted model, and the model keeps drawing the rows:
    sensitivity ``sqrt(2)`` under replace-one: a record moves its one vote from one
    candidate to another) adds discrete Gaussian noise from the one noise source, after
    the event is charged to the plan's :class:`~dpevolve.engine.plan.Spend`;
-3. the current sampler's own share ``q_j`` of each candidate's cell (the records nearest
-   to candidate ``j``) is estimated from fresh model draws weighted as the sampler
-   weighs them, and the cell's density ratio is
-   ``w_j = (max(H~_j, 0) + k) / (n q_j + k)`` with ``k = sigma``: a cell whose count is
-   within the noise of the model's own stays near 1 (post-processing).
+3. the current sampler's expected count ``e_j`` in each candidate's cell (the points
+   nearest to candidate ``j``) is estimated from fresh model draws weighted as the
+   sampler weighs them, and the cell's density ratio is :func:`cell_ratio` of the noisy
+   count: the residual ``H~_j - e_j`` shrunk by how much of the residuals' spread the
+   noise explains (post-processing).
 
 Sampling draws ``pool * rows`` rows from the model, weights each by the product of the
-ratios of the cells it falls in, and resamples ``rows`` of them in proportion: fresh
-model draws, reweighted (a sampling-importance-resampling step), never copies of the
-candidates. With no round (``pe_share = 0``) the engine samples the model directly.
+ratios of the cells it falls in (raked, if asked, back to the draws' 1-way shares) and
+resamples ``rows`` of them systematically: fresh model draws, reweighted (a
+sampling-importance-resampling step), never copies of the candidates. With no round
+(``pe_share = 0``, or a table wider than ``pe_max_columns``) the engine samples the
+model directly.
 """
 
 from __future__ import annotations
@@ -63,6 +65,9 @@ SHARE_DRAWS = 50
 #: Fewest private records per candidate on average (a cell's count must not drown in
 #: the vote's noise; the shrinkage of :func:`cell_ratio` handles the rest).
 RECORDS_PER_CANDIDATE = 10
+
+#: Most output rows resampled at once (their pool is ``pe_pool`` times as many draws).
+SAMPLE_ROWS = 1 << 17
 
 #: Rows per block when assigning draws to their nearest candidate (bounds memory).
 _BLOCK = 8192
@@ -106,8 +111,13 @@ class Refinement:
         return out
 
     def sample(self, base: Draw, rows: int, rng: np.random.Generator) -> pd.DataFrame:
-        """``rows`` rows: ``pool * rows`` fresh draws of ``base``, resampled by weight."""
-        return resample(base, self, rows, rng)
+        """``rows`` rows: ``pool * rows`` fresh draws of ``base``, resampled by weight, in
+        parts of at most :data:`SAMPLE_ROWS` rows (memory bounded whatever ``rows``)."""
+        if rows <= SAMPLE_ROWS:
+            return resample(base, self, rows, rng)
+        sizes = [SAMPLE_ROWS] * (rows // SAMPLE_ROWS) + [rows % SAMPLE_ROWS]
+        parts = [resample(base, self, size, rng) for size in sizes if size]
+        return pd.concat(parts, ignore_index=True)
 
 
 def encoded_rows(frame: pd.DataFrame, schema: Schema) -> Records:
@@ -282,6 +292,7 @@ def refine(base: Draw, inputs: StageInputs, rng: np.random.Generator) -> Refinem
 
 __all__ = [
     "RECORDS_PER_CANDIDATE",
+    "SAMPLE_ROWS",
     "SHARE_DRAWS",
     "VOTE_LABEL",
     "Correction",
