@@ -10,7 +10,9 @@ One run, as in AIM (McKenna et al. 2022, Alg. 2), under replace-one adjacency:
    estimator is fitted to the 1-ways;
 4. each round draws a clique by the exponential mechanism on where the model is most
    wrong (:mod:`~dpevolve.engine.select`), releases it, refits (warm start), and anneals;
-5. :meth:`EngineResult.sample` draws fresh rows from the model and decodes them.
+5. the PE stage (:mod:`~dpevolve.engine.refine`, ``pe_share``) releases nearest-candidate
+   votes over the model's draws, which reweight the rows the model draws;
+6. :meth:`EngineResult.sample` draws fresh rows from the model and decodes them.
 
 Every release is charged to a :class:`~dpevolve.engine.plan.Spend` before its noise is
 drawn, appended to the measurement list and recorded in the ledger. Everything after a
