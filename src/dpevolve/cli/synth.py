@@ -38,7 +38,7 @@ from dpevolve.config import (
     VoteSpec,
     resolve,
 )
-from dpevolve.data.io import read_table, read_yaml, write_table
+from dpevolve.data.io import DEFAULT_BATCH_ROWS, read_table, read_yaml, write_table
 from dpevolve.errors import InputError
 from dpevolve.extras import require
 from dpevolve.presets import PE_PRESET, PRESETS, get_preset
@@ -261,7 +261,7 @@ def synth(
     marginals: MarginalsOpt = None,
     marginal_options: MarginalOptionsOpt = None,
     stream: StreamOpt = False,
-    batch_rows: BatchRowsOpt = 250_000,
+    batch_rows: BatchRowsOpt = DEFAULT_BATCH_ROWS,
     backend: BackendOpt = "auto",
     population: PopulationOpt = None,
     rounds: RoundsOpt = None,
@@ -318,8 +318,9 @@ def synth(
     if report is not None or share_report is not None:
         invalid = OnInvalid(spec.on_invalid)
         write_reports(
-            ledger, private, synthetic, table_schema, invalid, report, share_report, force
-        )
+            ledger, private, synthetic, table_schema, invalid, report, share_report, force,
+            stream_rows=batch_rows if stream else None,
+        )  # fmt: skip
     result = model.ledger_.result()
     say(
         quiet,
