@@ -12,6 +12,9 @@ from typing import Any
 
 from dpevolve.errors import InputError
 
+#: What a public table may give the model (:attr:`EngineSpec.public_prior`).
+PUBLIC_PRIORS = ("off", "ones", "tree")
+
 
 @dataclass(frozen=True)
 class EngineSpec:
@@ -70,6 +73,14 @@ class EngineSpec:
         large); weighted as the fine pair. Empty: none.
     round_iters, final_iters
         Estimator iterations per warm-started refit and for the final fit.
+    public_prior
+        What a public table gives the model when one is passed
+        (:mod:`~dpevolve.engine.public`): ``tree`` (its 1-ways and the pairs of its
+        mutual-information spanning tree), ``ones`` (its 1-ways) or ``off``. Free.
+    public_scale
+        Multiplies the public pseudo-measurements' variances (larger: trust less).
+    public_warm
+        Fit the model to the public pseudo-measurements alone first (the warm start).
     """
 
     bins: int = 20
@@ -91,6 +102,9 @@ class EngineSpec:
     pair_groups: tuple[int, ...] = ()
     round_iters: int = 100
     final_iters: int = 500
+    public_prior: str = "tree"
+    public_scale: float = 1.0
+    public_warm: bool = True
 
     def __post_init__(self) -> None:
         for name in ("bins", "fine_cells", "rounds_per_column", "max_rounds", "max_candidates"):
@@ -120,7 +134,11 @@ class EngineSpec:
             raise InputError(f"engine spec: max_order must be 2, 3 or 4, got {self.max_order!r}")
         if not (isinstance(self.anneal, (int, float)) and 1.0 <= self.anneal <= 16.0):
             raise InputError(f"engine spec: anneal must lie in [1, 16], got {self.anneal!r}")
-        for name in ("max_model_mb", "label_weight", "coarse_weight"):
+        if self.public_prior not in PUBLIC_PRIORS:
+            raise InputError(
+                f"engine spec: public_prior must be off, ones or tree, got {self.public_prior!r}"
+            )
+        for name in ("max_model_mb", "label_weight", "coarse_weight", "public_scale"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise InputError(f"engine spec: {name} must be a positive number, got {value!r}")
@@ -153,4 +171,4 @@ def _at_least(name: str, value: object, low: int) -> None:
         raise InputError(f"engine spec: {name} must be an integer >= {low}, got {value!r}")
 
 
-__all__ = ["EngineSpec"]
+__all__ = ["PUBLIC_PRIORS", "EngineSpec"]
