@@ -33,7 +33,7 @@ from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release, sigma_for
 from dpevolve.engine.model import EngineModel
 from dpevolve.engine.plan import Plan, Spend, round_cost
-from dpevolve.engine.public import public_prior, warm_start
+from dpevolve.engine.public import public_edges, public_prior, warm_start
 from dpevolve.engine.select import (
     ABS_NOISE,
     candidates,
@@ -218,7 +218,10 @@ def fit_engine(
         The estimator and its size measure (default: :mod:`dpevolve.estimate`).
     """
     chosen = EngineSpec.from_any(spec)
-    discretiser = Discretiser(schema, chosen.bins, chosen.fine_cells)
+    edges = None
+    if public is not None and chosen.public_bins != "off":
+        edges = public_edges(public, schema, chosen.bins, chosen.public_bins)
+    discretiser = Discretiser(schema, chosen.bins, chosen.fine_cells, edges)
     domain = discretiser.domain
     n = int(source.n)
     plan = Plan.of(budget, chosen, len(domain.names), len(discretiser.numeric))

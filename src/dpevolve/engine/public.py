@@ -37,18 +37,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from dpevolve.data.schema import Schema
+from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import count_marginals
 from dpevolve.engine.spec import PUBLIC_PRIORS
 from dpevolve.measurements import Clique, Domain, Estimator, MarginalQuery, Measurement
 from dpevolve.privacy import GaussianEvent
+
+#: Tail probability outside the public central range (:func:`public_edges`).
+TAIL = 0.005
 
 PUBLIC = "public:"
 """Prefix of a pseudo-measurement's label (never a ledger entry: nothing is released)."""
@@ -81,6 +85,62 @@ class PublicPrior:
             "cliques": [list(m.clique) for m in self.measurements],
             "sigma": [float(m.sigma) for m in self.measurements],
         }
+
+
+def public_edges(
+    public: pd.DataFrame, schema: Schema, bins: int, mode: str = "range"
+) -> dict[str, np.ndarray]:
+    """Bin edges of every numeric column from the public table (public facts only).
+
+    ``range``: ``bins - 2`` equal-width bins over the public values' central range
+    (quantiles :data:`TAIL` and ``1 - TAIL``) and one tail bin on each side out to the
+    declared end points, so the model's resolution lies where the data are instead of
+    over a declared range that may be far wider. ``quantile``: edges at the public
+    quantiles. Either way a column keeps exactly ``bins`` bins from ``lo`` to ``hi``:
+    repeated edges (point masses, a tail already at the end point) are dropped and the
+    widest bins inside the central range split in two until there are ``bins``. Integer
+    and ``decimals`` columns cut half-way between representable values.
+    """
+    frame, _ = schema.validate(public, on_invalid="error", what="public table")
+    out: dict[str, np.ndarray] = {}
+    for column in schema.columns:
+        if not isinstance(column, NumericColumn):
+            continue
+        values = pd.to_numeric(frame[column.name], errors="coerce").to_numpy(dtype=float)
+        values = values[np.isfinite(values)]
+        if values.size == 0:
+            continue
+        lo, hi = float(column.lo), float(column.hi)
+        a, b = (float(v) for v in np.quantile(values, [TAIL, 1.0 - TAIL]))
+        if not b > a:
+            continue  # a constant public column: no range to resolve
+        if mode == "quantile":
+            inner = np.quantile(values, np.linspace(TAIL, 1.0 - TAIL, bins - 1))
+        else:
+            inner = np.linspace(a, b, bins - 1)
+        step = 1.0 if column.integer else getattr(column, "decimals", None)
+        if isinstance(step, int) and not isinstance(step, bool) and not column.integer:
+            step = 10.0 ** (-step)
+        if isinstance(step, float):
+            inner = (np.floor(inner / step) + 0.5) * step
+        points = np.unique(np.clip(np.concatenate([[lo, hi], inner]), lo, hi))
+        out[column.name] = _filled(points, bins + 1, a, b)
+    return out
+
+
+def _filled(points: np.ndarray, size: int, a: float, b: float) -> np.ndarray:
+    """``points`` grown to ``size`` by splitting the widest gap (inside ``[a, b]`` while
+    one is there, else anywhere) at its midpoint; or thinned to ``size`` evenly."""
+    edges = list(points)
+    while len(edges) < size:
+        gaps = np.diff(edges)
+        inside = np.array([x >= a and y <= b for x, y in pairwise(edges)])
+        pick = int(np.argmax(np.where(inside, gaps, -1.0))) if inside.any() else int(np.argmax(gaps))
+        edges.insert(pick + 1, 0.5 * (edges[pick] + edges[pick + 1]))
+    if len(edges) > size:
+        keep = np.round(np.linspace(0, len(edges) - 1, size)).astype(int)
+        edges = [edges[k] for k in keep]
+    return np.asarray(edges, dtype=float)
 
 
 def public_counts(

@@ -15,6 +15,9 @@ from dpevolve.errors import InputError
 #: What a public table may give the model (:attr:`EngineSpec.public_prior`).
 PUBLIC_PRIORS = ("off", "ones", "tree")
 
+#: How a public table may place the numeric bins (:attr:`EngineSpec.public_bins`).
+PUBLIC_BINS = ("off", "range", "quantile")
+
 
 @dataclass(frozen=True)
 class EngineSpec:
@@ -73,6 +76,11 @@ class EngineSpec:
         large); weighted as the fine pair. Empty: none.
     round_iters, final_iters
         Estimator iterations per warm-started refit and for the final fit.
+    public_bins
+        Bin edges of the numeric columns when a public table is passed
+        (:func:`~dpevolve.engine.public.public_edges`): ``range`` (equal-width over the
+        public central range, two tails), ``quantile`` (public quantiles) or ``off``
+        (equal-width over the declared range). Free: public facts only.
     public_prior
         What a public table gives the model when one is passed
         (:mod:`~dpevolve.engine.public`): ``tree`` (its 1-ways and the pairs of its
@@ -102,6 +110,7 @@ class EngineSpec:
     pair_groups: tuple[int, ...] = ()
     round_iters: int = 100
     final_iters: int = 500
+    public_bins: str = "range"
     public_prior: str = "tree"
     public_scale: float = 1.0
     public_warm: bool = True
@@ -134,6 +143,10 @@ class EngineSpec:
             raise InputError(f"engine spec: max_order must be 2, 3 or 4, got {self.max_order!r}")
         if not (isinstance(self.anneal, (int, float)) and 1.0 <= self.anneal <= 16.0):
             raise InputError(f"engine spec: anneal must lie in [1, 16], got {self.anneal!r}")
+        if self.public_bins not in PUBLIC_BINS:
+            raise InputError(
+                f"engine spec: public_bins must be off, range or quantile, got {self.public_bins!r}"
+            )
         if self.public_prior not in PUBLIC_PRIORS:
             raise InputError(
                 f"engine spec: public_prior must be off, ones or tree, got {self.public_prior!r}"
@@ -171,4 +184,4 @@ def _at_least(name: str, value: object, low: int) -> None:
         raise InputError(f"engine spec: {name} must be an integer >= {low}, got {value!r}")
 
 
-__all__ = ["PUBLIC_PRIORS", "EngineSpec"]
+__all__ = ["PUBLIC_BINS", "PUBLIC_PRIORS", "EngineSpec"]
