@@ -33,7 +33,7 @@ from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release, sigma_for
 from dpevolve.engine.model import EngineModel
 from dpevolve.engine.plan import Plan, Spend, round_cost
-from dpevolve.engine.public import public_edges, public_prior, warm_start
+from dpevolve.engine.public import PublicInputs, warm_start
 from dpevolve.engine.select import (
     ABS_NOISE,
     candidates,
@@ -218,17 +218,19 @@ def fit_engine(
         The estimator and its size measure (default: :mod:`dpevolve.estimate`).
     """
     chosen = EngineSpec.from_any(spec)
-    edges = None
-    if public is not None and chosen.public_bins != "off":
-        edges = public_edges(public, schema, chosen.bins, chosen.public_bins)
+    given = PublicInputs.of(public, schema, chosen) if public is not None else None
+    edges = given.edges if given is not None else None
     discretiser = Discretiser(schema, chosen.bins, chosen.fine_cells, edges)
+    if given is not None:
+        given.count(discretiser)
     domain = discretiser.domain
     n = int(source.n)
     plan = Plan.of(budget, chosen, len(domain.names), len(discretiser.numeric))
     if ledger is None:
         delta = budget.delta if budget.delta is not None else default_delta(n)
         ledger = Ledger(delta)
-    ledger.add_metadata(engine={"spec": chosen.to_dict(), "plan_rho": plan.total})
+    about: dict[str, Any] = {"spec": chosen.to_dict(), "plan_rho": plan.total}
+    ledger.add_metadata(engine=about)
     build = estimator if estimator is not None else default_estimator
     run = _Run(
         source,
@@ -245,16 +247,12 @@ def fit_engine(
     )
     fine = _first_pass(run, plan)
     model = build(domain, n, chosen)
-    if public is not None:
-        prior = public_prior(
-            public, schema, discretiser, n, list(run.measurements),
-            cliques=chosen.public_prior, scale=chosen.public_scale,
-        )  # fmt: skip
+    if given is not None:
+        prior = given.prior(domain, n, list(run.measurements))
+        ledger.add_metadata(engine={**about, "public": given.facts(prior)})
         if prior is not None:
             run.prior = prior.measurements
-            ledger.add_metadata(public=prior.facts())
-            if chosen.public_warm:
-                model = warm_start(model, prior)
+            model = warm_start(model, prior)
     model = model.fit(run.fitted())
     history = _rounds(run, plan, model)
     model = _final_fit(model, run.fitted(), chosen.final_iters)

@@ -82,13 +82,13 @@ class EngineSpec:
         public central range, two tails), ``quantile`` (public quantiles) or ``off``
         (equal-width over the declared range). Free: public facts only.
     public_prior
-        What a public table gives the model when one is passed
-        (:mod:`~dpevolve.engine.public`): ``tree`` (its 1-ways and the pairs of its
-        mutual-information spanning tree), ``ones`` (its 1-ways) or ``off``. Free.
+        What a public table gives the model as a prior when one is passed
+        (:func:`~dpevolve.engine.public.public_prior`): ``tree`` (its 1-ways and the
+        pairs of its mutual-information spanning tree), ``ones`` (its 1-ways) or ``off``
+        (measured on Person Activity and Adult: no gain beyond the seeds' spread, so off
+        by default). Free.
     public_scale
         Multiplies the public pseudo-measurements' variances (larger: trust less).
-    public_warm
-        Fit the model to the public pseudo-measurements alone first (the warm start).
     """
 
     bins: int = 20
@@ -111,9 +111,8 @@ class EngineSpec:
     round_iters: int = 100
     final_iters: int = 500
     public_bins: str = "range"
-    public_prior: str = "tree"
+    public_prior: str = "off"
     public_scale: float = 1.0
-    public_warm: bool = True
 
     def __post_init__(self) -> None:
         for name in ("bins", "fine_cells", "rounds_per_column", "max_rounds", "max_candidates"):
