@@ -42,6 +42,7 @@ METRICS = (
 )
 SYSTEM_TITLES = {
     "engine": "dpevolve engine",
+    "engine_nopublic": "dpevolve engine, public withheld",
     "tabpe": "dpevolve `tabpe`",
     "hybrid": "dpevolve `hybrid`",
     "aim": "AIM (mbi port)",

@@ -4,6 +4,7 @@
 * ``engine``: :func:`dpevolve.engine.synthesize` (the select-measure-estimate-generate
   engine), public data passed where the benchmark table has some; :class:`NotAvailable`
   while the package is not importable.
+* ``engine_nopublic``: the engine with the public table withheld (what public data adds).
 * ``tabpe``, ``hybrid``: :class:`dpevolve.Synthesizer` with that preset; with public
   data, ``tabpe`` runs PubMix (the PubMix study's setting) and ``hybrid`` draws its
   initial population from it. ``sample(n)`` gives the n output rows.
@@ -87,6 +88,16 @@ def _engine(split: Split, epsilon: float, delta: float, seed: int) -> tuple[pd.D
     return synth, {}
 
 
+def _engine_nopublic(
+    split: Split, epsilon: float, delta: float, seed: int
+) -> tuple[pd.DataFrame, dict]:
+    """The engine on the same private rows with the public table withheld."""
+    synth, _ = _engine(
+        Split(split.key, split.train, split.test, split.schema, split.label), epsilon, delta, seed
+    )
+    return synth, {"public": False}
+
+
 def import_mbi() -> Any:
     """The experiments' mbi module (``EXPERIMENTS_EXTRA_PATH`` appended to the path)."""
     for entry in os.environ.get(EXTRA_ENV, "").split(os.pathsep):
@@ -147,6 +158,7 @@ def _real(split: Split, epsilon: float, delta: float, seed: int) -> tuple[pd.Dat
 
 SYSTEMS: dict[str, Callable[[Split, float, float, int], tuple[pd.DataFrame, dict]]] = {
     "engine": _engine,
+    "engine_nopublic": _engine_nopublic,
     "tabpe": _tabpe,
     "hybrid": _hybrid,
     "aim": _aim,
@@ -158,6 +170,7 @@ SYSTEMS: dict[str, Callable[[Split, float, float, int], tuple[pd.DataFrame, dict
 
 PREPARE: dict[str, Callable[[], Any]] = {
     "engine": import_engine,
+    "engine_nopublic": import_engine,
     "aim": import_mbi,
     "mst": import_mbi,
 }

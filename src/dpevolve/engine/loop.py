@@ -33,6 +33,7 @@ from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release, sigma_for
 from dpevolve.engine.model import EngineModel
 from dpevolve.engine.plan import Plan, Spend, round_cost
+from dpevolve.engine.public import PublicInputs, warm_start
 from dpevolve.engine.select import (
     ABS_NOISE,
     candidates,
@@ -134,6 +135,16 @@ class _Run:
     exact: dict[MarginalQuery, np.ndarray]
     model_size: Callable[[Domain, Sequence[Clique]], float]
     progress: bool
+    prior: tuple[Measurement, ...] = ()
+
+    def fitted(self) -> list[Measurement]:
+        """What the estimator reconciles: the public pseudo-measurements (free, never
+        released) and the private measurements."""
+        return [*self.prior, *self.measurements]
+
+    def model_cliques(self) -> list[Clique]:
+        """The cliques the model holds (public ones included)."""
+        return [m.clique for m in self.fitted()]
 
     def counts(self, query: MarginalQuery) -> np.ndarray:
         self.prefetch([query])
@@ -199,22 +210,27 @@ def fit_engine(
         Where the events go (default: a new ledger at the budget's delta, or
         :func:`~dpevolve.privacy.default_delta` of ``n`` for a pure ``rho`` budget).
     public
-        Public rows (not used yet: accepted so callers can pass them).
+        Public rows of the same kind (public, like the schema): a free prior for the
+        model (:mod:`~dpevolve.engine.public`); they cost no budget and are no release.
     progress
         One line per round on stderr (released values only).
     estimator, model_size
         The estimator and its size measure (default: :mod:`dpevolve.estimate`).
     """
     chosen = EngineSpec.from_any(spec)
-    discretiser = Discretiser(schema, chosen.bins, chosen.fine_cells)
+    given = PublicInputs.of(public, schema, chosen) if public is not None else None
+    edges = given.edges if given is not None else None
+    discretiser = Discretiser(schema, chosen.bins, chosen.fine_cells, edges)
+    if given is not None:
+        given.count(discretiser)
     domain = discretiser.domain
     n = int(source.n)
     plan = Plan.of(budget, chosen, len(domain.names), len(discretiser.numeric))
     if ledger is None:
         delta = budget.delta if budget.delta is not None else default_delta(n)
         ledger = Ledger(delta)
-    ledger.add_metadata(engine={"spec": chosen.to_dict(), "plan_rho": plan.total})
-    del public  # reserved: public data enters through a later release
+    about: dict[str, Any] = {"spec": chosen.to_dict(), "plan_rho": plan.total}
+    ledger.add_metadata(engine=about)
     build = estimator if estimator is not None else default_estimator
     run = _Run(
         source,
@@ -230,9 +246,16 @@ def fit_engine(
         progress,
     )
     fine = _first_pass(run, plan)
-    model = build(domain, n, chosen).fit(list(run.measurements))
+    model = build(domain, n, chosen)
+    if given is not None:
+        prior = given.prior(domain, n, list(run.measurements))
+        ledger.add_metadata(engine={**about, "public": given.facts(prior)})
+        if prior is not None:
+            run.prior = prior.measurements
+            model = warm_start(model, prior)
+    model = model.fit(run.fitted())
     history = _rounds(run, plan, model)
-    model = _final_fit(model, list(run.measurements), chosen.final_iters)
+    model = _final_fit(model, run.fitted(), chosen.final_iters)
     run.say(f"{len(run.measurements)} marginals, rho {run.spend.used:.4g} of {plan.total:.4g}")
     return EngineResult(schema, discretiser, run.measurements, fine, ledger, model, n, history)
 
@@ -285,12 +308,12 @@ def _rounds(run: _Run, plan: Plan, model: Estimator) -> list[dict[str, Any]]:
         chosen = _choose(run, model, sigma, epsilon, size_limit, label, round_)
         before = chosen.project(model.answer(chosen.clique))
         run.measure(chosen, sigma, round_, "marginal")
-        model = model.fit(list(run.measurements))
+        model = model.fit(run.fitted())
         after = chosen.project(model.answer(chosen.clique))
         moved = float(np.abs(after - before).sum())
         # No timings: how long scoring the private counts took is not a released value,
         # and the history travels with the model file and the progress lines.
-        model_mb = run.model_size(run.discretiser.domain, run.measurements.cliques())
+        model_mb = run.model_size(run.discretiser.domain, run.model_cliques())
         history.append(
             {
                 "round": round_,
@@ -368,19 +391,19 @@ def _choose(
     is checked on a candidate's fine clique (the model holds the fine attributes).
     """
     domain = run.discretiser.domain
-    measured = run.measurements.cliques()
     pool = _pool(run, label)
     weights = [
         weight(q.clique, label, run.spec.label_weight)
         * (run.spec.coarse_weight if q.coarse and len(q.clique) > 2 else 1.0)
         for q in pool
     ]
-    covered = [frozenset(c) for c in measured]
+    held = run.model_cliques()
+    covered = [frozenset(c) for c in held]
 
     def allowed(query: MarginalQuery) -> bool:
         if any(frozenset(query.clique) <= m for m in covered):
             return True
-        return run.model_size(domain, [*measured, query.clique]) <= size_limit
+        return run.model_size(domain, [*held, query.clique]) <= size_limit
 
     event = selection_event(epsilon, weights)
     run.spend.charge(event)

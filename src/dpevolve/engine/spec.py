@@ -12,6 +12,12 @@ from typing import Any
 
 from dpevolve.errors import InputError
 
+#: What a public table may give the model (:attr:`EngineSpec.public_prior`).
+PUBLIC_PRIORS = ("off", "ones", "tree")
+
+#: How a public table may place the numeric bins (:attr:`EngineSpec.public_bins`).
+PUBLIC_BINS = ("off", "range", "quantile")
+
 
 @dataclass(frozen=True)
 class EngineSpec:
@@ -70,6 +76,19 @@ class EngineSpec:
         large); weighted as the fine pair. Empty: none.
     round_iters, final_iters
         Estimator iterations per warm-started refit and for the final fit.
+    public_bins
+        Bin edges of the numeric columns when a public table is passed
+        (:func:`~dpevolve.engine.public.public_edges`): ``range`` (equal-width over the
+        public central range, two tails), ``quantile`` (public quantiles) or ``off``
+        (equal-width over the declared range). Free: public facts only.
+    public_prior
+        What a public table gives the model as a prior when one is passed
+        (:func:`~dpevolve.engine.public.public_prior`): ``tree`` (its 1-ways and the
+        pairs of its mutual-information spanning tree), ``ones`` (its 1-ways) or ``off``
+        (measured on Person Activity and Adult: no gain beyond the seeds' spread, so off
+        by default). Free.
+    public_scale
+        Multiplies the public pseudo-measurements' variances (larger: trust less).
     """
 
     bins: int = 20
@@ -91,6 +110,9 @@ class EngineSpec:
     pair_groups: tuple[int, ...] = ()
     round_iters: int = 100
     final_iters: int = 500
+    public_bins: str = "range"
+    public_prior: str = "off"
+    public_scale: float = 1.0
 
     def __post_init__(self) -> None:
         for name in ("bins", "fine_cells", "rounds_per_column", "max_rounds", "max_candidates"):
@@ -120,7 +142,15 @@ class EngineSpec:
             raise InputError(f"engine spec: max_order must be 2, 3 or 4, got {self.max_order!r}")
         if not (isinstance(self.anneal, (int, float)) and 1.0 <= self.anneal <= 16.0):
             raise InputError(f"engine spec: anneal must lie in [1, 16], got {self.anneal!r}")
-        for name in ("max_model_mb", "label_weight", "coarse_weight"):
+        if self.public_bins not in PUBLIC_BINS:
+            raise InputError(
+                f"engine spec: public_bins must be off, range or quantile, got {self.public_bins!r}"
+            )
+        if self.public_prior not in PUBLIC_PRIORS:
+            raise InputError(
+                f"engine spec: public_prior must be off, ones or tree, got {self.public_prior!r}"
+            )
+        for name in ("max_model_mb", "label_weight", "coarse_weight", "public_scale"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise InputError(f"engine spec: {name} must be a positive number, got {value!r}")
@@ -153,4 +183,4 @@ def _at_least(name: str, value: object, low: int) -> None:
         raise InputError(f"engine spec: {name} must be an integer >= {low}, got {value!r}")
 
 
-__all__ = ["EngineSpec"]
+__all__ = ["PUBLIC_BINS", "PUBLIC_PRIORS", "EngineSpec"]
