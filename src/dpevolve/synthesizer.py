@@ -313,6 +313,7 @@ class Synthesizer(EstimatorParams):
         result = fit_engine(
             source, schema, budget, config.preset.engine, noise=noise, rng=rng,
             ledger=ledger, public=self.public, progress=bool(self.progress),
+            backend=self._backend(),
         )  # fmt: skip
         self.generator_: EngineModel | None = result.released()
         self.support_ = None
