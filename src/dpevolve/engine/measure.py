@@ -32,8 +32,12 @@ from dpevolve.measurements import Clique, MarginalQuery, Measurement
 from dpevolve.privacy import GaussianEvent
 from dpevolve.release.noise import NoiseSource
 
-#: Rows per slice when counting (bounds the codes held at once).
-BATCH_ROWS = 32_768
+#: Rows per slice when counting (bounds the codes held at once). Small enough that one
+#: slice's per-marginal temporaries (8 bytes a row) stay under glibc's default 128 KiB
+#: mmap threshold: a Dask worker process starts with MALLOC_TRIM_THRESHOLD_ set, which
+#: freezes that threshold, and 256 KiB temporaries then cost a fresh mmap and page faults
+#: each (1.7x the CPU; benchmarks/dask_cost.py). Faster in this process too (cache).
+BATCH_ROWS = 8_192
 
 #: Replace-one L2 sensitivity of one marginal's counts.
 MARGINAL_SENSITIVITY = math.sqrt(2.0)
