@@ -172,9 +172,11 @@ def test_all_label_cliques_of_the_top_order_when_few() -> None:
     every = coarse_candidates(domain, [], "y", numeric, (2,), 4, 1)
     assert {q.clique for q in every if len(q.clique) == 4} == {("a", "b", "c", "y")}
     assert coarse_candidates(domain, [], "y", numeric, (2,), 3, 1) == grown  # order 3
+    mixed = coarse_candidates(domain, [], "y", {"a": 20, "b": 20}, (2,), 4, 1)
+    assert {len(q.clique) for q in mixed} == {3}  # only cliques of numerics: no c
     wide = Domain((*(f"a{i}" for i in range(40)), "y"), (20,) * 40 + (2,))
-    many = coarse_candidates(wide, [], "y", {f"a{i}": 20 for i in range(40)}, (2,), 4, 120)
-    assert {len(q.clique) for q in many} == {3}  # C(40, 3) > 120: grown only
+    many = coarse_candidates(wide, [], "y", {f"a{i}": 20 for i in range(12)}, (2,), 4, 120)
+    assert {len(q.clique) for q in many} == {3}  # C(12, 3) > 120: grown only
 
 
 def test_coarse_candidates_group_numerics_and_grow_linearly() -> None:

@@ -113,10 +113,10 @@ def coarse_candidates(
     ``splits`` (fractions of the declared range; one grouping for all the clique's
     numerics), other columns at full resolution.
 
-    When the label's cliques of ``max_order`` columns number at most ``all_limit``
-    (``C(d - 1, max_order - 1)``, a function of the public width), all of them are
-    proposed from the first round: a parity of ``max_order - 1`` columns shows in no
-    smaller marginal, so the selection cannot grow towards it.
+    When the label's cliques of ``max_order`` columns whose other columns are all
+    numeric number at most ``all_limit`` (``C(k, max_order - 1)`` of the ``k`` numerics:
+    public), all of them are proposed from the first round: a parity of signs shows in
+    no smaller marginal, so the selection cannot grow towards it.
 
     Linear in the selected cliques times ``d`` plus ``C(d, 2)`` (and at most
     ``all_limit`` more): never all ``C(d, 3)``.
@@ -127,8 +127,9 @@ def coarse_candidates(
     bases: dict[Clique, None] = {}
     for pair in combinations(names, 2):
         bases[domain.canonical((*pair, label))] = None
-    if max_order > 3 and math.comb(len(names), max_order - 1) <= all_limit:
-        for others in combinations(names, max_order - 1):
+    numerics = [a for a in names if a in numeric]
+    if max_order > 3 and math.comb(len(numerics), max_order - 1) <= all_limit:
+        for others in combinations(numerics, max_order - 1):
             bases[domain.canonical((*others, label))] = None
     for clique in selected:
         rest = [a for a in clique if a != label]

@@ -68,11 +68,11 @@ class EngineSpec:
         midpoint needs a cut near it (the bins must hold the cut: ``bins`` a multiple
         of 8 for octiles). Empty: none.
     coarse_all
-        When the label's cliques of ``coarse_order`` columns number at most this
-        (``C(d - 1, coarse_order - 1)``: public), all of them are coarse candidates from
-        the first round, not only those grown from selected cliques (a parity shows in
-        no smaller marginal, so nothing would lead the selection to it). ``0``: grown
-        only.
+        When the label's cliques of ``coarse_order`` columns whose other columns are all
+        numeric number at most this (``C(k, coarse_order - 1)`` of ``k`` numerics:
+        public), all of them are coarse candidates from the first round, not only those
+        grown from selected cliques (a parity of signs shows in no smaller marginal, so
+        nothing would lead the selection to it). ``0``: grown only.
     coarse_weight
         Selection weight of a coarse label clique relative to its fine clique's.
     pair_groups
