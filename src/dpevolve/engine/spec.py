@@ -99,7 +99,7 @@ class EngineSpec:
     coarse_groups: tuple[int, ...] = (2, 4, 5)
     coarse_order: int = 4
     coarse_splits: tuple[float, ...] = ()
-    coarse_all: int = 120
+    coarse_all: int = 10
     coarse_weight: float = 0.25
     pair_groups: tuple[int, ...] = ()
     round_iters: int = 100
