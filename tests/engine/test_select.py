@@ -149,7 +149,7 @@ def test_quality_subtracts_the_expected_noise() -> None:
 def _coarse_pool(domain):
     fine = [MarginalQuery(c) for c in candidates(domain, [("x", "c")], 3)]
     coarse = coarse_candidates(domain, [("x", "c")], "y", {"x": 4}, (2, 3), 4, 1, (0.25, 0.75))
-    return fine + coarse
+    return fine + coarse_pairs(domain, {"x": 4}, (2,)) + coarse
 
 
 def test_split_grouping_cuts_the_range_in_two_at_a_bin_edge() -> None:
