@@ -101,7 +101,7 @@ class EngineSpec:
     coarse_splits: tuple[float, ...] = ()
     coarse_all: int = 10
     coarse_weight: float = 0.25
-    pair_groups: tuple[int, ...] = ()
+    pair_groups: tuple[int, ...] = (5,)
     round_iters: int = 100
     final_iters: int = 500
 
