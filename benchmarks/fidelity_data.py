@@ -8,6 +8,10 @@ key                         table
 ``bank``                    Bank-5 (``bank5``), a fixed 80/20 split of bank-full
 ``person_activity``         Person Activity, persons A (80/20 stratified holdout)
 ``person_activity_public``  the same, with person B's rows as public data
+``adult_public``            Adult-9 less 1,000 public rows: a random sample of the UCI
+                            training rows (seed 0), so a small public sample
+``adult_public_shift``      Adult-9 less 1,000 public rows drawn (seed 0) from the
+                            training rows aged 40 or more: a small, shifted sample
 ``xor3``                    XOR-3 (12,000 / 3,000 rows), sign at the midpoint 0
 ``xor3_off``                XOR-3 with the sign at 2.5 (:func:`tables.make_xor_offset`)
 ``adult15``                 Adult with all 15 UCI columns, UCI train / test
@@ -81,6 +85,29 @@ def _person_activity(public: bool) -> Split:
     return Split(key, train.frame, test.frame, train.schema, train.label, pub)
 
 
+PUBLIC_ROWS = 1_000
+"""Rows of the Adult public tables (taken out of the private rows)."""
+
+
+def _adult_public(shifted: bool) -> Split:
+    """Adult-9 with public rows taken out of the UCI training rows by a fixed rule (a
+    seed-0 draw, from the rows aged 40 or more when ``shifted``); the rest is private.
+    The rule reads no private value beyond choosing which rows are public."""
+    base = _registry("adult", "adult-tabpe", "adult")
+    frame = base.train.reset_index(drop=True)
+    pool = np.flatnonzero(frame["age"].to_numpy() >= 40) if shifted else np.arange(len(frame))
+    public = np.random.default_rng(0).choice(pool, size=PUBLIC_ROWS, replace=False)
+    private = np.setdiff1d(np.arange(len(frame)), public)
+    return Split(
+        "adult_public_shift" if shifted else "adult_public",
+        frame.iloc[private].reset_index(drop=True),
+        base.test,
+        base.schema,
+        base.label,
+        frame.iloc[np.sort(public)].reset_index(drop=True),
+    )
+
+
 def _xor_off() -> Split:
     schema = tables.xor_offset_schema(3)
     return Split(
@@ -103,6 +130,8 @@ LOADERS: dict[str, Callable[[], Split]] = {
     "bank": _bank,
     "person_activity": lambda: _person_activity(False),
     "person_activity_public": lambda: _person_activity(True),
+    "adult_public": lambda: _adult_public(False),
+    "adult_public_shift": lambda: _adult_public(True),
     "xor3": lambda: _registry("xor3", None, "xor3"),
     "xor3_off": _xor_off,
     "adult15": lambda: _registry("adult", None, "adult15"),
@@ -120,6 +149,8 @@ TITLES = {
     "bank": "Bank-5",
     "person_activity": "Person Activity A",
     "person_activity_public": "Person Activity A (+ B public)",
+    "adult_public": "Adult-9 less 1,000 public rows (+ them public)",
+    "adult_public_shift": "Adult-9 less 1,000 public rows aged 40+ (+ them public)",
     "xor3": "XOR-3",
     "xor3_off": "XOR-3 off-midpoint",
     "adult15": "Adult-15",

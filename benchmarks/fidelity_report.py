@@ -44,6 +44,7 @@ SYSTEM_TITLES = {
     "engine": "dpevolve engine",
     "engine_pe": "dpevolve engine + PE stage",
     "engine_nope": "dpevolve engine, no PE stage",
+    "engine_nopublic": "dpevolve engine, public withheld",
     "tabpe": "dpevolve `tabpe`",
     "hybrid": "dpevolve `hybrid`",
     "aim": "AIM (mbi port)",

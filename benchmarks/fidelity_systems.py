@@ -6,6 +6,7 @@
   while the package is not importable.
 * ``engine_pe``: the engine with its PE stage on (:data:`PE_VARIANT`, engine/refine.py);
   ``engine_nope``: with it off (``pe_share = 0``), whatever the default.
+* ``engine_nopublic``: the engine with the public table withheld (what public data adds).
 * ``tabpe``, ``hybrid``: :class:`dpevolve.Synthesizer` with that preset; with public
   data, ``tabpe`` runs PubMix (the PubMix study's setting) and ``hybrid`` draws its
   initial population from it. ``sample(n)`` gives the n output rows.
@@ -105,6 +106,16 @@ def _engine_with(fields: dict[str, Any]) -> Callable[[Split, float, float, int],
     return run
 
 
+def _engine_nopublic(
+    split: Split, epsilon: float, delta: float, seed: int
+) -> tuple[pd.DataFrame, dict]:
+    """The engine on the same private rows with the public table withheld."""
+    synth, _ = _engine(
+        Split(split.key, split.train, split.test, split.schema, split.label), epsilon, delta, seed
+    )
+    return synth, {"public": False}
+
+
 def import_mbi() -> Any:
     """The experiments' mbi module (``EXPERIMENTS_EXTRA_PATH`` appended to the path)."""
     for entry in os.environ.get(EXTRA_ENV, "").split(os.pathsep):
@@ -167,6 +178,7 @@ SYSTEMS: dict[str, Callable[[Split, float, float, int], tuple[pd.DataFrame, dict
     "engine": _engine,
     "engine_pe": _engine_with(PE_VARIANT),
     "engine_nope": _engine_with({"pe_share": 0.0}),
+    "engine_nopublic": _engine_nopublic,
     "tabpe": _tabpe,
     "hybrid": _hybrid,
     "aim": _aim,
@@ -180,6 +192,7 @@ PREPARE: dict[str, Callable[[], Any]] = {
     "engine": import_engine,
     "engine_pe": import_engine,
     "engine_nope": import_engine,
+    "engine_nopublic": import_engine,
     "aim": import_mbi,
     "mst": import_mbi,
 }

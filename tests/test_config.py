@@ -305,3 +305,47 @@ def test_a_ledger_re_runs_from_the_command_line(tmp_path, small_schema, small_ta
     argv = ["synth", str(private), "-s", str(schema), "-o", str(tmp_path / "d.csv")]
     assert main([*argv, "--config", str(run_file), "--vote", "hard"]) == 2
     assert "--vote: give the run's settings in" in capsys.readouterr().err
+
+
+def test_engine_options_from_the_command_line_to_the_ledger(
+    tmp_path, small_schema, small_table, capsys
+):
+    import json
+
+    import yaml
+
+    from dpevolve.cli import ledger_path, main
+    from dpevolve.engine.spec import EngineSpec
+    from dpevolve.presets import Preset, get_preset
+
+    schema, private = tmp_path / "schema.yaml", tmp_path / "private.csv"
+    schema.write_text(small_schema.to_yaml())
+    small_table.to_csv(private, index=False)
+    argv = ["synth", str(private), "-s", str(schema), "--quiet", "--seed", "1"]
+
+    def synth(out: str, *extra: str) -> int:
+        return main([*argv, "-o", str(tmp_path / out), *extra])
+
+    assert synth("a.csv", "-e", "1", "--engine-options", "{max_rounds: 3, bins: 8}") == 0
+    config = json.loads(ledger_path(tmp_path / "a.csv").read_text())["config"]
+    engine = RunSpec.from_dict(config).preset.engine
+    assert engine == EngineSpec(max_rounds=3, bins=8)  # laid over the defaults
+    # A short run file names the preset and its engine options only.
+    run_file = tmp_path / "run.yaml"
+    short = {"budget": {"epsilon": 1.0}, "preset": {"name": "adaptive", "engine": {"bins": 8}}}
+    run_file.write_text(yaml.safe_dump(short))
+    assert synth("b.csv", "--config", str(run_file)) == 0, capsys.readouterr().err
+    again = json.loads(ledger_path(tmp_path / "b.csv").read_text())["config"]
+    assert Preset.from_dict(again["preset"]).engine == EngineSpec(bins=8)
+    capsys.readouterr()
+    # Engine options are for the engine; an unknown one is named; bad YAML is one line.
+    for extra, words in (
+        (["--preset", "tabpe", "--engine-options", "{bins: 8}"], "runs Private Evolution"),
+        (["--engine-options", "{binz: 8}"], "unknown engine options ['binz']"),
+        (["--engine-options", "[1, 2"], "--engine-options must be a YAML mapping"),
+    ):
+        assert synth("c.csv", *extra) == 2
+        err = capsys.readouterr().err
+        assert words in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "c.csv").exists()
+    assert get_preset("adaptive").with_engine({}).engine == EngineSpec()

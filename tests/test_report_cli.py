@@ -245,3 +245,68 @@ def test_row_bounds_come_from_the_schema(tmp_path: Path) -> None:
     check_rows(1000, schema, tmp_path)
     with pytest.raises(InputError, match="at most"):
         check_rows(10**15, schema, tmp_path)
+
+
+def test_report_of_a_streamed_table_reads_a_bounded_sample(
+    run: dict[str, Path], capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dpevolve.cli.report as report_cli
+
+    def whole_table(*_: object, **__: object) -> None:
+        raise AssertionError("--stream must not read the private table whole")
+
+    monkeypatch.setattr(report_cli, "REPORT_SAMPLE_ROWS", 100)
+    monkeypatch.setattr(report_cli, "read_table", lambda path, what: (
+        whole_table() if what == "private table" else pd.read_csv(path)
+    ))  # fmt: skip
+    out = run["folder"] / "streamed.html"
+    code, err = _cli(
+        ["report", run["private"], run["synthetic"], "-l", run["ledger"], "-o", out,
+         "--stream", "-q"], capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    text = re.sub(r"\s+", " ", out.read_text(encoding="utf-8"))
+    assert "uniform sample of 100 of its 300 rows" in text
+
+
+def test_sample_frame_is_a_uniform_bounded_sample(tmp_path: Path) -> None:
+    from dpevolve.data.schema import Schema
+    from dpevolve.data.streaming import StreamedTable
+
+    path = tmp_path / "t.csv"
+    table = _table(500, 3)
+    table.to_csv(path, index=False)
+    streamed = StreamedTable(path, Schema.from_dict(SCHEMA), batch_rows=37)
+    sample = streamed.sample_frame(120, seed=4)
+    assert len(sample) == 120 and list(sample.columns) == list(table.columns)
+    # Rows of the file, distinct, in file order; every batch can contribute.
+    positions = table.reset_index().merge(sample, on=list(table.columns))["index"]
+    assert positions.is_unique and positions.is_monotonic_increasing and len(positions) == 120
+    assert positions.max() > 400 and positions.min() < 100
+    assert len(streamed.sample_frame(10_000)) == 500  # fewer rows than asked: all of them
+    # Uniform: each row's inclusion rate over seeds is 120/500 (seeded twin, fixed seeds).
+    hits = np.zeros(500)
+    for seed in range(200):
+        pos = table.reset_index().merge(streamed.sample_frame(120, seed=seed),
+                                        on=list(table.columns))["index"]  # fmt: skip
+        hits[pos.to_numpy()] += 1
+    first, last = hits[:250].mean() / 200, hits[250:].mean() / 200
+    assert abs(first - 0.24) < 0.02 and abs(last - 0.24) < 0.02
+
+
+def test_synth_stream_report_reads_a_bounded_sample(
+    run: dict[str, Path], capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dpevolve.cli.report as report_cli
+
+    monkeypatch.setattr(report_cli, "REPORT_SAMPLE_ROWS", 50)
+    monkeypatch.setattr(report_cli, "read_table", None)  # any whole read would fail
+    f = run["folder"]
+    code, err = _cli(
+        ["synth", run["private"], "-s", run["schema"], "-e", "1", "-o", f / "streamed.csv",
+         "--seed", "0", "--population", "40", "--rounds", "2", "--stream", "--batch-rows",
+         "64", "-q", "--report", f / "streamed-owner.html"], capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    text = re.sub(r"\s+", " ", (f / "streamed-owner.html").read_text(encoding="utf-8"))
+    assert "uniform sample of 50 of its 300 rows" in text

@@ -75,6 +75,18 @@ class Preset:
             distance=self.distance if distance is None else distance,
         )
 
+    def with_engine(self, options: Mapping[str, Any]) -> Preset:
+        """This preset with engine ``options`` laid over its :class:`EngineSpec`
+        (``--engine-options``, a run file's ``preset: {name: adaptive, engine: ...}``)."""
+        if self.engine is None:
+            raise InputError(
+                f"the {self.name} preset runs Private Evolution: engine options are for "
+                f"--preset {DEFAULT_PRESET}"
+            )
+        if not isinstance(options, Mapping):
+            raise InputError("engine options must be a mapping, e.g. '{rounds: 40}'")
+        return replace(self, engine=EngineSpec.from_any({**self.engine.to_dict(), **options}))
+
     def to_dict(self) -> dict[str, Any]:
         """Every field, in the words of :meth:`from_dict` (a run file, the ledger)."""
         out = asdict(self)
@@ -90,10 +102,12 @@ class Preset:
         data = dict(data)
         overrides = {k: data.pop(k) for k in ("population", "rounds") if k in data}
         if "schedule" not in data:
+            engine = data.pop("engine", None)
             unknown = sorted(set(data) - {"name", "distance"})
             if unknown or "name" not in data:
                 raise InputError(f"a preset needs a name and takes no {unknown}")
-            return get_preset(data["name"], distance=data.get("distance"), **overrides)
+            named = get_preset(data["name"], distance=data.get("distance"), **overrides)
+            return named if engine is None else named.with_engine(engine)
         if data.get("engine") is not None:
             data["engine"] = EngineSpec.from_any(data["engine"])
         schedule = dict(data.pop("schedule"))

@@ -15,6 +15,7 @@ import pandas as pd
 from dpevolve.backends import Backend, make_backend
 from dpevolve.config import GaussianSpec, MarginalSpec, MechanismSpec, RunSpec, VoteSpec, resolve
 from dpevolve.data.encoding import Layout, Records, decode
+from dpevolve.data.io import DEFAULT_BATCH_ROWS
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import FrameSource, PrivateSource
 from dpevolve.engine import EngineModel, fit_engine
@@ -232,7 +233,7 @@ class Synthesizer(EstimatorParams):
         schema = self._schema()
         return self.fit_source(FrameSource(X, schema, on_invalid=self.on_invalid))
 
-    def fit_file(self, path: str | Path, batch_rows: int = 250_000) -> Synthesizer:
+    def fit_file(self, path: str | Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Synthesizer:
         """Fit on a CSV or Parquet file read in batches, never whole (bounded memory).
 
         With the same seeds the result equals ``fit(read_table(path))``.
@@ -310,9 +311,11 @@ class Synthesizer(EstimatorParams):
                 "validation": None if source.report is None else source.report.to_dict(),
             },
         )
+        # The backend counts the private records (``auto``: here, without loading numba).
         result = fit_engine(
             source, schema, budget, config.preset.engine, noise=noise, rng=rng,
             ledger=ledger, public=self.public, progress=bool(self.progress),
+            backend=None if self.backend in (None, "auto") else self._backend(),
         )  # fmt: skip
         self.generator_: EngineModel | None = result.released()
         self.support_ = None

@@ -23,11 +23,14 @@ from dpevolve.cli.common import (
     read_valid,
     say,
 )
-from dpevolve.data.io import read_table
+from dpevolve.data.io import DEFAULT_BATCH_ROWS, read_table
 from dpevolve.errors import InputError
 from dpevolve.extras import require
 
-__all__ = ["read_ledger", "write_reports"]
+__all__ = ["REPORT_SAMPLE_ROWS", "read_ledger", "write_reports"]
+
+REPORT_SAMPLE_ROWS = 200_000
+"""Most private rows a report of a streamed table reads (a uniform sample)."""
 
 
 @app.command(
@@ -61,6 +64,14 @@ def report(
     share: Annotated[
         bool, typer.Option("--share", help="Write the shareable version (nothing from PRIVATE).")
     ] = False,
+    stream: Annotated[
+        bool,
+        typer.Option(
+            "--stream",
+            help="Read PRIVATE in batches and evaluate on a uniform sample of "
+            f"{REPORT_SAMPLE_ROWS:,} rows (larger than memory).",
+        ),
+    ] = False,
     on_invalid: InvalidOption = OnInvalid.error,
     force: Force = False,
     show_values: ShowValues = False,
@@ -86,6 +97,7 @@ def report(
     write_reports(
         led, None if share else private, synthetic_frame, schema, on_invalid,
         None if share else out, out if share else None, force, test=test, quiet=quiet,
+        stream_rows=DEFAULT_BATCH_ROWS if stream else None,
     )  # fmt: skip
     say(quiet, f"wrote {out}" + ("" if share else " (for the data owner only: not DP)"))
 
@@ -136,11 +148,15 @@ def write_reports(
     force: bool,
     test: Path | None = None,
     quiet: bool = True,
+    stream_rows: int | None = None,
 ) -> None:
     """Write the owner's and/or the shareable report of the synthetic rows written.
 
     ``synthetic`` is the table as written (decoded) or already validated; the private
     and test tables are read from their files and validated against ``schema``.
+    ``stream_rows`` (the ``--stream`` batch size): read the private table in batches
+    and evaluate on a uniform sample of at most :data:`REPORT_SAMPLE_ROWS` of its rows,
+    so the report's memory is bounded as the run's was.
     """
     from dpevolve.reporting.evaluation import evaluate
     from dpevolve.reporting.report import write_report
@@ -154,9 +170,9 @@ def write_reports(
         )  # fmt: skip
     if report is None or private is None:
         return
-    raw = read_table(private, "private table")
+    raw, rows_in = _private_rows(private, schema, on_invalid, stream_rows)
     n = ledger.get("private_rows")
-    if isinstance(n, int) and n != len(raw):  # n is public under replace-one
+    if isinstance(n, int) and n != rows_in:  # n is public under replace-one
         raise InputError(
             "the private table's row count differs from the one the ledger records: "
             "is it the table this run was made from?"
@@ -166,7 +182,22 @@ def write_reports(
     evaluation = evaluate(
         real, synth_valid, schema, label=schema.label, test=held_out, validated=True
     )
+    if len(raw) < rows_in:
+        evaluation["private_sample"] = {"rows": len(raw), "of": rows_in}
     write_report(
         report, ledger=ledger, evaluation=evaluation, real=real, synthetic=synth_valid,
         schema=schema, force=force, validated=True,
     )  # fmt: skip
+
+
+def _private_rows(
+    private: Path, schema: Any, on_invalid: OnInvalid, stream_rows: int | None
+) -> tuple[Any, int]:
+    """The private rows the report evaluates, and the file's row count."""
+    if stream_rows is None:
+        raw = read_table(private, "private table")
+        return raw, len(raw)
+    from dpevolve.data.streaming import StreamedTable
+
+    table = StreamedTable(private, schema, batch_rows=stream_rows, on_invalid=on_invalid.value)
+    return table.sample_frame(REPORT_SAMPLE_ROWS), table.n

@@ -38,10 +38,10 @@ from dpevolve.config import (
     VoteSpec,
     resolve,
 )
-from dpevolve.data.io import read_table, read_yaml, write_table
+from dpevolve.data.io import DEFAULT_BATCH_ROWS, read_table, read_yaml, write_table
 from dpevolve.errors import InputError
 from dpevolve.extras import require
-from dpevolve.presets import PE_PRESET, PRESETS, get_preset
+from dpevolve.presets import DEFAULT_PRESET, PE_PRESET, PRESETS, get_preset
 
 EXAMPLES = """
 
@@ -76,8 +76,10 @@ PresetOpt = Annotated[
     typer.Option(
         "--preset",
         "-p",
-        help=f"{' | '.join(PRESETS)}. tabpe (default) or bfsoft: Private Evolution; hybrid: "
-        "one release of low-order marginals and a weighted pool (closer marginals).",
+        help=f"{' | '.join(PRESETS)}. adaptive (default): marginals chosen round by round, "
+        "a graphical model, fresh rows; tabpe or bfsoft: Private Evolution (the default "
+        "when a policy, vote, PubMix or marginal share is given); hybrid: one release of "
+        "low-order marginals and a weighted pool.",
     ),
 ]
 VoteOpt = Annotated[
@@ -161,6 +163,15 @@ MarginalOptionsOpt = Annotated[
         help="Marginal options laid over the preset's, e.g. '{grow_rounds: 2, bins: 8}'.",
     ),
 ]
+EngineOptionsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--engine-options",
+        metavar="YAML",
+        help="The adaptive engine's options laid over its defaults, e.g. "
+        "'{max_rounds: 60, bins: 16}' (docs/engine.md lists them).",
+    ),
+]
 BackendOpt = Annotated[
     str,
     typer.Option(
@@ -226,8 +237,8 @@ ShareLedgerOpt = Annotated[
 RUN_FLAGS = (
     "epsilon", "delta", "rho", "preset", "vote", "temperature", "sharpen", "debias",
     "distance", "threshold", "mechanism", "pubmix_accounting", "pubmix_fill", "gamma",
-    "calibration", "marginals", "marginal_options", "backend", "population", "rounds",
-    "on_invalid",
+    "calibration", "marginals", "marginal_options", "engine_options", "backend",
+    "population", "rounds", "on_invalid",
 )  # fmt: skip
 
 
@@ -260,8 +271,9 @@ def synth(
     calibration: CalibrationOpt = "bound",
     marginals: MarginalsOpt = None,
     marginal_options: MarginalOptionsOpt = None,
+    engine_options: EngineOptionsOpt = None,
     stream: StreamOpt = False,
-    batch_rows: BatchRowsOpt = 250_000,
+    batch_rows: BatchRowsOpt = DEFAULT_BATCH_ROWS,
     backend: BackendOpt = "auto",
     population: PopulationOpt = None,
     rounds: RoundsOpt = None,
@@ -318,8 +330,9 @@ def synth(
     if report is not None or share_report is not None:
         invalid = OnInvalid(spec.on_invalid)
         write_reports(
-            ledger, private, synthetic, table_schema, invalid, report, share_report, force
-        )
+            ledger, private, synthetic, table_schema, invalid, report, share_report, force,
+            stream_rows=batch_rows if stream else None,
+        )  # fmt: skip
     result = model.ledger_.result()
     say(
         quiet,
@@ -367,7 +380,10 @@ def _spec_params(flags: dict[str, Any]) -> dict[str, Any]:
     """The Synthesizer's spec arguments from the run flags (each flag to its spec)."""
     overrides = {k: flags[k] for k in ("population", "rounds", "distance")}
     preset = flags["preset"]
-    if preset is not None or any(v is not None for v in overrides.values()):
+    if flags["engine_options"] is not None:
+        options = _yaml_mapping(flags["engine_options"], "--engine-options", "{max_rounds: 60}")
+        preset = get_preset(preset or DEFAULT_PRESET, **overrides).with_engine(options)
+    elif preset is not None or any(v is not None for v in overrides.values()):
         preset = get_preset(preset or PE_PRESET, **overrides)
     if flags["mechanism"] == PubMixSpec.name:
         mechanism: Any = PubMixSpec(accounting=flags["pubmix_accounting"],
@@ -378,7 +394,7 @@ def _spec_params(flags: dict[str, Any]) -> dict[str, Any]:
         mechanism = flags["mechanism"]  # resolve names the choices
     marginals = flags["marginals"]
     if flags["marginal_options"] is not None:
-        options = _yaml_mapping(flags["marginal_options"], "--marginal-options")
+        options = _yaml_mapping(flags["marginal_options"], "--marginal-options", "{grow_rounds: 2}")
         marginals = MarginalSpec(share=marginals, options=options)
     vote = VoteSpec(kind=flags["vote"], temperature=_temperature(flags["temperature"]),
                     sharpen=flags["sharpen"], debias=flags["debias"])  # fmt: skip
@@ -389,15 +405,15 @@ def _spec_params(flags: dict[str, Any]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _yaml_mapping(text: str, flag: str) -> dict[str, Any]:
+def _yaml_mapping(text: str, flag: str, example: str) -> dict[str, Any]:
     import yaml
 
     try:
         value = yaml.safe_load(text)
     except yaml.YAMLError:
-        raise InputError(f"{flag} must be a YAML mapping, e.g. '{{grow_rounds: 2}}'") from None
+        value = None
     if not isinstance(value, dict):
-        raise InputError(f"{flag} must be a YAML mapping, e.g. '{{grow_rounds: 2}}'")
+        raise InputError(f"{flag} must be a YAML mapping, e.g. '{example}'")
     return value
 
 

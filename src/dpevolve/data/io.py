@@ -28,6 +28,9 @@ from dpevolve.extras import require
 if TYPE_CHECKING:  # imported where a table is read: `dpevolve -h` needs no pandas
     import pandas as pd
 
+DEFAULT_BATCH_ROWS = 250_000
+"""Rows per batch when a table is read in batches (``--stream``)."""
+
 TABLE_SUFFIXES = (".csv", ".csv.gz", ".parquet", ".pq")
 
 

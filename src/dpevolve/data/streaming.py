@@ -33,7 +33,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -46,6 +46,7 @@ from dpevolve.data.batches import (
     validate_batch,
 )
 from dpevolve.data.encoding import Records
+from dpevolve.data.io import DEFAULT_BATCH_ROWS
 from dpevolve.data.readers import ArrowBatches, TextNumeric
 from dpevolve.data.schema import Schema
 from dpevolve.data.validation import (
@@ -56,7 +57,8 @@ from dpevolve.data.validation import (
 )
 from dpevolve.errors import InputError
 
-DEFAULT_BATCH_ROWS = 250_000
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class StreamedTable:
@@ -151,6 +153,41 @@ class StreamedTable:
             report, which the run's budget and ledger use, would be stale).
         """
         return TableStream(self)
+
+    def sample_frame(self, rows: int, seed: int = 0) -> pd.DataFrame:
+        """A uniform sample of at most ``rows`` of the file's rows, in file order, as
+        :func:`~dpevolve.data.io.read_table` reads them (not validated).
+
+        One more pass; memory is ``rows`` plus one batch, never the table (what the
+        owner's report of a ``--stream`` run reads). ``seed`` is post-processing: the
+        sample is for the owner's eyes, never released.
+        """
+        import pandas as pd
+
+        self._check_unchanged()
+        rng = np.random.default_rng(seed)
+        kept: pd.DataFrame | None = None
+        keys = np.empty(0)
+        start = 0
+        for table in self._reader.tables():
+            frame = self._reader.frame(table)
+            frame.index = pd.RangeIndex(start, start + len(frame))
+            start += len(frame)
+            # The rows with the ``rows`` smallest uniform keys: a uniform sample.
+            frame_keys = rng.random(len(frame))
+            kept = frame if kept is None else pd.concat([kept, frame])
+            keys = np.concatenate([keys, frame_keys])
+            if len(keys) > rows:
+                best = np.sort(np.argpartition(keys, rows - 1)[:rows])
+                kept, keys = kept.iloc[best], keys[best]
+        if start != self.n:
+            raise InputError(
+                f"{self.what} {self.path} changed while being read: {start} rows now, "
+                f"{self.n} on the first pass"
+            )
+        if kept is None:
+            return pd.DataFrame(columns=self.schema.names)
+        return kept.reset_index(drop=True)
 
     def _records(self) -> Iterator[Records]:
         self._check_unchanged()

@@ -2,33 +2,43 @@
 
 Each data set family is one module of this package (``adult``, ``bank``,
 ``person_activity``, ``nist``, ``tabpe``, ``synthetic``) that declares its
-:class:`~dpevolve.datasets._spec.Spec` entries; adding a data set is one new module and
-one entry in ``_FAMILIES``.
+:class:`~dpevolve.datasets._spec.Spec` entries in ``SPECS``; the registry finds every
+such module itself, so adding a data set is its schema and one new module.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
+import pkgutil
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pandas as pd
 
 import dpevolve.datasets._fetch as _fetch
-import dpevolve.datasets.adult as adult
-import dpevolve.datasets.bank as bank
-import dpevolve.datasets.nist as nist
-import dpevolve.datasets.person_activity as person_activity
-import dpevolve.datasets.synthetic as synthetic
-import dpevolve.datasets.tabpe as tabpe
 from dpevolve.data.schema import Schema
 from dpevolve.datasets._base import DATA_ENV, Dataset, cache_dir, data_dirs, finish, shipped_schema
 from dpevolve.datasets._spec import Spec
 from dpevolve.errors import InputError
 
-# One family module per data set family; names() lists them in this order.
-_FAMILIES = (adult, bank, person_activity, nist, tabpe, synthetic)
+
+def _families() -> tuple[ModuleType, ...]:
+    """Every module of this package that declares ``SPECS``, in name order."""
+    found = []
+    here = [str(Path(__file__).parent)]
+    for info in sorted(pkgutil.iter_modules(here), key=lambda m: m.name):
+        if info.name.startswith("_") or info.name == "registry":
+            continue
+        module = importlib.import_module(f"{__package__}.{info.name}")
+        if hasattr(module, "SPECS"):
+            found.append(module)
+    return tuple(found)
+
+
+_FAMILIES = _families()
 _REGISTRY: dict[str, Spec] = {spec.name: spec for family in _FAMILIES for spec in family.SPECS}
 # preset names that may be used as data set names
 _ALIASES: dict[str, tuple[str, str]] = {
@@ -118,8 +128,9 @@ def names() -> list[str]:
     Returns
     -------
     list of str
-        ``adult``, ``bank``, ``person_activity``, the three ``nist_*`` excerpts,
-        ``tabpe_person_activity``, ``xor1`` .. ``xor7`` and ``demo``.
+        Family by family in module-name order: ``adult``, ``bank``, the three
+        ``nist_*`` excerpts, ``person_activity``, ``xor1`` .. ``xor7`` and ``demo``,
+        ``tabpe_person_activity``.
     """
     return list(_REGISTRY)
 

@@ -22,7 +22,9 @@ Nothing here reads private data beyond turning given records into codes.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 import pandas as pd
@@ -87,9 +89,19 @@ class Discretiser:
         Equal-width bins per numeric column.
     fine_cells
         Most cells of a numeric column's fine partition (see the module docstring).
+    edges
+        Bin edges of some numeric columns (``bins + 1`` strictly increasing values from
+        the declared ``lo`` to ``hi``; public facts only, such as a public table's range:
+        :func:`dpevolve.engine.public.public_edges`); the others are equal-width.
     """
 
-    def __init__(self, schema: Schema, bins: int = 20, fine_cells: int = 128) -> None:
+    def __init__(
+        self,
+        schema: Schema,
+        bins: int = 20,
+        fine_cells: int = 128,
+        edges: Mapping[str, np.ndarray] | None = None,
+    ) -> None:
         self.schema = schema
         self.bins = int(bins)
         self.layout = Layout.of(schema)
@@ -103,6 +115,9 @@ class Discretiser:
                 sizes.append(len(column.values))
         self.domain = Domain(tuple(schema.names), tuple(sizes))
         self._edges = {c.name: np.linspace(c.lo, c.hi, self.bins + 1) for c in self.layout.numeric}
+        self._given = set(edges or {})
+        for name, given in (edges or {}).items():
+            self._edges[name] = _checked_edges(self._edges[name], np.asarray(given, dtype=float))
         self.fine = {c.name: self._fine_cells(c, int(fine_cells)) for c in self.layout.numeric}
 
     @property
@@ -144,6 +159,10 @@ class Discretiser:
         zero = {0.0} if column.lo < 0.0 < column.hi else set()
         atoms = np.array(sorted({float(column.lo), float(column.hi)} | zero))
         edges = np.linspace(column.lo, column.hi, self.bins * per_bin + 1)
+        if column.name in self._given:  # per_bin equal sub-bins of every given bin
+            bounds = self._edges[column.name]
+            parts = [np.linspace(a, b, per_bin + 1)[:-1] for a, b in pairwise(bounds)]
+            edges = np.append(np.concatenate(parts), bounds[-1])
         lo = np.concatenate([atoms, edges[:-1]])
         hi = np.concatenate([atoms, edges[1:]])
         return self._assemble(column, lo, hi, atoms.size, per_bin, step)
@@ -248,6 +267,18 @@ class Discretiser:
             low, high = _bin_bounds(edges, int(b), cells.step)
             out[rows] = value if high < low else np.clip(value, low, high)
         return np.clip(out, column.lo, column.hi)
+
+
+def _checked_edges(default: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Given bin edges, checked against the equal-width ones (count and end points)."""
+    if (
+        edges.shape != default.shape
+        or edges[0] != default[0]
+        or edges[-1] != default[-1]
+        or not np.all(np.diff(edges) > 0)
+    ):
+        raise ValueError("bin edges must be bins + 1 increasing values from lo to hi")
+    return edges
 
 
 def _bin_bounds(edges: np.ndarray, b: int, step: float | None) -> tuple[float, float]:

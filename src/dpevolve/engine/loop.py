@@ -29,12 +29,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpevolve.backends.base import Backend
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import PrivateSource
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release, sigma_for
 from dpevolve.engine.model import EngineModel
 from dpevolve.engine.plan import Plan, Spend, round_cost
+from dpevolve.engine.public import PublicInputs, warm_start
 from dpevolve.engine.refine import Refinement, StageInputs, refine
 from dpevolve.engine.select import (
     ABS_NOISE,
@@ -138,6 +140,17 @@ class _Run:
     exact: dict[MarginalQuery, np.ndarray]
     model_size: Callable[[Domain, Sequence[Clique]], float]
     progress: bool
+    backend: Backend | None
+    prior: tuple[Measurement, ...] = ()
+
+    def fitted(self) -> list[Measurement]:
+        """What the estimator reconciles: the public pseudo-measurements (free, never
+        released) and the private measurements."""
+        return [*self.prior, *self.measurements]
+
+    def model_cliques(self) -> list[Clique]:
+        """The cliques the model holds (public ones included)."""
+        return [m.clique for m in self.fitted()]
 
     def counts(self, query: MarginalQuery) -> np.ndarray:
         self.prefetch([query])
@@ -149,7 +162,7 @@ class _Run:
         missing = [q for q in queries if q not in self.exact]
         if missing:
             cliques = list(dict.fromkeys(q.clique for q in missing))
-            fine = count_marginals(self.source, self.discretiser, cliques)[0]
+            fine, _ = count_marginals(self.source, self.discretiser, cliques, backend=self.backend)
             self.exact.update({q: q.project(fine[q.clique]) for q in missing})
 
     def measure(self, query: MarginalQuery, sigma: float, round_: int, label: str) -> None:
@@ -182,6 +195,7 @@ def fit_engine(
     progress: bool = False,
     estimator: EstimatorFactory | None = None,
     model_size: Callable[[Domain, Sequence[Clique]], float] | None = None,
+    backend: Backend | None = None,
 ) -> EngineResult:
     """Run the engine on ``source`` within ``budget``; see the module docstring.
 
@@ -203,22 +217,30 @@ def fit_engine(
         Where the events go (default: a new ledger at the budget's delta, or
         :func:`~dpevolve.privacy.default_delta` of ``n`` for a pure ``rho`` budget).
     public
-        Public rows (not used yet: accepted so callers can pass them).
+        Public rows of the same kind (public, like the schema): a free prior for the
+        model (:mod:`~dpevolve.engine.public`); they cost no budget and are no release.
     progress
         One line per round on stderr (released values only).
     estimator, model_size
         The estimator and its size measure (default: :mod:`dpevolve.estimate`).
+    backend
+        Where the private records are counted (default: this process; a
+        :class:`~dpevolve.backends.dask.DaskBackend` counts on its workers).
     """
     chosen = EngineSpec.from_any(spec)
-    discretiser = Discretiser(schema, chosen.bins, chosen.fine_cells)
+    given = PublicInputs.of(public, schema, chosen) if public is not None else None
+    edges = given.edges if given is not None else None
+    discretiser = Discretiser(schema, chosen.bins, chosen.fine_cells, edges)
+    if given is not None:
+        given.count(discretiser)
     domain = discretiser.domain
     n = int(source.n)
     plan = Plan.of(budget, chosen, len(domain.names), len(discretiser.numeric))
     if ledger is None:
         delta = budget.delta if budget.delta is not None else default_delta(n)
         ledger = Ledger(delta)
-    ledger.add_metadata(engine={"spec": chosen.to_dict(), "plan_rho": plan.total})
-    del public  # reserved: public data enters through a later release
+    about: dict[str, Any] = {"spec": chosen.to_dict(), "plan_rho": plan.total}
+    ledger.add_metadata(engine=about)
     build = estimator if estimator is not None else default_estimator
     run = _Run(
         source,
@@ -232,11 +254,19 @@ def fit_engine(
         {},
         model_size if model_size is not None else default_model_size,
         progress,
+        backend,
     )
     fine = _first_pass(run, plan)
-    model = build(domain, n, chosen).fit(list(run.measurements))
+    model = build(domain, n, chosen)
+    if given is not None:
+        prior = given.prior(domain, n, list(run.measurements))
+        ledger.add_metadata(engine={**about, "public": given.facts(prior)})
+        if prior is not None:
+            run.prior = prior.measurements
+            model = warm_start(model, prior)
+    model = model.fit(run.fitted())
     history = _rounds(run, plan, model)
-    model = _final_fit(model, list(run.measurements), chosen.final_iters)
+    model = _final_fit(model, run.fitted(), chosen.final_iters)
     result = EngineResult(schema, discretiser, run.measurements, fine, ledger, model, n, history)
     if plan.pe > 0:
         stage = StageInputs(
@@ -261,7 +291,9 @@ def _first_pass(run: _Run, plan: Plan) -> dict[str, Measurement]:
     ones: list[Clique] = [(a,) for a in domain.names]
     pairs: list[Clique] = [c for c in candidates(domain, (), 2) if len(c) == 2]
     numeric = [c.name for c in run.discretiser.numeric] if plan.fine > 0 else []
-    exact, fine_exact = count_marginals(run.source, run.discretiser, ones + pairs, numeric)
+    exact, fine_exact = count_marginals(
+        run.source, run.discretiser, ones + pairs, numeric, backend=run.backend
+    )
     run.exact.update({MarginalQuery(c): v for c, v in exact.items()})
     fine: dict[str, Measurement] = {}
     if numeric:
@@ -296,12 +328,12 @@ def _rounds(run: _Run, plan: Plan, model: Estimator) -> list[dict[str, Any]]:
         chosen = _choose(run, model, sigma, epsilon, size_limit, label, round_)
         before = chosen.project(model.answer(chosen.clique))
         run.measure(chosen, sigma, round_, "marginal")
-        model = model.fit(list(run.measurements))
+        model = model.fit(run.fitted())
         after = chosen.project(model.answer(chosen.clique))
         moved = float(np.abs(after - before).sum())
         # No timings: how long scoring the private counts took is not a released value,
         # and the history travels with the model file and the progress lines.
-        model_mb = run.model_size(run.discretiser.domain, run.measurements.cliques())
+        model_mb = run.model_size(run.discretiser.domain, run.model_cliques())
         history.append(
             {
                 "round": round_,
@@ -354,7 +386,14 @@ def _pool(run: _Run, label: str | None) -> list[MarginalQuery]:
     fine = [MarginalQuery(c) for c in candidates(domain, measured, run.spec.max_order)]
     numeric = {c.name: run.discretiser.bins for c in run.discretiser.numeric}
     coarse = coarse_candidates(
-        domain, measured, label, numeric, run.spec.coarse_groups, run.spec.coarse_order
+        domain,
+        measured,
+        label,
+        numeric,
+        run.spec.coarse_groups,
+        run.spec.coarse_order,
+        run.spec.coarse_all,
+        run.spec.coarse_splits,
     )
     pairs = coarse_pairs(domain, numeric, run.spec.pair_groups)
     return _subset(fine + pairs + coarse, label, run)
@@ -379,19 +418,19 @@ def _choose(
     is checked on a candidate's fine clique (the model holds the fine attributes).
     """
     domain = run.discretiser.domain
-    measured = run.measurements.cliques()
     pool = _pool(run, label)
     weights = [
         weight(q.clique, label, run.spec.label_weight)
         * (run.spec.coarse_weight if q.coarse and len(q.clique) > 2 else 1.0)
         for q in pool
     ]
-    covered = [frozenset(c) for c in measured]
+    held = run.model_cliques()
+    covered = [frozenset(c) for c in held]
 
     def allowed(query: MarginalQuery) -> bool:
         if any(frozenset(query.clique) <= m for m in covered):
             return True
-        return run.model_size(domain, [*measured, query.clique]) <= size_limit
+        return run.model_size(domain, [*held, query.clique]) <= size_limit
 
     event = selection_event(epsilon, weights)
     run.spend.charge(event)

@@ -12,6 +12,12 @@ from typing import Any
 
 from dpevolve.errors import InputError
 
+#: What a public table may give the model (:attr:`EngineSpec.public_prior`).
+PUBLIC_PRIORS = ("off", "ones", "tree")
+
+#: How a public table may place the numeric bins (:attr:`EngineSpec.public_bins`).
+PUBLIC_BINS = ("off", "range", "quantile")
+
 
 @dataclass(frozen=True)
 class EngineSpec:
@@ -62,6 +68,17 @@ class EngineSpec:
         such a high-order, low-resolution measurement). Empty: none.
     coarse_order
         Largest coarse label clique (3 or 4 columns, the label included).
+    coarse_splits
+        Fractions of the declared range at which coarse label cliques cut their numerics
+        in two as well (one cut for all of a clique's numerics): a sign change off the
+        midpoint needs a cut near it (the bins must hold the cut: ``bins`` a multiple
+        of 8 for octiles). Empty: none.
+    coarse_all
+        When the label's cliques of ``coarse_order`` columns whose other columns are all
+        numeric number at most this (``C(k, coarse_order - 1)`` of ``k`` numerics:
+        public), all of them are coarse candidates from the first round, not only those
+        grown from selected cliques (a parity of signs shows in no smaller marginal, so
+        nothing would lead the selection to it). ``0``: grown only.
     coarse_weight
         Selection weight of a coarse label clique relative to its fine clique's.
     pair_groups
@@ -90,6 +107,19 @@ class EngineSpec:
     pe_rake
         Rake the stage's weights so the rows keep the model's 1-way marginals (1), its
         1- and 2-way ones (2), or not (0).
+    public_bins
+        Bin edges of the numeric columns when a public table is passed
+        (:func:`~dpevolve.engine.public.public_edges`): ``range`` (equal-width over the
+        public central range, two tails), ``quantile`` (public quantiles) or ``off``
+        (equal-width over the declared range). Free: public facts only.
+    public_prior
+        What a public table gives the model as a prior when one is passed
+        (:func:`~dpevolve.engine.public.public_prior`): ``tree`` (its 1-ways and the
+        pairs of its mutual-information spanning tree), ``ones`` (its 1-ways) or ``off``
+        (measured on Person Activity and Adult: no gain beyond the seeds' spread, so off
+        by default). Free.
+    public_scale
+        Multiplies the public pseudo-measurements' variances (larger: trust less).
     """
 
     bins: int = 20
@@ -107,8 +137,10 @@ class EngineSpec:
     label_weight: float = 2.0
     coarse_groups: tuple[int, ...] = (2, 4, 5)
     coarse_order: int = 4
+    coarse_splits: tuple[float, ...] = ()
+    coarse_all: int = 10
     coarse_weight: float = 0.25
-    pair_groups: tuple[int, ...] = ()
+    pair_groups: tuple[int, ...] = (5,)
     round_iters: int = 100
     final_iters: int = 500
     pe_share: float = 0.25
@@ -117,12 +149,16 @@ class EngineSpec:
     pe_pool: int = 4
     pe_max_columns: int = 16
     pe_rake: int = 1
+    public_bins: str = "range"
+    public_prior: str = "off"
+    public_scale: float = 1.0
 
     def __post_init__(self) -> None:
         for name in ("bins", "fine_cells", "rounds_per_column", "max_rounds", "max_candidates"):
             _at_least(name, getattr(self, name), 1)
         _at_least("round_iters", self.round_iters, 1)
         _at_least("final_iters", self.final_iters, 1)
+        _at_least("coarse_all", self.coarse_all, 0)
         if self.rounds is not None:
             _at_least("rounds", self.rounds, 1)
         for name in ("pe_rounds", "pe_candidates", "pe_pool", "pe_max_columns"):
@@ -146,13 +182,27 @@ class EngineSpec:
             object.__setattr__(self, name, tuple(sorted(set(groups))))
         if self.pe_rake not in (0, 1, 2):
             raise InputError(f"engine spec: pe_rake must be 0, 1 or 2, got {self.pe_rake!r}")
+        splits = self.coarse_splits
+        if isinstance(splits, int | float | str) or not all(
+            isinstance(f, int | float) and not isinstance(f, bool) and 0.0 < f < 1.0 for f in splits
+        ):
+            raise InputError(f"engine spec: coarse_splits must lie in (0, 1), got {splits!r}")
+        object.__setattr__(self, "coarse_splits", tuple(sorted({float(f) for f in splits})))
         if self.coarse_order not in (3, 4):
             raise InputError(f"engine spec: coarse_order must be 3 or 4, got {self.coarse_order!r}")
         if self.max_order not in (2, 3, 4):
             raise InputError(f"engine spec: max_order must be 2, 3 or 4, got {self.max_order!r}")
         if not (isinstance(self.anneal, (int, float)) and 1.0 <= self.anneal <= 16.0):
             raise InputError(f"engine spec: anneal must lie in [1, 16], got {self.anneal!r}")
-        for name in ("max_model_mb", "label_weight", "coarse_weight"):
+        if self.public_bins not in PUBLIC_BINS:
+            raise InputError(
+                f"engine spec: public_bins must be off, range or quantile, got {self.public_bins!r}"
+            )
+        if self.public_prior not in PUBLIC_PRIORS:
+            raise InputError(
+                f"engine spec: public_prior must be off, ones or tree, got {self.public_prior!r}"
+            )
+        for name in ("max_model_mb", "label_weight", "coarse_weight", "public_scale"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise InputError(f"engine spec: {name} must be a positive number, got {value!r}")
@@ -185,4 +235,4 @@ def _at_least(name: str, value: object, low: int) -> None:
         raise InputError(f"engine spec: {name} must be an integer >= {low}, got {value!r}")
 
 
-__all__ = ["EngineSpec"]
+__all__ = ["PUBLIC_BINS", "PUBLIC_PRIORS", "EngineSpec"]

@@ -178,6 +178,9 @@ def what_ran(led: Mapping[str, Any]) -> list[tuple[str, str]]:
         facts.append(("preset", escape(fmt_num(led["preset"]))))
     if isinstance(led.get("engine"), Mapping):
         facts.append(("adaptive engine", escape(engine_summary(events))))
+        public = as_mapping(led["engine"].get("public"))
+        if public:  # a public input: no budget, not a release
+            facts.append(("public data", escape(f"{fmt_num(public.get('rows'))} rows, no budget")))
         return facts
     rounds = pe_rounds(events)
     schedule = as_mapping(led.get("schedule"))

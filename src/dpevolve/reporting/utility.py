@@ -36,6 +36,13 @@ def utility_section(
     if evaluation is None and tables is None:
         out.append("<p>No evaluation was given.</p>")
         return out
+    sample = evaluation.get("private_sample") if evaluation is not None else None
+    if isinstance(sample, Mapping):
+        out.append(
+            f"<p>The private table was read in batches: the measures below use a uniform "
+            f"sample of {fmt_num(sample.get('rows'))} of its {fmt_num(sample.get('of'))} "
+            "rows, so the report's memory stays bounded.</p>"
+        )
     if evaluation is not None:
         out += _tstr_table(evaluation.get("tstr"))
         out += _marginal_table(evaluation)
