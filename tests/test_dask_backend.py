@@ -399,10 +399,25 @@ def test_default_engine_counts_on_the_workers(client, monkeypatch, small_schema,
     assert local.resolved_preset() == "adaptive"  # the default engine
     _no_local_counting(monkeypatch)
     seen = _spy_dask_counts(monkeypatch)
+    votes: list[int] = []
+    real_vote = DaskBackend.vote
+
+    def vote(self, *args, **kwargs):
+        votes.append(1)
+        return real_vote(self, *args, **kwargs)
+
+    def no_local_vote(self, *args, **kwargs):
+        raise AssertionError("the PE stage voted on the driver, not on the workers")
+
+    monkeypatch.setattr(DaskBackend, "vote", vote)
+    monkeypatch.setattr(LocalBackend, "vote", no_local_vote)
     backend = CountingBackend(client, partitions=3)
     CountingBackend.shipped = 0
     dask = Synthesizer(small_schema, **settings, backend=backend).fit(small_table)
     assert seen and CountingBackend.shipped == 1  # counted on the workers, shipped once
+    from dpevolve.engine.spec import EngineSpec
+
+    assert len(votes) == EngineSpec().pe_rounds  # the PE stage votes on the workers too
     pd.testing.assert_frame_equal(dask.synthetic_, local.synthetic_)
     assert dask.history_ == local.history_
 

@@ -271,7 +271,7 @@ def fit_engine(
     if plan.pe > 0:
         stage = StageInputs(
             source, schema, noise, ledger, run.spend, plan.pe, chosen.pe_rounds,
-            chosen.pe_candidates, chosen.pe_pool, len(history) + 1, chosen.pe_rake,
+            chosen.pe_candidates, chosen.pe_pool, len(history) + 1, chosen.pe_rake, backend,
         )  # fmt: skip
         result.refinement = refine(result.released().sample, stage, rng)
     run.say(f"{len(run.measurements)} marginals, rho {run.spend.used:.4g} of {plan.total:.4g}")

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from dpevolve.backends.base import Backend
 from dpevolve.backends.local import LocalBackend
 from dpevolve.data.encoding import Records, encode
 from dpevolve.data.schema import Schema
@@ -234,6 +235,8 @@ class StageInputs:
     pool: int
     first_round: int
     rake: int = 0
+    backend: Backend | None = None
+    """Where the votes are summed (default: the local numpy reference)."""
 
 
 def cell_ratio(noisy: np.ndarray, expected: np.ndarray, sigma: float) -> np.ndarray:
@@ -265,7 +268,7 @@ def refine(base: Draw, inputs: StageInputs, rng: np.random.Generator) -> Refinem
     # A hard vote's replace-one L2 sensitivity: the one changed record moves its vote.
     sensitivity = vote.l2_sensitivity(1.0)
     n = int(inputs.source.n)
-    backend = LocalBackend()
+    backend = inputs.backend if inputs.backend is not None else LocalBackend()
     corrections: list[Correction] = []
     size = candidate_count(inputs.candidates, n)
     for t in range(inputs.rounds):
