@@ -22,7 +22,7 @@ Nothing here reads private data beyond turning given records into codes.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -34,7 +34,7 @@ from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.measurements import Domain
 
 
-def _step(column: NumericColumn) -> float | None:
+def value_step(column: NumericColumn) -> float | None:
     """Spacing of the values a column can hold: 1 (integer), 10^-decimals, or None."""
     if column.integer:
         return 1.0
@@ -56,9 +56,10 @@ class FineCells:
     """The fine partition of one numeric column (public: from the schema alone).
 
     Cells ``0 .. atoms - 1`` are atoms (single values ``lo[i]``); the others are the
-    intervals ``[lo[i], hi[i])``, ``per_bin`` of them in each coarse bin; ``coarse[i]``
-    is the bin that holds cell ``i``. A nullable column's last cell is the missing cell
-    (``coarse`` = the missing bin). On a ``grid`` every cell is an atom: one per value.
+    intervals ``[lo[i], hi[i])``, ``bins * per_bin`` of them in order (``per_bin`` in
+    each coarse bin, unless the bins are nested in the equal-width partition);
+    ``coarse[i]`` is the bin that holds cell ``i``. A nullable column's last cell is the
+    missing cell (``coarse`` = the missing bin). On a ``grid`` every cell is an atom: one per value.
     """
 
     lo: np.ndarray
@@ -77,6 +78,14 @@ class FineCells:
     def grid(self) -> bool:
         return self.per_bin == 0
 
+    @property
+    def boundaries(self) -> np.ndarray:
+        """The sorted boundaries of the intervals, end points included (none on a grid)."""
+        stop = self.size - int(self.nullable)
+        if self.grid or stop <= self.atoms:
+            return np.empty(0)
+        return np.append(self.lo[self.atoms : stop], self.hi[stop - 1])
+
 
 class Discretiser:
     """Coarse cell codes of a schema's columns, their fine partitions, and decoding.
@@ -93,6 +102,12 @@ class Discretiser:
         Bin edges of some numeric columns (``bins + 1`` strictly increasing values from
         the declared ``lo`` to ``hi``; public facts only, such as a public table's range:
         :func:`dpevolve.engine.public.public_edges`); the others are equal-width.
+        The fine partition of such a column is ``per_bin`` equal sub-bins of each bin.
+    nested
+        Columns of ``edges`` whose fine partition stays the equal-width one (the
+        partition a fine histogram was released on before the edges were chosen:
+        :func:`dpevolve.engine.bins.released_edges`); their edges must be boundaries of
+        it, so that every fine cell lies inside one bin.
     """
 
     def __init__(
@@ -101,6 +116,7 @@ class Discretiser:
         bins: int = 20,
         fine_cells: int = 128,
         edges: Mapping[str, np.ndarray] | None = None,
+        nested: Collection[str] = (),
     ) -> None:
         self.schema = schema
         self.bins = int(bins)
@@ -115,10 +131,12 @@ class Discretiser:
                 sizes.append(len(column.values))
         self.domain = Domain(tuple(schema.names), tuple(sizes))
         self._edges = {c.name: np.linspace(c.lo, c.hi, self.bins + 1) for c in self.layout.numeric}
-        self._given = set(edges or {})
+        self._given = set(edges or {}) - set(nested)
         for name, given in (edges or {}).items():
             self._edges[name] = _checked_edges(self._edges[name], np.asarray(given, dtype=float))
         self.fine = {c.name: self._fine_cells(c, int(fine_cells)) for c in self.layout.numeric}
+        for name in nested:
+            _check_nested(self._edges[name], self.fine[name])
 
     @property
     def numeric(self) -> tuple[NumericColumn, ...]:
@@ -129,7 +147,7 @@ class Discretiser:
         """Numeric column ``k`` on its declared scale, as the decoder writes it."""
         col = self.layout.numeric[k]
         raw = np.clip(col.lo + records.numeric[:, k] * col.range, col.lo, col.hi)
-        return _round_to(raw, _step(col))
+        return _round_to(raw, value_step(col))
 
     def _bin(self, name: str, raw: np.ndarray) -> np.ndarray:
         codes = np.searchsorted(self._edges[name][1:-1], raw, side="right").astype(np.int64)
@@ -148,7 +166,7 @@ class Discretiser:
 
     # -------------------------------------------------------------------- fine
     def _fine_cells(self, column: NumericColumn, limit: int) -> FineCells:
-        step = _step(column)
+        step = value_step(column)
         if step is not None:
             first = math.ceil(column.lo / step - 1e-9)
             last = math.floor(column.hi / step + 1e-9)
@@ -178,7 +196,8 @@ class Discretiser:
     ) -> FineCells:
         coarse = self._bin(column.name, lo[:atoms])
         if per_bin:
-            coarse = np.concatenate([coarse, np.arange(lo.size - atoms) // per_bin])
+            middle = 0.5 * (lo[atoms:] + hi[atoms:])
+            coarse = np.concatenate([coarse, self._bin(column.name, middle)])
         if column.nullable:
             lo, hi = np.append(lo, np.nan), np.append(hi, np.nan)
             coarse = np.append(coarse, self.bins)
@@ -204,8 +223,11 @@ class Discretiser:
                 cells.hi[cells.atoms + self.bins * cells.per_bin - 1],
             )
             sub = np.searchsorted(edges[1:-1], safe, side="right")
-            first = coarse * cells.per_bin
-            codes = np.clip(sub, first, first + cells.per_bin - 1) + cells.atoms
+            inner = cells.coarse[cells.atoms : cells.atoms + edges.size - 1]
+            first = np.searchsorted(inner, np.arange(self.bins), side="left")
+            last = np.searchsorted(inner, np.arange(self.bins), side="right") - 1
+            # the fine cell of the value's own bin (an edge's float may round across)
+            codes = np.clip(sub, first[coarse], last[coarse]) + cells.atoms
             for a, value in enumerate(atoms):
                 codes[safe == value] = a
         codes = codes.astype(np.int64)
@@ -281,6 +303,12 @@ def _checked_edges(default: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return edges
 
 
+def _check_nested(edges: np.ndarray, cells: FineCells) -> None:
+    """Nested bin edges must be boundaries of the fine partition's intervals."""
+    if not cells.grid and not np.all(np.isin(edges, cells.boundaries)):
+        raise ValueError("nested bin edges must lie on the fine partition's boundaries")
+
+
 def _bin_bounds(edges: np.ndarray, b: int, step: float | None) -> tuple[float, float]:
     """Smallest and largest value a bin holds (on the step grid when there is one)."""
     lo, hi = float(edges[b]), float(edges[b + 1])
@@ -311,4 +339,4 @@ def _categorical(column: CategoricalColumn, codes: np.ndarray) -> np.ndarray:
     return pd.Series(values[codes]).infer_objects().to_numpy()
 
 
-__all__ = ["Discretiser", "FineCells"]
+__all__ = ["Discretiser", "FineCells", "value_step"]
