@@ -5,6 +5,9 @@
   engine), public data passed where the benchmark table has some; :class:`NotAvailable`
   while the package is not importable.
 * ``engine_nopublic``: the engine with the public table withheld (what public data adds).
+* ``engine_declared_bins``: the engine with ``adaptive_bins`` off (equal-width bins over
+  the declared ranges unless a public table places them); ``engine_released_bins``:
+  with ``public_bins`` off (bins from the released histograms even with public data).
 * ``tabpe``, ``hybrid``: :class:`dpevolve.Synthesizer` with that preset; with public
   data, ``tabpe`` runs PubMix (the PubMix study's setting) and ``hybrid`` draws its
   initial population from it. ``sample(n)`` gives the n output rows.
@@ -74,7 +77,9 @@ def import_engine() -> Callable[..., pd.DataFrame]:
     return synthesize
 
 
-def _engine(split: Split, epsilon: float, delta: float, seed: int) -> tuple[pd.DataFrame, dict]:
+def _engine(
+    split: Split, epsilon: float, delta: float, seed: int, **options: Any
+) -> tuple[pd.DataFrame, dict]:
     synthesize = import_engine()
     synth = synthesize(
         split.train,
@@ -84,8 +89,34 @@ def _engine(split: Split, epsilon: float, delta: float, seed: int) -> tuple[pd.D
         rows=len(split.train),
         seed=seed,
         public=split.public,
+        spec=_spec(options),
     )
-    return synth, {}
+    return synth, dict(options)
+
+
+def _spec(options: dict[str, Any]) -> Any:
+    """An engine spec of the defaults with ``options`` laid over them (``None``: none)."""
+    if not options:
+        return None
+    from dpevolve.engine import EngineSpec
+
+    return EngineSpec.from_any(options)
+
+
+def _engine_declared_bins(
+    split: Split, epsilon: float, delta: float, seed: int
+) -> tuple[pd.DataFrame, dict]:
+    """The engine with equal-width bins over the declared ranges unless a public table
+    places them (``adaptive_bins`` off)."""
+    return _engine(split, epsilon, delta, seed, adaptive_bins="off")
+
+
+def _engine_released_bins(
+    split: Split, epsilon: float, delta: float, seed: int
+) -> tuple[pd.DataFrame, dict]:
+    """The engine with bins from the released histograms even where a public table is
+    given (``public_bins`` off)."""
+    return _engine(split, epsilon, delta, seed, public_bins="off")
 
 
 def _engine_nopublic(
@@ -159,6 +190,8 @@ def _real(split: Split, epsilon: float, delta: float, seed: int) -> tuple[pd.Dat
 SYSTEMS: dict[str, Callable[[Split, float, float, int], tuple[pd.DataFrame, dict]]] = {
     "engine": _engine,
     "engine_nopublic": _engine_nopublic,
+    "engine_declared_bins": _engine_declared_bins,
+    "engine_released_bins": _engine_released_bins,
     "tabpe": _tabpe,
     "hybrid": _hybrid,
     "aim": _aim,
@@ -171,12 +204,14 @@ SYSTEMS: dict[str, Callable[[Split, float, float, int], tuple[pd.DataFrame, dict
 PREPARE: dict[str, Callable[[], Any]] = {
     "engine": import_engine,
     "engine_nopublic": import_engine,
+    "engine_declared_bins": import_engine,
+    "engine_released_bins": import_engine,
     "aim": import_mbi,
     "mst": import_mbi,
 }
 """Imports done before the clock and the memory baseline start (their cost is not the fit's)."""
 
-USES_PUBLIC = {"engine", "tabpe", "hybrid"}
+USES_PUBLIC = {"engine", "engine_declared_bins", "engine_released_bins", "tabpe", "hybrid"}
 """Systems that read a public table; the others run once per private table."""
 
 DETERMINISTIC = {"real"}
