@@ -43,6 +43,8 @@ METRICS = (
 SYSTEM_TITLES = {
     "engine": "dpevolve engine",
     "engine_nopublic": "dpevolve engine, public withheld",
+    "engine_declared_bins": "dpevolve engine, declared-range bins",
+    "engine_released_bins": "dpevolve engine, released-histogram bins (public bins off)",
     "tabpe": "dpevolve `tabpe`",
     "hybrid": "dpevolve `hybrid`",
     "aim": "AIM (mbi port)",

@@ -160,9 +160,10 @@ def public_edges(
         def between(points: np.ndarray, step: float | None = step) -> np.ndarray:
             return points if step is None else (np.floor(points / step) + 0.5) * step
 
-        edges = loose_edges(
-            column, lambda q, v=values: np.quantile(v, q), bins, mode, between, None
-        )
+        def quantile(q: np.ndarray, values: np.ndarray = values) -> np.ndarray:
+            return np.asarray(np.quantile(values, q), dtype=float)
+
+        edges = loose_edges(column, quantile, bins, mode, between, None)
         if edges is not None:
             out[column.name] = edges
     return out
