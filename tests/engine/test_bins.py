@@ -64,7 +64,7 @@ def _released(disc: Discretiser, frame: pd.DataFrame, sigma: float, seed: int = 
 def test_loose_columns_get_bins_over_their_released_range_on_fine_boundaries() -> None:
     disc = Discretiser(SCHEMA, 8, 96)
     frame = _loose(5000, 1)
-    edges = released_edges(disc, _released(disc, frame, sigma=5.0))
+    edges = released_edges(disc, _released(disc, frame, sigma=5.0), len(frame))
     assert set(edges) == {"x", "k"}  # t fills its declared range: equal-width
     x = edges["x"]
     assert x[0] == -10.0 and x[-1] == 10.0 and x.size == 9 and np.all(np.diff(x) > 0)
@@ -79,7 +79,7 @@ def test_loose_columns_get_bins_over_their_released_range_on_fine_boundaries() -
 def test_nested_bins_keep_the_released_fine_partition_and_code_consistently() -> None:
     base = Discretiser(SCHEMA, 8, 96)
     frame = _loose(3000, 2)
-    edges = released_edges(base, _released(base, frame, sigma=5.0))
+    edges = released_edges(base, _released(base, frame, sigma=5.0), len(frame))
     disc = Discretiser(SCHEMA, 8, 96, edges, nested=edges)
     for name in ("x", "k", "t"):
         assert np.array_equal(disc.fine[name].lo, base.fine[name].lo, equal_nan=True)
@@ -107,14 +107,25 @@ def test_noise_alone_places_no_bins() -> None:
             a: release(np.zeros(disc.fine[a].size), (a,), marginal_event(50.0, FINE + a), noise)
             for a in ("x", "k", "t")
         }
-        assert released_edges(disc, released) == {}
+        assert released_edges(disc, released, 1000) == {}
 
 
 def test_a_small_table_under_large_noise_keeps_equal_width_bins() -> None:
     disc = Discretiser(SCHEMA, 8, 96)
     sigma = 100.0
     frame = _loose(int(THRESHOLD * sigma), 4)  # no cell clears the threshold
-    assert released_edges(disc, _released(disc, frame, sigma=sigma)) == {}
+    assert released_edges(disc, _released(disc, frame, sigma=sigma), len(frame)) == {}
+
+
+def test_a_full_range_under_noise_is_not_taken_for_a_loose_one() -> None:
+    """Uniform over the declared range at a few noise scales per cell: the cells above
+    the threshold are a random subset, whose range must not move the bins."""
+    disc = Discretiser(SCHEMA, 8, 96)
+    frame = _loose(6000, 5).assign(x=np.random.default_rng(5).uniform(-10, 10, 6000))
+    per_cell = 6000 / disc.fine["x"].size
+    for seed in range(5):
+        released = _released(disc, frame, sigma=per_cell / 2.0, seed=seed)  # few survive
+        assert "x" not in released_edges(disc, released, len(frame))
 
 
 @settings(max_examples=30, deadline=None)
@@ -180,10 +191,10 @@ def test_the_bins_are_a_function_of_released_values_only() -> None:
     """Two private tables, the same released fine histograms: the same bins; other
     released histograms: other bins. The ledger records them (shareable)."""
     disc = Discretiser(SCHEMA, 8, 96)
-    one = [m.noisy.copy() for m in _released(disc, _loose(4000, 5), sigma=5.0).values()]
-    other = [m.noisy.copy() for m in _released(disc, _loose(4000, 6, 1.5), 5.0).values()]
-    here = _fit(_loose(4000, 7), _FixedFine(one))
-    there = _fit(_loose(3000, 8, shift=-1.0), _FixedFine(one))
+    one = [m.noisy.copy() for m in _released(disc, _loose(20000, 5), sigma=5.0).values()]
+    other = [m.noisy.copy() for m in _released(disc, _loose(20000, 6, 1.5), 5.0).values()]
+    here = _fit(_loose(20000, 7), _FixedFine(one))
+    there = _fit(_loose(15000, 8, shift=-1.0), _FixedFine(one))
     bins = here.ledger.metadata["engine"]["released_bins"]
     assert set(bins) == {"x", "k"}
     assert there.ledger.metadata["engine"]["released_bins"] == bins
@@ -191,15 +202,16 @@ def test_the_bins_are_a_function_of_released_values_only() -> None:
         assert np.array_equal(
             here.discretiser.fine[name].coarse, there.discretiser.fine[name].coarse
         )
-    moved = _fit(_loose(4000, 7), _FixedFine(other))
+    moved = _fit(_loose(20000, 7), _FixedFine(other))
     assert moved.ledger.metadata["engine"]["released_bins"]["x"] != bins["x"]
 
 
 def test_the_option_spends_the_same_and_pays_on_a_loose_range() -> None:
     """Same releases and charges with the bins on or off; on, the model finds y's cut
     at 2.8 inside x's narrow range (a seeded, statistical check)."""
-    private, test = _loose(4000, 7), _loose(2000, 11)
+    private, test = _loose(20000, 7), _loose(2000, 11)
     on = _fit(private, SeededNoise(1))
+    assert "x" in on.ledger.metadata["engine"]["released_bins"]
     off = _fit(private, SeededNoise(1), adaptive_bins="off")
     assert on.ledger.result().epsilon == pytest.approx(off.ledger.result().epsilon)
     assert len(on.fine) == len(off.fine) == 3

@@ -34,6 +34,12 @@ LOOSE = 0.5
 #: columns).
 THRESHOLD = 4.0
 
+#: Bins move only where the cells above the threshold hold at least this share of the
+#: ``n`` rows: otherwise the data are spread too thin to tell from the noise (a column
+#: filling its declared range at a few noise scales per cell would keep a random subset
+#: of cells, whose range could look loose).
+COVER = 0.9
+
 
 def loose_edges(
     column: NumericColumn,
@@ -102,6 +108,7 @@ def _middle(x: float, y: float, grid: np.ndarray | None) -> float | None:
 def released_edges(
     discretiser: Discretiser,
     released: Mapping[str, Measurement],
+    n: int,
     mode: str = "range",
     skip: Collection[str] = (),
 ) -> dict[str, np.ndarray]:
@@ -110,12 +117,13 @@ def released_edges(
     A function of public inputs (the schema, through ``discretiser``'s equal-width fine
     partition) and released values only, so free post-processing: no private record
     is read. Per column (those in ``skip`` aside, e.g. placed by a public table): the
-    noisy counts below :data:`THRESHOLD` times their noise scale count as zero, the
-    rest give a histogram quantile (atoms as point masses, intervals uniform), and
+    noisy counts below :data:`THRESHOLD` times their noise scale count as zero; where
+    the rest hold at least :data:`COVER` of the ``n`` rows (public under replace-one),
+    they give a histogram quantile (atoms as point masses, intervals uniform), and
     :func:`loose_edges` places the bins on the fine partition's boundaries, so that
     every released fine cell lies inside one bin (``Discretiser(..., nested=...)``).
-    Columns whose declared range is tight, or with too little released mass, keep
-    their equal-width bins (absent from the result).
+    Columns whose declared range is tight, or whose mass the noise hides, keep their
+    equal-width bins (absent from the result).
     """
     out: dict[str, np.ndarray] = {}
     bins = discretiser.bins
@@ -126,7 +134,9 @@ def released_edges(
         measured = released[column.name]
         counts = np.asarray(measured.noisy, dtype=np.float64).ravel()
         weights = np.where(counts > THRESHOLD * measured.sigma, counts, 0.0)
-        quantile = histogram_quantile(cells, weights)
+        if weights.sum() < COVER * n:  # a missing cell's rows count as covered
+            continue
+        quantile = histogram_quantile(cells, weights)  # values only: missing left out
         if quantile is None:
             continue
         grid = None if cells.grid else cells.boundaries
@@ -178,6 +188,7 @@ def histogram_quantile(
 
 
 __all__ = [
+    "COVER",
     "LOOSE",
     "TAIL",
     "THRESHOLD",

@@ -247,7 +247,7 @@ def fit_engine(
     )
     fine = _release_fine(run, plan)
     if chosen.adaptive_bins == "released":
-        placed = released_edges(discretiser, fine, skip=edges)
+        placed = released_edges(discretiser, fine, n, skip=edges)
         if placed:
             run.discretiser = Discretiser(
                 schema, chosen.bins, chosen.fine_cells, {**edges, **placed}, nested=placed
