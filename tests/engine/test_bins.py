@@ -15,7 +15,7 @@ from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine
 from dpevolve.engine.bins import LOOSE, THRESHOLD, histogram_quantile, released_edges
-from dpevolve.engine.discretise import Discretiser
+from dpevolve.engine.discretise import Discretiser, decode_weights
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release
 from dpevolve.errors import InputError
 from dpevolve.measurements import Measurement
@@ -254,3 +254,24 @@ def test_public_bins_take_precedence_over_released_ones() -> None:
     assert set(engine["public"]["bins"]) == {"x"}
     assert set(engine["released_bins"]) == {"k"}
     assert isinstance(result.fine["x"], Measurement)
+
+
+def test_decoding_ignores_fine_cells_within_the_noise() -> None:
+    """A bin with signal cells draws nothing from its noise-level cells; a bin of noise
+    alone falls back to equal weights (stays inside the bin)."""
+    disc = Discretiser(SCHEMA, 8, 96)
+    cells = disc.fine["x"]
+    sigma = 10.0
+    noisy = np.full(cells.size, 1.5 * sigma)  # clipped noise everywhere
+    signal = cells.atoms + 3  # one interval of the first bin
+    noisy[signal] = 50 * sigma
+    weights = decode_weights(noisy, sigma)
+    assert weights[signal] == noisy[signal] and np.count_nonzero(weights) == 1
+    codes = np.zeros((500, len(SCHEMA.columns)), dtype=np.int64)
+    x = disc.domain.index("x")
+    codes[250:, x] = 5  # a bin with no signal
+    out = disc.decode(codes, np.random.default_rng(0), {"x": weights})
+    first = out["x"].to_numpy()[:250]
+    assert np.all((first >= cells.lo[signal]) & (first <= cells.hi[signal]))
+    back = disc.codes(encode(out, SCHEMA))[:, x]
+    assert np.array_equal(back, codes[:, x])

@@ -31,7 +31,7 @@ import pandas as pd
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import PrivateSource
 from dpevolve.engine.bins import released_edges
-from dpevolve.engine.discretise import Discretiser
+from dpevolve.engine.discretise import Discretiser, decode_weights
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release, sigma_for
 from dpevolve.engine.model import EngineModel
 from dpevolve.engine.plan import Plan, Spend, round_cost
@@ -118,7 +118,7 @@ class EngineResult:
 
     def released(self) -> EngineModel:
         """The part that draws rows (released values and public facts only)."""
-        fine = {name: m.noisy for name, m in self.fine.items()}
+        fine = {name: decode_weights(m.noisy, m.sigma) for name, m in self.fine.items()}
         return EngineModel(self.discretiser, fine, self.model, self.rows)
 
 

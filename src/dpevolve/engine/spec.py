@@ -29,8 +29,9 @@ class EngineSpec:
     Attributes
     ----------
     bins
-        Equal-width bins of every numeric column over its declared range (the model's
-        resolution; the evaluation cuts numerics into 20 too).
+        Bins of every numeric column (the model's resolution; the evaluation cuts
+        numerics into 20 too): equal-width over the declared range, unless
+        ``public_bins`` or ``adaptive_bins`` move them where that range is loose.
     fine_share
         Share of ``rho`` for the fine 1-way histogram of every numeric column, from which
         decoded values are drawn within their bin (point masses, integer values).
