@@ -332,8 +332,8 @@ def test_engine_options_from_the_command_line_to_the_ledger(
     assert engine == EngineSpec(max_rounds=3, bins=8)  # laid over the defaults
     # A short run file names the preset and its engine options only.
     run_file = tmp_path / "run.yaml"
-    run_file.write_text(yaml.safe_dump({"budget": {"epsilon": 1.0},
-                                        "preset": {"name": "adaptive", "engine": {"bins": 8}}}))  # fmt: skip
+    short = {"budget": {"epsilon": 1.0}, "preset": {"name": "adaptive", "engine": {"bins": 8}}}
+    run_file.write_text(yaml.safe_dump(short))
     assert synth("b.csv", "--config", str(run_file)) == 0, capsys.readouterr().err
     again = json.loads(ledger_path(tmp_path / "b.csv").read_text())["config"]
     assert Preset.from_dict(again["preset"]).engine == EngineSpec(bins=8)

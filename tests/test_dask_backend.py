@@ -346,13 +346,91 @@ def test_backend_line_says_what_the_workers_run(client) -> None:
     assert ("fused numba kernels" in default) == fused_available()
 
 
-def test_marginal_counts_reduced_on_the_workers(client, small_schema, private) -> None:
-    from dpevolve.release.marginals import CellIndex, Workload, count_marginals
+def test_engine_counts_reduced_on_the_workers(client, small_schema, small_table) -> None:
+    from dpevolve.data.sources import FrameSource
+    from dpevolve.engine.discretise import Discretiser
+    from dpevolve.engine.measure import MarginalCounts, count_marginals
 
-    index = CellIndex(small_schema, Workload.all_up_to(small_schema, 2, 5))
+    source = FrameSource(small_table, small_schema)
+    disc = Discretiser(small_schema, bins=6, fine_cells=30)
+    cliques = [("age",), ("age", "income"), ("job", "hours", "income")]
     backend = DaskBackend(client, partitions=13)
-    got = backend.counts(private, index)
-    expected, rows = count_marginals(private, index)
-    np.testing.assert_array_equal(got, expected)
-    assert rows == len(private) and got.sum() == len(index.workload.sets) * len(private)
+    query = MarginalCounts(disc, cliques, ["age", "hours"], rows=11)
+    stacked = backend.count(source.batches(), query)  # pickled to two worker processes
+    assert stacked.dtype == np.int64 and stacked.size == query.size
+    np.testing.assert_array_equal(stacked, LocalBackend().count(source.batches(), query))
+    got, got_fine = count_marginals(source, disc, cliques, ["age", "hours"], backend=backend)
+    want, want_fine = count_marginals(source, disc, cliques, ["age", "hours"])
+    for clique in cliques:
+        assert got[clique].tobytes() == want[clique].tobytes()
+        assert got[clique].sum() == len(small_table)
+    assert all(got_fine[f].tobytes() == want_fine[f].tobytes() for f in want_fine)
     backend.release()
+
+
+def _no_local_counting(monkeypatch) -> None:
+    """Counting on the driver fails: only the workers may count."""
+    from dpevolve.backends.fused import FusedBackend
+
+    def refuse(self, private, query):
+        raise AssertionError("counted on the driver, not on the workers")
+
+    monkeypatch.setattr(LocalBackend, "count", refuse)
+    monkeypatch.setattr(FusedBackend, "count", refuse)
+
+
+def _spy_dask_counts(monkeypatch) -> list[DaskBackend]:
+    """Record the backend of every count vector the workers reduce and send back."""
+    seen: list[DaskBackend] = []
+    real = DaskBackend.count
+
+    def count(self, private, query):
+        out = real(self, private, query)
+        seen.append(self)
+        return out
+
+    monkeypatch.setattr(DaskBackend, "count", count)
+    return seen
+
+
+def test_default_engine_counts_on_the_workers(client, monkeypatch, small_schema, small_table):
+    settings = {"epsilon": 1.0, "random_state": 5, "noise_seed": 5}
+    local = Synthesizer(small_schema, **settings, backend="local").fit(small_table)
+    assert local.resolved_preset() == "adaptive"  # the default engine
+    _no_local_counting(monkeypatch)
+    seen = _spy_dask_counts(monkeypatch)
+    backend = CountingBackend(client, partitions=3)
+    CountingBackend.shipped = 0
+    dask = Synthesizer(small_schema, **settings, backend=backend).fit(small_table)
+    assert seen and CountingBackend.shipped == 1  # counted on the workers, shipped once
+    pd.testing.assert_frame_equal(dask.synthetic_, local.synthetic_)
+    assert dask.history_ == local.history_
+
+
+def test_cli_synth_backend_dask_counts_on_the_workers(
+    client, monkeypatch, tmp_path, small_schema, small_table, capsys
+) -> None:
+    from dpevolve.cli import main
+
+    schema, private = tmp_path / "schema.yaml", tmp_path / "private.csv"
+    schema.write_text(small_schema.to_yaml())
+    small_table.to_csv(private, index=False)
+
+    def synth(out: str, backend: str) -> bytes:
+        argv = ["synth", str(private), "--schema", str(schema), "--epsilon", "1",
+                "-o", str(tmp_path / out), "--seed", "3", "--noise-seed", "11",
+                "--backend", backend]  # fmt: skip
+        assert main(argv) == 0, capsys.readouterr().err
+        return (tmp_path / out).read_bytes()
+
+    local = synth("local.csv", "local")
+    # The command's own cluster would be in-process: point it at the two-process one.
+    monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", client.scheduler.address)
+    _no_local_counting(monkeypatch)
+    seen = _spy_dask_counts(monkeypatch)
+    try:
+        assert synth("dask.csv", "dask") == local
+    finally:
+        for own in {id(b.client): b.client for b in seen}.values():
+            own.close()  # the command's client (a command exits; a test goes on)
+    assert seen and "backend: dask (tcp://" in capsys.readouterr().err

@@ -311,9 +311,11 @@ class Synthesizer(EstimatorParams):
                 "validation": None if source.report is None else source.report.to_dict(),
             },
         )
+        # The backend counts the private records (``auto``: here, without loading numba).
         result = fit_engine(
             source, schema, budget, config.preset.engine, noise=noise, rng=rng,
             ledger=ledger, public=self.public, progress=bool(self.progress),
+            backend=None if self.backend in (None, "auto") else self._backend(),
         )  # fmt: skip
         self.generator_: EngineModel | None = result.released()
         self.support_ = None

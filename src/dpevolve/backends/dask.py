@@ -1,14 +1,14 @@
-"""Votes on a Dask cluster: the private records stay on the workers.
+"""Votes and counts on a Dask cluster: the private records stay on the workers.
 
-The vote histogram is a sum over private records, so it splits over partitions: each
-worker votes on the partitions it holds with the fused kernels
-(:class:`~dpevolve.backends.fused.FusedBackend`, when numba is installed there; else
-the numpy reference), the workers add the partial histograms (a reduce: only one
-histogram of ``m`` numbers reaches the driver, never a row), and the release adds noise
-once to the sum, on the driver. The histogram (and so the privacy analysis) is the same
-as on one machine, to the last bit: hard votes are integer counts and soft votes whole
-units of the canonical grid (:mod:`dpevolve.pe.canonical`), so no partitioning or
-order of summation changes a bit.
+The vote histogram and a marginal's counts are sums over private records, so they
+split over partitions: each worker votes on the partitions it holds with the fused
+kernels (:class:`~dpevolve.backends.fused.FusedBackend`, when numba is installed there;
+else the numpy reference), or counts them, and the workers add the partial vectors (a
+tree reduce: only one vector of ``m`` numbers or cells reaches the driver, never a row);
+the release adds noise once to the sum, on the driver. The result (and so the privacy
+analysis) is the same as on one machine, to the last bit: counts and hard votes are
+integers and soft votes whole units of the canonical grid (:mod:`dpevolve.pe.canonical`),
+so no partitioning or order of summation changes a bit.
 
 The private data is shipped to the workers once and kept there for every round; each
 round only the population, distance and vote (small) travel.
@@ -68,10 +68,10 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 import numpy as np
 
-from dpevolve.backends.base import Backend, PrivateData
+from dpevolve.backends.base import Backend, CountQuery, PrivateData
 from dpevolve.backends.dask_worker import (
     load_partition,
-    partial_counts,
+    partial_count,
     partial_vote,
     records_of,
     sum_partials,
@@ -93,8 +93,6 @@ from dpevolve.pe.votes import Vote
 
 if TYPE_CHECKING:
     from distributed import Client
-
-    from dpevolve.release.marginals import CellIndex
 
 Kernel = Literal["local", "fused", "auto"]
 
@@ -418,23 +416,24 @@ class DaskBackend:
                 held.release()
         return np.asarray(histogram, dtype=np.float64)
 
-    def counts(self, private: PrivateData | DaskPrivate, index: CellIndex) -> np.ndarray:
-        """Exact stacked marginal counts of ``index``'s workload (no noise), on the workers.
+    def count(self, private: PrivateData | DaskPrivate, query: CountQuery) -> np.ndarray:
+        """``query``'s exact counts (int64, no noise), counted and added on the workers.
 
-        Each worker counts its partitions and the workers add the counts (integers, so
-        the sum is exact in any order); the driver receives one vector of
-        ``index.total_cells`` numbers, never a row. The same numbers as
-        :func:`~dpevolve.release.marginals.count_marginals` on one machine.
+        Each worker counts its partitions slice by slice (as
+        :class:`~dpevolve.backends.local.LocalBackend` does on one machine) and the
+        workers add the count vectors in a tree; the driver receives one vector of
+        ``query.size`` integers, never a row. Integer sums are exact in any order, so
+        the counts are the local backend's, bit for bit.
         """
         held, temporary = self._resolve(private)
         if held.rows and not held.parts:
             raise InputError("the private partitions were released from the workers")
         try:
-            counts = _map_reduce(held, partial_counts, index)
+            counts = _map_reduce(held, partial_count, query)
         finally:
             if temporary:
                 held.release()
-        return np.asarray(counts, dtype=np.float64)
+        return np.asarray(counts, dtype=np.int64)
 
     def describe(self) -> str:
         """What the workers vote with, for the CLI's backend line."""

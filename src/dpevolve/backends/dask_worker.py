@@ -1,7 +1,8 @@
 """What a Dask worker runs for :class:`~dpevolve.backends.dask.DaskBackend`.
 
-Functions here are shipped to the workers by name: they vote on the partitions a
-worker holds, add partial histograms, and validate and encode the partitions it reads.
+Functions here are shipped to the workers by name: they vote on or count the partitions
+a worker holds, add partial histograms and counts, and validate and encode the
+partitions it reads.
 Nothing here adds noise; the release adds it once, on the driver, to the sum.
 """
 
@@ -11,8 +12,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dpevolve.backends.base import Backend
-from dpevolve.backends.local import LocalBackend
+from dpevolve.backends.base import Backend, CountQuery
+from dpevolve.backends.local import LocalBackend, stream_counts
 from dpevolve.data.encoding import Records
 from dpevolve.data.schema import Schema
 from dpevolve.data.streaming import (
@@ -23,7 +24,6 @@ from dpevolve.data.streaming import (
 from dpevolve.errors import InputError
 from dpevolve.pe.distance import Distance
 from dpevolve.pe.votes import Vote
-from dpevolve.release.marginals import CellIndex, count_marginals
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "load_partition",
-    "partial_counts",
+    "partial_count",
     "partial_vote",
     "records_of",
     "sum_partials",
@@ -88,14 +88,15 @@ def partial_vote(
     return worker_kernel(inner).vote(part, population, distance, vote)
 
 
-def partial_counts(part: Records, index: CellIndex) -> np.ndarray:
-    """Exact stacked marginal counts of one partition (integer-valued float64)."""
-    return count_marginals(part, index)[0]
+def partial_count(part: Records, query: CountQuery) -> np.ndarray:
+    """Exact counts of one partition (int64), slice by slice as on one machine."""
+    return stream_counts(part, query)
 
 
 def sum_partials(*partials: np.ndarray) -> np.ndarray:
-    """The sum of partial vote histograms, in the order given (exact: see dask.py)."""
-    total = np.array(partials[0], dtype=np.float64)
+    """The sum of partial histograms or counts, in the order given (exact: see dask.py);
+    counts stay int64."""
+    total = np.array(partials[0], dtype=np.result_type(*partials))
     for partial in partials[1:]:
         total += partial
     return total

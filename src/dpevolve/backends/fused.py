@@ -48,9 +48,9 @@ from typing import Any
 import numpy as np
 
 from dpevolve.backends import fused_kernels
-from dpevolve.backends.base import PrivateData
+from dpevolve.backends.base import CountQuery, PrivateData
 from dpevolve.backends.fused_kernels import GOWER, TABPE
-from dpevolve.backends.local import LocalBackend, chunks
+from dpevolve.backends.local import LocalBackend, chunks, stream_counts
 from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
 from dpevolve.pe.canonical import SOFT_UNIT
@@ -256,6 +256,10 @@ class FusedBackend:
     def supports(self, distance: Distance, vote: Vote) -> bool:
         """Whether :meth:`vote` runs fused kernels for this distance and vote."""
         return fused_available() and _fusable(distance, vote)
+
+    def count(self, private: PrivateData, query: CountQuery) -> np.ndarray:
+        """Exact counts, as on :class:`LocalBackend` (numpy's bincount needs no kernel)."""
+        return stream_counts(private, query)
 
     def vote(
         self, private: PrivateData, population: Records, distance: Distance, vote: Vote

@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from dpevolve.backends.base import PrivateData
-from dpevolve.backends.local import LocalBackend, chunks
+from dpevolve.backends.base import CountQuery, PrivateData
+from dpevolve.backends.local import LocalBackend, chunks, stream_counts
 from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
 from dpevolve.pe.canonical import SOFT_SCALE, SOFT_UNIT
@@ -193,6 +193,11 @@ class GpuBackend:
     ) -> np.ndarray:
         """The vote histogram ``H = sum_x vote(x)`` over ``population`` (float64, (m,))."""
         return _vote_with(self._ops, private, population, distance, vote, self.chunk_cells)
+
+    def count(self, private: PrivateData, query: CountQuery) -> np.ndarray:
+        """Exact counts on the CPU, as on :class:`LocalBackend` (a bincount is memory-bound:
+        copying the codes to the device would cost more than it saves)."""
+        return stream_counts(private, query)
 
 
 def _vote_with(

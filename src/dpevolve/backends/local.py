@@ -1,4 +1,5 @@
-"""Voting on this machine, chunk by chunk: memory O(chunk x population), never n x m."""
+"""Voting and counting on this machine, chunk by chunk: memory O(chunk x population)
+for a vote, O(chunk + cells) for counts, never n x m."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from dpevolve.backends.base import PrivateData
+from dpevolve.backends.base import CountQuery, PrivateData
 from dpevolve.data.encoding import Records
 from dpevolve.pe.canonical import soft_histogram
 from dpevolve.pe.distance import Distance
@@ -39,6 +40,18 @@ class LocalBackend:
         for chunk in chunks(private, rows):
             histogram += chunk_histogram(vote, distance.pairwise(chunk, population))
         return histogram
+
+    def count(self, private: PrivateData, query: CountQuery) -> np.ndarray:
+        return stream_counts(private, query)
+
+
+def stream_counts(private: PrivateData, query: CountQuery) -> np.ndarray:
+    """``query``'s counts over ``private``, slice by slice (at most ``query.rows`` rows
+    at once): memory is the count vector plus one slice's work, never rows x cells."""
+    total = np.zeros(query.size, dtype=np.int64)
+    for chunk in chunks(private, query.rows):
+        total += query.counts(chunk)
+    return total
 
 
 def chunk_histogram(vote: Vote, distances: np.ndarray) -> np.ndarray:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpevolve.backends.base import Backend
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import PrivateSource
 from dpevolve.engine.bins import released_edges
@@ -137,6 +138,7 @@ class _Run:
     exact: dict[MarginalQuery, np.ndarray]
     model_size: Callable[[Domain, Sequence[Clique]], float]
     progress: bool
+    backend: Backend | None
     prior: tuple[Measurement, ...] = ()
 
     def fitted(self) -> list[Measurement]:
@@ -158,7 +160,7 @@ class _Run:
         missing = [q for q in queries if q not in self.exact]
         if missing:
             cliques = list(dict.fromkeys(q.clique for q in missing))
-            fine = count_marginals(self.source, self.discretiser, cliques)[0]
+            fine, _ = count_marginals(self.source, self.discretiser, cliques, backend=self.backend)
             self.exact.update({q: q.project(fine[q.clique]) for q in missing})
 
     def measure(self, query: MarginalQuery, sigma: float, round_: int, label: str) -> None:
@@ -191,6 +193,7 @@ def fit_engine(
     progress: bool = False,
     estimator: EstimatorFactory | None = None,
     model_size: Callable[[Domain, Sequence[Clique]], float] | None = None,
+    backend: Backend | None = None,
 ) -> EngineResult:
     """Run the engine on ``source`` within ``budget``; see the module docstring.
 
@@ -218,6 +221,9 @@ def fit_engine(
         One line per round on stderr (released values only).
     estimator, model_size
         The estimator and its size measure (default: :mod:`dpevolve.estimate`).
+    backend
+        Where the private records are counted (default: this process; a
+        :class:`~dpevolve.backends.dask.DaskBackend` counts on its workers).
     """
     chosen = EngineSpec.from_any(spec)
     given = PublicInputs.of(public, schema, chosen) if public is not None else None
@@ -244,6 +250,7 @@ def fit_engine(
         {},
         model_size if model_size is not None else default_model_size,
         progress,
+        backend,
     )
     fine = _release_fine(run, plan)
     if chosen.adaptive_bins == "released":
@@ -285,7 +292,7 @@ def _release_fine(run: _Run, plan: Plan) -> dict[str, Measurement]:
     numeric = [c.name for c in run.discretiser.numeric] if plan.fine > 0 else []
     if not numeric:
         return {}
-    _, fine_exact = count_marginals(run.source, run.discretiser, [], numeric)
+    _, fine_exact = count_marginals(run.source, run.discretiser, [], numeric, backend=run.backend)
     sigma = sigma_for(plan.fine / len(numeric))
     fine: dict[str, Measurement] = {}
     for name in numeric:
@@ -302,7 +309,7 @@ def _release_ones(run: _Run, plan: Plan) -> None:
     domain = run.discretiser.domain
     ones: list[Clique] = [(a,) for a in domain.names]
     pairs: list[Clique] = [c for c in candidates(domain, (), 2) if len(c) == 2]
-    exact, _ = count_marginals(run.source, run.discretiser, ones + pairs)
+    exact, _ = count_marginals(run.source, run.discretiser, ones + pairs, backend=run.backend)
     run.exact.update({MarginalQuery(c): v for c, v in exact.items()})
     sigma = sigma_for(plan.oneway / len(ones))
     for clique in ones:

@@ -1,9 +1,10 @@
 """Marginal counts from the private source, and their Gaussian release.
 
-Counting streams: each batch of the :class:`~dpevolve.data.sources.PrivateSource` is
-cut into slices of at most ``batch_rows`` rows, turned into cell codes and added up with
-one ``bincount`` per marginal, so memory is the requested cells plus one slice's codes,
-never ``rows x marginals``.
+Counting runs on the backend (:mod:`dpevolve.backends`): it cuts the records of the
+:class:`~dpevolve.data.sources.PrivateSource` into slices of at most ``batch_rows`` rows,
+which :class:`MarginalCounts` turns into cell codes and adds up with one ``bincount`` per
+marginal, so memory is the requested cells plus one slice's codes, never
+``rows x marginals``; on Dask the slices are counted on the workers.
 
 Privacy of one marginal release. Under replace-one adjacency one record leaves one cell
 and enters another (the same cell when its projection does not change), so the count
@@ -15,11 +16,14 @@ of scale ``sigma`` from the one noise source is then ``rho = 2 / (2 sigma^2)``-z
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
+from dpevolve.backends.base import Backend
+from dpevolve.backends.local import LocalBackend
 from dpevolve.data.encoding import Records
 from dpevolve.data.sources import PrivateSource
 from dpevolve.engine.discretise import Discretiser
@@ -28,8 +32,12 @@ from dpevolve.measurements import Clique, MarginalQuery, Measurement
 from dpevolve.privacy import GaussianEvent
 from dpevolve.release.noise import NoiseSource
 
-#: Rows per slice when counting (bounds the codes held at once).
-BATCH_ROWS = 32_768
+#: Rows per slice when counting (bounds the codes held at once). Small enough that one
+#: slice's per-marginal temporaries (8 bytes a row) stay under glibc's default 128 KiB
+#: mmap threshold: a Dask worker process starts with MALLOC_TRIM_THRESHOLD_ set, which
+#: freezes that threshold, and 256 KiB temporaries then cost a fresh mmap and page faults
+#: each (1.7x the CPU; benchmarks/dask_cost.py). Faster in this process too (cache).
+BATCH_ROWS = 8_192
 
 #: Replace-one L2 sensitivity of one marginal's counts.
 MARGINAL_SENSITIVITY = math.sqrt(2.0)
@@ -38,11 +46,63 @@ FINE = "fine:"
 """Prefix of the ledger label of a fine 1-way histogram."""
 
 
-def _slices(source: PrivateSource, batch_rows: int) -> Iterable[Records]:
-    batches = source.batches()
-    for batch in (batches,) if isinstance(batches, Records) else batches:
-        for start in range(0, len(batch), batch_rows):
-            yield batch.take(slice(start, start + batch_rows))
+class MarginalCounts:
+    """The exact counts of ``cliques`` (cell codes) and fine histograms, as one vector.
+
+    A :class:`~dpevolve.backends.base.CountQuery`: a backend hands it slices of at most
+    ``rows`` records and adds the vectors it returns (integers: exact in any order, on
+    any machine). Private: :meth:`split` gives the counts, which must go through
+    :func:`release` before they leave the engine.
+    """
+
+    def __init__(
+        self,
+        discretiser: Discretiser,
+        cliques: Sequence[Clique],
+        fine: Sequence[str] = (),
+        rows: int = BATCH_ROWS,
+    ) -> None:
+        domain = discretiser.domain
+        self.discretiser = discretiser
+        self.cliques = list(dict.fromkeys(cliques))  # a repeat would be counted twice
+        self.fine = list(fine)
+        self.rows = int(rows)
+        self._shapes = [domain.shape(c) for c in self.cliques]
+        self._where = [[domain.index(a) for a in c] for c in self.cliques]
+        sizes = [math.prod(s) for s in self._shapes]
+        sizes += [discretiser.fine[f].size for f in self.fine]
+        self._offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(int)
+
+    @property
+    def size(self) -> int:
+        return int(self._offsets[-1])
+
+    def counts(self, records: Records) -> np.ndarray:
+        """The int64 counts of ``records``: every clique's cells, then every fine histogram."""
+        out = np.zeros(self.size, dtype=np.int64)
+        bounds = self._offsets
+        codes = self.discretiser.codes(records)
+        for k, (shape, where) in enumerate(zip(self._shapes, self._where, strict=True)):
+            flat = np.ravel_multi_index(tuple(codes[:, where].T), shape)
+            out[bounds[k] : bounds[k + 1]] = np.bincount(flat, minlength=bounds[k + 1] - bounds[k])
+        for j, name in enumerate(self.fine, start=len(self.cliques)):
+            cells = np.bincount(
+                self.discretiser.fine_codes(records, name), minlength=bounds[j + 1] - bounds[j]
+            )
+            out[bounds[j] : bounds[j + 1]] = cells
+        return out
+
+    def split(self, stacked: np.ndarray) -> tuple[dict[Clique, np.ndarray], dict[str, np.ndarray]]:
+        """The stacked counts as float64 arrays: each clique in its cell shape, and each
+        fine histogram."""
+        parts = [
+            np.asarray(stacked[a:b], dtype=np.float64) for a, b in itertools.pairwise(self._offsets)
+        ]
+        exact = {
+            c: parts[k].reshape(shape)
+            for k, (c, shape) in enumerate(zip(self.cliques, self._shapes, strict=True))
+        }
+        return exact, dict(zip(self.fine, parts[len(self.cliques) :], strict=True))
 
 
 def count_marginals(
@@ -51,28 +111,20 @@ def count_marginals(
     cliques: Sequence[Clique],
     fine: Sequence[str] = (),
     batch_rows: int = BATCH_ROWS,
+    backend: Backend | None = None,
 ) -> tuple[dict[Clique, np.ndarray], dict[str, np.ndarray]]:
     """Exact counts of every clique (cell shape) and fine histograms, in one pass.
 
+    ``backend`` reads the records (default
+    :class:`~dpevolve.backends.local.LocalBackend`, streaming through this process; a
+    :class:`~dpevolve.backends.dask.DaskBackend` counts on its workers and returns only
+    the sums). Every backend gives the same integers.
+
     Private: the results must go through :func:`release` before they leave the engine.
     """
-    domain = discretiser.domain
-    cliques = list(dict.fromkeys(cliques))  # a repeat would be counted twice
-    shapes = {c: domain.shape(c) for c in cliques}
-    where = {c: [domain.index(a) for a in c] for c in cliques}
-    counts = {c: np.zeros(math.prod(shapes[c]), dtype=np.int64) for c in cliques}
-    fine_counts = {f: np.zeros(discretiser.fine[f].size, dtype=np.int64) for f in fine}
-    for part in _slices(source, batch_rows):
-        codes = discretiser.codes(part)
-        for clique in cliques:
-            flat = np.ravel_multi_index(tuple(codes[:, where[clique]].T), shapes[clique])
-            counts[clique] += np.bincount(flat, minlength=counts[clique].size)
-        for name in fine:
-            fine_counts[name] += np.bincount(
-                discretiser.fine_codes(part, name), minlength=fine_counts[name].size
-            )
-    exact = {c: counts[c].reshape(shapes[c]).astype(np.float64) for c in cliques}
-    return exact, {f: v.astype(np.float64) for f, v in fine_counts.items()}
+    query = MarginalCounts(discretiser, cliques, fine, batch_rows)
+    reader = backend if backend is not None else LocalBackend()
+    return query.split(reader.count(source.batches(), query))
 
 
 def marginal_event(sigma: float, label: str = "marginal") -> GaussianEvent:
@@ -116,6 +168,7 @@ __all__ = [
     "BATCH_ROWS",
     "FINE",
     "MARGINAL_SENSITIVITY",
+    "MarginalCounts",
     "count_marginals",
     "marginal_event",
     "release",

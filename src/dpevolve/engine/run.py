@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from dpevolve.backends.base import Backend
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.data.validation import OnInvalid
@@ -26,6 +27,7 @@ def synthesize(
     public: pd.DataFrame | None = None,
     spec: EngineSpec | None = None,
     on_invalid: OnInvalid = "error",
+    backend: Backend | None = None,
 ) -> pd.DataFrame:
     """An ``(epsilon, delta)``-DP synthetic table of ``frame`` (replace-one adjacency).
 
@@ -50,6 +52,8 @@ def synthesize(
         The engine's choices (default :class:`EngineSpec`).
     on_invalid
         What to do with rows outside the schema (``error``, ``drop``, ``clip``).
+    backend
+        Where the private records are counted (default: this process).
     """
     source = FrameSource(frame, schema, on_invalid=on_invalid)
     chosen = delta if delta is not None else default_delta(source.n)
@@ -62,6 +66,7 @@ def synthesize(
         noise=make_noise(noise_seed),
         rng=rng,
         public=public,
+        backend=backend,
     )
     return result.sample(rows, rng)
 

@@ -1,0 +1,277 @@
+"""What the Dask backend costs on one machine, against the local one (CPU and wall).
+
+The private table is Adult-9 (the ``adult-tabpe`` columns of UCI Adult's training
+rows, ``DPEVOLVE_DATA``) resampled with replacement to ``--rows`` rows (seed 0). Each
+step runs ``--repeats`` times with the local backend (``auto``: the fused numba kernels
+where numba is installed) and with a :class:`~dpevolve.backends.dask.DaskBackend` on a
+``LocalCluster`` of ``--workers`` single-threaded worker processes (``--threads``: the
+in-process cluster ``dpevolve synth --backend dask`` starts by itself). Each Dask repeat
+uses a fresh backend, so it ships the private records to the workers once, as a fit
+does. Steps:
+
+``count``
+    The engine's first pass (every 1- and 2-way marginal and the fine histograms), as
+    :func:`dpevolve.engine.measure.count_marginals` makes it, each pass on a fresh
+    backend (so Dask ships the records each time); per pass, timed over 10 passes.
+``count_held``
+    The same counts on one backend (the records already on the workers: what each
+    later round's pass costs); per pass, over 10 passes.
+``engine``
+    A whole :func:`dpevolve.engine.fit_engine` run (the default spec, epsilon 1).
+``tabpe``
+    A ``tabpe`` fit (:class:`dpevolve.Synthesizer`, preset ``tabpe``, epsilon 1).
+
+CPU seconds are those of every process: the driver (with the scheduler, in process)
+and every worker and nanny (``psutil``, user + system). The numba kernels are compiled
+(or loaded from numba's cache) in every process before anything is timed. Ratios are
+Dask / local per repeat; the JSON keeps every repeat.
+
+    python benchmarks/dask_cost.py [--rows 100000 1000000] [--tabpe-rows 100000]
+                                   [--repeats 3] [--workers 2] [--threads] [--out FILE] [--append]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import psutil
+
+from dpevolve import Synthesizer, datasets
+from dpevolve.backends import make_backend
+from dpevolve.backends.base import Backend
+from dpevolve.data.sources import FrameSource
+from dpevolve.engine import EngineSpec, fit_engine
+from dpevolve.engine.discretise import Discretiser
+from dpevolve.engine.measure import count_marginals
+from dpevolve.engine.select import candidates
+from dpevolve.privacy import Budget
+from dpevolve.release.noise import make_noise
+
+RESULTS = Path(__file__).resolve().parent / "results"
+TARGET = 1.5
+COUNT_PASSES = 10
+"""The issue's bound: Dask may cost at most 1.5x the local CPU on one machine."""
+
+
+def cpu_seconds() -> float:
+    """User + system CPU of this process and every live descendant (workers, nannies)."""
+    me = psutil.Process()
+    total = 0.0
+    for proc in (me, *me.children(recursive=True)):
+        try:
+            times = proc.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
+
+
+def timed(step: Callable[[], Any]) -> dict[str, float]:
+    cpu, wall = cpu_seconds(), time.perf_counter()
+    step()
+    return {"cpu_s": cpu_seconds() - cpu, "wall_s": time.perf_counter() - wall}
+
+
+def adult(rows: int) -> tuple[pd.DataFrame, Any]:
+    """Adult-9 resampled with replacement to ``rows`` rows (seed 0)."""
+    data = datasets.load("adult", columns="adult-tabpe")
+    pick = np.random.default_rng(0).integers(0, len(data.frame), rows)
+    return data.frame.iloc[pick].reset_index(drop=True), data.schema
+
+
+def first_pass(source: FrameSource, schema: Any, backend: Backend) -> None:
+    """The engine's first pass: every 1- and 2-way marginal and the fine histograms."""
+    spec = EngineSpec()
+    disc = Discretiser(schema, spec.bins, spec.fine_cells)
+    ones = [(a,) for a in disc.domain.names]
+    pairs = [c for c in candidates(disc.domain, (), 2) if len(c) == 2]
+    numeric = [c.name for c in disc.numeric]
+    count_marginals(source, disc, ones + pairs, numeric, backend=backend)
+
+
+def engine_fit(source: FrameSource, schema: Any, backend: Backend) -> None:
+    fit_engine(
+        source, schema, Budget(epsilon=1.0, delta=1e-5), EngineSpec(), noise=make_noise(0),
+        rng=np.random.default_rng(0), backend=backend,
+    )  # fmt: skip
+
+
+def tabpe_fit(frame: pd.DataFrame, schema: Any, backend: Backend) -> None:
+    Synthesizer(
+        schema, preset="tabpe", epsilon=1.0, random_state=0, noise_seed=0, backend=backend
+    ).fit(frame)
+
+
+def warm_kernels(client: Any) -> None:
+    """Compile or load the numba kernels here and on every worker (not timed)."""
+    from dpevolve.backends.fused import FusedBackend, fused_available
+
+    def warm() -> bool:
+        if fused_available():
+            FusedBackend().warmup()
+        return True
+
+    warm()
+    if client is not None:
+        client.run(warm)
+
+
+def start_cluster(workers: int, threads: bool) -> Any:
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(
+        n_workers=1 if threads else workers, threads_per_worker=workers if threads else 1,
+        processes=not threads, dashboard_address=None, silence_logs=40,
+    )  # fmt: skip
+    return Client(cluster)
+
+
+def measure(
+    rows: int, steps: list[str], repeats: int, client: Any, say: Callable[[str], None]
+) -> list[dict[str, Any]]:
+    from dpevolve.backends.dask import DaskBackend
+
+    frame, schema = adult(rows)
+    source = FrameSource(frame, schema)
+
+    def fresh(kind: str) -> Any:
+        return make_backend("auto") if kind == "local" else DaskBackend(client)
+
+    def passes(kind: str, held: bool) -> None:
+        # COUNT_PASSES passes per timing: one pass at 10^5 rows is a few CPU ticks.
+        backend = fresh(kind)
+        for _ in range(COUNT_PASSES):
+            first_pass(source, schema, backend if held else fresh(kind))
+
+    out = []
+    for step in steps:
+        for repeat in range(repeats):
+            for kind in ("local", "dask"):
+                backend = fresh(kind)
+                if step in ("count", "count_held"):
+                    if kind == "dask":
+                        first_pass(source, schema, backend)  # ships the records once
+                    result = timed(lambda k=kind, h=step == "count_held": passes(k, h))
+                    result = {key: value / COUNT_PASSES for key, value in result.items()}
+                elif step == "engine":
+                    result = timed(lambda b=backend: engine_fit(source, schema, b))
+                else:
+                    result = timed(lambda b=backend: tabpe_fit(frame, schema, b))
+                if kind == "dask":
+                    backend.release()
+                entry = {"rows": rows, "step": step, "repeat": repeat, "backend": kind, **result}
+                say(json.dumps(entry))
+                out.append(entry)
+    return out
+
+
+def summarise(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per rows and step: Dask / local CPU and wall, median and range over the repeats."""
+    table = []
+    keys = sorted({(r["rows"], r["step"]) for r in runs}, key=lambda k: (k[1], k[0]))
+    for rows, step in keys:
+        mine = [r for r in runs if (r["rows"], r["step"]) == (rows, step)]
+        pick = {(r["backend"], r["repeat"]): r for r in mine}
+        reps = sorted({rep for _, rep in pick})
+        row: dict[str, Any] = {"rows": rows, "step": step, "repeats": len(reps)}
+        for what in ("cpu_s", "wall_s"):
+            local = np.array([pick["local", k][what] for k in reps])
+            dask = np.array([pick["dask", k][what] for k in reps])
+            ratio = dask / np.maximum(local, 1e-9)
+            row[f"local_{what}"] = float(np.median(local))
+            row[f"dask_{what}"] = float(np.median(dask))
+            row[f"ratio_{what}"] = [float(np.median(ratio)), float(ratio.min()), float(ratio.max())]
+        row["meets_target"] = row["ratio_cpu_s"][0] <= TARGET
+        table.append(row)
+    return table
+
+
+def plot(table: list[dict[str, Any]], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [f"{r['step']}\n{r['rows']:.0e}" for r in table]
+    med = np.array([r["ratio_cpu_s"][0] for r in table])
+    low = med - np.array([r["ratio_cpu_s"][1] for r in table])
+    high = np.array([r["ratio_cpu_s"][2] for r in table]) - med
+    fig, ax = plt.subplots(figsize=(1.1 * len(table) + 2, 3.6))
+    ax.bar(range(len(table)), med, yerr=[low, high], capsize=4, color="#4477aa")
+    ax.axhline(TARGET, color="#cc3311", ls="--", label=f"target {TARGET}x")
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.set_xticks(range(len(table)), labels, fontsize=8)
+    ax.set_ylabel("Dask CPU / local CPU")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, nargs="*", default=[100_000, 1_000_000])
+    parser.add_argument("--tabpe-rows", type=int, nargs="*", default=[100_000])
+    parser.add_argument("--steps", nargs="+", default=["count", "count_held", "engine"])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", action="store_true", help="an in-process cluster")
+    parser.add_argument("--out", type=Path, default=RESULTS / "dask_cost.json")
+    parser.add_argument("--append", action="store_true", help="keep the runs already in --out")
+    args = parser.parse_args()
+    client = start_cluster(args.workers, args.threads)
+    warm_kernels(client)
+
+    def say(text: str) -> None:
+        print(text, flush=True)
+
+    runs: list[dict[str, Any]] = []
+    if args.append and args.out.exists():
+        again = {(r, s) for r in args.rows for s in args.steps}
+        again |= {(r, "tabpe") for r in args.tabpe_rows}
+        kept = json.loads(args.out.read_text())["runs"]
+        runs = [r for r in kept if (r["rows"], r["step"]) not in again]
+    for rows in args.rows:
+        runs += measure(rows, args.steps, args.repeats, client, say)
+    for rows in args.tabpe_rows:
+        runs += measure(rows, ["tabpe"], args.repeats, client, say)
+    client.close()
+    table = summarise(runs)
+    cluster = f"{args.workers} {'threads, in process' if args.threads else 'worker processes'}"
+    report = {
+        "table": "Adult-9 (UCI train, adult-tabpe columns) resampled with replacement, seed 0",
+        "cluster": f"LocalCluster, {cluster}, 1 thread each" if not args.threads else cluster,
+        "local": "make_backend('auto')",
+        "cpu": "user + system of the driver and every worker and nanny process (psutil)",
+        "target_ratio": TARGET,
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "load_at_end": os.getloadavg(),
+        },
+        "summary": table,
+        "runs": runs,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=1) + "\n")
+    plot(table, args.out.with_suffix(".png"), f"Dask ({cluster}) vs local, Adult-9 resampled")
+    for row in table:
+        print(
+            f"{row['step']:>10} {row['rows']:>8}: CPU local {row['local_cpu_s']:.2f} s, "
+            f"dask {row['dask_cpu_s']:.2f} s, ratio {row['ratio_cpu_s'][0]:.2f} "
+            f"[{row['ratio_cpu_s'][1]:.2f}, {row['ratio_cpu_s'][2]:.2f}]; wall ratio "
+            f"{row['ratio_wall_s'][0]:.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
