@@ -80,6 +80,11 @@ def test_bad_input_fails_before_any_budget_is_spent(small_schema) -> None:
         EngineSpec(max_order=5)
     with pytest.raises(InputError, match="unknown engine options"):
         EngineSpec.from_any({"bogus": 1})
+    with pytest.raises(InputError, match="coarse_splits"):
+        EngineSpec(coarse_splits=(0.5, 1.0))
+    with pytest.raises(InputError, match="coarse_all"):
+        EngineSpec(coarse_all=-1)
+    assert EngineSpec(coarse_splits=(0.75, 0.25, 0.75)).coarse_splits == (0.25, 0.75)
 
 
 def test_a_capped_candidate_list_still_runs_and_keeps_the_budget(small_schema, standin) -> None:
@@ -94,3 +99,31 @@ def test_a_capped_candidate_list_still_runs_and_keeps_the_budget(small_schema, s
     )
     assert result.history
     assert result.ledger.result().epsilon <= 1.0
+
+
+def test_a_parity_of_three_signs_is_found_in_the_first_round(standin) -> None:
+    from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
+
+    names = ("a", "b", "c")
+    schema = Schema(
+        (*(NumericColumn(a, -1.0, 1.0) for a in names), CategoricalColumn("y", ("0", "1"))),
+        label="y",
+    )
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1.0, 1.0, size=(3000, 3))
+    table = pd.DataFrame(x, columns=list(names))
+    table["y"] = ((x > 0).sum(axis=1) % 2).astype(str)
+    result = fit_engine(
+        FrameSource(table, schema),
+        schema,
+        Budget(epsilon=1.0, delta=1e-5),
+        EngineSpec(bins=4, fine_cells=8, rounds=6),
+        noise=SeededNoise(4),
+        rng=np.random.default_rng(0),
+        **standin,
+    )
+    first = result.history[0]
+    assert first["clique"] == ("a", "b", "c", "y") and first["groups"] == [2, 2, 2, None]
+    rows = result.sample(2000, np.random.default_rng(1))
+    parity = ((rows[list(names)].to_numpy() > 0).sum(axis=1) % 2).astype(str)
+    assert (parity == rows["y"].to_numpy()).mean() > 0.9

@@ -31,6 +31,7 @@ from dpevolve.engine.select import (
     draw,
     scores,
     selection_event,
+    split_grouping,
     weight,
 )
 from dpevolve.measurements import Domain, MarginalQuery
@@ -147,8 +148,35 @@ def test_quality_subtracts_the_expected_noise() -> None:
 
 def _coarse_pool(domain):
     fine = [MarginalQuery(c) for c in candidates(domain, [("x", "c")], 3)]
-    coarse = coarse_candidates(domain, [("x", "c")], "y", {"x": 4}, (2, 3), 4)
-    return fine + coarse
+    coarse = coarse_candidates(domain, [("x", "c")], "y", {"x": 4}, (2, 3), 4, 1, (0.25, 0.75))
+    return fine + coarse_pairs(domain, {"x": 4}, (2,)) + coarse
+
+
+def test_split_grouping_cuts_the_range_in_two_at_a_bin_edge() -> None:
+    assert split_grouping(8, 8, 0.625) == (0, 0, 0, 0, 0, 1, 1, 1)
+    assert split_grouping(9, 8, 0.25) == (0, 0, 1, 1, 1, 1, 1, 1, 2)  # missing cell apart
+    assert split_grouping(8, 8, 0.01) is None and split_grouping(8, 8, 0.99) is None
+    disc = Discretiser(SCHEMA, bins=4, fine_cells=8)
+    splits = coarse_candidates(disc.domain, [], "y", {"x": 4}, (), 4, 0, (0.25, 0.5, 0.75))
+    assert [q.groups[0] for q in splits] == [(0, 1, 1, 1), (0, 0, 1, 1), (0, 0, 0, 1)]
+    same = coarse_candidates(disc.domain, [], "y", {"x": 4}, (2,), 4, 0, (0.5,))
+    assert len(same) == 1  # the midpoint split is the 2-group query: proposed once
+
+
+def test_all_label_cliques_of_the_top_order_when_few() -> None:
+    names = ("a", "b", "c", "y")
+    domain = Domain(names, (20, 20, 20, 2))
+    numeric = {a: 20 for a in "abc"}
+    grown = coarse_candidates(domain, [], "y", numeric, (2,), 4, 0)
+    assert {len(q.clique) for q in grown} == {3}  # a parity of a, b, c is never reached
+    every = coarse_candidates(domain, [], "y", numeric, (2,), 4, 1)
+    assert {q.clique for q in every if len(q.clique) == 4} == {("a", "b", "c", "y")}
+    assert coarse_candidates(domain, [], "y", numeric, (2,), 3, 1) == grown  # order 3
+    mixed = coarse_candidates(domain, [], "y", {"a": 20, "b": 20}, (2,), 4, 1)
+    assert {len(q.clique) for q in mixed} == {3}  # only cliques of numerics: no c
+    wide = Domain((*(f"a{i}" for i in range(40)), "y"), (20,) * 40 + (2,))
+    many = coarse_candidates(wide, [], "y", {f"a{i}": 20 for i in range(12)}, (2,), 4, 120)
+    assert {len(q.clique) for q in many} == {3}  # C(12, 3) > 120: grown only
 
 
 def test_coarse_candidates_group_numerics_and_grow_linearly() -> None:

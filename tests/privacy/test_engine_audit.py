@@ -22,7 +22,14 @@ from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import count_marginals, marginal_event, release
-from dpevolve.engine.select import candidates, draw, scores, selection_event, weight
+from dpevolve.engine.select import (
+    candidates,
+    coarse_candidates,
+    draw,
+    scores,
+    selection_event,
+    weight,
+)
 from dpevolve.measurements import MarginalQuery, even_grouping
 from dpevolve.privacy import Budget
 from dpevolve.privacy.audit import eps_lower_bound
@@ -91,6 +98,45 @@ def test_selection_on_near_ties(here, there, on_invalid) -> None:
     )
     assert bound <= epsilon
     assert hits_d != hits_n  # the neighbours are told apart: the audit has power
+
+
+@pytest.mark.parametrize(("here", "there", "on_invalid"), NEIGHBOURS)
+def test_selection_on_near_ties_with_coarse_splits(here, there, on_invalid) -> None:
+    """A label clique cut in two off the midpoint ties with a fine one on ``D``."""
+    disc = Discretiser(SCHEMA, bins=4, fine_cells=8)
+    domain = disc.domain
+    fine = [MarginalQuery(c) for c in candidates(domain, [("age", "y")], 3)]
+    coarse = coarse_candidates(domain, [], "y", {"age": 4}, (2,), 4, 1, (0.25, 0.75))
+    pool = fine + coarse
+    weights = [weight(q.clique, "y", 2.0) * (0.25 if q.coarse else 1.0) for q in pool]
+    sigma, epsilon = 0.05, 1.0
+    event = selection_event(epsilon, weights)
+    cliques = list(dict.fromkeys(q.clique for q in pool))
+    counted_d, _ = count_marginals(_source(here, "error"), disc, cliques)
+    counted_n, _ = count_marginals(_source(there, on_invalid), disc, cliques)
+    exact_d = {q: q.project(counted_d[q.clique]) for q in pool}
+    exact_n = {q: q.project(counted_n[q.clique]) for q in pool}
+    first = next(q for q in coarse if q.groups is not None and q.groups[0] == (0, 0, 0, 1))
+    second = MarginalQuery(("job", "y"))
+    model = {q: np.zeros(q.shape(domain)) for q in pool}
+    q_d = scores(pool, exact_d.__getitem__, model.__getitem__, weights, sigma)
+    i, j = pool.index(first), pool.index(second)
+    low = j if q_d[j] < q_d[i] else i
+    cell = np.unravel_index(int(np.argmin(exact_d[pool[low]])), pool[low].shape(domain))
+    model[pool[low]][cell] += abs(q_d[i] - q_d[j]) / weights[low]  # the tie on D
+    q_d = scores(pool, exact_d.__getitem__, model.__getitem__, weights, sigma)
+    q_n = scores(pool, exact_n.__getitem__, model.__getitem__, weights, sigma)
+    assert q_d[i] == pytest.approx(q_d[j])
+    assert np.max(np.abs(q_d - q_n)) <= event.sensitivity + 1e-9
+    noise_d, noise_n = SeededNoise(13), SeededNoise(14)
+    hits_d = sum(draw(q_d, event, noise_d) == i for _ in range(TRIALS))
+    hits_n = sum(draw(q_n, event, noise_n) == i for _ in range(TRIALS))
+    bound = max(
+        eps_lower_bound(hits_d, TRIALS, hits_n, TRIALS, 0.0),
+        eps_lower_bound(hits_n, TRIALS, hits_d, TRIALS, 0.0),
+    )
+    assert bound <= epsilon
+    assert hits_d != hits_n
 
 
 @pytest.mark.parametrize("coarse", [False, True])

@@ -393,7 +393,14 @@ def _pool(run: _Run, label: str | None) -> list[MarginalQuery]:
     fine = [MarginalQuery(c) for c in candidates(domain, measured, run.spec.max_order)]
     numeric = {c.name: run.discretiser.bins for c in run.discretiser.numeric}
     coarse = coarse_candidates(
-        domain, measured, label, numeric, run.spec.coarse_groups, run.spec.coarse_order
+        domain,
+        measured,
+        label,
+        numeric,
+        run.spec.coarse_groups,
+        run.spec.coarse_order,
+        run.spec.coarse_all,
+        run.spec.coarse_splits,
     )
     pairs = coarse_pairs(domain, numeric, run.spec.pair_groups)
     return _subset(fine + pairs + coarse, label, run)

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from itertools import combinations
 from typing import TypeVar
 
@@ -84,6 +85,17 @@ def numeric_grouping(cells: int, bins: int, groups: int) -> Grouping:
     return base + (max(base) + 1,) * (cells - bins)
 
 
+def split_grouping(cells: int, bins: int, at: float) -> Grouping | None:
+    """``bins`` equal-width bins in two groups, cut at the fraction ``at`` of the declared
+    range (rounded to a bin edge); a nullable column's missing cell a group of its own.
+    ``None`` when the cut falls on an end of the range."""
+    cut = round(at * bins)
+    if not 0 < cut < bins:
+        return None
+    base = tuple(int(i >= cut) for i in range(bins))
+    return base + (2,) * (cells - bins)
+
+
 def coarse_candidates(
     domain: Domain,
     selected: Iterable[Clique],
@@ -91,20 +103,34 @@ def coarse_candidates(
     numeric: Mapping[str, int],
     groups: Sequence[int],
     max_order: int,
+    all_limit: int = 0,
+    splits: Sequence[float] = (),
 ) -> list[MarginalQuery]:
     """Coarse label cliques (public): the label with every pair of other columns, and
     with every selected clique of 2 or more columns grown by one column, up to
     ``max_order`` columns, holding at least one numeric; each numeric (``numeric`` maps
-    its name to its bins) at each number of ``groups``, other columns at full resolution.
+    its name to its bins) at each number of ``groups`` and cut in two at each of
+    ``splits`` (fractions of the declared range; one grouping for all the clique's
+    numerics), other columns at full resolution.
 
-    Linear in the selected cliques times ``d`` plus ``C(d, 2)``: never all ``C(d, 3)``.
+    When the label's cliques of ``max_order`` columns whose other columns are all
+    numeric number at most ``all_limit`` (``C(k, max_order - 1)`` of the ``k`` numerics:
+    public), all of them are proposed from the first round: a parity of signs shows in
+    no smaller marginal, so the selection cannot grow towards it.
+
+    Linear in the selected cliques times ``d`` plus ``C(d, 2)`` (and at most
+    ``all_limit`` more): never all ``C(d, 3)``.
     """
-    if label is None or not groups or max_order < 3:
+    if label is None or not (groups or splits) or max_order < 3:
         return []
     names = [a for a in domain.names if a != label]
     bases: dict[Clique, None] = {}
     for pair in combinations(names, 2):
         bases[domain.canonical((*pair, label))] = None
+    numerics = [a for a in names if a in numeric]
+    if max_order > 3 and math.comb(len(numerics), max_order - 1) <= all_limit:
+        for others in combinations(numerics, max_order - 1):
+            bases[domain.canonical((*others, label))] = None
     for clique in selected:
         rest = [a for a in clique if a != label]
         if len(rest) < 2 or len(rest) + 2 > max_order:
@@ -112,21 +138,27 @@ def coarse_candidates(
         for extra in names:
             if extra not in rest:
                 bases[domain.canonical((*rest, extra, label))] = None
+    ways: list[Callable[[int, int], Grouping | None]] = [
+        *(partial(_even_or_none, groups=g) for g in groups),
+        *(partial(split_grouping, at=at) for at in splits),
+    ]
     out: dict[MarginalQuery, None] = {}
     for clique in bases:
         if not any(a in numeric for a in clique):
             continue
-        for g in groups:
-            if all(g >= numeric[a] for a in clique if a in numeric):
-                continue  # as fine as the bins: the fine candidate already covers it
+        for way in ways:
             grouping = tuple(
-                numeric_grouping(domain.shape((a,))[0], numeric[a], g)
-                if a in numeric and g < numeric[a]
-                else None
-                for a in clique
+                way(domain.shape((a,))[0], numeric[a]) if a in numeric else None for a in clique
             )
+            if all(g is None for g in grouping):
+                continue  # as fine as the bins: the fine candidate already covers it
             out[MarginalQuery(clique, grouping)] = None
     return list(out)
+
+
+def _even_or_none(cells: int, bins: int, groups: int) -> Grouping | None:
+    """:func:`numeric_grouping`, or ``None`` when it would be no coarser than the bins."""
+    return numeric_grouping(cells, bins, groups) if groups < bins else None
 
 
 def coarse_pairs(
@@ -213,5 +245,6 @@ __all__ = [
     "quality",
     "scores",
     "selection_event",
+    "split_grouping",
     "weight",
 ]

@@ -72,6 +72,17 @@ class EngineSpec:
         such a high-order, low-resolution measurement). Empty: none.
     coarse_order
         Largest coarse label clique (3 or 4 columns, the label included).
+    coarse_splits
+        Fractions of the declared range at which coarse label cliques cut their numerics
+        in two as well (one cut for all of a clique's numerics): a sign change off the
+        midpoint needs a cut near it (the bins must hold the cut: ``bins`` a multiple
+        of 8 for octiles). Empty: none.
+    coarse_all
+        When the label's cliques of ``coarse_order`` columns whose other columns are all
+        numeric number at most this (``C(k, coarse_order - 1)`` of ``k`` numerics:
+        public), all of them are coarse candidates from the first round, not only those
+        grown from selected cliques (a parity of signs shows in no smaller marginal, so
+        nothing would lead the selection to it). ``0``: grown only.
     coarse_weight
         Selection weight of a coarse label clique relative to its fine clique's.
     pair_groups
@@ -115,8 +126,10 @@ class EngineSpec:
     label_weight: float = 2.0
     coarse_groups: tuple[int, ...] = (2, 4, 5)
     coarse_order: int = 4
+    coarse_splits: tuple[float, ...] = ()
+    coarse_all: int = 10
     coarse_weight: float = 0.25
-    pair_groups: tuple[int, ...] = ()
+    pair_groups: tuple[int, ...] = (5,)
     round_iters: int = 100
     final_iters: int = 500
     public_bins: str = "range"
@@ -129,6 +142,7 @@ class EngineSpec:
             _at_least(name, getattr(self, name), 1)
         _at_least("round_iters", self.round_iters, 1)
         _at_least("final_iters", self.final_iters, 1)
+        _at_least("coarse_all", self.coarse_all, 0)
         if self.rounds is not None:
             _at_least("rounds", self.rounds, 1)
         for name in ("fine_share", "oneway_share"):
@@ -146,6 +160,12 @@ class EngineSpec:
             ):
                 raise InputError(f"engine spec: {name} must be integers >= 2, got {groups!r}")
             object.__setattr__(self, name, tuple(sorted(set(groups))))
+        splits = self.coarse_splits
+        if isinstance(splits, int | float | str) or not all(
+            isinstance(f, int | float) and not isinstance(f, bool) and 0.0 < f < 1.0 for f in splits
+        ):
+            raise InputError(f"engine spec: coarse_splits must lie in (0, 1), got {splits!r}")
+        object.__setattr__(self, "coarse_splits", tuple(sorted({float(f) for f in splits})))
         if self.coarse_order not in (3, 4):
             raise InputError(f"engine spec: coarse_order must be 3 or 4, got {self.coarse_order!r}")
         if self.max_order not in (2, 3, 4):
