@@ -45,6 +45,8 @@ SYSTEM_TITLES = {
     "engine_pe": "dpevolve engine + PE stage",
     "engine_nope": "dpevolve engine, no PE stage",
     "engine_nopublic": "dpevolve engine, public withheld",
+    "engine_declared_bins": "dpevolve engine, declared-range bins",
+    "engine_released_bins": "dpevolve engine, released-histogram bins (public bins off)",
     "tabpe": "dpevolve `tabpe`",
     "hybrid": "dpevolve `hybrid`",
     "aim": "AIM (mbi port)",

@@ -7,6 +7,9 @@
 * ``engine_pe``: the engine with its PE stage on (:data:`PE_VARIANT`, engine/refine.py);
   ``engine_nope``: with it off (``pe_share = 0``), whatever the default.
 * ``engine_nopublic``: the engine with the public table withheld (what public data adds).
+* ``engine_declared_bins``: the engine with ``adaptive_bins`` off (equal-width bins over
+  the declared ranges unless a public table places them); ``engine_released_bins``:
+  with ``public_bins`` off (bins from the released histograms even with public data).
 * ``tabpe``, ``hybrid``: :class:`dpevolve.Synthesizer` with that preset; with public
   data, ``tabpe`` runs PubMix (the PubMix study's setting) and ``hybrid`` draws its
   initial population from it. ``sample(n)`` gives the n output rows.
@@ -81,7 +84,7 @@ PE_VARIANT: dict[str, Any] = {"pe_share": 0.25, "pe_rounds": 4, "pe_rake": 1}
 
 
 def _engine(
-    split: Split, epsilon: float, delta: float, seed: int, spec: Any = None
+    split: Split, epsilon: float, delta: float, seed: int, **options: Any
 ) -> tuple[pd.DataFrame, dict]:
     synthesize = import_engine()
     synth = synthesize(
@@ -92,16 +95,39 @@ def _engine(
         rows=len(split.train),
         seed=seed,
         public=split.public,
-        spec=spec,
+        spec=_spec(options),
     )
-    return synth, {}
+    return synth, dict(options)
+
+
+def _spec(options: dict[str, Any]) -> Any:
+    """An engine spec of the defaults with ``options`` laid over them (``None``: none)."""
+    if not options:
+        return None
+    from dpevolve.engine import EngineSpec
+
+    return EngineSpec.from_any(options)
+
+
+def _engine_declared_bins(
+    split: Split, epsilon: float, delta: float, seed: int
+) -> tuple[pd.DataFrame, dict]:
+    """The engine with equal-width bins over the declared ranges unless a public table
+    places them (``adaptive_bins`` off)."""
+    return _engine(split, epsilon, delta, seed, adaptive_bins="off")
+
+
+def _engine_released_bins(
+    split: Split, epsilon: float, delta: float, seed: int
+) -> tuple[pd.DataFrame, dict]:
+    """The engine with bins from the released histograms even where a public table is
+    given (``public_bins`` off)."""
+    return _engine(split, epsilon, delta, seed, public_bins="off")
 
 
 def _engine_with(fields: dict[str, Any]) -> Callable[[Split, float, float, int], tuple]:
     def run(split: Split, epsilon: float, delta: float, seed: int) -> tuple[pd.DataFrame, dict]:
-        from dpevolve.engine import EngineSpec
-
-        return _engine(split, epsilon, delta, seed, EngineSpec(**fields))
+        return _engine(split, epsilon, delta, seed, **fields)
 
     return run
 
@@ -179,6 +205,8 @@ SYSTEMS: dict[str, Callable[[Split, float, float, int], tuple[pd.DataFrame, dict
     "engine_pe": _engine_with(PE_VARIANT),
     "engine_nope": _engine_with({"pe_share": 0.0}),
     "engine_nopublic": _engine_nopublic,
+    "engine_declared_bins": _engine_declared_bins,
+    "engine_released_bins": _engine_released_bins,
     "tabpe": _tabpe,
     "hybrid": _hybrid,
     "aim": _aim,
@@ -193,12 +221,17 @@ PREPARE: dict[str, Callable[[], Any]] = {
     "engine_pe": import_engine,
     "engine_nope": import_engine,
     "engine_nopublic": import_engine,
+    "engine_declared_bins": import_engine,
+    "engine_released_bins": import_engine,
     "aim": import_mbi,
     "mst": import_mbi,
 }
 """Imports done before the clock and the memory baseline start (their cost is not the fit's)."""
 
-USES_PUBLIC = {"engine", "engine_pe", "engine_nope", "tabpe", "hybrid"}
+USES_PUBLIC = {
+    "engine", "engine_pe", "engine_nope", "engine_declared_bins", "engine_released_bins",
+    "tabpe", "hybrid",
+}  # fmt: skip
 """Systems that read a public table; the others run once per private table."""
 
 DETERMINISTIC = {"real"}

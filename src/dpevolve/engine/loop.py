@@ -3,11 +3,12 @@
 One run, as in AIM (McKenna et al. 2022, Alg. 2), under replace-one adjacency:
 
 1. the plan (:mod:`~dpevolve.engine.plan`) splits ``rho`` before any record is read;
-2. one pass over the :class:`~dpevolve.data.sources.PrivateSource` counts every 1-way
-   and 2-way marginal and the fine numeric histograms (private: none of it leaves
-   unreleased);
-3. the fine histograms and every 1-way marginal are released (discrete Gaussian), and the
-   estimator is fitted to the 1-ways;
+2. one pass over the :class:`~dpevolve.data.sources.PrivateSource` counts the fine
+   numeric histograms, which are released (discrete Gaussian); where a declared range
+   is loose the bins are then placed from them (``EngineSpec.adaptive_bins``:
+   post-processing, :mod:`~dpevolve.engine.bins`);
+3. a second pass counts every 1-way and 2-way marginal on those bins (private: none of
+   it leaves unreleased), every 1-way is released and the estimator is fitted to them;
 4. each round draws a clique by the exponential mechanism on where the model is most
    wrong (:mod:`~dpevolve.engine.select`), releases it, refits (warm start), and anneals;
 5. the PE stage (:mod:`~dpevolve.engine.refine`, ``pe_share``) releases nearest-candidate
@@ -32,7 +33,8 @@ import pandas as pd
 from dpevolve.backends.base import Backend
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import PrivateSource
-from dpevolve.engine.discretise import Discretiser
+from dpevolve.engine.bins import released_edges
+from dpevolve.engine.discretise import Discretiser, decode_weights
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release, sigma_for
 from dpevolve.engine.model import EngineModel
 from dpevolve.engine.plan import Plan, Spend, round_cost
@@ -121,7 +123,7 @@ class EngineResult:
 
     def released(self) -> EngineModel:
         """The part that draws rows (released values and public facts only)."""
-        fine = {name: m.noisy for name, m in self.fine.items()}
+        fine = {name: decode_weights(m.noisy, m.sigma) for name, m in self.fine.items()}
         return EngineModel(self.discretiser, fine, self.model, self.rows, self.refinement)
 
 
@@ -229,10 +231,8 @@ def fit_engine(
     """
     chosen = EngineSpec.from_any(spec)
     given = PublicInputs.of(public, schema, chosen) if public is not None else None
-    edges = given.edges if given is not None else None
+    edges = given.edges if given is not None else {}
     discretiser = Discretiser(schema, chosen.bins, chosen.fine_cells, edges)
-    if given is not None:
-        given.count(discretiser)
     domain = discretiser.domain
     n = int(source.n)
     plan = Plan.of(budget, chosen, len(domain.names), len(discretiser.numeric))
@@ -256,7 +256,19 @@ def fit_engine(
         progress,
         backend,
     )
-    fine = _first_pass(run, plan)
+    fine = _release_fine(run, plan)
+    if chosen.adaptive_bins == "released":
+        placed = released_edges(discretiser, fine, n, skip=edges)
+        if placed:
+            run.discretiser = Discretiser(
+                schema, chosen.bins, chosen.fine_cells, {**edges, **placed}, nested=placed
+            )
+        # post-processing of the released fine histograms: shareable
+        about["released_bins"] = {a: [float(e) for e in v] for a, v in placed.items()}
+        ledger.add_metadata(engine=about)
+    if given is not None:
+        given.count(run.discretiser)
+    _release_ones(run, plan)
     model = build(domain, n, chosen)
     if given is not None:
         prior = given.prior(domain, n, list(run.measurements))
@@ -267,7 +279,9 @@ def fit_engine(
     model = model.fit(run.fitted())
     history = _rounds(run, plan, model)
     model = _final_fit(model, run.fitted(), chosen.final_iters)
-    result = EngineResult(schema, discretiser, run.measurements, fine, ledger, model, n, history)
+    result = EngineResult(
+        schema, run.discretiser, run.measurements, fine, ledger, model, n, history
+    )
     if plan.pe > 0:
         stage = StageInputs(
             source, schema, noise, ledger, run.spend, plan.pe, chosen.pe_rounds,
@@ -285,28 +299,34 @@ def _final_fit(model: Estimator, measurements: list[Measurement], iterations: in
     return model.fit(measurements)
 
 
-def _first_pass(run: _Run, plan: Plan) -> dict[str, Measurement]:
-    """Count every 1- and 2-way marginal (one pass); release the fine and 1-way ones."""
+def _release_fine(run: _Run, plan: Plan) -> dict[str, Measurement]:
+    """Count and release the fine histograms of the numeric columns (one pass); the
+    bins may then be placed from them (:func:`~dpevolve.engine.bins.released_edges`)."""
+    numeric = [c.name for c in run.discretiser.numeric] if plan.fine > 0 else []
+    if not numeric:
+        return {}
+    _, fine_exact = count_marginals(run.source, run.discretiser, [], numeric, backend=run.backend)
+    sigma = sigma_for(plan.fine / len(numeric))
+    fine: dict[str, Measurement] = {}
+    for name in numeric:
+        event = marginal_event(sigma, FINE + name)
+        run.spend.charge(event)
+        fine[name] = release(fine_exact[name], (name,), event, run.noise)
+        run.ledger.record(event, round=0, clique=[name], cells=int(fine_exact[name].size))
+    return fine
+
+
+def _release_ones(run: _Run, plan: Plan) -> None:
+    """Count every 1- and 2-way marginal on the final bins (one pass); release the
+    1-ways."""
     domain = run.discretiser.domain
     ones: list[Clique] = [(a,) for a in domain.names]
     pairs: list[Clique] = [c for c in candidates(domain, (), 2) if len(c) == 2]
-    numeric = [c.name for c in run.discretiser.numeric] if plan.fine > 0 else []
-    exact, fine_exact = count_marginals(
-        run.source, run.discretiser, ones + pairs, numeric, backend=run.backend
-    )
+    exact, _ = count_marginals(run.source, run.discretiser, ones + pairs, backend=run.backend)
     run.exact.update({MarginalQuery(c): v for c, v in exact.items()})
-    fine: dict[str, Measurement] = {}
-    if numeric:
-        sigma = sigma_for(plan.fine / len(numeric))
-        for name in numeric:
-            event = marginal_event(sigma, FINE + name)
-            run.spend.charge(event)
-            fine[name] = release(fine_exact[name], (name,), event, run.noise)
-            run.ledger.record(event, round=0, clique=[name], cells=int(fine_exact[name].size))
     sigma = sigma_for(plan.oneway / len(ones))
     for clique in ones:
         run.measure(MarginalQuery(clique), sigma, 0, "marginal")
-    return fine
 
 
 def _rounds(run: _Run, plan: Plan, model: Estimator) -> list[dict[str, Any]]:

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -47,18 +46,12 @@ import pandas as pd
 
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
-from dpevolve.engine.discretise import Discretiser
+from dpevolve.engine.bins import LOOSE, TAIL, loose_edges
+from dpevolve.engine.discretise import Discretiser, value_step
 from dpevolve.engine.measure import count_marginals
 from dpevolve.engine.spec import PUBLIC_PRIORS, EngineSpec
 from dpevolve.measurements import Clique, Domain, Estimator, MarginalQuery, Measurement
 from dpevolve.privacy import GaussianEvent
-
-#: Tail probability outside the public central range (:func:`public_edges`).
-TAIL = 0.005
-
-#: Public bins only where the public central range spans at most this fraction of the
-#: declared range (a looser declared range wastes equal-width bins).
-LOOSE = 0.5
 
 PUBLIC = "public:"
 """Prefix of a pseudo-measurement's label (never a ledger entry: nothing is released)."""
@@ -148,14 +141,10 @@ def public_edges(
 ) -> dict[str, np.ndarray]:
     """Bin edges of the numeric columns from a (validated) public table.
 
-    Only where the declared range is loose: the public values' central range
-    (quantiles :data:`TAIL` and ``1 - TAIL``) spans at most :data:`LOOSE` of it.
-    ``range``: ``bins - 2`` equal-width bins over the central range and one tail bin on
-    each side out to the declared end points, so the model's resolution lies where the
-    data are. ``quantile``: the inner edges at public quantiles. A column keeps exactly
-    ``bins`` bins from ``lo`` to ``hi``: repeated edges (point masses, a tail already at
-    an end point) are dropped and the widest bins inside the central range split in two
-    until there are ``bins`` again. Integer and ``decimals`` columns cut half-way
+    Only where the declared range is loose (:func:`loose_edges`, over the public
+    values' quantiles). ``range``: ``bins - 2`` equal-width bins over the central range
+    and one tail bin on each side out to the declared end points; ``quantile``: the
+    inner edges at public quantiles. Integer and ``decimals`` columns cut half-way
     between representable values. Public facts only: free.
     """
     out: dict[str, np.ndarray] = {}
@@ -166,38 +155,18 @@ def public_edges(
         values = values[np.isfinite(values)]
         if values.size == 0:
             continue
-        lo, hi = float(column.lo), float(column.hi)
-        a, b = (float(v) for v in np.quantile(values, [TAIL, 1.0 - TAIL]))
-        if not b > a or (b - a) > LOOSE * (hi - lo):
-            continue  # a constant public column, or a declared range already tight
-        if mode == "quantile":
-            inner = np.quantile(values, np.linspace(TAIL, 1.0 - TAIL, bins - 1))
-        else:
-            inner = np.linspace(a, b, bins - 1)
-        step = _step(column)
-        if step is not None:
-            inner = (np.floor(inner / step) + 0.5) * step
-        points = np.unique(np.clip(np.concatenate([[lo, hi], inner]), lo, hi))
-        out[column.name] = _filled(points, bins + 1, a, b)
+        step = value_step(column)
+
+        def between(points: np.ndarray, step: float | None = step) -> np.ndarray:
+            return points if step is None else (np.floor(points / step) + 0.5) * step
+
+        def quantile(q: np.ndarray, values: np.ndarray = values) -> np.ndarray:
+            return np.asarray(np.quantile(values, q), dtype=float)
+
+        edges = loose_edges(column, quantile, bins, mode, between, None)
+        if edges is not None:
+            out[column.name] = edges
     return out
-
-
-def _step(column: NumericColumn) -> float | None:
-    if column.integer:
-        return 1.0
-    return None if column.decimals is None else 10.0 ** (-int(column.decimals))
-
-
-def _filled(points: np.ndarray, size: int, a: float, b: float) -> np.ndarray:
-    """Sorted distinct ``points`` (at most ``size``) grown to ``size`` by splitting the
-    widest gap (inside ``[a, b]`` while one is there, else anywhere) at its midpoint."""
-    edges = [float(p) for p in points]
-    while len(edges) < size:
-        gaps = np.diff(edges)
-        inside = np.array([x >= a and y <= b for x, y in pairwise(edges)])
-        pick = int(np.argmax(np.where(inside, gaps, -1.0) if inside.any() else gaps))
-        edges.insert(pick + 1, 0.5 * (edges[pick] + edges[pick + 1]))
-    return np.asarray(edges, dtype=float)
 
 
 def public_counts(

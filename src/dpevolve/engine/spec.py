@@ -18,6 +18,9 @@ PUBLIC_PRIORS = ("off", "ones", "tree")
 #: How a public table may place the numeric bins (:attr:`EngineSpec.public_bins`).
 PUBLIC_BINS = ("off", "range", "quantile")
 
+#: Where the numeric bins may be placed from released values (:attr:`EngineSpec.adaptive_bins`).
+ADAPTIVE_BINS = ("off", "released")
+
 
 @dataclass(frozen=True)
 class EngineSpec:
@@ -26,8 +29,9 @@ class EngineSpec:
     Attributes
     ----------
     bins
-        Equal-width bins of every numeric column over its declared range (the model's
-        resolution; the evaluation cuts numerics into 20 too).
+        Bins of every numeric column (the model's resolution; the evaluation cuts
+        numerics into 20 too): equal-width over the declared range, unless
+        ``public_bins`` or ``adaptive_bins`` move them where that range is loose.
     fine_share
         Share of ``rho`` for the fine 1-way histogram of every numeric column, from which
         decoded values are drawn within their bin (point masses, integer values).
@@ -112,6 +116,11 @@ class EngineSpec:
         (:func:`~dpevolve.engine.public.public_edges`): ``range`` (equal-width over the
         public central range, two tails), ``quantile`` (public quantiles) or ``off``
         (equal-width over the declared range). Free: public facts only.
+    adaptive_bins
+        ``released``: where a numeric column's declared range is loose, its bins go over
+        the central range of its released fine histogram (the rule of ``public_bins``;
+        :func:`~dpevolve.engine.bins.released_edges`), columns placed by a public table
+        aside; post-processing, free. ``off``: equal-width over the declared range.
     public_prior
         What a public table gives the model as a prior when one is passed
         (:func:`~dpevolve.engine.public.public_prior`): ``tree`` (its 1-ways and the
@@ -150,6 +159,7 @@ class EngineSpec:
     pe_max_columns: int = 16
     pe_rake: int = 1
     public_bins: str = "range"
+    adaptive_bins: str = "released"
     public_prior: str = "off"
     public_scale: float = 1.0
 
@@ -198,6 +208,10 @@ class EngineSpec:
             raise InputError(
                 f"engine spec: public_bins must be off, range or quantile, got {self.public_bins!r}"
             )
+        if self.adaptive_bins not in ADAPTIVE_BINS:
+            raise InputError(
+                f"engine spec: adaptive_bins must be off or released, got {self.adaptive_bins!r}"
+            )
         if self.public_prior not in PUBLIC_PRIORS:
             raise InputError(
                 f"engine spec: public_prior must be off, ones or tree, got {self.public_prior!r}"
@@ -235,4 +249,4 @@ def _at_least(name: str, value: object, low: int) -> None:
         raise InputError(f"engine spec: {name} must be an integer >= {low}, got {value!r}")
 
 
-__all__ = ["PUBLIC_BINS", "PUBLIC_PRIORS", "EngineSpec"]
+__all__ = ["ADAPTIVE_BINS", "PUBLIC_BINS", "PUBLIC_PRIORS", "EngineSpec"]
