@@ -84,3 +84,16 @@ def small_schema() -> Schema:
 def standin() -> dict[str, object]:
     """``fit_engine`` keyword arguments that plug in the stand-in estimator."""
     return {"estimator": joint_factory, "model_size": joint_size}
+
+
+def cut_rule_accuracy(rows, test, cut: float = 2.8) -> float:
+    """Accuracy on ``test`` of the rule the synthetic ``rows`` teach: the majority of
+    ``y == "yes"`` per cell of (``tag``, ``x > cut``), the loose-range tables' structure."""
+    rule = (
+        rows.assign(hi=rows["x"] > cut)
+        .groupby(["tag", "hi"])["y"]
+        .agg(lambda s: s.eq("yes").mean() > 0.5)
+    )
+    keys = list(zip(test["tag"], test["x"] > cut, strict=True))
+    guess = np.array([rule.get(key, False) for key in keys])
+    return float(np.mean(guess == test["y"].eq("yes").to_numpy()))

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.engine.conftest import cut_rule_accuracy
 
 from dpevolve.data.encoding import encode
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
@@ -219,15 +220,7 @@ def test_the_option_spends_the_same_and_pays_on_a_loose_range() -> None:
     assert off.ledger.metadata["engine"].get("released_bins") is None
 
     def accuracy(result) -> float:
-        rows = result.sample(4000, np.random.default_rng(5))
-        rule = (
-            rows.assign(hi=rows["x"] > 2.8)
-            .groupby(["tag", "hi"])["y"]
-            .agg(lambda s: s.eq("yes").mean() > 0.5)
-        )
-        keys = list(zip(test["tag"], test["x"] > 2.8, strict=True))
-        guess = np.array([rule.get(key, False) for key in keys])
-        return float(np.mean(guess == test["y"].eq("yes").to_numpy()))
+        return cut_rule_accuracy(result.sample(4000, np.random.default_rng(5)), test)
 
     assert accuracy(on) > accuracy(off) + 0.1
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from tests.engine.conftest import cut_rule_accuracy
 
 from dpevolve.data.encoding import encode
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
@@ -220,16 +221,7 @@ def test_public_bins_pay_on_a_loose_declared_range() -> None:
     test = _loose(2000, 11)
 
     def accuracy(result) -> float:
-        rows = result.sample(4000, np.random.default_rng(5))
-        # the synthetic table's rate of y = yes per cell of (tag, x > 2.8), as a rule
-        rule = (
-            rows.assign(hi=rows["x"] > 2.8)
-            .groupby(["tag", "hi"])["y"]
-            .agg(lambda s: s.eq("yes").mean() > 0.5)
-        )
-        keys = list(zip(test["tag"], test["x"] > 2.8, strict=True))
-        guess = np.array([rule.get(key, False) for key in keys])
-        return float(np.mean(guess == test["y"].eq("yes").to_numpy()))
+        return cut_rule_accuracy(result.sample(4000, np.random.default_rng(5)), test)
 
     with_public, alone = accuracy(_fit(private, public, spec)), accuracy(_fit(private, None, spec))
     assert with_public > alone + 0.1

@@ -7,10 +7,11 @@ writes the spec verbatim (:meth:`EngineSpec.to_dict`).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from dpevolve.errors import InputError
+from dpevolve.options import options_of
 
 #: What a public table may give the model (:attr:`EngineSpec.public_prior`).
 PUBLIC_PRIORS = ("off", "ones", "tree")
@@ -230,15 +231,7 @@ class EngineSpec:
     @classmethod
     def from_any(cls, value: EngineSpec | dict[str, Any] | None) -> EngineSpec:
         """A spec from itself, a mapping of its fields, or the defaults."""
-        if value is None:
-            return cls()
-        if isinstance(value, EngineSpec):
-            return value
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(value) - known)
-        if unknown:
-            raise InputError(f"unknown engine options {unknown}; use {sorted(known)}")
-        return cls(**value)
+        return options_of(cls, value, "engine options")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

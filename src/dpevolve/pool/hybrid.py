@@ -28,6 +28,7 @@ import numpy as np
 from dpevolve.data.encoding import Records
 from dpevolve.data.schema import Schema
 from dpevolve.errors import InputError
+from dpevolve.options import options_of
 from dpevolve.pe.variation import Variation
 from dpevolve.pool.fit import FitResult, MarginalFit, NumericMode, Solver, draw_rows
 from dpevolve.privacy import Budget, Ledger, zcdp_budget
@@ -103,14 +104,7 @@ class MarginalOptions:
 
     @classmethod
     def from_any(cls, value: MarginalOptions | dict[str, Any] | None) -> MarginalOptions:
-        if value is None:
-            return cls()
-        if isinstance(value, MarginalOptions):
-            return value
-        unknown = set(value) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise InputError(f"unknown marginal options {sorted(unknown)}")
-        return cls(**value)
+        return options_of(cls, value, "marginal options")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
