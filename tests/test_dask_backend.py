@@ -7,6 +7,7 @@ partitions, distances and votes really are pickled to the workers).
 from __future__ import annotations
 
 import pickle
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -420,6 +421,34 @@ def test_default_engine_counts_on_the_workers(client, monkeypatch, small_schema,
     assert len(votes) == EngineSpec().pe_rounds  # the PE stage votes on the workers too
     pd.testing.assert_frame_equal(dask.synthetic_, local.synthetic_)
     assert dask.history_ == local.history_
+
+
+def test_hybrid_marginals_counted_on_the_workers(
+    client, monkeypatch, small_schema, small_table
+) -> None:
+    """The ``hybrid`` preset's marginal release: the workers count and reduce, the driver
+    gets one vector, and the model is the local one, bit for bit."""
+    import dpevolve.release.marginals as marginals
+    from dpevolve.presets import get_preset
+
+    settings = {"epsilon": 1.0, "random_state": 2, "noise_seed": 2,
+                "preset": get_preset("hybrid", population=24, rounds=2)}  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        local = Synthesizer(small_schema, **settings, backend="local").fit(small_table)
+        _no_local_counting(monkeypatch)
+
+        def no_driver_count(self, records):
+            raise AssertionError("the marginals were counted on the driver")
+
+        monkeypatch.setattr(marginals.CellIndex, "counts", no_driver_count)
+        seen = _spy_dask_counts(monkeypatch)
+        backend = DaskBackend(client, partitions=3)
+        dask = Synthesizer(small_schema, **settings, backend=backend).fit(small_table)
+    assert seen  # the marginal release went through the workers' reduce
+    assert dask.ledger_.to_dict()["events"][-1]["marginal_sets"] > 0
+    pd.testing.assert_frame_equal(dask.synthetic_, local.synthetic_)
+    backend.release()
 
 
 def test_cli_synth_backend_dask_counts_on_the_workers(

@@ -283,6 +283,7 @@ class Synthesizer(EstimatorParams):
             self.support_ = fit_and_record(
                 source.batches(), schema, final, plan.marginal_rho, plan.marginal_share,
                 config.marginals.build(), ledger, rng, n, noise, progress=self.progress,
+                backend=backend,
             )  # fmt: skip
             final = self.support_.pool
         self._store(fit_number, final, ledger, history, schema, n, plan.warnings)

@@ -16,8 +16,9 @@ from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine
 from dpevolve.engine.bins import LOOSE, THRESHOLD, histogram_quantile, released_edges
-from dpevolve.engine.discretise import Discretiser, decode_weights
+from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release
+from dpevolve.engine.smoothing import decode_weights
 from dpevolve.errors import InputError
 from dpevolve.measurements import Measurement
 from dpevolve.privacy import Budget
@@ -258,7 +259,7 @@ def test_decoding_ignores_fine_cells_within_the_noise() -> None:
     noisy = np.full(cells.size, 1.5 * sigma)  # clipped noise everywhere
     signal = cells.atoms + 3  # one interval of the first bin
     noisy[signal] = 50 * sigma
-    weights = decode_weights(noisy, sigma)
+    weights = decode_weights(noisy, sigma, cells)
     assert weights[signal] == noisy[signal] and np.count_nonzero(weights) == 1
     codes = np.zeros((500, len(SCHEMA.columns)), dtype=np.int64)
     x = disc.domain.index("x")

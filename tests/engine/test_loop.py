@@ -124,6 +124,23 @@ def test_a_parity_of_three_signs_is_found_in_the_first_round(standin) -> None:
     )
     first = result.history[0]
     assert first["clique"] == ("a", "b", "c", "y") and first["groups"] == [2, 2, 2, None]
+    assert first["grouping"] == [[0, 0, 1, 1]] * 3 + [None]
+    # the ledger states each coarse release's grouping as the history does
+    coarse = [e for e in result.ledger.to_dict()["events"] if e.get("grouping")]
+    assert coarse and coarse[0]["grouping"] == first["grouping"]
     rows = result.sample(2000, np.random.default_rng(1))
     parity = ((rows[list(names)].to_numpy() > 0).sum(axis=1) % 2).astype(str)
     assert (parity == rows["y"].to_numpy()).mean() > 0.9
+
+
+def test_the_ledger_states_an_uneven_grouping_exactly() -> None:
+    """A cut at 3/4 of the range must not read like a midpoint cut (same group count)."""
+    from dpevolve.engine.loop import grouping_facts
+    from dpevolve.measurements import MarginalQuery
+
+    uneven = MarginalQuery(("x", "y"), groups=((0, 0, 0, 1), None))
+    even = MarginalQuery(("x", "y"), groups=((0, 0, 1, 1), None))
+    assert grouping_facts(uneven) == {"groups": [2, None], "grouping": [[0, 0, 0, 1], None]}
+    assert grouping_facts(uneven)["groups"] == grouping_facts(even)["groups"]
+    assert grouping_facts(uneven) != grouping_facts(even)
+    assert grouping_facts(MarginalQuery(("x", "y"))) == {}

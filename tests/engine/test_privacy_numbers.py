@@ -53,7 +53,7 @@ def test_the_accountant_composes_selections_in_zcdp_and_as_pure_dp() -> None:
 @pytest.mark.parametrize("budget", [Budget(epsilon=1.0, delta=1e-5), Budget(rho=0.05)])
 def test_the_plan_splits_exactly_the_budget(budget) -> None:
     spec = EngineSpec()
-    plan = Plan.of(budget, spec, columns=9, numeric=3)
+    plan = Plan.of(budget, spec, columns=9, numeric=5)
     assert plan.total == pytest.approx(zcdp_budget(budget) * SLACK)
     parts = plan.fine + plan.oneway + plan.rounds + plan.pe
     assert parts == pytest.approx(plan.total, rel=1e-12)
@@ -63,6 +63,9 @@ def test_the_plan_splits_exactly_the_budget(budget) -> None:
     assert round_cost(sigma, eps) == pytest.approx(0.004)
     assert eps**2 / 8 == pytest.approx(spec.select_share * 0.004)
     assert Plan.of(budget, spec, columns=9, numeric=0).fine == 0.0
+    mostly_categorical = Plan.of(budget, spec, columns=9, numeric=3)
+    assert mostly_categorical.pe == 0.0
+    assert mostly_categorical.rounds == pytest.approx(plan.rounds + plan.pe, rel=1e-12)
 
 
 def test_spend_refuses_to_go_past_the_limit() -> None:

@@ -66,7 +66,15 @@ def _fit(spec: EngineSpec, budget: Budget, standin, n: int = 300, seed: int = 0)
     )
 
 
-BASE = {"bins": 4, "fine_cells": 8, "rounds": 2, "pe_candidates": 40, "pe_pool": 3}
+# ``pe_min_numeric: 0``: the stage runs on this table of one numeric column in three.
+BASE = {
+    "bins": 4,
+    "fine_cells": 8,
+    "rounds": 2,
+    "pe_candidates": 40,
+    "pe_pool": 3,
+    "pe_min_numeric": 0.0,
+}
 
 
 @settings(max_examples=6, deadline=None)
@@ -133,7 +141,8 @@ def test_no_share_no_stage(standin) -> None:
 def test_the_stage_learns_structure_the_model_misses(standin) -> None:
     """With 1-ways only, the model is a product; the votes bring back the xor."""
     spec = EngineSpec(bins=2, fine_cells=8, rounds=1, max_order=2, coarse_groups=(),
-                      pe_share=0.5, pe_candidates=60, pe_pool=6)  # fmt: skip
+                      pe_share=0.5, pe_candidates=60, pe_pool=6,
+                      pe_min_numeric=0.0)  # fmt: skip
     table = _table(2000, 1)
 
     def agreement(frame: pd.DataFrame) -> float:
@@ -248,13 +257,39 @@ def test_raking_gives_back_the_draws_one_way_shares() -> None:
 def test_the_stage_runs_on_tables_up_to_its_width() -> None:
     spec = EngineSpec()
     budget = Budget(epsilon=1.0, delta=1e-5)
-    narrow = Plan.of(budget, spec, spec.pe_max_columns, 3)
-    wide = Plan.of(budget, spec, spec.pe_max_columns + 1, 3)
+    columns = spec.pe_max_columns
+    narrow = Plan.of(budget, spec, columns, columns)
+    wide = Plan.of(budget, spec, columns + 1, columns + 1)
     assert narrow.pe == pytest.approx(spec.pe_share * narrow.total) and narrow.pe > 0
     assert wide.pe == 0.0
     assert wide.rounds == pytest.approx(narrow.rounds + narrow.pe)
     with pytest.raises(InputError, match="pe_max_columns"):
         EngineSpec(pe_max_columns=0)
+
+
+@given(
+    columns=st.integers(1, 16),
+    numeric=st.integers(0, 16),
+    share=st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0]),
+)
+def test_the_stage_runs_where_enough_columns_are_numeric(
+    columns: int, numeric: int, share: float
+) -> None:
+    numeric = min(numeric, columns)
+    spec = EngineSpec(pe_min_numeric=share)
+    plan = Plan.of(Budget(epsilon=1.0, delta=1e-5), spec, columns, numeric)
+    assert (plan.pe > 0) == (numeric >= share * columns)
+    assert plan.pe + plan.rounds + plan.fine + plan.oneway == pytest.approx(plan.total)
+
+
+def test_the_default_stage_skips_mostly_categorical_tables() -> None:
+    spec = EngineSpec()
+    assert not spec.runs_pe(9, 2)  # Adult-9: two numeric columns of nine
+    assert spec.runs_pe(5, 3)  # Person Activity: x, y, z of five
+    assert not EngineSpec(pe_share=0.0).runs_pe(5, 5)
+    for bad in (-0.1, 1.5, "half"):
+        with pytest.raises(InputError, match="pe_min_numeric"):
+            EngineSpec(pe_min_numeric=bad)
 
 
 def test_many_rows_are_drawn_in_parts(monkeypatch) -> None:

@@ -101,9 +101,10 @@ def test_the_public_prior_on_neighbours(pair) -> None:
             ).fit(frame)  # fmt: skip
         ledger = json.loads(json.dumps(model.ledger_.shareable_dict(), default=float))
         assert len(ledger["engine"]["public"]["prior"]["cliques"]) == 3 + 2
-        # A selection's output (the clique, its groups) is a released value: with one
+        # A selection's output (the clique, its grouping) is a released value: with one
         # noise seed, neighbours near a tie of scores may draw different cliques.
         for event in ledger["events"]:
-            event.pop("clique", None), event.pop("groups", None)
+            for key in ("clique", "groups", "grouping"):
+                event.pop(key, None)
         ledgers.append(masked_prior(masked_ledger(ledger)))
     assert ledgers[0] == ledgers[1]

@@ -136,6 +136,8 @@ class Discretiser:
         self.domain = Domain(tuple(schema.names), tuple(sizes))
         self._edges = {c.name: np.linspace(c.lo, c.hi, self.bins + 1) for c in self.layout.numeric}
         self._given = set(edges or {}) - set(nested)
+        #: Columns whose bins were moved (given edges): their first and last bins are tails.
+        self.moved = frozenset(edges or {})
         for name, given in (edges or {}).items():
             self._edges[name] = _checked_edges(self._edges[name], np.asarray(given, dtype=float))
         self.fine = {c.name: self._fine_cells(c, int(fine_cells)) for c in self.layout.numeric}
@@ -307,20 +309,6 @@ def _checked_edges(default: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return edges
 
 
-#: When decoding, a fine cell whose noisy count is at most this many noise scales weighs
-#: nothing (a bin whose cells all do falls back to equal weights): otherwise every
-#: empty cell's clipped noise draws values where there are none, most visibly in a
-#: wide tail bin of moved bins (measured: Person Activity with moved bins, tv_all 0.033 -> 0.027).
-DECODE_FLOOR = 2.0
-
-
-def decode_weights(noisy: np.ndarray, sigma: float) -> np.ndarray:
-    """A released fine histogram as decoding weights: cells at most
-    :data:`DECODE_FLOOR` noise scales are zeroed (post-processing)."""
-    counts = np.asarray(noisy, dtype=np.float64)
-    return np.where(counts > DECODE_FLOOR * sigma, counts, 0.0)
-
-
 def _check_nested(edges: np.ndarray, cells: FineCells) -> None:
     """Nested bin edges must be boundaries of the fine partition's intervals."""
     if not cells.grid and not np.all(np.isin(edges, cells.boundaries)):
@@ -357,4 +345,4 @@ def _categorical(column: CategoricalColumn, codes: np.ndarray) -> np.ndarray:
     return pd.Series(values[codes]).infer_objects().to_numpy()
 
 
-__all__ = ["DECODE_FLOOR", "Discretiser", "FineCells", "decode_weights", "value_step"]
+__all__ = ["Discretiser", "FineCells", "value_step"]

@@ -34,7 +34,7 @@ from dpevolve.backends.base import Backend
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import PrivateSource
 from dpevolve.engine.bins import released_edges
-from dpevolve.engine.discretise import Discretiser, decode_weights
+from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release, sigma_for
 from dpevolve.engine.model import EngineModel
 from dpevolve.engine.plan import Plan, Spend, round_cost
@@ -50,6 +50,7 @@ from dpevolve.engine.select import (
     selection_event,
     weight,
 )
+from dpevolve.engine.smoothing import decode_weights
 from dpevolve.engine.spec import EngineSpec
 from dpevolve.measurements import (
     Clique,
@@ -123,7 +124,12 @@ class EngineResult:
 
     def released(self) -> EngineModel:
         """The part that draws rows (released values and public facts only)."""
-        fine = {name: decode_weights(m.noisy, m.sigma) for name, m in self.fine.items()}
+        fine = {
+            name: decode_weights(
+                m.noisy, m.sigma, self.discretiser.fine[name], name in self.discretiser.moved
+            )
+            for name, m in self.fine.items()
+        }
         return EngineModel(self.discretiser, fine, self.model, self.rows, self.refinement)
 
 
@@ -174,10 +180,7 @@ class _Run:
         self.measurements.append(
             release(self.counts(query), clique, event, self.noise, query=query)
         )
-        info: dict[str, Any] = {"clique": list(clique)}
-        if query.coarse:
-            info["groups"] = _group_counts(query)
-        self.ledger.record(event, round=round_, **info)
+        self.ledger.record(event, round=round_, clique=list(clique), **grouping_facts(query))
 
     def say(self, text: str) -> None:
         if self.progress:
@@ -358,7 +361,8 @@ def _rounds(run: _Run, plan: Plan, model: Estimator) -> list[dict[str, Any]]:
             {
                 "round": round_,
                 "clique": chosen.clique,
-                "groups": _group_counts(chosen) if chosen.coarse else None,
+                "groups": None,
+                **grouping_facts(chosen),
                 "sigma": sigma,
                 "moved": moved,
                 "model_mb": model_mb,
@@ -374,10 +378,18 @@ def _rounds(run: _Run, plan: Plan, model: Estimator) -> list[dict[str, Any]]:
     return history
 
 
-def _group_counts(query: MarginalQuery) -> list[int | None]:
-    """Per attribute of a coarse query: its number of groups (``None``: every cell)."""
+def grouping_facts(query: MarginalQuery) -> dict[str, list[Any]]:
+    """A coarse query's public grouping, for the ledger and the history: per attribute
+    its number of ``groups`` and its ``grouping`` (the group of each of its cells);
+    ``None`` for an attribute kept cell by cell. Nothing for a fine query."""
+    if not query.coarse:
+        return {}
     assert query.groups is not None
-    return [None if g is None else max(g) + 1 for g in query.groups]
+    grouping = [None if g is None else [int(k) for k in g] for g in query.groups]
+    return {
+        "groups": [None if g is None else max(g) + 1 for g in grouping],
+        "grouping": grouping,
+    }
 
 
 def _subset(pool: list[MarginalQuery], label: str | None, run: _Run) -> list[MarginalQuery]:
@@ -472,10 +484,7 @@ def _choose(
         pick = [q for q, k in zip(pool, keep, strict=True) if k][
             draw(values[keep], event, run.noise)
         ]
-    info: dict[str, Any] = {"clique": list(pick.clique)}
-    if pick.coarse:
-        info["groups"] = _group_counts(pick)
-    run.ledger.record(event, round=round_, **info)
+    run.ledger.record(event, round=round_, clique=list(pick.clique), **grouping_facts(pick))
     return pick
 
 

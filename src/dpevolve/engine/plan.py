@@ -9,7 +9,8 @@ the budget's ``rho`` (given, or the largest whose CKS conversion meets
 * ``fine_share`` for the fine 1-way histograms of the numeric columns (one Gaussian each);
 * ``oneway_share`` of the rest for the first measurement of every 1-way marginal;
 * ``pe_share`` of the whole for the PE stage's votes (:mod:`~dpevolve.engine.refine`),
-  on tables of at most ``pe_max_columns`` columns;
+  on tables of at most ``pe_max_columns`` columns, at least ``pe_min_numeric`` of
+  them numeric (:meth:`~dpevolve.engine.spec.EngineSpec.runs_pe`);
 * the rest for the adaptive rounds, planned as ``T`` equal rounds of which
   ``select_share`` selects and the rest measures (AIM, McKenna et al. 2022, Alg. 2).
   Annealing halves ``sigma`` and doubles ``epsilon`` when a refit barely moved the
@@ -53,7 +54,7 @@ class Plan:
         total = zcdp_budget(budget) * SLACK
         fine = spec.fine_share * total if numeric else 0.0
         oneway = spec.oneway_share * (total - fine)
-        pe = spec.pe_share * total if columns <= spec.pe_max_columns else 0.0
+        pe = spec.pe_share * total if spec.runs_pe(columns, numeric) else 0.0
         return cls(
             total=total,
             fine=fine,

@@ -23,8 +23,8 @@ Sampling draws ``pool * rows`` rows from the model, weights each by the product 
 ratios of the cells it falls in (raked, if asked, back to the draws' 1-way shares) and
 resamples ``rows`` of them systematically: fresh model draws, reweighted (a
 sampling-importance-resampling step), never copies of the candidates. With no round
-(``pe_share = 0``, or a table wider than ``pe_max_columns``) the engine samples the
-model directly.
+(``pe_share = 0``, a table wider than ``pe_max_columns`` or with fewer numeric columns
+than ``pe_min_numeric``) the engine samples the model directly.
 """
 
 from __future__ import annotations

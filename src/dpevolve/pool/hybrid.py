@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from dpevolve.backends.base import Backend
 from dpevolve.data.encoding import Records
 from dpevolve.data.schema import Schema
 from dpevolve.errors import InputError
@@ -159,6 +160,7 @@ def release_and_fit(
     noise: NoiseSource,
     rows: int,
     progress: bool = False,
+    backend: Backend | None = None,
 ) -> WeightedSupport:
     """Release the marginals (``rho``-zCDP) and fit weights on the grown pool.
 
@@ -182,6 +184,9 @@ def release_and_fit(
         The private row count ``n`` (public under replace-one).
     progress
         Show each phase's progress on stderr (:mod:`dpevolve.progress`).
+    backend
+        Where the private records are counted (default: this process; under Dask, on
+        the workers).
     """
     workload = Workload.all_up_to(
         schema,
@@ -193,7 +198,9 @@ def release_and_fit(
         options.coarse_bins,
     )
     with phase(progress, f"marginals: count and release {len(workload.sets)} sets", None):
-        released = measure_marginals(private, schema, workload, rho, noise, rows=rows)
+        released = measure_marginals(
+            private, schema, workload, rho, noise, rows=rows, backend=backend
+        )
     index = CellIndex(schema, workload)
     per_fit = options.iterations
     fits = options.grow_rounds + 1
@@ -231,6 +238,7 @@ def fit_and_record(
     rows: int,
     noise: NoiseSource,
     progress: bool = False,
+    backend: Backend | None = None,
 ) -> WeightedSupport:
     """:func:`release_and_fit`, then the release's event and settings into ``ledger``.
 
@@ -239,8 +247,9 @@ def fit_and_record(
     """
     chosen = MarginalOptions.from_any(options)
     support = release_and_fit(
-        private, schema, population, rho, chosen, rng, noise, rows, progress=progress
-    )
+        private, schema, population, rho, chosen, rng, noise, rows, progress=progress,
+        backend=backend,
+    )  # fmt: skip
     released = support.released
     ledger.record(
         released.event,

@@ -29,6 +29,7 @@ from itertools import combinations
 
 import numpy as np
 
+from dpevolve.backends.base import Backend
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.errors import InputError
@@ -267,14 +268,41 @@ def _batches(private: PrivateRecords) -> Iterable[Records]:
     return private
 
 
+class WorkloadCounts:
+    """A workload's stacked counts as a :class:`~dpevolve.backends.base.CountQuery`: a
+    backend hands it slices of at most ``rows`` records and adds the int64 vectors."""
+
+    def __init__(self, index: CellIndex, rows: int) -> None:
+        self.index = index
+        self.rows = int(rows)
+
+    @property
+    def size(self) -> int:
+        return self.index.total_cells
+
+    def counts(self, records: Records) -> np.ndarray:
+        idx = self.index.index(records)
+        return np.bincount(idx.ravel(), minlength=self.size).astype(np.int64)
+
+
 def count_marginals(
-    private: PrivateRecords, index: CellIndex, batch_rows: int = 65_536
+    private: PrivateRecords,
+    index: CellIndex,
+    batch_rows: int = 65_536,
+    backend: Backend | None = None,
 ) -> tuple[np.ndarray, int]:
     """Exact stacked counts and the row count, streaming over record batches.
 
     Each batch is cut into slices of at most ``batch_rows`` rows so the cell indices in
-    memory stay ``sets x batch_rows`` whatever the batch size.
+    memory stay ``sets x batch_rows`` whatever the batch size. ``backend`` (default:
+    this process) reads the records: a :class:`~dpevolve.backends.dask.DaskBackend`
+    counts on its workers and returns only the sums, the same integers.
     """
+    if backend is not None:
+        data = private() if callable(private) else private
+        exact = backend.count(data, WorkloadCounts(index, batch_rows))
+        first = exact[index.offsets[0] : index.offsets[1]]
+        return exact.astype(np.float64), int(first.sum())
     counts = np.zeros(index.total_cells, dtype=np.float64)
     rows = 0
     for batch in _batches(private):
@@ -292,6 +320,7 @@ def measure_marginals(
     rho: float,
     noise: NoiseSource,
     rows: int,
+    backend: Backend | None = None,
 ) -> NoisyMarginals:
     """Release the workload's marginals of ``private`` as one ``rho``-zCDP Gaussian.
 
@@ -311,6 +340,9 @@ def measure_marginals(
     rows
         The private row count ``n``, public under replace-one (invalid rows included:
         they count in no cell, an empty vote).
+    backend
+        Where the records are counted (default: this process; see
+        :func:`count_marginals`).
 
     Returns
     -------
@@ -321,7 +353,7 @@ def measure_marginals(
         raise InputError(f"the marginal release needs rho > 0, got {rho!r}")
     index = CellIndex(schema, workload)
     # The count of valid rows is private: only ``rows`` (public) leaves this function.
-    exact, _ = count_marginals(private, index)
+    exact, _ = count_marginals(private, index, backend=backend)
     sensitivity = workload.sensitivity
     sigma = sensitivity / math.sqrt(2.0 * rho)
     noisy = np.asarray(noise.gaussian(exact, sigma), dtype=np.float64)
@@ -343,6 +375,7 @@ __all__: Sequence[str] = [
     "CellIndex",
     "NoisyMarginals",
     "Workload",
+    "WorkloadCounts",
     "count_marginals",
     "l2_change",
     "measure_marginals",

@@ -1,0 +1,150 @@
+"""Decoding weights from a released fine histogram: smoothed within each bin, then floored.
+
+A value is decoded by drawing a fine cell of its bin in proportion to these weights
+(:meth:`~dpevolve.engine.discretise.Discretiser.decode`). The released counts carry
+noise of scale ``sigma`` in every cell; used as they are, a bin whose values are spread
+evenly decodes to a lumpy histogram (cells of 90 records at ``sigma`` 38 weigh from 15
+to 165), and one whose values sit in a few cells draws values across all of them.
+
+Two post-processing steps of released values answer the two cases:
+
+1. **Smoothing.** The ordered cells (equal intervals, or the values of a grid) are
+   averaged with a Gaussian kernel of ``h`` cells, rows normalised, never over an atom (a
+   point mass such as "exactly 0" keeps its own count) and, where the intervals differ
+   in width from bin to bin, never across a bin's edge (decoding only uses proportions
+   within a bin; counts of unequal cells are not comparable). ``h`` is chosen per
+   column from :data:`BANDWIDTHS` by Stein's unbiased risk estimate of a linear smoother
+   ``S`` (Stein 1981; Li 1986): ``SURE(h) = ||y - S y||^2 + 2 sigma^2 tr(S) - m sigma^2``,
+   so a spike (47% of Adult's hours are exactly 40) keeps ``h = 0`` and an even spread is
+   averaged.
+   In the tails of moved bins (:mod:`~dpevolve.engine.bins`: the bins cover the central
+   range, wide bins on each side hold the rest out to the declared end) the count is
+   instead fitted non-decreasing towards the central range, by pool-adjacent-
+   violators (Barlow et al. 1972): a tail thins out away from the data, so isolated
+   noise far out pools with its empty neighbours and is floored, instead of drawing
+   values where there are none.
+2. **Floor.** A cell whose smoothed count is at most :data:`DECODE_FLOOR` times its
+   noise scale (``sigma ||S_i||_2``) weighs nothing; a bin whose cells all do falls back
+   to equal weights. Otherwise the clipped noise of empty cells draws values where there
+   are none, most visibly in a wide tail bin of moved bins.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpevolve.engine.discretise import FineCells
+
+#: Kernel widths tried, in cells (0: the released counts as they are).
+BANDWIDTHS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
+
+#: A bin at either end of a moved column wider than this many median bins is a tail.
+TAIL_WIDTH = 2.0
+
+#: Noise scales at or below which a (smoothed) cell weighs nothing when decoding
+#: (measured with the floor alone: Person Activity with moved bins, tv_all 0.033 -> 0.027).
+DECODE_FLOOR = 2.0
+
+
+def smoothable(cells: FineCells) -> np.ndarray:
+    """The cells a kernel may average: every value of a grid, else the intervals."""
+    index = np.arange(cells.size)
+    keep = np.ones(cells.size, dtype=bool) if cells.grid else index >= cells.atoms
+    if cells.nullable:
+        keep[-1] = False  # the missing cell is no point on the axis
+    return keep
+
+
+def smoother(cells: FineCells, h: float) -> np.ndarray:
+    """The ``(size, size)`` row-normalised smoothing matrix of width ``h`` cells: a
+    Gaussian kernel over the smoothable cells of one bin, the identity elsewhere."""
+    size = cells.size
+    if h <= 0:
+        return np.eye(size)
+    keep = smoothable(cells)
+    index = np.arange(size, dtype=np.float64)
+    inside = keep[:, None] & keep[None, :]
+    if not _equal_widths(cells, keep):
+        inside &= cells.coarse[:, None] == cells.coarse[None, :]
+    kernel = np.where(inside, np.exp(-0.5 * ((index[:, None] - index[None, :]) / h) ** 2), 0.0)
+    kernel[np.diag_indices(size)] = 1.0
+    return kernel / kernel.sum(axis=1, keepdims=True)
+
+
+def _equal_widths(cells: FineCells, keep: np.ndarray) -> bool:
+    """Whether the smoothable cells are one evenly spaced axis (a grid, or equal
+    intervals): then a kernel may reach across bin edges, counts being comparable."""
+    if cells.grid:
+        values = cells.lo[keep]
+        return values.size < 3 or bool(np.allclose(np.diff(values), values[1] - values[0]))
+    width = (cells.hi - cells.lo)[keep]
+    return width.size == 0 or bool(np.allclose(width, width[0]))
+
+
+def monotone(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The non-decreasing least-squares fit of ``values`` (pool-adjacent-violators) and,
+    per entry, the size of the pool it was averaged in."""
+    means: list[float] = []
+    sizes: list[int] = []
+    for v in np.asarray(values, dtype=np.float64):
+        means.append(float(v))
+        sizes.append(1)
+        while len(means) > 1 and means[-2] > means[-1]:
+            size = sizes[-2] + sizes[-1]
+            means[-2] = (means[-2] * sizes[-2] + means[-1] * sizes[-1]) / size
+            sizes[-2] = size
+            means.pop()
+            sizes.pop()
+    return np.repeat(means, sizes), np.repeat(sizes, sizes).astype(np.float64)
+
+
+def _tail_cells(cells: FineCells) -> list[np.ndarray]:
+    """The smoothable cells of each tail, ordered towards the centre: the bins at either
+    end wider than :data:`TAIL_WIDTH` times the median bin (a moved column's tail bin,
+    and the wide bins it was split into)."""
+    keep = smoothable(cells)
+    index = np.arange(cells.size)
+    bins = np.unique(cells.coarse[keep])
+    extent = np.array(
+        [np.ptp(np.r_[cells.lo[keep & (cells.coarse == b)], cells.hi[keep & (cells.coarse == b)]])
+         for b in bins]
+    )  # fmt: skip
+    wide = extent > TAIL_WIDTH * np.median(extent)
+    out = []
+    for order in (bins, bins[::-1]):
+        run = []
+        for b in order:
+            if not wide[np.searchsorted(bins, b)]:
+                break
+            run.append(b)
+        if run and len(run) < bins.size:
+            cells_in = index[keep & np.isin(cells.coarse, run)]
+            out.append(cells_in if order[0] == bins[0] else cells_in[::-1])
+    return out
+
+
+def sure(noisy: np.ndarray, sigma: float, matrix: np.ndarray) -> float:
+    """Stein's unbiased estimate of ``E||S y - x||^2`` for ``y = x + N(0, sigma^2 I)``."""
+    residual = noisy - matrix @ noisy
+    return float(residual @ residual + 2.0 * sigma**2 * np.trace(matrix) - noisy.size * sigma**2)
+
+
+def decode_weights(
+    noisy: np.ndarray, sigma: float, cells: FineCells, tails: bool = False
+) -> np.ndarray:
+    """A released fine histogram as decoding weights (post-processing; module docstring);
+    ``tails``: the column's bins were moved, its first and last bins are tails."""
+    counts = np.asarray(noisy, dtype=np.float64)
+    if counts.shape != (cells.size,):
+        raise ValueError("the fine histogram must have one count per fine cell")
+    best = min(BANDWIDTHS, key=lambda h: sure(counts, sigma, smoother(cells, h)))
+    matrix = smoother(cells, best)
+    smoothed = matrix @ counts
+    scale = sigma * np.sqrt((matrix**2).sum(axis=1))
+    for tail in _tail_cells(cells) if tails else []:
+        fit, pooled = monotone(counts[tail])
+        smoothed[tail], scale[tail] = fit, sigma / np.sqrt(pooled)
+    return np.where(smoothed > DECODE_FLOOR * scale, smoothed, 0.0)
+
+
+__all__ = ["BANDWIDTHS", "DECODE_FLOOR", "decode_weights", "smoothable", "smoother", "sure"]
