@@ -106,6 +106,33 @@ def test_counting_streams_over_batches(tiny_schema: Schema) -> None:
     assert fewer.rows == 24
 
 
+def test_counting_slices_stay_within_the_index_budget(tiny_schema, monkeypatch) -> None:
+    """However many sets, one slice holds at most INDEX_CELLS cell indices; the counts
+    are those of one pass over every record, locally and through a backend."""
+    import dpevolve.release.marginals as marginals
+    from dpevolve.backends import LocalBackend
+
+    workload = Workload.all_up_to(tiny_schema)
+    index = CellIndex(tiny_schema, workload)
+    domain = _domain(tiny_schema)
+    want = index.counts(domain)
+    monkeypatch.setattr(marginals, "INDEX_CELLS", 2 * len(workload.sets))
+    seen: list[int] = []
+    real = CellIndex.index
+
+    def spy(self, records):
+        out = real(self, records)
+        seen.append(out.size)
+        return out
+
+    monkeypatch.setattr(CellIndex, "index", spy)
+    for backend in (None, LocalBackend()):
+        got, rows = marginals.count_marginals(domain, index, backend=backend)
+        np.testing.assert_array_equal(got, want)
+        assert rows == len(domain)
+    assert seen and max(seen) <= 2 * len(workload.sets)
+
+
 @settings(max_examples=60, deadline=None)
 @given(arrays(np.float64, st.integers(1, 40), elements=st.floats(-5, 5)))
 def test_projection_lands_on_the_simplex_and_is_closest(v: np.ndarray) -> None:

@@ -268,6 +268,10 @@ def _batches(private: PrivateRecords) -> Iterable[Records]:
     return private
 
 
+#: Most cell indices (int64) one counting slice holds: 32 MiB, whatever the workload.
+INDEX_CELLS = 1 << 22
+
+
 class WorkloadCounts:
     """A workload's stacked counts as a :class:`~dpevolve.backends.base.CountQuery`: a
     backend hands it slices of at most ``rows`` records and adds the int64 vectors."""
@@ -288,16 +292,19 @@ class WorkloadCounts:
 def count_marginals(
     private: PrivateRecords,
     index: CellIndex,
-    batch_rows: int = 65_536,
+    batch_rows: int | None = None,
     backend: Backend | None = None,
 ) -> tuple[np.ndarray, int]:
     """Exact stacked counts and the row count, streaming over record batches.
 
-    Each batch is cut into slices of at most ``batch_rows`` rows so the cell indices in
-    memory stay ``sets x batch_rows`` whatever the batch size. ``backend`` (default:
+    Each batch is cut into slices of at most ``batch_rows`` rows (default: as many as
+    keep ``sets x rows`` cell indices within :data:`INDEX_CELLS`), so memory stays
+    bounded whatever the batch size and the number of sets. ``backend`` (default:
     this process) reads the records: a :class:`~dpevolve.backends.dask.DaskBackend`
     counts on its workers and returns only the sums, the same integers.
     """
+    if batch_rows is None:
+        batch_rows = max(1, min(65_536, INDEX_CELLS // max(1, len(index.workload.sets))))
     if backend is not None:
         data = private() if callable(private) else private
         exact = backend.count(data, WorkloadCounts(index, batch_rows))
