@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dpevolve.data.encoding import encode
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.smoothing import (
@@ -160,10 +161,6 @@ def test_any_column_decodes_after_its_release(
 ) -> None:
     """Decoding runs after the budget is spent: it must not fail on any declared column,
     and its weights are finite, non-negative, one per fine cell."""
-    import pandas as pd
-
-    from dpevolve.data.encoding import encode
-
     column = NumericColumn("v", float(lo), float(lo + span), integer=integer, nullable=nullable)
     schema = Schema((column,))
     edges = None

@@ -1,4 +1,4 @@
-"""Decoding weights from a released fine histogram: smoothed within each bin, then floored.
+"""Decoding weights from a released fine histogram: smoothed against its noise, then floored.
 
 A value is decoded by drawing a fine cell of its bin in proportion to these weights
 (:meth:`~dpevolve.engine.discretise.Discretiser.decode`). The released counts carry
@@ -31,6 +31,8 @@ Two post-processing steps of released values answer the two cases:
 
 from __future__ import annotations
 
+from itertools import takewhile
+
 import numpy as np
 
 from dpevolve.engine.discretise import FineCells
@@ -57,7 +59,8 @@ def smoothable(cells: FineCells) -> np.ndarray:
 
 def smoother(cells: FineCells, h: float) -> np.ndarray:
     """The ``(size, size)`` row-normalised smoothing matrix of width ``h`` cells: a
-    Gaussian kernel over the smoothable cells of one bin, the identity elsewhere."""
+    Gaussian kernel over the smoothable cells (within each bin where their widths
+    differ), the identity elsewhere."""
     size = cells.size
     if h <= 0:
         return np.eye(size)
@@ -111,15 +114,11 @@ def _tail_cells(cells: FineCells) -> list[np.ndarray]:
     )  # fmt: skip
     wide = extent > TAIL_WIDTH * np.median(extent)
     out = []
-    for order in (bins, bins[::-1]):
-        run = []
-        for b in order:
-            if not wide[np.searchsorted(bins, b)]:
-                break
-            run.append(b)
+    for order in (range(bins.size), range(bins.size - 1, -1, -1)):
+        run = list(takewhile(lambda k: bool(wide[k]), order))
         if run and len(run) < bins.size:
-            cells_in = index[keep & np.isin(cells.coarse, run)]
-            out.append(cells_in if order[0] == bins[0] else cells_in[::-1])
+            tail = index[keep & np.isin(cells.coarse, bins[run])]
+            out.append(tail if run[0] == 0 else tail[::-1])
     return out
 
 
@@ -133,7 +132,7 @@ def decode_weights(
     noisy: np.ndarray, sigma: float, cells: FineCells, tails: bool = False
 ) -> np.ndarray:
     """A released fine histogram as decoding weights (post-processing; module docstring);
-    ``tails``: the column's bins were moved, its first and last bins are tails."""
+    ``tails``: the column's bins were moved, so its wide end bins are tails."""
     counts = np.asarray(noisy, dtype=np.float64)
     if counts.shape != (cells.size,):
         raise ValueError("the fine histogram must have one count per fine cell")
