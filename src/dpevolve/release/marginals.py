@@ -30,6 +30,7 @@ from itertools import combinations
 import numpy as np
 
 from dpevolve.backends.base import Backend
+from dpevolve.backends.local import LocalBackend
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.errors import InputError
@@ -260,14 +261,6 @@ class NoisyMarginals:
         }
 
 
-def _batches(private: PrivateRecords) -> Iterable[Records]:
-    if isinstance(private, Records):
-        return (private,)
-    if callable(private):
-        return private()
-    return private
-
-
 #: Most cell indices (int64) one counting slice holds: 32 MiB, whatever the workload.
 INDEX_CELLS = 1 << 22
 
@@ -295,7 +288,8 @@ def count_marginals(
     batch_rows: int | None = None,
     backend: Backend | None = None,
 ) -> tuple[np.ndarray, int]:
-    """Exact stacked counts and the row count, streaming over record batches.
+    """Exact stacked counts and the row count, streaming over record batches (a
+    callable ``private`` is called once for them).
 
     Each batch is cut into slices of at most ``batch_rows`` rows (default: as many as
     keep ``sets x rows`` cell indices within :data:`INDEX_CELLS`), so memory stays
@@ -305,19 +299,12 @@ def count_marginals(
     """
     if batch_rows is None:
         batch_rows = max(1, min(65_536, INDEX_CELLS // max(1, len(index.workload.sets))))
-    if backend is not None:
-        data = private() if callable(private) else private
-        exact = backend.count(data, WorkloadCounts(index, batch_rows))
-        first = exact[index.offsets[0] : index.offsets[1]]
-        return exact.astype(np.float64), int(first.sum())
-    counts = np.zeros(index.total_cells, dtype=np.float64)
-    rows = 0
-    for batch in _batches(private):
-        for start in range(0, len(batch), batch_rows):
-            part = batch.take(slice(start, start + batch_rows))
-            counts += index.counts(part)
-            rows += len(part)
-    return counts, rows
+    reader = backend if backend is not None else LocalBackend()
+    data = private() if callable(private) else private
+    exact = reader.count(data, WorkloadCounts(index, batch_rows))
+    # every record lands in one cell of each set: the first set's cells count the rows
+    rows = int(exact[index.offsets[0] : index.offsets[1]].sum()) if index.offsets.size > 1 else 0
+    return exact.astype(np.float64), rows
 
 
 def measure_marginals(
