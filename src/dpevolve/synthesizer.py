@@ -27,6 +27,7 @@ from dpevolve.pe.variation import Variation
 from dpevolve.pilot.run import PilotFit, PilotRun
 from dpevolve.presets import Preset, get_preset
 from dpevolve.privacy import Ledger, default_delta
+from dpevolve.privacy.interrupt import Interrupted, Spending, spending
 from dpevolve.release.base import Release, Selection
 from dpevolve.release.build import ReleaseInputs
 from dpevolve.release.noise import NoiseSource, make_noise
@@ -247,13 +248,29 @@ class Synthesizer(EstimatorParams):
 
     def fit_source(self, source: PrivateSource) -> Synthesizer:
         """Fit on any :class:`~dpevolve.data.sources.PrivateSource` (the one door for
-        private records: a table in memory, a file stream, Dask partitions)."""
-        config, schema, n = self.config(), self._schema(), source.n
+        private records: a table in memory, a file stream, Dask partitions).
+
+        Interrupted (Ctrl-C), it raises :class:`~dpevolve.privacy.interrupt.Interrupted`,
+        a ``KeyboardInterrupt`` whose ``ledger`` holds every release made so far
+        (docs/privacy.md, "An interrupted run"); it sets no fitted attribute, but once it
+        has spent, ``fits_`` counts it (a later fit warns that it spends again).
+        """
         fit_number = self._next_fit_number()
+        try:
+            with spending() as spend:
+                return self._fit_source(source, fit_number, spend)
+        except Interrupted as stop:
+            if stop.releases:
+                self.fits_ = fit_number
+            raise
+
+    def _fit_source(self, source: PrivateSource, fit_number: int, spend: Spending) -> Synthesizer:
+        """:meth:`fit_source`'s run; ``spend`` follows its ledger from the moment it opens."""
+        config, schema, n = self.config(), self._schema(), source.n
         if n < 1:
             raise InputError("the private table is empty (0 rows)")
         if not config.preset.runs_pe:
-            return self._fit_adaptive(config, schema, source, fit_number)
+            return self._fit_adaptive(config, schema, source, fit_number, spend)
         # 1. Everything decided from public facts, before a private record is read.
         policy = self._policy(schema)
         backend = self._backend()
@@ -274,6 +291,7 @@ class Synthesizer(EstimatorParams):
             plan, schema, calibration=calibration, run=run, backend=type(backend).__name__,
             report=source.report,
         )  # fmt: skip
+        spend.ledger = ledger
         # 4. The rounds, then the optional marginal release (both spend the budget).
         final, history = self._evolve(plan, schema, source, release, backend, ledger, rng)
         self.support_: WeightedSupport | None = None
@@ -290,7 +308,12 @@ class Synthesizer(EstimatorParams):
         return self
 
     def _fit_adaptive(
-        self, config: RunSpec, schema: Schema, source: PrivateSource, fit_number: int
+        self,
+        config: RunSpec,
+        schema: Schema,
+        source: PrivateSource,
+        fit_number: int,
+        spend: Spending,
     ) -> Synthesizer:
         """The adaptive engine (:mod:`dpevolve.engine`): marginals chosen where the model
         is most wrong, one graphical model, fresh rows. Every release is in the ledger."""
@@ -312,6 +335,7 @@ class Synthesizer(EstimatorParams):
                 "validation": None if source.report is None else source.report.to_dict(),
             },
         )
+        spend.ledger = ledger
         # The backend counts the private records (``auto``: here, without loading numba).
         result = fit_engine(
             source, schema, budget, config.preset.engine, noise=noise, rng=rng,

@@ -1,7 +1,9 @@
 """The command line, thin over the Python API: one module per command.
 
 Exit status: 0 on success, 2 on bad input or usage (one line on stderr naming the
-problem), 1 on an internal error. Outputs are written atomically and never replace an
+problem), 1 on an internal error, 130 or 143 when interrupted by SIGINT (Ctrl-C) or
+SIGTERM (a run that spent budget leaves the ledger of what it spent:
+:mod:`dpevolve.cli.interrupt`). Outputs are written atomically and never replace an
 existing file without ``--force``.
 
 Start-up is kept short: importing this package loads nothing heavy (no typer, pandas,
@@ -30,9 +32,12 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"dpevolve {__version__}")
         return 0
-    from dpevolve.cli.entry import run
-    from dpevolve.data.messages import show_values
-
+    try:  # Ctrl-C while the command's modules load: nothing has run yet
+        from dpevolve.cli.entry import run
+        from dpevolve.data.messages import show_values
+    except KeyboardInterrupt:
+        print("dpevolve: interrupted", file=sys.stderr)
+        return 130
     with show_values("--show-values" in args):
         return run(args)
 

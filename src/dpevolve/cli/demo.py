@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from dpevolve.cli.common import Force, Quiet, Seed, app, ledger_path, say
+from dpevolve.cli.interrupt import accounted, at_stake
 from dpevolve.data.io import write_json, write_table
 from dpevolve.errors import InputError
 from dpevolve.extras import require
@@ -21,6 +22,7 @@ from dpevolve.extras import require
     "  dpevolve demo\n"
     "  dpevolve demo --dataset adult --epsilon 1 -o adult-demo   # needs the Adult files"
 )
+@accounted
 def demo(
     output: Annotated[Path, typer.Option("--output", "-o", help="Folder for the outputs.")] = Path(
         "demo-output"
@@ -64,6 +66,8 @@ def demo(
     data = datasets.load(dataset)
     test = _maybe_test_split(dataset)
     output.mkdir(parents=True, exist_ok=True)
+    stake = at_stake(ledger_out, outputs=(table_out, eval_out, report_out, public_out),
+                     epsilon=epsilon)  # fmt: skip
     model = Synthesizer(
         data.schema,
         epsilon=epsilon,
@@ -78,6 +82,7 @@ def demo(
         f"epsilon={epsilon}, delta={delta}, preset={model.resolved_preset()}",
     )
     model.fit(data.frame)
+    stake.ledger = model.ledger_
     synthetic = model.sample()  # as many rows as the private table (n is public)
     write_table(synthetic, table_out)
     model.ledger_.write(ledger_out)

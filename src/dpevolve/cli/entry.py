@@ -11,8 +11,10 @@ import typer
 
 from dpevolve.cli import datasets, demo, evaluate, policy, pubmix, report, schema, synth
 from dpevolve.cli.common import app
+from dpevolve.cli.interrupt import SIGNAL_STATUS
 from dpevolve.data.messages import internal_error
 from dpevolve.errors import InputError
+from dpevolve.privacy.interrupt import signal_of
 
 # Registered on import.
 _COMMANDS = (datasets, demo, evaluate, policy, pubmix, report, schema, synth)
@@ -38,7 +40,8 @@ def _root(
     """Differentially private synthetic tables by Private Evolution.
 
     Start with `dpevolve demo`; `dpevolve COMMAND -h` explains one command. Exit
-    status: 0 success, 2 bad input or usage, 1 internal error.
+    status: 0 success, 2 bad input or usage, 1 internal error, 130/143 interrupted
+    (Ctrl-C/SIGTERM; what was spent stays in the ledger).
     """
 
 
@@ -49,15 +52,17 @@ def _kind(exc: BaseException) -> set[str]:
 
 
 def run(argv: list[str]) -> int:
-    """Run one command line; errors become exit codes 2 (input) and 1 (internal)."""
+    """Run one command line; errors become exit codes 2 (input) and 1 (internal), an
+    interrupt 130 (SIGINT) or 143 (SIGTERM) (:mod:`dpevolve.cli.interrupt`)."""
     try:
-        app(args=argv, prog_name="dpevolve", standalone_mode=False)
+        # typer returns the status of a typer.Exit (an interrupted command's included).
+        status = app(args=argv, prog_name="dpevolve", standalone_mode=False)
     except InputError as exc:
         typer.echo(f"dpevolve: error: {exc}", err=True)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         typer.echo("dpevolve: interrupted", err=True)
-        return 130
+        return SIGNAL_STATUS + signal_of(exc)
     except Exception as exc:
         kind = _kind(exc)
         ctx = getattr(exc, "ctx", None)
@@ -76,7 +81,7 @@ def run(argv: list[str]) -> int:
             return 2
         typer.echo(f"dpevolve: internal error: {internal_error(exc)}", err=True)
         return 1
-    return 0
+    return status if isinstance(status, int) else 0
 
 
 __all__ = ["app", "run"]

@@ -25,6 +25,7 @@ from dpevolve.cli.common import (
     require_budget,
     say,
 )
+from dpevolve.cli.interrupt import accounted, at_stake
 from dpevolve.data.io import read_table, write_table
 
 
@@ -46,6 +47,7 @@ class Floor(StrEnum):
     "      -e 5 -d 1e-4 -o samples.csv\n"
     "  dpevolve pubmix private.csv -s schema.yaml -m 1000 --noise gaussian --rho 0.5 -o s.csv"
 )
+@accounted
 def pubmix(
     private: Annotated[
         Path, typer.Argument(metavar="PRIVATE", help="Private table (.csv or .parquet).")
@@ -100,6 +102,7 @@ def pubmix(
 
     preflight(inputs=[private, public, schema], outputs=[output, ledger_out], force=force,
               schema=table_schema, rows=m, table=output)  # fmt: skip
+    stake = at_stake(ledger_out, outputs=(output,), epsilon=epsilon)
     # The one door: every row read counts in n (public), an invalid one as a fixed record.
     source = FrameSource(
         read_table(private, "private table"), table_schema, on_invalid=on_invalid.value
@@ -124,6 +127,7 @@ def pubmix(
         random_state=seed,
         noise_seed=noise_seed,
     )
+    stake.ledger = release.ledger
     if noise_seed is not None:
         typer.echo(NOISE_SEED_WARNING, err=True)
     validation = source.report

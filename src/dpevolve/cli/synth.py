@@ -26,6 +26,7 @@ from dpevolve.cli.common import (
     check_outputs,
     say,
 )
+from dpevolve.cli.interrupt import accounted, at_stake
 from dpevolve.cli.report import write_reports
 from dpevolve.config import (
     MECHANISMS,
@@ -245,6 +246,7 @@ RUN_FLAGS = (
 @app.command(
     help="Synthesize a DP table from PRIVATE; the ledger goes to OUT.ledger.json." + EXAMPLES
 )
+@accounted
 def synth(
     ctx: typer.Context,
     private: PrivateArg,
@@ -309,6 +311,7 @@ def synth(
     if policy is not None:
         _say_policy_warnings(policy, table_schema, spec.preset.distance, quiet)
     chosen_backend, backend_line = _backend(spec.backend)
+    stake = at_stake(ledger_out, share_ledger, (output, report, share_report), spec.budget.epsilon)
     model = Synthesizer.from_spec(
         table_schema, spec, policy=policy, public=public_table, random_state=seed,
         noise_seed=noise_seed, progress=not quiet, backend=chosen_backend,
@@ -320,6 +323,7 @@ def synth(
     if noise_seed is not None:
         typer.echo(NOISE_SEED_WARNING, err=True)
     _fit(model, private, stream, batch_rows, quiet)
+    stake.ledger = model.ledger_
     ledger = model.ledger_.to_dict()
     _say_choices(ledger, spec.vote.temperature, spec.budget, quiet)
     synthetic = model.sample(rows)

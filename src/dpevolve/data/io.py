@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from dpevolve.data.messages import reader_error
 from dpevolve.errors import InputError
 from dpevolve.extras import require
+from dpevolve.pause import reached
 
 if TYPE_CHECKING:  # imported where a table is read: `dpevolve -h` needs no pandas
     import pandas as pd
@@ -169,21 +170,23 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def atomic_write(path: str | Path, write: Callable[[Path], object]) -> None:
-    """Call ``write(tmp)`` then rename ``tmp`` onto ``path`` (no partial file on failure)."""
+    """Call ``write(tmp)`` then rename ``tmp`` onto ``path`` (no partial file on failure,
+    an interrupt included: the temporary file is removed on the way out)."""
     path = Path(path)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
+    try:  # from the first step on: an interrupt anywhere after mkstemp removes tmp
+        os.close(fd)
+        tmp = Path(tmp_name)
         write(tmp)
+        reached("write")
         # mkstemp makes the file 0600; give the output the permissions a plain open() would.
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        if os.path.exists(tmp_name):
+            os.unlink(tmp_name)
 
 
 def write_table(frame: pd.DataFrame, path: str | Path) -> None:

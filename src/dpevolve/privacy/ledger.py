@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from dpevolve.errors import InputError
+from dpevolve.pause import reached
 from dpevolve.privacy.accountants import Accountant, AccountingResult, checked
 from dpevolve.privacy.checks import json_checked, json_float, open_unit
 from dpevolve.privacy.events import Event, GaussianEvent
@@ -117,27 +118,29 @@ class Ledger(LedgerJson):
         self.accountant = accountant if accountant is not None else Accountant(self.delta)
         if self.accountant.delta != self.delta:
             raise InputError("the ledger's accountant must use the ledger's delta")
-        self._events: list[Event] = []
-        self._entries: list[dict[str, Any]] = []
+        # One list of (event, entry) pairs: a release is appended in one step, so an
+        # interrupt never leaves an event without its entry (dpevolve.privacy.interrupt).
+        self._records: list[tuple[Event, dict[str, Any]]] = []
         self._metadata: dict[str, Any] = {}
         self._notes: list[str] = []
         self._cache: tuple[int, AccountingResult, list[float | None]] | None = None
         if metadata:
             self.add_metadata(**metadata)
+        reached("release:0")
 
     def record(self, event: Event, round: int | None = None, **info: Any) -> None:
         """Append one release. ``round`` defaults to the previous round + 1."""
         checked([event])
         if round is None:
-            prev = self._entries[-1]["round"] if self._entries else 0
+            prev = self._records[-1][1]["round"] if self._records else 0
             round = (prev if isinstance(prev, int) else 0) + 1
         clash = (_RESERVED_EVENT | event.to_dict().keys()) & info.keys()
         if clash:
             raise InputError(f"ledger info may not override {sorted(clash)}")
         entry = {"round": int(round), **json_checked("ledger info", info)}
-        self._events.append(event)
-        self._entries.append(entry)
+        self._records.append((event, entry))
         self._cache = None
+        reached(f"release:{len(self._records)}")
 
     def add_metadata(self, **kv: Any) -> None:
         """Set free-form top-level keys (schema, preset, version, policy...)."""
@@ -152,7 +155,7 @@ class Ledger(LedgerJson):
 
     @property
     def events(self) -> tuple[Event, ...]:
-        return tuple(self._events)
+        return tuple(event for event, _ in self._records)
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -167,29 +170,30 @@ class Ledger(LedgerJson):
 
     def spent(self) -> float:
         """Epsilon of the events recorded so far (for progress displays)."""
-        return self.result().epsilon if self._events else 0.0
+        return self.result().epsilon if self._records else 0.0
 
     def ex_post_epsilon(self) -> float | None:
         """Epsilon with each round at the exact sensitivity its search found; ``None``
         when no round was searched. Not a guarantee: which rounds are cheap depends on
         earlier noisy outputs."""
-        if not any(EXACT_SENSITIVITY in e for e in self._entries):
+        if not any(EXACT_SENSITIVITY in entry for _, entry in self._records):
             return None
         events = [
             replace(ev, sensitivity=float(entry[EXACT_SENSITIVITY]))
             if isinstance(ev, GaussianEvent) and EXACT_SENSITIVITY in entry
             else ev
-            for ev, entry in zip(self._events, self._entries, strict=True)
+            for ev, entry in self._records
         ]
         return self.accountant.epsilon(events).epsilon
 
     def _compute(self) -> tuple[int, AccountingResult, list[float | None]]:
-        n = len(self._events)
+        events = self.events
+        n = len(events)
         if self._cache is not None and self._cache[0] == n:
             return self._cache
-        result = self.accountant.epsilon(self._events)
+        result = self.accountant.epsilon(events)
         running = self.accountant.running_epsilons(
-            self._events, closed_forms_only=n > _MAX_RUNNING_PREFIXES
+            events, closed_forms_only=n > _MAX_RUNNING_PREFIXES
         )
         self._cache = (n, result, running)
         return self._cache
@@ -203,7 +207,7 @@ class Ledger(LedgerJson):
                 **{k: v for k, v in entry.items() if k != "round"},
                 "running_epsilon": None if eps is None else json_float(eps),
             }
-            for entry, event, eps in zip(self._entries, self._events, running, strict=True)
+            for (event, entry), eps in zip(self._records, running, strict=True)
         ]
         out: dict[str, Any] = {
             "epsilon": json_float(result.epsilon),

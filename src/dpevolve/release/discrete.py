@@ -54,6 +54,7 @@ from dpevolve.privacy import (
     calibrate_gaussian,
     default_delta,
 )
+from dpevolve.privacy.interrupt import spending
 from dpevolve.pubmix.noise import choose_floor, choose_floor_privately, linmix, pubmix_sample
 from dpevolve.release.noise import NoiseSource, make_noise
 from dpevolve.reporting.evaluation import bin_codes, bin_count
@@ -232,33 +233,39 @@ def sample_discrete(
     if report is not None:
         # Counts from the private table: the full ledger only (not on the allow-list).
         ledger.add_metadata(validation=report.to_dict())
-    details: dict[str, Any] = {"cells": domain.cells}
+    # An interrupt from here on carries the ledger (dpevolve.privacy.interrupt).
+    with spending() as spend:
+        spend.ledger = ledger
+        details: dict[str, Any] = {"cells": domain.cells}
 
-    if noise == "gaussian":
-        # Integer counts lie on the noise grid: no rounding slack to add.
-        multiplier = calibrate_gaussian(1, budget, discrete=True)
-        sigma = multiplier * math.sqrt(2.0)
-        noisy = np.maximum(noise_source.gaussian(counts, sigma), 0.0)
-        weights = (
-            noisy / noisy.sum() if noisy.sum() > 0 else np.full(domain.cells, 1.0 / domain.cells)
-        )
-        cells = rng.choice(domain.cells, size=m, p=weights)  # post-processing
-        ledger.record(
-            GaussianEvent(sensitivity=math.sqrt(2.0), sigma=sigma, discrete=True), round=1
-        )
-        details.update(sigma=sigma)
-    else:
-        beta, p_noise, epsilon = _mixture_weights(
-            counts, public, schema, domain, m, budget, noise,
-            {"floor": floor, "gamma": gamma, "gamma_epsilon": gamma_epsilon,
-             "floor_epsilon": floor_epsilon},
-            noise_source, rng, ledger, details,
-        )  # fmt: skip
-        cells = pubmix_sample(counts, p_noise, beta, m, noise_source)
-        ledger.record(ApproxDPEvent(epsilon, delta, label=noise), round=1, beta=beta)
-        details.update(beta=beta)
-    ledger.add_metadata(details=details)
-    return DiscreteRelease(domain.decode(cells, rng), ledger, details)
+        if noise == "gaussian":
+            # Integer counts lie on the noise grid: no rounding slack to add.
+            multiplier = calibrate_gaussian(1, budget, discrete=True)
+            sigma = multiplier * math.sqrt(2.0)
+            # Recorded before the noise is drawn: an interrupt can only over-count.
+            ledger.record(
+                GaussianEvent(sensitivity=math.sqrt(2.0), sigma=sigma, discrete=True), round=1
+            )
+            noisy = np.maximum(noise_source.gaussian(counts, sigma), 0.0)
+            weights = (
+                noisy / noisy.sum()
+                if noisy.sum() > 0
+                else np.full(domain.cells, 1.0 / domain.cells)
+            )
+            cells = rng.choice(domain.cells, size=m, p=weights)  # post-processing
+            details.update(sigma=sigma)
+        else:
+            beta, p_noise, epsilon = _mixture_weights(
+                counts, public, schema, domain, m, budget, noise,
+                {"floor": floor, "gamma": gamma, "gamma_epsilon": gamma_epsilon,
+                 "floor_epsilon": floor_epsilon},
+                noise_source, rng, ledger, details,
+            )  # fmt: skip
+            ledger.record(ApproxDPEvent(epsilon, delta, label=noise), round=1, beta=beta)
+            cells = pubmix_sample(counts, p_noise, beta, m, noise_source)
+            details.update(beta=beta)
+        ledger.add_metadata(details=details)
+        return DiscreteRelease(domain.decode(cells, rng), ledger, details)
 
 
 def exact_tv(public_counts: np.ndarray, private_counts: np.ndarray) -> float:
