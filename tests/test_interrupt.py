@@ -225,4 +225,3 @@ def test_an_interrupted_atomic_write_leaves_no_file(tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt):
         atomic_write(target, half)
     assert list(tmp_path.iterdir()) == []
-
