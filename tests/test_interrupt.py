@@ -2,8 +2,8 @@
 
 The command line is tested with real signals sent to a real ``dpevolve`` process. To
 interrupt it at a known point, ``DPEVOLVE_TEST_PAUSE`` (:mod:`dpevolve.pause`, testing
-only: it delays, nothing else) holds the run right after a given release, or inside the
-synthetic table's write, and says so on stderr; the test then sends SIGINT or SIGTERM.
+only: it delays, nothing else) holds the run right after a given release, or inside one of
+its writes, and says so on stderr; the test then sends SIGINT or SIGTERM.
 """
 
 from __future__ import annotations
@@ -132,16 +132,20 @@ def test_interrupted_before_any_release_spends_nothing(files, sig) -> None:
     assert "before any release: nothing was spent, no ledger written" in one_line(err)
 
 
-def test_interrupted_while_writing_the_table(files) -> None:
-    """After the fit every release is made: the whole ledger is written, the half-written
-    table (its temporary file) is removed and the run still fails."""
+@pytest.mark.parametrize("write", [1, 3])
+def test_interrupted_while_writing(files, write) -> None:
+    """After the fit every release is made: the whole ledger is written, the table is
+    removed (half written: its temporary file; or already written, when the shareable
+    ledger is) and the run still fails."""
     folder, schema, private = files
-    status, err = interrupted(synth(private, schema, folder / "out.csv"), "write", "SIGINT")
+    argv = synth(private, schema, folder / "out.csv", "--share-ledger", folder / "shared.json")
+    status, err = interrupted(argv, f"write:{write}", "SIGINT")
     assert status == 130, err
-    only_outputs(folder, "out.ledger.json")
+    only_outputs(folder, "out.ledger.json", "shared.json")
     ledger = json.loads((folder / "out.ledger.json").read_text())
     assert ledger["epsilon"] == pytest.approx(1.0, rel=1e-6)  # the whole budget was spent
     assert ledger["epsilon"] == pytest.approx(recomputed(ledger), rel=1e-6)
+    assert json.loads((folder / "shared.json").read_text())["events"] == ledger["events"]
     line = one_line(err)
     assert f"after the fit (all {len(ledger['events'])} releases made)" in line
 

@@ -5,7 +5,8 @@ one point, waits for the run to say it got there, and interrupts it:
 
 - ``release:N``: a ledger has just recorded its Nth release (``release:0``: a ledger
   was opened and holds none yet);
-- ``write``: the first atomic write has filled its temporary file, before the rename.
+- ``write:N``: the Nth atomic write of the process has filled its temporary file,
+  before the rename (``synth``: 1 the table, 2 its ledger, 3 the shareable ledger).
 
 The run says ``dpevolve: test pause at POINT`` on stderr, then sleeps (at most
 :data:`WAIT_S` seconds, then goes on). It pauses once per process. Unset (always,
@@ -23,6 +24,13 @@ VARIABLE = "DPEVOLVE_TEST_PAUSE"
 WAIT_S = 120.0
 
 _paused: list[str] = []  # the point already paused at (once per process)
+_passed: dict[str, int] = {}  # how often each counted point was passed
+
+
+def counted(name: str) -> str:
+    """``NAME:N`` for the Nth time this process passes the point ``name``."""
+    _passed[name] = _passed.get(name, 0) + 1
+    return f"{name}:{_passed[name]}"
 
 
 def reached(point: str) -> None:
@@ -36,4 +44,4 @@ def reached(point: str) -> None:
         time.sleep(0.05)
 
 
-__all__ = ["VARIABLE", "WAIT_S", "reached"]
+__all__ = ["VARIABLE", "WAIT_S", "counted", "reached"]

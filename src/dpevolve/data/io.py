@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from dpevolve.data.messages import reader_error
 from dpevolve.errors import InputError
 from dpevolve.extras import require
-from dpevolve.pause import reached
+from dpevolve.pause import counted, reached
 
 if TYPE_CHECKING:  # imported where a table is read: `dpevolve -h` needs no pandas
     import pandas as pd
@@ -178,7 +178,7 @@ def atomic_write(path: str | Path, write: Callable[[Path], object]) -> None:
         os.close(fd)
         tmp = Path(tmp_name)
         write(tmp)
-        reached("write")
+        reached(counted("write"))
         # mkstemp makes the file 0600; give the output the permissions a plain open() would.
         umask = os.umask(0)
         os.umask(umask)

@@ -45,6 +45,9 @@ class Interrupted(KeyboardInterrupt):
         self.signum = int(signum)
         super().__init__(self.summary())
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.ledger, self.signum))
+
     @property
     def releases(self) -> int:
         """Releases that cost privacy, made before the interrupt."""
