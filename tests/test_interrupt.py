@@ -147,7 +147,7 @@ def test_interrupted_while_writing(files, write) -> None:
     assert ledger["epsilon"] == pytest.approx(recomputed(ledger), rel=1e-6)
     assert json.loads((folder / "shared.json").read_text())["events"] == ledger["events"]
     line = one_line(err)
-    assert f"after the fit (all {len(ledger['events'])} releases made)" in line
+    assert f"interrupted after all {len(ledger['events'])} releases: epsilon 1 of 1" in line
 
 
 def test_pubmix_interrupted_leaves_its_ledger(files) -> None:

@@ -105,7 +105,8 @@ def settle(exc: KeyboardInterrupt, stake: Stake | None) -> int:
     """Remove what the run wrote, write the ledger of what it spent, say so in one
     line; the exit status."""
     status = SIGNAL_STATUS + signal_of(exc)
-    during = isinstance(exc, Interrupted)  # in the releases, or after them
+    # Interrupted: during the releases, with the ledger so far; else after all of them.
+    during = isinstance(exc, Interrupted)
     ledger = exc.ledger if isinstance(exc, Interrupted) else getattr(stake, "ledger", None)
     if stake is not None:
         _remove_written(stake)
@@ -124,13 +125,10 @@ def settle(exc: KeyboardInterrupt, stake: Stake | None) -> int:
     spent = f"epsilon {ledger.spent():.4g}" + (
         f" of {stake.epsilon:g}" if stake.epsilon is not None else ""
     )
-    when = (
-        f"after {made} release{'s' * (made != 1)}"
-        if during
-        else f"after the fit (all {made} releases made)"
-    )
+    plural = f"{made} release{'s' * (made != 1)}"
+    when = plural if during else ("its only release" if made == 1 else f"all {plural}")
     typer.echo(
-        f"dpevolve: interrupted {when}: {spent} spent; no other output written; the "
+        f"dpevolve: interrupted after {when}: {spent} spent; no other output written; the "
         f"ledger of what was spent is in {where}",
         err=True,
     )
