@@ -1,8 +1,8 @@
 """An interrupted run accounts for what it spent (docs/privacy.md, "An interrupted run").
 
-Every release is recorded in the run's ledger before its noisy value is used, so at any
-instant the ledger lists every release whose value could have reached anything the run
-shows or writes. :func:`spending` follows the ledger a run opens; when the run is
+Every release is recorded in the run's ledger before anything the run writes depends on
+its noisy value, so at any instant the ledger lists every release whose value could
+reach an output. :func:`spending` follows the ledger a run opens; when the run is
 interrupted (Ctrl-C's ``KeyboardInterrupt``, or :class:`Terminated` under
 :func:`terminate_as_interrupt`) it raises :class:`Interrupted`, a ``KeyboardInterrupt``
 that carries that ledger: the spend is never lost with the run. Nothing is undone: what
