@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,11 +39,11 @@ from scipy import special
 
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
-from dpevolve.engine import select
+from dpevolve.engine import EngineSpec, fit_engine, select
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import count_marginals
 from dpevolve.measurements import MarginalQuery
-from dpevolve.privacy import ExponentialEvent, GaussianEvent
+from dpevolve.privacy import Budget, ExponentialEvent, GaussianEvent
 from dpevolve.privacy.audit import ExactLoss, exact_loss
 from dpevolve.privacy.events import Event, ZeroCostEvent
 from dpevolve.release.noise import SeededNoise
@@ -163,8 +163,11 @@ def _gaussian_violations(k: int, d: Call, n: Call, event: Event) -> list[str]:
     return out
 
 
-def draw_violations(k: int, d: Call, n: Call, event: Event) -> list[str]:
-    """Draw ``k`` on ``D`` and on ``D'`` against the selection event that pays for it."""
+def draw_violations(
+    k: int, d: Call, n: Call, event: Event, loss: ExactLoss | None = None
+) -> list[str]:
+    """Draw ``k`` on ``D`` and on ``D'`` against the selection event that pays for it
+    (``loss``: their :func:`~dpevolve.privacy.audit.exact_loss`, if already known)."""
     if not isinstance(event, ExponentialEvent):
         return [f"call {k}: a draw paid for by {type(event).__name__}"]
     out = []
@@ -176,7 +179,7 @@ def draw_violations(k: int, d: Call, n: Call, event: Event) -> list[str]:
         out.append(f"call {k}: drawn at epsilon {drawn:.6g}, the ledger says {event.epsilon:.6g}")
     if event.rho < drawn**2 / 8 * (1 - TOL):  # bounded range: rho = epsilon^2 / 8
         out.append(f"call {k}: rho {event.rho:.6g} below epsilon^2 / 8 of the draw")
-    loss = exact_loss(draw_log_pmf(d), draw_log_pmf(n))
+    loss = loss if loss is not None else exact_loss(draw_log_pmf(d), draw_log_pmf(n))
     if loss.loss_range > event.epsilon + TOL or loss.rho > event.rho + TOL:
         out.append(f"call {k}: exact loss {loss} above the claim {event}")
     return out
@@ -323,7 +326,15 @@ def selection_audit(kind: str, epsilon: float = 2.0, sigma: float = 0.3) -> Sele
     cliques = list(dict.fromkeys(q.clique for q in pool))
     audit = SelectionAudit(select.selection_event(epsilon, weights))
 
+    cache: dict[tuple[Any, ...], Call] = {}
+
     def drawn(frame: pd.DataFrame, on_invalid: str) -> Call:
+        key = (on_invalid, *frame.itertuples(index=False, name=None))
+        if key not in cache:
+            cache[key] = count_and_draw(frame, on_invalid)
+        return cache[key]
+
+    def count_and_draw(frame: pd.DataFrame, on_invalid: str) -> Call:
         counted, _ = count_marginals(FrameSource(frame, TINY, on_invalid=on_invalid), disc, cliques)
         exact = {q: q.project(counted[q.clique]) for q in pool}
         values = select.scores(pool, exact.__getitem__, model.__getitem__, weights, sigma)
@@ -331,9 +342,69 @@ def selection_audit(kind: str, epsilon: float = 2.0, sigma: float = 0.3) -> Sele
 
     for k, (a, b, on_invalid) in enumerate(tiny_neighbours()):
         d, n = drawn(a, "error"), drawn(b, on_invalid)
-        audit.violations += draw_violations(k, d, n, audit.event)
         loss = exact_loss(draw_log_pmf(d), draw_log_pmf(n))
+        audit.violations += draw_violations(k, d, n, audit.event, loss)
         audit.worst_score = max(audit.worst_score, float(np.max(np.abs(d.values - n.values))))
         worst = np.maximum(dataclasses.astuple(audit.worst), dataclasses.astuple(loss))
         audit.worst = ExactLoss(*(float(v) for v in worst))
     return audit
+
+
+# ------------------------------------------------------ whole runs, coupled
+def coupled_fit(
+    fit: Callable[[pd.DataFrame, str, RecordingNoise], Any],
+    here: pd.DataFrame,
+    there: pd.DataFrame,
+    on_invalid: str,
+) -> tuple[Any, Any, RecordingNoise, ReplayNoise | None, list[str]]:
+    """``fit(table, on_invalid, noise)`` on ``D`` with recorded noise, then on ``D'``
+    replaying ``D``'s outputs: both results, both noise sources, and the violations
+    found so far (a diverging replay). ``D`` reads under ``error``."""
+    recorded = RecordingNoise(17)
+    first = fit(here, "error", recorded)
+    replay = ReplayNoise(recorded.calls)
+    try:
+        second = fit(there, on_invalid, replay)
+    except Diverged as err:
+        return first, None, recorded, None, [f"the replay diverged: {err}"]
+    if len(replay.calls) != len(recorded.calls):
+        return first, second, recorded, replay, ["D' made fewer noise calls than D"]
+    return first, second, recorded, replay, []
+
+
+def engine_violations(
+    schema: Schema,
+    here: pd.DataFrame,
+    there: pd.DataFrame,
+    on_invalid: str,
+    spec: EngineSpec,
+    budget: Budget,
+) -> list[str]:
+    """One pair of neighbours through :func:`~dpevolve.engine.fit_engine`, coupled
+    (:func:`coupled_fit`): every noise call against its ledger event
+    (:func:`call_violations`), and the shareable ledger, the released model (bins,
+    decoding weights, estimator, PE stage), the history and rows drawn from it
+    identical on both sides (post-processing of the same released values)."""
+
+    def fit(table: pd.DataFrame, mode: str, noise: RecordingNoise) -> Any:
+        source = FrameSource(table, schema, on_invalid=mode)
+        rng = np.random.default_rng(5)
+        return fit_engine(source, schema, budget, spec, noise=noise, rng=rng)
+
+    d, n, recorded, replay, out = coupled_fit(fit, here, there, on_invalid)
+    if replay is None:
+        return out
+    out += call_violations(recorded.calls, replay.calls, d.events)
+    sides = [
+        (
+            r.ledger.shareable_dict(),
+            r.history,
+            r.released(),
+            r.sample(40, np.random.default_rng(8)),
+        )
+        for r in (d, n)
+    ]
+    where = first_difference(*sides, "result")
+    if where is not None:
+        out.append(f"not a function of the released values alone: {where}")
+    return out

@@ -203,14 +203,14 @@ def exact_loss(
     if np.isneginf(lp).any() or np.isneginf(lq).any():
         return ExactLoss(math.inf, math.inf, math.inf)
     loss = lp - lq
+    alphas = np.array([a for a in orders if a != 1.0], dtype=np.float64)[:, None]
     worst = 0.0
     for a, b in ((lp, lq), (lq, lp)):
-        for alpha in orders:
-            if alpha == 1.0:
-                divergence = float(np.sum(np.exp(a) * (a - b)))
-            else:
-                divergence = float(special.logsumexp(alpha * a + (1 - alpha) * b)) / (alpha - 1)
-            worst = max(worst, divergence / alpha)
+        ratios = special.logsumexp(alphas * a + (1 - alphas) * b, axis=1) / (alphas[:, 0] - 1)
+        ratios /= alphas[:, 0]
+        if 1.0 in orders:  # the Kullback-Leibler divergence, the limit at alpha = 1
+            ratios = np.append(ratios, float(np.sum(np.exp(a) * (a - b))))
+        worst = max(worst, float(ratios.max(initial=0.0)))
     return ExactLoss(float(np.abs(loss).max()), float(loss.max() - loss.min()), worst)
 
 
