@@ -218,11 +218,14 @@ def first_difference(a: Any, b: Any, path: str = "", seen: set[int] | None = Non
     """Where two results first differ (a path), or ``None``: arrays, frames, mappings,
     sequences, dataclasses and plain objects are compared member by member."""
     seen = set() if seen is None else seen
-    if id(a) in seen:
-        return None
-    seen.add(id(a))
     if type(a) is not type(b):
         return f"{path}: {type(a).__name__} vs {type(b).__name__}"
+    if isinstance(a, str | bytes | int | float | complex | bool | type(None)):
+        equal = a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b))
+        return None if equal else f"{path}: {a!r} vs {b!r}"
+    if id(a) in seen:  # a container met before (shared, or a cycle)
+        return None
+    seen.add(id(a))
     if isinstance(a, np.ndarray):
         same = a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
         return None if same else f"{path}: arrays differ"
@@ -244,8 +247,7 @@ def first_difference(a: Any, b: Any, path: str = "", seen: set[int] | None = Non
             fields = {f.name: getattr(a, f.name) for f in dataclasses.fields(a)}
         pairs = ((f"{path}.{k}", v, getattr(b, k, None)) for k, v in fields.items())
     else:
-        equal = a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b))
-        return None if equal else f"{path}: {a!r} vs {b!r}"
+        return None if a == b else f"{path}: {a!r} vs {b!r}"
     for where, x, y in pairs:
         found = first_difference(x, y, where, seen)
         if found is not None:
