@@ -31,7 +31,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -96,28 +96,23 @@ def composed_mu(active: Sequence[Event]) -> float:
     return math.sqrt(sum(e.mu**2 for e in active if isinstance(e, GaussianEvent)))
 
 
-class Method(Protocol):
-    """One composition method over the costly events of a run."""
-
-    name: str
-
-    def supports(self, events: Sequence[Event]) -> bool: ...
-
-    def epsilon(self, events: Sequence[Event], delta: float) -> tuple[float, float]:
-        """``(epsilon, delta_certified)``; ``delta_certified`` is ``delta`` except for
-        basic composition, which certifies the sum of the claimed deltas."""
-        ...
-
-
 class Composition:
-    """A method whose one dispatch, :meth:`part` (what it composes an event as, ``None``
-    where it cannot), decides both :meth:`supports` and what :meth:`epsilon` composes:
-    a method supports exactly the events it composes. A free event is composed as
-    nothing by every method."""
+    """One composition method over the costly events of a run.
+
+    Its one dispatch, :meth:`part` (what it composes an event as, ``None`` where it
+    cannot), decides both :meth:`supports` and what :meth:`epsilon` composes: a method
+    supports exactly the events it composes. A free event is composed as nothing by
+    every method.
+    """
 
     name = "composition"
 
     def part(self, event: Event) -> Any:
+        raise NotImplementedError
+
+    def epsilon(self, events: Sequence[Event], delta: float) -> tuple[float, float]:
+        """``(epsilon, delta_certified)``; ``delta_certified`` is ``delta`` except for
+        basic composition, which certifies the sum of the claimed deltas."""
         raise NotImplementedError
 
     def supports(self, events: Sequence[Event]) -> bool:
@@ -234,10 +229,6 @@ class Pld(Composition):
     def epsilon(self, events: Sequence[Event], delta: float) -> tuple[float, float]:
         return max(0.0, float(self.compose(events).get_epsilon_for_delta(delta))), delta
 
-    def event_pld(self, event: Event) -> PrivacyLossDistribution:
-        build: Callable[[], PrivacyLossDistribution] = self.parts([event])[0]
-        return build()
-
     def compose(self, events: Sequence[Event]) -> PrivacyLossDistribution:
         builders = self.parts(events)
         # Identical releases self-compose in one FFT power instead of T convolutions.
@@ -326,7 +317,7 @@ class Accountant:
                 raise InputError(f"unknown accounting method {m!r}; use one of {list(METHODS)}")
         self.methods: tuple[str, ...] = chosen
         self.pld = Pld(value_discretization_interval)
-        available: dict[str, Method] = {
+        available: dict[str, Composition] = {
             "gaussian_exact": GaussianExact(),
             "pld": self.pld,
             "rdp": Rdp(),
