@@ -12,6 +12,9 @@ Usage::
     python benchmarks/privacy_mutants.py            # every mutant
     python benchmarks/privacy_mutants.py fine-histogram-free
     # -> benchmarks/results/privacy_mutants.json
+    python benchmarks/privacy_mutants.py --every-failure \
+        --paths tests/privacy/test_selection_exact.py tests/privacy/test_model_file.py
+    # -> every failing test of those files (no -x), in privacy_mutants_every.json
 """
 
 from __future__ import annotations
@@ -75,9 +78,9 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
 }
 
 
-def run(name: str | None) -> dict[str, object]:
-    """``pytest tests/privacy -x -q`` against a copy of ``src`` with mutant ``name``
-    (``None``: unmutated)."""
+def run(name: str | None, paths: list[str] | None = None, every: bool = False) -> dict[str, object]:
+    """``pytest tests/privacy -x -q`` (or ``paths``; without ``-x`` when ``every``)
+    against a copy of ``src`` with mutant ``name`` (``None``: unmutated)."""
     with tempfile.TemporaryDirectory() as folder:
         src = Path(folder) / "src"
         shutil.copytree(ROOT / "src", src, ignore=shutil.ignore_patterns("__pycache__"))
@@ -89,23 +92,26 @@ def run(name: str | None) -> dict[str, object]:
                 raise SystemExit(f"{name}: the text to mutate is not in {file} exactly once")
             path.write_text(code.replace(text, replacement))
         env = {**os.environ, "PYTHONPATH": str(src), "PYTHONDONTWRITEBYTECODE": "1"}
-        command = [sys.executable, "-m", "pytest", "tests/privacy", "-x", "-q"]
-        command += ["-p", "no:cacheprovider"]
+        command = [sys.executable, "-m", "pytest", *(paths or ["tests/privacy"]), "-q"]
+        command += ["-p", "no:cacheprovider", *([] if every else ["-x"])]
         start = time.perf_counter()
         done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
         seconds = time.perf_counter() - start
     failed = re.findall(r"^FAILED (\S+)", done.stdout, flags=re.MULTILINE)
-    return {
-        "mutant": name or "none",
-        "pytest_exit": done.returncode,
-        "first_failure": failed[0] if failed else None,
-        "seconds": round(seconds, 1),
-    }
+    row: dict[str, object] = {"mutant": name or "none", "pytest_exit": done.returncode}
+    if every:
+        row["failures"] = failed
+    else:
+        row["first_failure"] = failed[0] if failed else None
+    row["seconds"] = round(seconds, 1)
+    return row
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mutants", nargs="*", help=f"some of {', '.join(MUTANTS)}")
+    parser.add_argument("--paths", nargs="+", help="test paths (default tests/privacy)")
+    parser.add_argument("--every-failure", action="store_true", help="no -x: every failure")
     args = parser.parse_args(argv)
     unknown = set(args.mutants) - set(MUTANTS)
     if unknown:
@@ -113,11 +119,12 @@ def main(argv: list[str] | None = None) -> int:
     names: list[str | None] = [None, *(args.mutants or MUTANTS)]
     rows = []
     for name in names:
-        row = run(name)
+        row = run(name, args.paths, args.every_failure)
         print(json.dumps(row), flush=True)
         rows.append(row)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(rows, indent=2) + "\n")
+    out = OUT.with_stem(OUT.stem + "_every") if args.every_failure else OUT
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(rows, indent=2) + "\n")
     clean = rows[0]["pytest_exit"] == 0
     caught = all(r["pytest_exit"] not in (0, None) for r in rows[1:])
     return 0 if clean and caught else 1
