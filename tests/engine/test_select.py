@@ -1,10 +1,7 @@
-"""Selection: the candidate set, the score's sensitivity, and an exact DP check.
+"""Selection: the candidate set, the weights, the score and the draw.
 
-The exact check computes the exponential mechanism's output distribution over the
-candidates on every pair of neighbouring tables of a tiny domain (from the engine's own
-counting and scoring code) and compares the privacy loss with the claim: every log
-ratio within ``epsilon`` (pure DP), every loss range within ``epsilon`` (bounded
-range), and every Renyi divergence within ``alpha epsilon^2 / 8`` (the zCDP charged).
+Its privacy (the exact loss over every neighbour of a tiny domain, the coarse counts'
+sensitivity) is checked in ``tests/privacy/test_selection_exact.py``.
 """
 
 from __future__ import annotations
@@ -14,14 +11,11 @@ import math
 from collections import Counter
 
 import numpy as np
-import pandas as pd
 import pytest
 from scipy import special
 
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
-from dpevolve.data.sources import FrameSource
 from dpevolve.engine.discretise import Discretiser
-from dpevolve.engine.measure import MARGINAL_SENSITIVITY, count_marginals
 from dpevolve.engine.select import (
     ABS_NOISE,
     L1_SENSITIVITY,
@@ -29,12 +23,11 @@ from dpevolve.engine.select import (
     coarse_candidates,
     coarse_pairs,
     draw,
-    scores,
     selection_event,
     split_grouping,
     weight,
 )
-from dpevolve.measurements import Domain, MarginalQuery
+from dpevolve.measurements import Domain
 from dpevolve.release.noise import SeededNoise
 
 SCHEMA = Schema(
@@ -71,63 +64,6 @@ def test_weights_favour_the_label() -> None:
     assert event.rho == pytest.approx(0.02)
 
 
-def _tables():
-    """Neighbouring pairs: three fixed records plus one replaced (every cell, boundary
-    values of x and the missing category included), and the replaced record dropped."""
-    rest = [CELLS[0], CELLS[5], CELLS[11]]
-    cols = ["x", "c", "y"]
-    for i, j in itertools.combinations(range(len(CELLS)), 2):
-        yield (
-            pd.DataFrame([*rest, CELLS[i]], columns=cols),
-            pd.DataFrame([*rest, CELLS[j]], columns=cols),
-            "error",
-        )
-    for i in range(0, len(CELLS), 5):
-        invalid = pd.DataFrame([*rest, (9, "p", "0")], columns=cols)  # x outside [0, 3]
-        yield pd.DataFrame([*rest, CELLS[i]], columns=cols), invalid, "drop"
-
-
-def _log_probabilities(frame, on_invalid, model, pool, weights, sigma, event):
-    disc = Discretiser(SCHEMA, bins=4, fine_cells=8)
-    exact, _ = count_marginals(FrameSource(frame, SCHEMA, on_invalid=on_invalid), disc, pool)
-    values = scores(pool, exact.__getitem__, model.__getitem__, weights, sigma)
-    logits = values / event.scale
-    return values, logits - special.logsumexp(logits)
-
-
-def test_the_selection_is_exactly_as_private_as_claimed() -> None:
-    disc = Discretiser(SCHEMA, bins=4, fine_cells=8)
-    domain = disc.domain
-    pool = candidates(domain, [("x", "y")], 3)
-    weights = [weight(c, "y", 2.0) for c in pool]
-    rng = np.random.default_rng(0)
-    # the model's answers are fixed by earlier releases: any public array will do; cells
-    # at 0 and 2 let one replacement move a score by the full 2 w_c
-    model = {c: rng.choice([0.0, 2.0], size=domain.shape(c)) for c in pool}
-    sigma = 0.3
-    epsilon = 2.0
-    event = selection_event(epsilon, weights)
-    worst_score = worst_ratio = worst_range = 0.0
-    alphas = np.array([1.5, 2.0, 4.0, 16.0, 64.0])
-    worst_renyi = 0.0
-    for a, b, on_invalid in _tables():
-        qa, la = _log_probabilities(a, "error", model, pool, weights, sigma, event)
-        qb, lb = _log_probabilities(b, on_invalid, model, pool, weights, sigma, event)
-        worst_score = max(worst_score, float(np.max(np.abs(qa - qb))))
-        loss = la - lb
-        worst_ratio = max(worst_ratio, float(np.max(np.abs(loss))))
-        worst_range = max(worst_range, float(loss.max() - loss.min()))
-        for p, q in ((la, lb), (lb, la)):
-            renyi = special.logsumexp(alphas[:, None] * p - (alphas[:, None] - 1) * q, axis=1)
-            worst_renyi = max(worst_renyi, float(np.max(renyi / (alphas - 1) / alphas)))
-    assert worst_score <= event.sensitivity + 1e-9
-    assert worst_score == pytest.approx(event.sensitivity)  # the bound is attained
-    assert worst_ratio <= epsilon + 1e-9
-    assert worst_range <= epsilon + 1e-9
-    assert worst_renyi <= event.rho / 1.0 + 1e-12  # D_alpha / alpha <= rho = eps^2 / 8
-    assert worst_ratio > 0.2 * epsilon
-
-
 def test_the_draw_follows_the_exponential_mechanism() -> None:
     values = np.array([0.0, 3.0, 3.5, -10.0])
     event = selection_event(1.0, [1.0])  # scale 4
@@ -144,12 +80,6 @@ def test_quality_subtracts_the_expected_noise() -> None:
     exact = np.array([[3.0, 1.0], [0.0, 0.0]])
     model = np.array([[1.0, 1.0], [1.0, 1.0]])
     assert quality(exact, model, 2.0, 1.5) == pytest.approx(1.5 * (4.0 - ABS_NOISE * 2.0 * 4))
-
-
-def _coarse_pool(domain):
-    fine = [MarginalQuery(c) for c in candidates(domain, [("x", "c")], 3)]
-    coarse = coarse_candidates(domain, [("x", "c")], "y", {"x": 4}, (2, 3), 4, 1, (0.25, 0.75))
-    return fine + coarse_pairs(domain, {"x": 4}, (2,)) + coarse
 
 
 def test_split_grouping_cuts_the_range_in_two_at_a_bin_edge() -> None:
@@ -195,55 +125,6 @@ def test_coarse_candidates_group_numerics_and_grow_linearly() -> None:
     assert len(fours) == 38 + 38  # two selected cliques, each grown by every other column
     assert len(wide) <= 2 * (pairs_with_numeric + len(fours))
     assert all(len(q.clique) <= 4 and "y" in q.clique and q.coarse for q in wide)
-
-
-def test_coarse_counts_move_by_at_most_the_fine_bound() -> None:
-    disc = Discretiser(SCHEMA, bins=4, fine_cells=8)
-    pool = [q for q in _coarse_pool(disc.domain) if q.coarse]
-    cliques = list(dict.fromkeys(q.clique for q in pool))
-    for a, b, on_invalid in _tables():
-        fa, _ = count_marginals(FrameSource(a, SCHEMA), disc, cliques)
-        fb, _ = count_marginals(FrameSource(b, SCHEMA, on_invalid=on_invalid), disc, cliques)
-        for q in pool:
-            diff = (q.project(fa[q.clique]) - q.project(fb[q.clique])).ravel()
-            assert np.abs(diff).sum() <= L1_SENSITIVITY
-            assert np.linalg.norm(diff) <= MARGINAL_SENSITIVITY + 1e-12
-
-
-def test_selection_over_coarse_candidates_is_exactly_as_private_as_claimed() -> None:
-    disc = Discretiser(SCHEMA, bins=4, fine_cells=8)
-    domain = disc.domain
-    pool = _coarse_pool(domain)
-    assert any(q.coarse for q in pool)
-    weights = [weight(q.clique, "y", 2.0) for q in pool]
-    rng = np.random.default_rng(1)
-    model = {q: rng.choice([0.0, 2.0], size=q.shape(domain)) for q in pool}
-    sigma, epsilon = 0.3, 2.0
-    event = selection_event(epsilon, weights)
-
-    def log_probabilities(frame, on_invalid):
-        source = FrameSource(frame, SCHEMA, on_invalid=on_invalid)
-        fine, _ = count_marginals(source, disc, list(dict.fromkeys(q.clique for q in pool)))
-        exact = {q: q.project(fine[q.clique]) for q in pool}
-        values = scores(pool, exact.__getitem__, model.__getitem__, weights, sigma)
-        logits = values / event.scale
-        return values, logits - special.logsumexp(logits)
-
-    worst_score = worst_range = worst_renyi = 0.0
-    alphas = np.array([1.5, 2.0, 4.0, 16.0, 64.0])
-    for a, b, on_invalid in _tables():
-        qa, la = log_probabilities(a, "error")
-        qb, lb = log_probabilities(b, on_invalid)
-        worst_score = max(worst_score, float(np.max(np.abs(qa - qb))))
-        loss = la - lb
-        worst_range = max(worst_range, float(loss.max() - loss.min()))
-        for p, q in ((la, lb), (lb, la)):
-            renyi = special.logsumexp(alphas[:, None] * p - (alphas[:, None] - 1) * q, axis=1)
-            worst_renyi = max(worst_renyi, float(np.max(renyi / (alphas - 1) / alphas)))
-    assert worst_score <= event.sensitivity + 1e-9
-    assert worst_range <= epsilon + 1e-9
-    assert worst_renyi <= event.rho + 1e-12
-    assert worst_range > 0.2 * epsilon
 
 
 def test_coarse_pairs_are_the_pairs_holding_a_numeric() -> None:

@@ -8,7 +8,9 @@ and candidates whose scores tie on ``D`` so that the replacement decides between
 The draws come from the seeded twin of the noise source (the same distributions), so
 the audit is deterministic; Clopper-Pearson bounds turn event counts into a lower bound
 on epsilon (:func:`dpevolve.privacy.audit.eps_lower_bound`), which must stay below the
-claim. A whole small run is audited too: the ledger's epsilon is the claim.
+claim. A whole small run is audited too: the ledger's epsilon is the claim. The exact
+counterparts, with no sampling, are ``test_selection_exact.py`` (every neighbour of a
+tiny domain) and ``test_engine_exact.py`` (whole runs, coupled).
 """
 
 from __future__ import annotations

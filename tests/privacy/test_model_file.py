@@ -1,19 +1,35 @@
 """A saved model holds the schema, public parameters, released values and the shareable
-ledger: never the noise seed, never validation counts or notes."""
+ledger: never the noise seed, never validation counts or notes, never an exact count.
+
+The last is checked exactly: the files of two neighbouring tables, the second run
+handed the first one's noise (:mod:`tests.privacy.exact`), must hold the same values,
+and no array in them may hold a vector the private data gave before any noise.
+"""
 
 from __future__ import annotations
 
+import itertools
 import pickle
+import tempfile
 import warnings
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
+from unittest import mock
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from dpevolve import Synthesizer
+from dpevolve.data.sources import FrameSource
+from dpevolve.engine.measure import count_marginals
 from dpevolve.model_io import RELEASED, WITHHELD_PARAMS
 from dpevolve.presets import get_preset
 from dpevolve.privacy import SHAREABLE_KEYS, SharedLedger
+
+from .exact import coupled_fit, first_difference
+from .test_engine_exact import BUDGET, PAIRS, SCHEMA, SPEC, tables
 
 K = 0x5EED_C0FFEE_42  # a noise seed whose every spelling is distinctive
 
@@ -94,3 +110,93 @@ def test_a_loaded_model_saves_again(small_schema, small_table, tmp_path: Path) -
     shared = tmp_path / "shared.json"
     twice.ledger_.write(shared, shareable=True)
     assert '"epsilon"' in shared.read_text()
+
+
+# ------------------------------------------------- every array against the exact counts
+def arrays_in(obj: Any, seen: set[int] | None = None) -> Iterator[np.ndarray]:
+    """Every numeric array the object holds: arrays, frames' columns, lists of numbers,
+    members of mappings, sequences and objects, however deep."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen or isinstance(obj, str | bytes | type):
+        return
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.kind in "biuf" and obj.size > 1:
+            yield obj.astype(np.float64).ravel()
+        return
+    if isinstance(obj, pd.DataFrame):
+        for column in obj.columns:
+            yield from arrays_in(pd.to_numeric(obj[column], errors="coerce").to_numpy(), seen)
+        return
+    if isinstance(obj, Mapping):
+        members: Iterable[Any] = obj.values()
+    elif isinstance(obj, list | tuple | set | frozenset):
+        members = obj
+        if obj and all(isinstance(v, int | float) and not isinstance(v, bool) for v in obj):
+            yield np.asarray(list(obj), dtype=np.float64)
+    elif hasattr(obj, "__dict__"):
+        members = vars(obj).values()
+    else:
+        return
+    for member in members:
+        yield from arrays_in(member, seen)
+
+
+def _holds(array: np.ndarray, exact: np.ndarray) -> bool:
+    """Whether ``exact`` (or its proportions) lies in ``array`` as a contiguous run."""
+    if exact.size < 2 or array.size < exact.size:
+        return False
+    windows = np.lib.stride_tricks.sliding_window_view(array, exact.size)
+    total = exact.sum()
+    shapes = [exact] + ([exact / total] if total > 0 else [])
+    return any(bool(np.all(windows == e, axis=1).any()) for e in shapes)
+
+
+def model_file_violations() -> list[str]:
+    """Neighbouring tables through the adaptive preset and ``save``, coupled (the run on
+    ``D'`` replays ``D``'s noise: :mod:`tests.privacy.exact`): the two model files hold
+    the same values, and no array in them holds an exact private vector, meaning
+    anything a release or a selection handed the noise source (fine histograms,
+    marginals, votes, scores) or any exact 1-, 2- or 3-way marginal."""
+    here, there, on_invalid = PAIRS[0]
+    d, n = tables(here, there)
+    preset = get_preset("adaptive").with_engine(SPEC.to_dict())
+    payloads = []
+
+    def fit(table: pd.DataFrame, mode: str, noise: Any) -> Any:
+        with mock.patch("dpevolve.synthesizer.make_noise", lambda seed: noise):
+            model = Synthesizer(
+                SCHEMA, rho=BUDGET.rho, preset=preset, random_state=2, on_invalid=mode
+            ).fit(table)
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "model.pkl"
+            model.save(path)
+            payloads.append(pickle.loads(path.read_bytes()))
+        return model
+
+    _, _, recorded, replay, out = coupled_fit(fit, d, n, on_invalid)
+    if replay is None:
+        return out
+    where = first_difference(payloads[0], payloads[1], "file")
+    if where is not None:
+        out.append(f"the model files of neighbours differ: {where}")
+    generator = payloads[0]["released"]["generator_"]
+    disc = generator.discretiser
+    cliques = [c for k in (1, 2, 3) for c in itertools.combinations(SCHEMA.names, k)]
+    counted, fine = count_marginals(
+        FrameSource(d, SCHEMA), disc, cliques, [c.name for c in disc.numeric]
+    )
+    private = [c.values.ravel() for c in recorded.calls]
+    private += [v.ravel() for v in counted.values()] + list(fine.values())
+    arrays = list(arrays_in(payloads[0]))
+    if len(arrays) < 10:
+        out.append(f"only {len(arrays)} arrays found in the file: the walk missed them")
+    for array in arrays:
+        for k, exact in enumerate(private):
+            if _holds(array, exact):
+                out.append(f"an array of {array.size} values in the file holds exact vector {k}")
+    return out
+
+
+def test_a_model_file_holds_released_values_only() -> None:
+    assert model_file_violations() == []

@@ -1,7 +1,9 @@
 """Accountants: compose release events into one ``(epsilon, delta)`` guarantee.
 
 Each composition method is an accountant that answers :meth:`supports` for an event
-list and, where it does, the epsilon at a delta; every one gives a valid guarantee, so
+list and, where it does, the epsilon at a delta (both from one per-event dispatch,
+:meth:`Composition.part`: a method supports exactly what it composes, and refuses the
+rest with a clear error); every one gives a valid guarantee, so
 :class:`Accountant` reports the smallest among those that support the events
 (docs/privacy.md, "Accounting"):
 
@@ -10,8 +12,8 @@ list and, where it does, the epsilon at a delta; every one gives a valid guarant
   ``N(0,1)`` vs ``N(mu_i,1)``, ``mu_i = S_i / sigma_i``; a composition of Gaussians is
   again one, with ``mu = sqrt(sum_i mu_i^2)``, so Balle-Wang's formula is exact.
 * :class:`Pld`: privacy-loss-distribution composition (dp-accounting, pessimistic
-  discretisation) of continuous Gaussian, dominating-pair (PubMix) and ``(eps, delta)``
-  events.
+  discretisation) of continuous Gaussian, dominating-pair (PubMix), ``(eps, delta)`` and
+  selection (pure DP) events.
 * :class:`Rdp`: Renyi DP (dp-accounting), Gaussian releases (discrete ones included).
 * :class:`Zcdp`: ``rho = sum_i S_i^2 / (2 sigma_i^2)`` plus ``epsilon_j^2 / 8`` per
   exponential-mechanism selection (bounded range, Cesar & Rogers 2021), converted by
@@ -26,9 +28,10 @@ multiplier ``z = sigma / S``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -88,56 +91,85 @@ def _costly(events: Sequence[Event]) -> list[Event]:
     return [e for e in events if not e.is_free]
 
 
-def _gaussians(events: Sequence[Event], *, discrete_ok: bool) -> bool:
-    return all(isinstance(e, GaussianEvent) and (discrete_ok or not e.discrete) for e in events)
-
-
 def composed_mu(active: Sequence[Event]) -> float:
     """``mu = sqrt(sum_i (S_i / sigma_i)^2)``: stacked Gaussian releases."""
     return math.sqrt(sum(e.mu**2 for e in active if isinstance(e, GaussianEvent)))
 
 
-class Method(Protocol):
-    """One composition method over the costly events of a run."""
+class Composition:
+    """One composition method over the costly events of a run.
 
-    name: str
+    Its one dispatch, :meth:`part` (what it composes an event as, ``None`` where it
+    cannot), decides both :meth:`supports` and what :meth:`epsilon` composes: a method
+    supports exactly the events it composes. A free event is composed as nothing by
+    every method.
+    """
 
-    def supports(self, events: Sequence[Event]) -> bool: ...
+    name = "composition"
+
+    def part(self, event: Event) -> Any:
+        raise NotImplementedError
 
     def epsilon(self, events: Sequence[Event], delta: float) -> tuple[float, float]:
         """``(epsilon, delta_certified)``; ``delta_certified`` is ``delta`` except for
         basic composition, which certifies the sum of the claimed deltas."""
-        ...
+        raise NotImplementedError
+
+    def supports(self, events: Sequence[Event]) -> bool:
+        return all(self.part(e) is not None for e in events)
+
+    def parts(self, events: Sequence[Event]) -> list[Any]:
+        """Every event's :meth:`part`; a clear error for one the method cannot compose."""
+        out = []
+        for e in events:
+            part = self.part(e)
+            if part is None:
+                raise PrivacyError(
+                    f"{self.name} accounting cannot compose a {type(e).__name__}"
+                    f" ({getattr(e, 'label', '?')})"
+                )
+            out.append(part)
+        return out
 
 
-class GaussianExact:
+class GaussianExact(Composition):
+    """Continuous Gaussian releases, each as its ``mu``."""
+
     name = "gaussian_exact"
 
-    def supports(self, events: Sequence[Event]) -> bool:
-        return _gaussians(events, discrete_ok=False)
+    def part(self, event: Event) -> float | None:
+        if isinstance(event, GaussianEvent) and not event.discrete:
+            return event.mu
+        return 0.0 if _free(event) else None
 
     def epsilon(self, events: Sequence[Event], delta: float) -> tuple[float, float]:
-        return epsilon_for_mu(composed_mu(events), delta), delta
+        mu = math.sqrt(sum(m**2 for m in self.parts(events)))
+        return epsilon_for_mu(mu, delta), delta
 
 
-class Zcdp:
+class Zcdp(Composition):
+    """Gaussian releases (discrete ones included) and selections, each as its ``rho``."""
+
     name = "zcdp"
 
-    def supports(self, events: Sequence[Event]) -> bool:
-        return all(
-            isinstance(e, ExponentialEvent) or _gaussians([e], discrete_ok=True) for e in events
-        )
+    def part(self, event: Event) -> float | None:
+        if isinstance(event, GaussianEvent | ExponentialEvent):
+            return event.rho
+        return 0.0 if _free(event) else None
 
     def epsilon(self, events: Sequence[Event], delta: float) -> tuple[float, float]:
-        rho = sum(e.rho for e in events if isinstance(e, GaussianEvent | ExponentialEvent))
-        return epsilon_from_rho(rho, delta, "cks"), delta
+        return epsilon_from_rho(sum(self.parts(events)), delta, "cks"), delta
 
 
-class Rdp:
+class Rdp(Composition):
+    """Gaussian releases (discrete ones included), each as its noise multiplier."""
+
     name = "rdp"
 
-    def supports(self, events: Sequence[Event]) -> bool:
-        return _gaussians(events, discrete_ok=True)
+    def part(self, event: Event) -> float | None:
+        if isinstance(event, GaussianEvent):
+            return event.noise_multiplier
+        return math.inf if _free(event) else None  # infinite noise: no cost
 
     def epsilon(self, events: Sequence[Event], delta: float) -> tuple[float, float]:
         from dp_accounting import dp_event
@@ -145,9 +177,9 @@ class Rdp:
 
         acc = rdp_privacy_accountant.RdpAccountant()
         groups: dict[float, int] = {}
-        for e in events:
-            if isinstance(e, GaussianEvent):
-                groups[e.noise_multiplier] = groups.get(e.noise_multiplier, 0) + 1
+        for z in self.parts(events):
+            if not math.isinf(z):
+                groups[z] = groups.get(z, 0) + 1
         for z, count in groups.items():
             # Add/remove RDP of a sensitivity-1 Gaussian equals the shift-by-S one, and
             # bounds the discrete Gaussian's (Canonne, Kamath & Steinke 2020).
@@ -155,75 +187,95 @@ class Rdp:
         return max(0.0, float(acc.get_epsilon(delta))), delta
 
 
-class Basic:
+class Basic(Composition):
+    """Any event with a claimed ``(epsilon, delta)``, as that claim."""
+
     name = "basic"
 
-    def supports(self, events: Sequence[Event]) -> bool:
-        return all(e.claim() is not None for e in events)
+    def part(self, event: Event) -> tuple[float, float] | None:
+        claim = getattr(event, "claim", None)
+        return claim() if callable(claim) else None
 
     def epsilon(self, events: Sequence[Event], delta: float) -> tuple[float, float]:
-        eps, total = 0.0, 0.0
-        for e in events:
-            claim = e.claim()
-            assert claim is not None
-            eps += claim[0]
-            total += claim[1]
-        return eps, total
+        claims = self.parts(events)
+        return sum(c[0] for c in claims), sum(c[1] for c in claims)
 
 
-class Pld:
+class Pld(Composition):
+    """Privacy-loss distributions: continuous Gaussians, dominating pairs, ``(epsilon,
+    delta)`` steps and selections (pure DP has a dominating pair too); not the discrete
+    Gaussian, whose PLD is not claimed."""
+
     name = "pld"
 
     def __init__(self, value_discretization_interval: float = 1e-4) -> None:
         self.disc = positive("value_discretization_interval", value_discretization_interval)
 
-    def supports(self, events: Sequence[Event]) -> bool:
-        return all(not (isinstance(e, GaussianEvent) and e.discrete) for e in events)
+    def part(self, event: Event) -> Callable[[], PrivacyLossDistribution] | None:
+        """How to build the event's PLD (built, and dp_accounting imported, only when
+        composed)."""
+        if _free(event):
+            return partial(_identity_pld, self.disc)
+        if isinstance(event, GaussianEvent) and not event.discrete:
+            return partial(_gaussian_pld, event.noise_multiplier, self.disc)
+        if isinstance(event, ApproxDPEvent):
+            return partial(_pure_or_approx_pld, event.epsilon, event.delta, self.disc)
+        if isinstance(event, ExponentialEvent):
+            return partial(_pure_or_approx_pld, event.epsilon, 0.0, self.disc)
+        if isinstance(event, PrivacyLossPairEvent):
+            return partial(pair_pld, event, self.disc)
+        return None
 
     def epsilon(self, events: Sequence[Event], delta: float) -> tuple[float, float]:
         return max(0.0, float(self.compose(events).get_epsilon_for_delta(delta))), delta
 
-    def event_pld(self, event: Event) -> PrivacyLossDistribution:
-        from dp_accounting.pld import common as pld_common
-        from dp_accounting.pld import privacy_loss_distribution as pld_lib
-
-        if event.is_free:
-            return pld_lib.identity(self.disc)
-        if isinstance(event, GaussianEvent):
-            return pld_lib.from_gaussian_mechanism(
-                standard_deviation=event.noise_multiplier,
-                sensitivity=1.0,
-                value_discretization_interval=self.disc,
-            )
-        if isinstance(event, ApproxDPEvent | ExponentialEvent):
-            # A selection is (epsilon, 0)-DP: pure DP has a dominating pair too.
-            delta = event.delta if isinstance(event, ApproxDPEvent) else 0.0
-            params = pld_common.DifferentialPrivacyParameters(event.epsilon, delta)
-            return pld_lib.from_privacy_parameters(params, self.disc)
-        if isinstance(event, PrivacyLossPairEvent):
-            return pair_pld(event, self.disc)
-        raise TypeError(f"not a privacy event: {type(event).__name__}")
-
     def compose(self, events: Sequence[Event]) -> PrivacyLossDistribution:
-        from dp_accounting.pld import privacy_loss_distribution as pld_lib
-
+        builders = self.parts(events)
         # Identical releases self-compose in one FFT power instead of T convolutions.
-        groups: dict[object, tuple[Event, int]] = {}
-        for e in events:
+        groups: dict[object, tuple[Callable[[], PrivacyLossDistribution], int]] = {}
+        for e, build in zip(events, builders, strict=True):
             key: object = id(e)
             if isinstance(e, GaussianEvent):
                 key = ("g", e.noise_multiplier)
             elif isinstance(e, ApproxDPEvent):
                 key = ("a", e.epsilon, e.delta)
-            event, count = groups.get(key, (e, 0))
-            groups[key] = (event, count + 1)
+            first, count = groups.get(key, (build, 0))
+            groups[key] = (first, count + 1)
         total: PrivacyLossDistribution | None = None
-        for e, count in groups.values():
-            pld = self.event_pld(e)
+        for build, count in groups.values():
+            pld = build()
             if count > 1:
                 pld = pld.self_compose(count)
             total = pld if total is None else total.compose(pld)
-        return total if total is not None else pld_lib.identity(self.disc)
+        return total if total is not None else _identity_pld(self.disc)
+
+
+def _identity_pld(disc: float) -> PrivacyLossDistribution:
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+
+    return pld_lib.identity(disc)
+
+
+def _gaussian_pld(noise_multiplier: float, disc: float) -> PrivacyLossDistribution:
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+
+    return pld_lib.from_gaussian_mechanism(
+        standard_deviation=noise_multiplier, sensitivity=1.0, value_discretization_interval=disc
+    )
+
+
+def _pure_or_approx_pld(epsilon: float, delta: float, disc: float) -> PrivacyLossDistribution:
+    """The dominating pair of ``(epsilon, delta)``-DP (``delta = 0``: a selection)."""
+    from dp_accounting.pld import common as pld_common
+    from dp_accounting.pld import privacy_loss_distribution as pld_lib
+
+    params = pld_common.DifferentialPrivacyParameters(epsilon, delta)
+    return pld_lib.from_privacy_parameters(params, disc)
+
+
+def _free(event: Event) -> bool:
+    """A known event that costs nothing (every method composes it as nothing)."""
+    return isinstance(event, EVENT_TYPES) and event.is_free
 
 
 METHODS: tuple[str, ...] = ("gaussian_exact", "pld", "rdp", "zcdp", "basic")
@@ -265,7 +317,7 @@ class Accountant:
                 raise InputError(f"unknown accounting method {m!r}; use one of {list(METHODS)}")
         self.methods: tuple[str, ...] = chosen
         self.pld = Pld(value_discretization_interval)
-        available: dict[str, Method] = {
+        available: dict[str, Composition] = {
             "gaussian_exact": GaussianExact(),
             "pld": self.pld,
             "rdp": Rdp(),
@@ -313,7 +365,7 @@ class Accountant:
         if not active:
             return 0.0
         candidates: list[float] = []
-        if _gaussians(active, discrete_ok=False):
+        if GaussianExact().supports(active):
             candidates.append(gaussian_delta(composed_mu(active), eps))
         if self.pld.supports(active) and ("pld" in self.methods or not candidates):
             candidates.append(float(self.pld.compose(active).get_delta_for_epsilon(eps)))

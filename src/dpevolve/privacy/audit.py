@@ -12,7 +12,10 @@ Two kinds of check, usable on any mechanism whose output you can observe:
 * **Exact check.** When the output distributions are known exactly (tiny discrete
   domains, or two Gaussians with the same covariance), the hockey-stick divergence
   ``H_eps(P || Q) = sum_o [P(o) - e^eps Q(o)]_+`` gives the exact ``delta`` at every
-  ``eps`` (:func:`hockey_stick`, :func:`gaussian_delta`); compare it to the claim.
+  ``eps`` (:func:`hockey_stick`, :func:`gaussian_delta`); compare it to the claim. For
+  a selection (a distribution over candidates) :func:`exact_loss` gives the pair's
+  pure-DP epsilon, bounded-range width and zCDP ``rho`` at once, to set against the
+  ``epsilon`` and ``rho`` charged.
 
 :func:`independent_epsilon` recomputes a ledger's epsilon from its recorded events
 without dpevolve's own accountant (closed forms, a zCDP conversion minimised here in
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import mpmath
@@ -42,10 +46,13 @@ from scipy import stats
 from dpevolve.errors import InputError
 
 __all__ = [
+    "RENYI_ORDERS",
+    "ExactLoss",
     "cks_epsilon",
     "clopper_pearson",
     "eps_lower_bound",
     "exact_epsilon",
+    "exact_loss",
     "gaussian_delta",
     "gaussian_epsilon",
     "hockey_stick",
@@ -148,6 +155,63 @@ def exact_epsilon(
         mid = 0.5 * (lo + hi)
         lo, hi = (lo, mid) if hockey_stick(p, q, mid) <= delta else (mid, hi)
     return hi
+
+
+#: Renyi orders at which :func:`exact_loss` evaluates ``D_alpha / alpha`` (1: the
+#: Kullback-Leibler divergence, the limit; a bounded-range mechanism's ratio peaks there).
+RENYI_ORDERS = (1.0, 1.1, 1.5, 2.0, 3.0, 4.0, 8.0, 16.0, 64.0)
+
+
+@dataclass(frozen=True)
+class ExactLoss:
+    """The privacy loss ``L(o) = log P(o) - log Q(o)`` of two known output distributions.
+
+    Attributes
+    ----------
+    epsilon
+        ``max_o |L(o)|``: the pair is ``(epsilon, 0)``-DP and no less.
+    loss_range
+        ``max_o L(o) - min_o L(o)``: the bounded-range width (Cesar & Rogers 2021), at
+        most ``epsilon`` for an ``epsilon``-DP exponential mechanism.
+    rho
+        ``max`` over :data:`RENYI_ORDERS` and both directions of ``D_alpha / alpha``: a
+        lower bound on the least ``rho`` for which the pair is ``rho``-zCDP
+        (``D_alpha <= alpha rho`` for every ``alpha > 1``).
+    """
+
+    epsilon: float
+    loss_range: float
+    rho: float
+
+
+def exact_loss(
+    log_p: np.ndarray, log_q: np.ndarray, orders: Sequence[float] = RENYI_ORDERS
+) -> ExactLoss:
+    """:class:`ExactLoss` of two distributions given as log-probabilities aligned by index.
+
+    An outcome possible under one distribution only has infinite loss (every figure is
+    ``inf``); outcomes impossible under both are ignored.
+    """
+    from scipy import special
+
+    lp = np.asarray(log_p, dtype=np.float64).ravel()
+    lq = np.asarray(log_q, dtype=np.float64).ravel()
+    if lp.shape != lq.shape:
+        raise InputError("the two distributions must have the same outcomes")
+    keep = ~(np.isneginf(lp) & np.isneginf(lq))
+    lp, lq = lp[keep], lq[keep]
+    if np.isneginf(lp).any() or np.isneginf(lq).any():
+        return ExactLoss(math.inf, math.inf, math.inf)
+    loss = lp - lq
+    alphas = np.array([a for a in orders if a != 1.0], dtype=np.float64)[:, None]
+    worst = 0.0
+    for a, b in ((lp, lq), (lq, lp)):
+        ratios = special.logsumexp(alphas * a + (1 - alphas) * b, axis=1) / (alphas[:, 0] - 1)
+        ratios /= alphas[:, 0]
+        if 1.0 in orders:  # the Kullback-Leibler divergence, the limit at alpha = 1
+            ratios = np.append(ratios, float(np.sum(np.exp(a) * (a - b))))
+        worst = max(worst, float(ratios.max(initial=0.0)))
+    return ExactLoss(float(np.abs(loss).max()), float(loss.max() - loss.min()), worst)
 
 
 def gaussian_delta(mu: float, epsilon: float) -> float:
