@@ -208,6 +208,42 @@ def test_the_graph_sees_imports_inside_functions_and_type_checking() -> None:
     }
 
 
+# Rooms that must not know another room, as (importer, imported) prefixes -> why.
+FORBIDDEN_IMPORTS: dict[tuple[str, str], str] = {
+    ("dpevolve.backends", "dpevolve.pe"): "the backend interface knows queries, not PE types",
+}
+
+
+def _reaches(graph: dict[str, set[str]], importer: str, imported: str) -> list[str]:
+    """``a -> b`` for every import from a module under ``importer`` into one under ``imported``."""
+
+    def under(name: str, room: str) -> bool:
+        return name == room or name.startswith(room + ".")
+
+    return [
+        f"{a} -> {b}"
+        for a in sorted(graph)
+        if under(a, importer)
+        for b in sorted(graph[a])
+        if under(b, imported)
+    ]
+
+
+@pytest.mark.parametrize(("importer", "imported"), sorted(FORBIDDEN_IMPORTS))
+def test_no_room_imports_a_room_it_must_not_know(importer: str, imported: str) -> None:
+    found = _reaches(_graph(), importer, imported)
+    why = FORBIDDEN_IMPORTS[(importer, imported)]
+    assert not found, f"{why}:\n" + "\n".join(found)
+
+
+def test_the_room_guard_finds_imports() -> None:
+    graph = {"dpevolve.backends.x": {"dpevolve.pe.votes"}, "dpevolve.pex": {"dpevolve.pe"}}
+    assert _reaches(graph, "dpevolve.backends", "dpevolve.pe") == [
+        "dpevolve.backends.x -> dpevolve.pe.votes"
+    ]
+    assert _reaches(graph, "dpevolve.pe", "dpevolve.pe") == []
+
+
 def test_the_cycle_finder_finds_cycles() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [["a", "b", "c"]]

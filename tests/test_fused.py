@@ -14,13 +14,13 @@ from hypothesis import strategies as st
 from dpevolve.backends import fused as fused_module
 from dpevolve.backends import fused_kernels
 from dpevolve.backends import gpu as gpu_module
+from dpevolve.backends.canonical import soft_histogram
 from dpevolve.backends.fused import FusedBackend, fused_available
 from dpevolve.backends.gpu import GpuBackend, gpu_available
 from dpevolve.backends.local import LocalBackend
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
 from dpevolve.errors import InputError
-from dpevolve.pe.canonical import soft_histogram
 from dpevolve.pe.distance import Gower, TabPEEmbedding, make_distance
 from dpevolve.pe.variation import Variation
 from dpevolve.pe.votes import HardVote, SoftVote
@@ -48,7 +48,7 @@ def exact_embedding(x: Records, c: Records) -> np.ndarray:
 
 def reference(private: Records, population: Records, distance, vote) -> np.ndarray:
     """The spec's histogram from an exact distance matrix (one block); soft votes by
-    the canonical quantised rule every backend follows (dpevolve.pe.canonical)."""
+    the canonical quantised rule every backend follows (dpevolve.backends.canonical)."""
     if isinstance(distance, TabPEEmbedding):
         d = exact_embedding(private, population)
     else:

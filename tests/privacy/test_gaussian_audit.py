@@ -19,10 +19,10 @@ import pytest
 from scipy import stats
 
 from dpevolve.backends import LocalBackend, make_backend
+from dpevolve.backends.canonical import soft_quantisation_slack
 from dpevolve.config import GaussianSpec, VoteSpec
 from dpevolve.data.encoding import Records, encode
 from dpevolve.errors import InputError
-from dpevolve.pe.canonical import soft_quantisation_slack
 from dpevolve.pe.distance import make_distance
 from dpevolve.pe.votes import HardVote, SoftVote
 from dpevolve.policy.blowfish import Policy

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dpevolve.backends import Backend
+from dpevolve.backends.canonical import soft_quantisation_slack
 from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
-from dpevolve.pe.canonical import soft_quantisation_slack
 from dpevolve.pe.distance import Distance
 from dpevolve.pe.schedule import Schedule
 from dpevolve.pe.votes import SoftVote, Vote
