@@ -212,6 +212,9 @@ def test_the_graph_sees_imports_inside_functions_and_type_checking() -> None:
 FORBIDDEN_IMPORTS: dict[tuple[str, str], str] = {
     ("dpevolve.backends", "dpevolve.pe"): "the backend interface knows queries, not PE types",
 }
+# The report room is read by the command line only (and by itself).
+REPORT_ROOM = "dpevolve.reporting"
+REPORT_READERS = ("dpevolve.reporting", "dpevolve.cli")
 
 
 def _reaches(graph: dict[str, set[str]], importer: str, imported: str) -> list[str]:
@@ -234,6 +237,19 @@ def test_no_room_imports_a_room_it_must_not_know(importer: str, imported: str) -
     found = _reaches(_graph(), importer, imported)
     why = FORBIDDEN_IMPORTS[(importer, imported)]
     assert not found, f"{why}:\n" + "\n".join(found)
+
+
+def test_only_the_reports_and_the_cli_import_the_report_room() -> None:
+    graph = _graph()
+    readers = [
+        name
+        for name in graph
+        if not any(name == r or name.startswith(r + ".") for r in REPORT_READERS)
+    ]
+    found = [hit for name in readers for hit in _reaches({name: graph[name]}, name, REPORT_ROOM)]
+    assert not found, "the report room is for the reports and the CLI:\n" + "\n".join(found)
+    # The guard sees the room's readers (a guard that saw no edge would pass everything).
+    assert _reaches(graph, "dpevolve.cli", REPORT_ROOM)
 
 
 def test_the_room_guard_finds_imports() -> None:

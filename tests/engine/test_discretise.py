@@ -11,7 +11,7 @@ import pytest
 from dpevolve.data.encoding import encode
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.engine.discretise import Discretiser
-from dpevolve.reporting.marginals import bin_codes
+from dpevolve.metrics import bin_codes
 
 
 def _table(n: int, seed: int = 0) -> pd.DataFrame:

@@ -45,6 +45,7 @@ from dpevolve.data.encoding import Layout, Records, encode
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.sources import FrameSource, PrivateSource
 from dpevolve.errors import InputError
+from dpevolve.metrics import bin_codes, bin_count
 from dpevolve.policy.invalid_rows import stand_in_record
 from dpevolve.privacy import (
     ApproxDPEvent,
@@ -56,7 +57,6 @@ from dpevolve.privacy import (
 )
 from dpevolve.pubmix.noise import choose_floor, choose_floor_privately, linmix, pubmix_sample
 from dpevolve.release.noise import NoiseSource, make_noise
-from dpevolve.reporting.evaluation import bin_codes, bin_count
 
 MAX_CELLS = 20_000_000  # float64 histograms of this size take 160 MB each
 
