@@ -74,8 +74,8 @@ from dpevolve.privacy.audit import (
     gaussian_epsilon,
     independent_epsilon,
 )
+from dpevolve.privacy.noise import SeededNoise
 from dpevolve.release.gaussian import GaussianRelease
-from dpevolve.release.noise import SeededNoise
 
 SCHEMA = Schema(
     (NumericColumn("age", 17, 90, integer=True), CategoricalColumn("sex", ("Female", "Male")))

@@ -16,7 +16,7 @@ from dpevolve.engine import EngineSpec, fit_engine
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import MarginalCounts, count_marginals
 from dpevolve.privacy import Budget
-from dpevolve.release.noise import SeededNoise
+from dpevolve.privacy.noise import SeededNoise
 
 
 def _table(rng: np.random.Generator, n: int) -> pd.DataFrame:

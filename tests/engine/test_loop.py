@@ -10,7 +10,7 @@ from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine, synthesize
 from dpevolve.errors import InputError
 from dpevolve.privacy import Budget, Ledger
-from dpevolve.release.noise import SeededNoise
+from dpevolve.privacy.noise import SeededNoise
 
 
 def _table(n: int, seed: int = 0) -> pd.DataFrame:

@@ -19,7 +19,7 @@ from dpevolve.engine.measure import (
     release,
     sigma_for,
 )
-from dpevolve.release.noise import SeededNoise
+from dpevolve.privacy.noise import SeededNoise
 
 
 class _Batched:

@@ -17,7 +17,7 @@ from dpevolve.errors import PrivacyError
 from dpevolve.privacy import Accountant, Budget, ExponentialEvent, GaussianEvent, zcdp_budget
 from dpevolve.privacy.audit import cks_epsilon
 from dpevolve.privacy.conversions import epsilon_from_rho
-from dpevolve.release.noise import SeededNoise
+from dpevolve.privacy.noise import SeededNoise
 
 
 def test_each_event_costs_what_the_formulas_say() -> None:

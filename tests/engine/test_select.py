@@ -35,7 +35,7 @@ from dpevolve.engine.select import (
     weight,
 )
 from dpevolve.measurements import Domain, MarginalQuery
-from dpevolve.release.noise import SeededNoise
+from dpevolve.privacy.noise import SeededNoise
 
 SCHEMA = Schema(
     (

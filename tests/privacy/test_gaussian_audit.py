@@ -36,8 +36,8 @@ from dpevolve.privacy.audit import (
     gaussian_epsilon,
     independent_epsilon,
 )
+from dpevolve.privacy.noise import SeededNoise, make_noise
 from dpevolve.release.gaussian import GaussianRelease
-from dpevolve.release.noise import SeededNoise, make_noise
 
 from .conftest import DELTA, fit_spied, noisy_trials, projection_event
 

@@ -30,7 +30,7 @@ from dpevolve.engine.discretise import Discretiser
 from dpevolve.errors import InputError
 from dpevolve.measurements import Clique, MarginalQuery, Measurement
 from dpevolve.privacy import GaussianEvent
-from dpevolve.release.noise import NoiseSource
+from dpevolve.privacy.noise import NoiseSource
 
 #: Rows per slice when counting (bounds the codes held at once). Small enough that one
 #: slice's per-marginal temporaries (8 bytes a row) stay under glibc's default 128 KiB

@@ -50,8 +50,8 @@ from dpevolve.pe.distance import (
 )
 from dpevolve.pe.votes import HardVote
 from dpevolve.privacy import Ledger
+from dpevolve.privacy.noise import NoiseSource
 from dpevolve.release.gaussian import GaussianRelease
-from dpevolve.release.noise import NoiseSource
 
 #: Draws ``(rows, rng) -> table`` from a sampler (the model, or a corrected one).
 Draw = Callable[[int, np.random.Generator], pd.DataFrame]

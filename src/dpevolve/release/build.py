@@ -21,9 +21,9 @@ from dpevolve.pe.distance import Distance
 from dpevolve.pe.schedule import Schedule
 from dpevolve.pe.votes import SoftVote, Vote
 from dpevolve.privacy import Budget, calibrate_gaussian
+from dpevolve.privacy.noise import NoiseSource
 from dpevolve.release.base import Release
 from dpevolve.release.gaussian import GaussianRelease
-from dpevolve.release.noise import NoiseSource
 
 if TYPE_CHECKING:
     from dpevolve.release.pubmix import Accounting, Fill

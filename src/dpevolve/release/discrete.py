@@ -25,7 +25,7 @@ and by the Gaussian's ``sqrt(2)``.
 
 Every draw that reads the private table (the Gaussian noise, the mixture samples, the
 private gamma estimate and floor choice) comes from one
-:class:`~dpevolve.release.noise.NoiseSource`: secure by default, seeded only with an
+:class:`~dpevolve.privacy.noise.NoiseSource`: secure by default, seeded only with an
 explicit ``noise_seed``. ``random_state`` seeds the rest, all of it public or
 post-processing: the public folds, sampling the noisy Gaussian histogram, decoding.
 """
@@ -55,8 +55,8 @@ from dpevolve.privacy import (
     calibrate_gaussian,
     default_delta,
 )
+from dpevolve.privacy.noise import NoiseSource, make_noise
 from dpevolve.pubmix.noise import choose_floor, choose_floor_privately, linmix, pubmix_sample
-from dpevolve.release.noise import NoiseSource, make_noise
 
 MAX_CELLS = 20_000_000  # float64 histograms of this size take 160 MB each
 
