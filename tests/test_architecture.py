@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -372,3 +373,29 @@ def test_the_noise_finder_finds_samplers() -> None:
         "probe.py:2 calls .normal()",
         "probe.py:6 calls .laplace()",
     ]
+
+
+def _sigma_formulas(where: str, tree: ast.Module) -> Iterator[str]:
+    """``sqrt(2 * ... rho ...)``: the zCDP noise-scale formula written out."""
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and _receiver(node.func) == "sqrt"
+            and len(node.args) == 1
+            and re.fullmatch(r"2(\.0)? \* .*rho.*", ast.unparse(node.args[0]))
+        ):
+            yield f"{where}:{node.lineno} computes sqrt({ast.unparse(node.args[0])})"
+
+
+def test_one_sigma_formula() -> None:
+    # sigma = S / sqrt(2 rho) lives in privacy/ (calibration.gaussian_sigma); a method
+    # that needs a noise scale calls it rather than writing its own copy.
+    found = [
+        hit
+        for name, tree in TREES.items()
+        if not name.startswith("dpevolve.privacy")
+        for hit in _sigma_formulas(_rel(name), tree)
+    ]
+    assert not found, "noise scales computed outside privacy/:\n" + "\n".join(found)
+    probe = ast.parse("s = S / math.sqrt(2.0 * inputs.rho / t)\nz = sqrt(8 * rho)\n")
+    assert list(_sigma_formulas("p.py", probe)) == ["p.py:1 computes sqrt(2.0 * inputs.rho / t)"]
