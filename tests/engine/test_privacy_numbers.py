@@ -77,7 +77,7 @@ def test_spend_refuses_to_go_past_the_limit() -> None:
 
 
 @pytest.mark.parametrize("on_invalid", ["error", "drop"])
-def test_a_run_spends_its_budget_and_the_ledger_agrees(small_schema, standin, on_invalid) -> None:
+def test_a_run_spends_its_budget_and_the_ledger_agrees(nulls_schema, standin, on_invalid) -> None:
     rng = np.random.default_rng(0)
     n = 400
     table = pd.DataFrame(
@@ -92,8 +92,8 @@ def test_a_run_spends_its_budget_and_the_ledger_agrees(small_schema, standin, on
         table.loc[0, "age"] = 120  # invalid: dropped, n stays public
     budget = Budget(epsilon=1.0, delta=1e-5)
     result = fit_engine(
-        FrameSource(table, small_schema, on_invalid=on_invalid),
-        small_schema,
+        FrameSource(table, nulls_schema, on_invalid=on_invalid),
+        nulls_schema,
         budget,
         EngineSpec(bins=4, fine_cells=12, rounds=6),
         noise=SeededNoise(3),
