@@ -13,7 +13,7 @@ from dpevolve.engine import EngineSpec, fit_engine
 from dpevolve.engine.measure import MARGINAL_SENSITIVITY, marginal_event, sigma_for
 from dpevolve.engine.plan import SLACK, Plan, Spend, round_cost
 from dpevolve.engine.select import L1_SENSITIVITY, selection_event
-from dpevolve.errors import PrivacyError
+from dpevolve.errors import InputError, PrivacyError
 from dpevolve.privacy import Accountant, Budget, ExponentialEvent, GaussianEvent, zcdp_budget
 from dpevolve.privacy.audit import cks_epsilon
 from dpevolve.privacy.conversions import epsilon_from_rho
@@ -30,7 +30,7 @@ def test_each_event_costs_what_the_formulas_say() -> None:
     assert pick.rho == pytest.approx(0.2**2 / 8) and pick.scale == pytest.approx(30.0)
     assert pick.claim() == (0.2, 0.0)
     assert pick.to_dict()["kind"] == "exponential"
-    with pytest.raises(Exception, match="epsilon"):
+    with pytest.raises(InputError, match="epsilon"):
         ExponentialEvent(0.0, 1.0)
     assert round_cost(10.0, 0.2) == pytest.approx(0.01 + 0.005)
 
