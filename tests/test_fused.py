@@ -395,3 +395,16 @@ def test_gpu_computation_with_nullable_columns(name: str, vote) -> None:
         np.testing.assert_array_equal(got, expected)
     else:
         np.testing.assert_allclose(got, expected, rtol=0, atol=len(private) * 2.0**-30)
+
+
+@needs_numba
+def test_warmup_runs_every_kernel_from_plain_terms(adultish: Schema) -> None:
+    # warmup() builds its inputs from the backend vocabulary alone (no PE classes).
+    backend = FusedBackend()
+    backend.warmup()
+    rng = np.random.default_rng(2)
+    private = make_records(adultish, rng, 20, coarse=True)
+    population = make_records(adultish, rng, 5, coarse=True)
+    for distance in (Gower(adultish), TabPEEmbedding(adultish)):
+        got = backend.vote(private, population, distance, HardVote())
+        np.testing.assert_array_equal(got, reference(private, population, distance, HardVote()))

@@ -334,9 +334,12 @@ class FusedBackend:
         compile_kernels()
         records = Records(np.array([[0.0], [1.0]]), np.array([[0], [1]], dtype=np.int32))
         # One numeric and one two-valued categorical attribute, in both kernel forms.
-        table = 1.0 - np.eye(2)
-        for kind, mismatch in (("gower", 0.0), ("tabpe", 2.0 / 9.0)):
-            terms = DistanceTerms(kind, np.ones(1), (table,), mismatch, np.zeros(1, bool))  # type: ignore[arg-type]
+        parts = (np.ones(1), (1.0 - np.eye(2),))
+        flat = np.zeros(1, dtype=bool)
+        for terms in (
+            DistanceTerms("gower", *parts, 0.0, flat),
+            DistanceTerms("tabpe", *parts, 2.0 / 9.0, flat),
+        ):
             prepared = _prepare(terms, records)
             for rule in (VoteRule("hard"), VoteRule("soft", 1.0)):
                 with _kernel_lock:
