@@ -23,9 +23,9 @@ import numpy as np
 from scipy import stats
 
 from dpevolve.privacy.audit import clopper_pearson, eps_lower_bound, exact_epsilon
+from dpevolve.privacy.noise import SeededNoise
 from dpevolve.pubmix.noise import pubmix_sample
 from dpevolve.release.gaussian import GaussianRelease
-from dpevolve.release.noise import SeededNoise
 
 #: Every audit case by name: one function of ``trials`` each (see :func:`case`).
 CASES: dict[str, Callable[[int], dict[str, Any]]] = {}

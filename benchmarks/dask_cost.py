@@ -54,7 +54,7 @@ from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import count_marginals
 from dpevolve.engine.select import candidates
 from dpevolve.privacy import Budget
-from dpevolve.release.noise import make_noise
+from dpevolve.privacy.noise import make_noise
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGET = 1.5

@@ -3,7 +3,7 @@
 * ``tv1``, ``tv2``: mean total variation ``1/2 ||p_S - q_S||_1`` over all 1-way and all
   2-way marginals ``S`` of the real training rows against the synthetic rows, numeric
   columns in the evaluation's 20 equal-width bins over the *declared* range
-  (:func:`dpevolve.reporting.marginals.marginal_tv`); ``tv_all`` the mean over all
+  (:func:`dpevolve.metrics.marginal_tv`); ``tv_all`` the mean over all
   1- and 2-way sets together.
 * ``accuracy`` (TSTR): histogram gradient boosting trained on the synthetic rows,
   tested on held-out real rows (:func:`dpevolve.reporting.tstr.tstr`); ``majority``:
@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from dpevolve.data.schema import Schema
-from dpevolve.reporting.marginals import bin_codes, marginal_report
+from dpevolve.metrics import bin_codes, marginal_report
 from dpevolve.reporting.tstr import tstr
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from scipy import stats
 
 from dpevolve import Synthesizer, datasets
-from dpevolve.release.noise import SecureNoise, SeededNoise
+from dpevolve.privacy.noise import SecureNoise, SeededNoise
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -57,10 +57,10 @@ from scipy import stats
 
 from dpevolve import Synthesizer
 from dpevolve.backends import make_backend
+from dpevolve.backends.canonical import soft_quantisation_slack
 from dpevolve.config import MarginalSpec, VoteSpec
 from dpevolve.data.encoding import Records, encode
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
-from dpevolve.pe.canonical import soft_quantisation_slack
 from dpevolve.pe.distance import make_distance
 from dpevolve.pe.votes import HardVote, SoftVote
 from dpevolve.policy.blowfish import Policy
@@ -74,8 +74,8 @@ from dpevolve.privacy.audit import (
     gaussian_epsilon,
     independent_epsilon,
 )
+from dpevolve.privacy.noise import SeededNoise
 from dpevolve.release.gaussian import GaussianRelease
-from dpevolve.release.noise import SeededNoise
 
 SCHEMA = Schema(
     (NumericColumn("age", 17, 90, integer=True), CategoricalColumn("sex", ("Female", "Male")))

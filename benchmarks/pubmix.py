@@ -145,9 +145,9 @@ def person_activity() -> dict[str, Any]:
 def tv_task(public: str, epsilon: float, m: int, seed: int) -> list[dict[str, Any]]:
     """Every method at one (public, eps, m, seed); one row per method."""
     from dpevolve.privacy import Budget
+    from dpevolve.privacy.noise import SeededNoise
     from dpevolve.pubmix import deficit, max_invariance_fill, pubmix_sample, water_fill
     from dpevolve.release.discrete import sample_discrete
-    from dpevolve.release.noise import SeededNoise
 
     data = nist()
     domain, n, p_prv = data["domain"], data["n"], data["p_private"]

@@ -23,7 +23,7 @@ import numpy as np
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine
 from dpevolve.privacy import Budget
-from dpevolve.release.noise import make_noise
+from dpevolve.privacy.noise import make_noise
 
 
 def run(key: str, seed: int, options: dict[str, Any], epsilon: float = 1.0) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from dpevolve.privacy import (
     calibrate_gaussian,
     epsilon_from_rho,
     gaussian_delta,
+    gaussian_sigma,
     rho_for_epsilon,
 )
 
@@ -366,6 +367,26 @@ def test_calibrate_gaussian_zcdp_and_speed() -> None:
     assert (time.perf_counter() - t0) / 3 < 0.05
     with pytest.raises(InputError, match="rounds must be an integer >= 1"):
         calibrate_gaussian(0, Budget(1.0, 1e-6))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sensitivity=st.floats(1e-3, 1e3),
+    rho=st.floats(1e-6, 1e2),
+)
+def test_gaussian_sigma_costs_exactly_rho(sensitivity: float, rho: float) -> None:
+    # The one sigma formula, read back through the event the ledger records.
+    sigma = gaussian_sigma(sensitivity, rho)
+    event = GaussianEvent(sensitivity=sensitivity, sigma=sigma, discrete=True)
+    assert event.rho == pytest.approx(rho, rel=1e-12)
+    assert gaussian_sigma(2 * sensitivity, rho) == pytest.approx(2 * sigma, rel=1e-12)
+
+
+def test_gaussian_sigma_refuses_a_free_release() -> None:
+    with pytest.raises(InputError, match="rho must be > 0"):
+        gaussian_sigma(1.0, 0.0)
+    with pytest.raises(InputError, match="sensitivity must be > 0"):
+        gaussian_sigma(-1.0, 0.5)
 
 
 # ------------------------------------------------------------------ privacy-loss pairs

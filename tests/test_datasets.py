@@ -302,14 +302,63 @@ def test_fetch_zip_member_and_unreachable(
         datasets.fetch("bank", dest=tmp_path / "dest2")
 
 
-def test_fetch_sources_match_readme_checksums() -> None:
-    # every documented file of a file-backed data set has a source
+def test_every_file_backed_dataset_has_https_sources() -> None:
     file_backed = [n for n in datasets.names() if not n.startswith("xor") and n != "demo"]
     assert sorted(_fetch.SOURCES) == sorted(file_backed)
     for items in _fetch.SOURCES.values():
         for item in items:
-            assert len(item.sha256) == 64 and item.remotes
+            assert re.fullmatch(r"[0-9a-f]{64}", item.sha256) and item.remotes
             assert all(r.url.startswith("https://") for r in item.remotes)
+
+
+def _readme_for(root: Path, relative: str) -> Path | None:
+    """The README nearest a data file: in its folder, else the nearest one above it."""
+    folder = (root / relative).parent
+    while folder != root.parent:
+        if (folder / "README.md").is_file():
+            return folder / "README.md"
+        folder = folder.parent
+    return None
+
+
+def readme_checksum(readme: str, name: str) -> str | None:
+    """The sha256 a README gives for file ``name``: in the table row whose first cell is
+    the file, or, in prose, on the line that names it or the next one."""
+    lines = readme.splitlines()
+    for i, line in enumerate(lines):
+        row = line.startswith(f"| `{name}` |")
+        if row or (not line.startswith("|") and f"`{name}`" in line):
+            for candidate in lines[i : i + 1 if row else i + 2]:
+                found = re.search(r"`([0-9a-f]{64})`", candidate)
+                if found:
+                    return found.group(1)
+    return None
+
+
+def test_the_checksum_reader_reads_tables_and_prose() -> None:
+    sha, other = "a" * 64, "b" * 64
+    table = f"| `x.csv` | data | 3 | `{sha}` |\n| `y.csv` | gzip of `x.csv` | 4 | `{other}` |"
+    assert readme_checksum(table, "x.csv") == sha
+    assert readme_checksum(table, "y.csv") == other
+    assert readme_checksum(f"The file `z.csv` has sha256\n`{sha}` and md5", "z.csv") == sha
+    assert readme_checksum(table, "w.csv") is None
+
+
+def test_fetch_sources_match_readme_checksums(data: Path) -> None:
+    # The sha256 a download is checked against is the one the data README documents.
+    checked = 0
+    for items in _fetch.SOURCES.values():
+        for item in items:
+            readme = _readme_for(data, item.path)
+            if readme is None:
+                pytest.skip(f"no README above {item.path} in {data}")
+            name = Path(item.path).name
+            documented = readme_checksum(readme.read_text(encoding="utf-8"), name)
+            where = readme.relative_to(data)
+            assert documented is not None, f"{where} gives no sha256 for {name}"
+            assert documented == item.sha256, f"{item.path}: {where} says {documented}"
+            checked += 1
+    assert checked == sum(len(items) for items in _fetch.SOURCES.values())
 
 
 # ------------------------------------------------------------------ loaders on data

@@ -14,13 +14,13 @@ from hypothesis import strategies as st
 from dpevolve.backends import fused as fused_module
 from dpevolve.backends import fused_kernels
 from dpevolve.backends import gpu as gpu_module
+from dpevolve.backends.canonical import soft_histogram
 from dpevolve.backends.fused import FusedBackend, fused_available
 from dpevolve.backends.gpu import GpuBackend, gpu_available
 from dpevolve.backends.local import LocalBackend
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
 from dpevolve.errors import InputError
-from dpevolve.pe.canonical import soft_histogram
 from dpevolve.pe.distance import Gower, TabPEEmbedding, make_distance
 from dpevolve.pe.variation import Variation
 from dpevolve.pe.votes import HardVote, SoftVote
@@ -48,7 +48,7 @@ def exact_embedding(x: Records, c: Records) -> np.ndarray:
 
 def reference(private: Records, population: Records, distance, vote) -> np.ndarray:
     """The spec's histogram from an exact distance matrix (one block); soft votes by
-    the canonical quantised rule every backend follows (dpevolve.pe.canonical)."""
+    the canonical quantised rule every backend follows (dpevolve.backends.canonical)."""
     if isinstance(distance, TabPEEmbedding):
         d = exact_embedding(private, population)
     else:
@@ -395,3 +395,16 @@ def test_gpu_computation_with_nullable_columns(name: str, vote) -> None:
         np.testing.assert_array_equal(got, expected)
     else:
         np.testing.assert_allclose(got, expected, rtol=0, atol=len(private) * 2.0**-30)
+
+
+@needs_numba
+def test_warmup_runs_every_kernel_from_plain_terms(adultish: Schema) -> None:
+    # warmup() builds its inputs from the backend vocabulary alone (no PE classes).
+    backend = FusedBackend()
+    backend.warmup()
+    rng = np.random.default_rng(2)
+    private = make_records(adultish, rng, 20, coarse=True)
+    population = make_records(adultish, rng, 5, coarse=True)
+    for distance in (Gower(adultish), TabPEEmbedding(adultish)):
+        got = backend.vote(private, population, distance, HardVote())
+        np.testing.assert_array_equal(got, reference(private, population, distance, HardVote()))

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpevolve.release import noise as noise_module
-from dpevolve.release.noise import GRID, SecureNoise, SeededNoise
+from dpevolve.privacy import noise as noise_module
+from dpevolve.privacy.noise import GRID, SecureNoise, SeededNoise
 
 
 def _spy(source: object, name: str, monkeypatch: pytest.MonkeyPatch) -> list[int]:

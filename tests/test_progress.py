@@ -16,8 +16,8 @@ from dpevolve.data.schema import Schema
 from dpevolve.pe.variation import Variation
 from dpevolve.pool.fit import MarginalFit
 from dpevolve.presets import get_preset
+from dpevolve.privacy.noise import SeededNoise
 from dpevolve.release.marginals import CellIndex, Workload, measure_marginals
-from dpevolve.release.noise import SeededNoise
 
 HYBRID = {"grow_rounds": 1, "children": 50, "iterations": 20}
 

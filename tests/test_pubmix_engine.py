@@ -15,9 +15,9 @@ from dpevolve.data.schema import CategoricalColumn, Schema
 from dpevolve.errors import InputError
 from dpevolve.presets import get_preset
 from dpevolve.privacy import Budget
+from dpevolve.privacy.noise import SeededNoise
 from dpevolve.pubmix import beta_min, pubmix_delta
 from dpevolve.release.discrete import ProductDomain, sample_discrete
-from dpevolve.release.noise import SeededNoise
 
 FAST = {"preset": get_preset("tabpe", population=30, rounds=3), "random_state": 0}
 

@@ -193,9 +193,30 @@ def test_synth_never_overwrites_an_input_and_checks_rows_first(
 
 def test_report_rehearsal_covers_every_column_type() -> None:
     from dpevolve.cli.preflight import rehearse_report
-    from dpevolve.data.schema import Schema
+    from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 
-    rehearse_report(Schema.from_dict(SCHEMA))  # raises if the report cannot be made
+    columns = {
+        **SCHEMA["columns"],
+        "seen": {"type": "datetime", "lo": "2020-01-01 00:00:00", "hi": "2020-12-31 23:59:59"},
+        "team": {"type": "categorical", "values": ["a", "b"], "nullable": True},
+        "place": {
+            "type": "categorical",
+            "values": ["x", "y", "z"],
+            "hierarchy": {"near": ["x", "y"], "far": ["z"]},
+        },
+    }
+    schema = Schema.from_dict({"label": SCHEMA["label"], "columns": columns})
+    # Every declared kind, each way a column can hold a missing cell, and a hierarchy.
+    assert {c.to_dict()["type"] for c in schema.columns} == {
+        "numeric",
+        "date",
+        "datetime",
+        "categorical",
+    }
+    assert any(isinstance(c, NumericColumn) and c.nullable for c in schema.columns)
+    categorical = [c for c in schema.columns if isinstance(c, CategoricalColumn)]
+    assert any(c.nullable for c in categorical) and any(c.hierarchy for c in categorical)
+    rehearse_report(schema)  # raises if the report cannot be made
 
 
 def test_demo_checks_extras_before_making_its_folder(

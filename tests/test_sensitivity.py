@@ -39,7 +39,7 @@ SMALL = Schema(
 NUMERIC_VALUES = {"n": list(range(7))}
 TAUS = (0.02, 0.1, 0.5)
 
-# Both distances are now computed per pair (dpevolve.pe.canonical), independent of the
+# Both distances are now computed per pair (dpevolve.backends.canonical), independent of the
 # batch; the looser Tab-PE tolerance is kept for the brute-force references' own formulas.
 TOL = {"gower": 1e-12, "tabpe": 1e-7}
 

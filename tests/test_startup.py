@@ -53,7 +53,7 @@ def test_help_loads_only_typer(argv: list[str]) -> None:
 
 def test_secure_noise_imports_only_what_it_draws_with() -> None:
     code = (
-        "from dpevolve.release.noise import SecureNoise; s = SecureNoise(); "
+        "from dpevolve.privacy.noise import SecureNoise; s = SecureNoise(); "
         "import sys; assert 'opendp' not in sys.modules; s.gaussian([0.0, 1.0], 2.0); "
         "s.noisy_argmax([0.0, 1.0], 1.0); assert 'opendp.prelude' not in sys.modules"
     )

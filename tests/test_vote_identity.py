@@ -17,6 +17,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpevolve import Synthesizer
+from dpevolve.backends.canonical import (
+    EXACT_CELL_LIMIT,
+    exp_canonical,
+    soft_histogram,
+    soft_quantisation_slack,
+    soft_row_votes,
+)
 from dpevolve.backends.fused import (
     FusedBackend,
     fallback_reason,
@@ -27,13 +34,6 @@ from dpevolve.backends.local import LocalBackend
 from dpevolve.config import VoteSpec
 from dpevolve.data.encoding import Records
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
-from dpevolve.pe.canonical import (
-    EXACT_CELL_LIMIT,
-    exp_canonical,
-    soft_histogram,
-    soft_quantisation_slack,
-    soft_row_votes,
-)
 from dpevolve.pe.distance import (
     Gower,
     NullableGower,

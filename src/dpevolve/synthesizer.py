@@ -28,9 +28,9 @@ from dpevolve.pilot.run import PilotFit, PilotRun
 from dpevolve.presets import Preset, get_preset
 from dpevolve.privacy import Ledger, default_delta
 from dpevolve.privacy.interrupt import Interrupted, Spending, spending
+from dpevolve.privacy.noise import NoiseSource, make_noise
 from dpevolve.release.base import Release, Selection
 from dpevolve.release.build import ReleaseInputs
-from dpevolve.release.noise import NoiseSource, make_noise
 
 if TYPE_CHECKING:
     from dpevolve.pool.hybrid import WeightedSupport

@@ -67,8 +67,9 @@ def joint_size(domain: Domain, cliques: Sequence[Clique]) -> float:
 
 
 @pytest.fixture
-def small_schema() -> Schema:
-    """Three columns with a label: an integer, a nullable float and a nullable category."""
+def nulls_schema() -> Schema:
+    """Three columns with a label: an integer, a nullable float and a nullable category
+    (the engine tests' table with missing cells; the root ``small_schema`` has none)."""
     return Schema(
         (
             NumericColumn("age", 17, 90, integer=True),

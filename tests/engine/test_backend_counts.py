@@ -16,7 +16,7 @@ from dpevolve.engine import EngineSpec, fit_engine
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import MarginalCounts, count_marginals
 from dpevolve.privacy import Budget
-from dpevolve.release.noise import SeededNoise
+from dpevolve.privacy.noise import SeededNoise
 
 
 def _table(rng: np.random.Generator, n: int) -> pd.DataFrame:
@@ -42,10 +42,10 @@ class Spy(LocalBackend):
         return super().count(private, query)
 
 
-def test_the_stacked_vector_splits_into_shaped_counts(small_schema) -> None:
+def test_the_stacked_vector_splits_into_shaped_counts(nulls_schema) -> None:
     rng = np.random.default_rng(0)
-    source = FrameSource(_table(rng, 300), small_schema)
-    disc = Discretiser(small_schema, bins=5, fine_cells=16)
+    source = FrameSource(_table(rng, 300), nulls_schema)
+    disc = Discretiser(nulls_schema, bins=5, fine_cells=16)
     cliques = [("age", "y"), ("job",), ("spend", "job", "y")]
     query = MarginalCounts(disc, [*cliques, ("job",)], ["spend"], rows=7)
     assert query.cliques == cliques  # the repeat is counted once
@@ -65,19 +65,19 @@ def test_the_stacked_vector_splits_into_shaped_counts(small_schema) -> None:
     )
 
 
-def test_the_engine_counts_through_the_given_backend(small_schema) -> None:
+def test_the_engine_counts_through_the_given_backend(nulls_schema) -> None:
     table = _table(np.random.default_rng(1), 800)
-    args = (small_schema, Budget(epsilon=1.0, delta=1e-5), EngineSpec(bins=4, rounds=3))
+    args = (nulls_schema, Budget(epsilon=1.0, delta=1e-5), EngineSpec(bins=4, rounds=3))
     spy = Spy()
     with_spy = fit_engine(
-        FrameSource(table, small_schema), *args, noise=SeededNoise(3),
+        FrameSource(table, nulls_schema), *args, noise=SeededNoise(3),
         rng=np.random.default_rng(0), backend=spy,
     )  # fmt: skip
     assert spy.asked and all(isinstance(q, MarginalCounts) for q in spy.asked)
     first = next(q for q in spy.asked if q.cliques)  # after the fine histograms' pass
     assert ("age",) in first.cliques and ("age", "y") in first.cliques  # the first pass
     plain = fit_engine(
-        FrameSource(table, small_schema), *args, noise=SeededNoise(3),
+        FrameSource(table, nulls_schema), *args, noise=SeededNoise(3),
         rng=np.random.default_rng(0),
     )  # fmt: skip
     assert [h["clique"] for h in with_spy.history] == [h["clique"] for h in plain.history]
@@ -118,12 +118,12 @@ CLIQUES = [c for k in (1, 2, 3) for c in itertools.combinations(("age", "spend",
     bins=st.integers(2, 9),
 )
 def test_dask_counts_are_the_local_counts_bit_for_bit(
-    dask_client, small_schema, seed, n, partitions, rows, picked, bins
+    dask_client, nulls_schema, seed, n, partitions, rows, picked, bins
 ) -> None:
     from dpevolve.backends.dask import DaskBackend
 
-    source = FrameSource(_table(np.random.default_rng(seed), n), small_schema)
-    disc = Discretiser(small_schema, bins=bins, fine_cells=3 * bins)
+    source = FrameSource(_table(np.random.default_rng(seed), n), nulls_schema)
+    disc = Discretiser(nulls_schema, bins=bins, fine_cells=3 * bins)
     fine = ["age", "spend"]
     backend = DaskBackend(dask_client, partitions=partitions)
     try:

@@ -22,7 +22,7 @@ from dpevolve.engine.smoothing import decode_weights
 from dpevolve.errors import InputError
 from dpevolve.measurements import Measurement
 from dpevolve.privacy import Budget
-from dpevolve.release.noise import SeededNoise
+from dpevolve.privacy.noise import SeededNoise
 
 SCHEMA = Schema(
     (

@@ -11,7 +11,7 @@ import pytest
 from dpevolve.data.encoding import encode
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.engine.discretise import Discretiser
-from dpevolve.reporting.marginals import bin_codes
+from dpevolve.metrics import bin_codes
 
 
 def _table(n: int, seed: int = 0) -> pd.DataFrame:
@@ -28,16 +28,16 @@ def _table(n: int, seed: int = 0) -> pd.DataFrame:
     )
 
 
-def test_codes_are_the_evaluation_bins_and_fine_cells_sit_inside_them(small_schema) -> None:
-    frame, _ = small_schema.validate(_table(3000))
+def test_codes_are_the_evaluation_bins_and_fine_cells_sit_inside_them(nulls_schema) -> None:
+    frame, _ = nulls_schema.validate(_table(3000))
     # the declared end points and exact edges are where two float paths could disagree
     edges = pd.DataFrame({"age": [17, 90, 53], "spend": [0.0, 100.0, 25.0], "job": "a", "y": "no"})
-    frame = pd.concat([frame, small_schema.validate(edges)[0]], ignore_index=True)
-    records = encode(frame, small_schema)
-    disc = Discretiser(small_schema, bins=20, fine_cells=64)
+    frame = pd.concat([frame, nulls_schema.validate(edges)[0]], ignore_index=True)
+    records = encode(frame, nulls_schema)
+    disc = Discretiser(nulls_schema, bins=20, fine_cells=64)
     codes = disc.codes(records)
     assert disc.domain.sizes == (20, 21, 4, 2)
-    for j, column in enumerate(small_schema.columns):
+    for j, column in enumerate(nulls_schema.columns):
         expected = bin_codes(frame, column)
         assert np.array_equal(codes[:, j], expected), column.name
         if isinstance(column, NumericColumn):
@@ -47,20 +47,20 @@ def test_codes_are_the_evaluation_bins_and_fine_cells_sit_inside_them(small_sche
             assert np.array_equal(cells.coarse[fine], codes[:, j]), column.name
 
 
-def test_an_integer_column_gets_one_fine_cell_per_value_and_floats_get_atoms(small_schema) -> None:
-    disc = Discretiser(small_schema, bins=20, fine_cells=128)
+def test_an_integer_column_gets_one_fine_cell_per_value_and_floats_get_atoms(nulls_schema) -> None:
+    disc = Discretiser(nulls_schema, bins=20, fine_cells=128)
     age, spend = disc.fine["age"], disc.fine["spend"]
     assert age.grid and age.size == 74 and np.array_equal(age.lo, np.arange(17, 91))
     assert not spend.grid and spend.atoms == 2  # 0 and 100, the declared end points
     assert spend.nullable and np.isnan(spend.lo[-1])
-    small = Discretiser(small_schema, bins=20, fine_cells=30)
+    small = Discretiser(nulls_schema, bins=20, fine_cells=30)
     assert not small.fine["age"].grid  # 74 values do not fit 30 cells: sub-bins
 
 
-def test_decoding_keeps_the_bin_point_masses_and_types(small_schema) -> None:
-    frame, _ = small_schema.validate(_table(4000, seed=1))
-    records = encode(frame, small_schema)
-    disc = Discretiser(small_schema, bins=20, fine_cells=128)
+def test_decoding_keeps_the_bin_point_masses_and_types(nulls_schema) -> None:
+    frame, _ = nulls_schema.validate(_table(4000, seed=1))
+    records = encode(frame, nulls_schema)
+    disc = Discretiser(nulls_schema, bins=20, fine_cells=128)
     codes = disc.codes(records)
     fine = {
         c.name: np.bincount(disc.fine_codes(records, c.name), minlength=disc.fine[c.name].size)
@@ -68,10 +68,10 @@ def test_decoding_keeps_the_bin_point_masses_and_types(small_schema) -> None:
     }
     rng = np.random.default_rng(0)
     out = disc.decode(codes, rng, {k: v.astype(float) for k, v in fine.items()})
-    clean, report = small_schema.validate(out)  # raises if a value is outside the domain
+    clean, report = nulls_schema.validate(out)  # raises if a value is outside the domain
     assert report.rows_in == len(out)
     assert out["age"].dtype == np.int64
-    for j, column in enumerate(small_schema.columns):
+    for j, column in enumerate(nulls_schema.columns):
         assert np.array_equal(bin_codes(clean, column), codes[:, j]), column.name
     # the point masses come back from the fine histogram, not from uniform draws in a bin
     assert (out["age"] == 40).mean() == pytest.approx((frame["age"] == 40).mean(), abs=0.03)
@@ -79,7 +79,7 @@ def test_decoding_keeps_the_bin_point_masses_and_types(small_schema) -> None:
     assert out["spend"].isna().mean() == pytest.approx(frame["spend"].isna().mean(), abs=1e-12)
     uniform = disc.decode(codes, rng, None)
     assert (uniform["spend"] == 0).mean() < 0.01
-    small_schema.validate(uniform)
+    nulls_schema.validate(uniform)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine, synthesize
 from dpevolve.errors import InputError
 from dpevolve.privacy import Budget, Ledger
-from dpevolve.release.noise import SeededNoise
+from dpevolve.privacy.noise import SeededNoise
 
 
 def _table(n: int, seed: int = 0) -> pd.DataFrame:
@@ -27,12 +27,12 @@ def _table(n: int, seed: int = 0) -> pd.DataFrame:
     )
 
 
-def test_rounds_select_the_label_and_rows_are_fresh(small_schema, standin) -> None:
+def test_rounds_select_the_label_and_rows_are_fresh(nulls_schema, standin) -> None:
     table = _table(3000)
     ledger = Ledger(1e-5, {"preset": "engine-test"})
     result = fit_engine(
-        FrameSource(table, small_schema),
-        small_schema,
+        FrameSource(table, nulls_schema),
+        nulls_schema,
         Budget(epsilon=2.0, delta=1e-5),
         EngineSpec(bins=5, fine_cells=40, rounds=8),
         noise=SeededNoise(1),
@@ -45,8 +45,8 @@ def test_rounds_select_the_label_and_rows_are_fresh(small_schema, standin) -> No
     picked = [h["clique"] for h in result.history]
     assert any("y" in c and "age" in c for c in picked)  # the strongest link is found
     out = result.sample(5000, np.random.default_rng(1))
-    assert len(out) == 5000 and list(out.columns) == small_schema.names
-    small_schema.validate(out)
+    assert len(out) == 5000 and list(out.columns) == nulls_schema.names
+    nulls_schema.validate(out)
     young = out["age"] < 35
     assert out.loc[young, "y"].eq("yes").mean() < out.loc[~young, "y"].eq("yes").mean() - 0.2
     assert (out["spend"] == 0).mean() == pytest.approx(0.3, abs=0.06)  # the point mass
@@ -71,11 +71,11 @@ def test_synthesize_in_one_call_with_the_estimator() -> None:
     assert out.equals(same)  # research reproduction: seed and noise seed fix the output
 
 
-def test_bad_input_fails_before_any_budget_is_spent(small_schema) -> None:
+def test_bad_input_fails_before_any_budget_is_spent(nulls_schema) -> None:
     table = _table(50)
     table.loc[3, "age"] = 500
     with pytest.raises(InputError, match="age"):
-        synthesize(table, small_schema, epsilon=1.0)
+        synthesize(table, nulls_schema, epsilon=1.0)
     with pytest.raises(InputError, match="max_order"):
         EngineSpec(max_order=5)
     with pytest.raises(InputError, match="unknown engine options"):
@@ -87,10 +87,10 @@ def test_bad_input_fails_before_any_budget_is_spent(small_schema) -> None:
     assert EngineSpec(coarse_splits=(0.75, 0.25, 0.75)).coarse_splits == (0.25, 0.75)
 
 
-def test_a_capped_candidate_list_still_runs_and_keeps_the_budget(small_schema, standin) -> None:
+def test_a_capped_candidate_list_still_runs_and_keeps_the_budget(nulls_schema, standin) -> None:
     result = fit_engine(
-        FrameSource(_table(500), small_schema),
-        small_schema,
+        FrameSource(_table(500), nulls_schema),
+        nulls_schema,
         Budget(epsilon=1.0, delta=1e-5),
         EngineSpec(bins=4, fine_cells=12, rounds=5, max_candidates=5, max_order=4),
         noise=SeededNoise(2),

@@ -19,7 +19,7 @@ from dpevolve.engine.measure import (
     release,
     sigma_for,
 )
-from dpevolve.release.noise import SeededNoise
+from dpevolve.privacy.noise import SeededNoise
 
 
 class _Batched:
@@ -48,9 +48,9 @@ def _records(schema, n=500, seed=0) -> Records:
     return encode(frame, schema)
 
 
-def test_streamed_counts_equal_the_direct_count(small_schema) -> None:
-    records = _records(small_schema)
-    disc = Discretiser(small_schema, bins=7, fine_cells=40)
+def test_streamed_counts_equal_the_direct_count(nulls_schema) -> None:
+    records = _records(nulls_schema)
+    disc = Discretiser(nulls_schema, bins=7, fine_cells=40)
     cliques = [("age",), ("age", "y"), ("spend", "job", "y")]
     whole, fine = count_marginals(
         _Batched(records, [len(records)]), disc, cliques, ["age", "spend"]
@@ -71,8 +71,8 @@ def test_streamed_counts_equal_the_direct_count(small_schema) -> None:
         assert fine[name].sum() == len(records)
 
 
-def test_one_replacement_moves_a_marginal_by_at_most_sqrt2(small_schema) -> None:
-    disc = Discretiser(small_schema, bins=5, fine_cells=20)
+def test_one_replacement_moves_a_marginal_by_at_most_sqrt2(nulls_schema) -> None:
+    disc = Discretiser(nulls_schema, bins=5, fine_cells=20)
     cells = pd.DataFrame(
         list(
             itertools.product([17, 18, 53, 89, 90], [0.0, 100.0, None], ["a", None], ["no", "yes"])
@@ -84,8 +84,8 @@ def test_one_replacement_moves_a_marginal_by_at_most_sqrt2(small_schema) -> None
     worst = 0.0
     for i in range(0, len(cells), 3):
         for j in range(1, len(cells), 5):
-            a = FrameSource(pd.concat([others, cells.iloc[[i]]]), small_schema)
-            b = FrameSource(pd.concat([others, cells.iloc[[j]]]), small_schema)
+            a = FrameSource(pd.concat([others, cells.iloc[[i]]]), nulls_schema)
+            b = FrameSource(pd.concat([others, cells.iloc[[j]]]), nulls_schema)
             ca, fa = count_marginals(a, disc, cliques, ["age", "spend"])
             cb, fb = count_marginals(b, disc, cliques, ["age", "spend"])
             for x, y in [
@@ -98,15 +98,15 @@ def test_one_replacement_moves_a_marginal_by_at_most_sqrt2(small_schema) -> None
     bad = pd.concat(
         [others, pd.DataFrame({"age": [95], "spend": [1.0], "job": ["a"], "y": ["no"]})]
     )
-    dropped = FrameSource(bad, small_schema, on_invalid="drop")
+    dropped = FrameSource(bad, nulls_schema, on_invalid="drop")
     assert dropped.n == 4
-    kept = FrameSource(pd.concat([others, cells.iloc[[0]]]), small_schema)
+    kept = FrameSource(pd.concat([others, cells.iloc[[0]]]), nulls_schema)
     c1, _ = count_marginals(dropped, disc, cliques)
     c2, _ = count_marginals(kept, disc, cliques)
     assert max(float(np.linalg.norm(c1[c] - c2[c])) for c in cliques) == pytest.approx(1.0)
 
 
-def test_the_release_draws_at_the_recorded_sigma(small_schema) -> None:
+def test_the_release_draws_at_the_recorded_sigma(nulls_schema) -> None:
     exact = np.arange(12.0).reshape(3, 4)
     sigma = sigma_for(0.02)
     assert sigma == pytest.approx(math.sqrt(2) / math.sqrt(0.04))
@@ -119,9 +119,9 @@ def test_the_release_draws_at_the_recorded_sigma(small_schema) -> None:
     assert m.event is event and m.sigma == sigma and not m.noisy.flags.writeable
 
 
-def test_a_repeated_clique_is_counted_once(small_schema) -> None:
-    records = _records(small_schema, n=50)
-    disc = Discretiser(small_schema, bins=4, fine_cells=8)
+def test_a_repeated_clique_is_counted_once(nulls_schema) -> None:
+    records = _records(nulls_schema, n=50)
+    disc = Discretiser(nulls_schema, bins=4, fine_cells=8)
     source = _Batched(records, [len(records)])
     once, _ = count_marginals(source, disc, [("age", "y")])
     twice, _ = count_marginals(source, disc, [("age", "y"), ("age", "y")])

@@ -13,11 +13,11 @@ from dpevolve.engine import EngineSpec, fit_engine
 from dpevolve.engine.measure import MARGINAL_SENSITIVITY, marginal_event, sigma_for
 from dpevolve.engine.plan import SLACK, Plan, Spend, round_cost
 from dpevolve.engine.select import L1_SENSITIVITY, selection_event
-from dpevolve.errors import PrivacyError
+from dpevolve.errors import InputError, PrivacyError
 from dpevolve.privacy import Accountant, Budget, ExponentialEvent, GaussianEvent, zcdp_budget
 from dpevolve.privacy.audit import cks_epsilon
 from dpevolve.privacy.conversions import epsilon_from_rho
-from dpevolve.release.noise import SeededNoise
+from dpevolve.privacy.noise import SeededNoise
 
 
 def test_each_event_costs_what_the_formulas_say() -> None:
@@ -30,7 +30,7 @@ def test_each_event_costs_what_the_formulas_say() -> None:
     assert pick.rho == pytest.approx(0.2**2 / 8) and pick.scale == pytest.approx(30.0)
     assert pick.claim() == (0.2, 0.0)
     assert pick.to_dict()["kind"] == "exponential"
-    with pytest.raises(Exception, match="epsilon"):
+    with pytest.raises(InputError, match="epsilon"):
         ExponentialEvent(0.0, 1.0)
     assert round_cost(10.0, 0.2) == pytest.approx(0.01 + 0.005)
 
@@ -77,7 +77,7 @@ def test_spend_refuses_to_go_past_the_limit() -> None:
 
 
 @pytest.mark.parametrize("on_invalid", ["error", "drop"])
-def test_a_run_spends_its_budget_and_the_ledger_agrees(small_schema, standin, on_invalid) -> None:
+def test_a_run_spends_its_budget_and_the_ledger_agrees(nulls_schema, standin, on_invalid) -> None:
     rng = np.random.default_rng(0)
     n = 400
     table = pd.DataFrame(
@@ -92,8 +92,8 @@ def test_a_run_spends_its_budget_and_the_ledger_agrees(small_schema, standin, on
         table.loc[0, "age"] = 120  # invalid: dropped, n stays public
     budget = Budget(epsilon=1.0, delta=1e-5)
     result = fit_engine(
-        FrameSource(table, small_schema, on_invalid=on_invalid),
-        small_schema,
+        FrameSource(table, nulls_schema, on_invalid=on_invalid),
+        nulls_schema,
         budget,
         EngineSpec(bins=4, fine_cells=12, rounds=6),
         noise=SeededNoise(3),

@@ -27,7 +27,7 @@ from dpevolve.engine.public import (
 from dpevolve.errors import InputError
 from dpevolve.measurements import Measurement
 from dpevolve.privacy import Budget, GaussianEvent
-from dpevolve.release.noise import SeededNoise
+from dpevolve.privacy.noise import SeededNoise
 
 LOOSE_SCHEMA = Schema(
     (

@@ -31,8 +31,8 @@ from dpevolve.pe.distance import make_distance
 from dpevolve.pe.votes import HardVote
 from dpevolve.privacy import Budget, GaussianEvent, zcdp_budget
 from dpevolve.privacy.audit import cks_epsilon
+from dpevolve.privacy.noise import SeededNoise
 from dpevolve.release.gaussian import GaussianRelease
-from dpevolve.release.noise import SeededNoise
 from dpevolve.reporting.sections import engine_summary
 
 SCHEMA = Schema(

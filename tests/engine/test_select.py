@@ -28,7 +28,7 @@ from dpevolve.engine.select import (
     weight,
 )
 from dpevolve.measurements import Domain
-from dpevolve.release.noise import SeededNoise
+from dpevolve.privacy.noise import SeededNoise
 
 SCHEMA = Schema(
     (

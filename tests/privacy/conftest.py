@@ -24,8 +24,8 @@ from dpevolve.data.encoding import Records
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.pe.distance import Distance
 from dpevolve.pe.votes import Vote
+from dpevolve.privacy.noise import SeededNoise
 from dpevolve.release.gaussian import GaussianRelease
-from dpevolve.release.noise import SeededNoise
 
 DELTA = 1e-5
 BATCH = 50_000  # noisy cells per batch; each batch draws from a fresh seed

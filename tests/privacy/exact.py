@@ -46,7 +46,7 @@ from dpevolve.measurements import MarginalQuery
 from dpevolve.privacy import Budget, ExponentialEvent, GaussianEvent
 from dpevolve.privacy.audit import ExactLoss, exact_loss
 from dpevolve.privacy.events import Event, ZeroCostEvent
-from dpevolve.release.noise import SeededNoise
+from dpevolve.privacy.noise import SeededNoise
 
 TOL = 1e-9
 
@@ -151,7 +151,7 @@ def _gaussian_violations(k: int, d: Call, n: Call, event: Event) -> list[str]:
     if d.scale < event.sigma * (1 - TOL):
         out.append(f"call {k}: noise at sigma {d.scale:.6g}, the ledger says {event.sigma:.6g}")
     shift = float(np.linalg.norm(d.values - n.values))
-    # counts lie on the noise grid; real values are rounded to it (release/noise.py)
+    # counts lie on the noise grid; real values are rounded to it (privacy/noise.py)
     on_grid = np.array_equal(d.values, np.round(d.values))
     slack = 0.0 if on_grid else SeededNoise(0).rounding_slack(d.values.size)
     allowed = event.sensitivity + slack

@@ -35,7 +35,7 @@ from dpevolve.engine.select import (
 from dpevolve.measurements import MarginalQuery, even_grouping
 from dpevolve.privacy import Budget
 from dpevolve.privacy.audit import eps_lower_bound
-from dpevolve.release.noise import SeededNoise
+from dpevolve.privacy.noise import SeededNoise
 
 SCHEMA = Schema(
     (

@@ -19,10 +19,10 @@ import pytest
 from scipy import stats
 
 from dpevolve.backends import LocalBackend, make_backend
+from dpevolve.backends.canonical import soft_quantisation_slack
 from dpevolve.config import GaussianSpec, VoteSpec
 from dpevolve.data.encoding import Records, encode
 from dpevolve.errors import InputError
-from dpevolve.pe.canonical import soft_quantisation_slack
 from dpevolve.pe.distance import make_distance
 from dpevolve.pe.votes import HardVote, SoftVote
 from dpevolve.policy.blowfish import Policy
@@ -36,8 +36,8 @@ from dpevolve.privacy.audit import (
     gaussian_epsilon,
     independent_epsilon,
 )
+from dpevolve.privacy.noise import SeededNoise, make_noise
 from dpevolve.release.gaussian import GaussianRelease
-from dpevolve.release.noise import SeededNoise, make_noise
 
 from .conftest import DELTA, fit_spied, noisy_trials, projection_event
 

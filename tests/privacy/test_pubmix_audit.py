@@ -20,7 +20,7 @@ import dpevolve.release.pubmix as pubmix_module
 from dpevolve.config import PubMixSpec
 from dpevolve.presets import get_preset
 from dpevolve.privacy.audit import exact_epsilon, hockey_stick
-from dpevolve.release.noise import SeededNoise
+from dpevolve.privacy.noise import SeededNoise
 
 from .conftest import DELTA, fit_spied
 

@@ -23,7 +23,7 @@ from dpevolve.engine.refine import StageInputs, nearest, refine
 from dpevolve.pe.distance import make_distance
 from dpevolve.privacy import Ledger
 from dpevolve.privacy.audit import eps_lower_bound
-from dpevolve.release.noise import SeededNoise
+from dpevolve.privacy.noise import SeededNoise
 
 SCHEMA = Schema(
     (

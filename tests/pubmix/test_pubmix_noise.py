@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from dpevolve.errors import InputError
+from dpevolve.privacy.noise import SeededNoise
 from dpevolve.pubmix import (
     beta_min,
     choose_floor,
@@ -22,7 +23,6 @@ from dpevolve.pubmix import (
     pubmix_sample,
     water_fill,
 )
-from dpevolve.release.noise import SeededNoise
 
 N, M, EPS = 1200, 300, 5.0
 DELTA = 1.0 / N

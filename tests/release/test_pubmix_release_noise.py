@@ -26,9 +26,9 @@ from dpevolve.pe.votes import HardVote
 from dpevolve.policy.invalid_rows import fill_empty_votes
 from dpevolve.presets import get_preset
 from dpevolve.privacy import Budget
+from dpevolve.privacy.noise import SeededNoise
 from dpevolve.pubmix import water_fill
 from dpevolve.release.discrete import sample_discrete
-from dpevolve.release.noise import SeededNoise
 from dpevolve.release.pubmix import PubMixRelease
 
 FAST = {

@@ -3,20 +3,95 @@
 Two measurements, both sums over private records with no noise (releases add it):
 the vote histogram over a candidate population, and exact counts (a marginal's cells,
 a fine histogram) of a :class:`CountQuery`.
+
+The interface speaks its own small vocabulary, not any method's classes: a vote is
+asked with a :class:`Distance` (anything with ``pairwise``) and a :class:`Vote`
+(anything with ``histogram``). A distance or vote that the compiled backends can
+reproduce term for term says so by describing itself as plain data
+(:class:`DistanceTerms`, :class:`VoteRule`); one that does not (``None``) is voted
+with the numpy reference. The arithmetic every backend follows is
+:mod:`dpevolve.backends.canonical`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Literal, Protocol
 
 import numpy as np
 
 from dpevolve.data.encoding import Records
-from dpevolve.pe.distance import Distance
-from dpevolve.pe.votes import Vote
 
 PrivateData = Records | Iterable[Records]
+
+
+@dataclass(frozen=True, eq=False)
+class DistanceTerms:
+    """A distance as the compiled kernels compute it, term by term (docs/math.md §1).
+
+    ``kind="gower"``: ``d = sum_k w_k |a_k - b_k| + sum_k table_k[a_k, b_k]`` in that
+    order (numeric attributes, then categorical ones). ``kind="tabpe"``:
+    ``d = sqrt(sum_k (a_k - b_k)^2 + mismatch * #{k: a_k != b_k})``. A nullable numeric
+    attribute's term is ``w`` (Gower) or ``1`` (Tab-PE) when exactly one cell is
+    missing (NaN) and ``0`` when both are.
+
+    Attributes
+    ----------
+    kind
+        ``"gower"`` or ``"tabpe"``.
+    numeric_weights
+        (K_num,) Gower's numeric weights (unused for ``tabpe``).
+    tables
+        One (v, v) table per categorical attribute: Gower's weighted value distances
+        (for ``tabpe`` only their shapes, the cardinalities, are used).
+    mismatch
+        ``tabpe``'s squared distance per differing category (unused for ``gower``).
+    nullable
+        (K_num,) bool: the numeric attributes that may hold missing cells.
+    """
+
+    kind: Literal["gower", "tabpe"]
+    numeric_weights: np.ndarray
+    tables: tuple[np.ndarray, ...]
+    mismatch: float
+    nullable: np.ndarray
+
+
+@dataclass(frozen=True)
+class VoteRule:
+    """A vote as every backend computes it (:mod:`dpevolve.backends.canonical`).
+
+    ``"hard"``: one-hot on the nearest candidate, ties to the lowest index.
+    ``"soft"``: ``softmax(-d / temperature)`` per record, quantised to the canonical grid.
+    """
+
+    kind: Literal["hard", "soft"]
+    temperature: float = 0.0
+
+
+class Distance(Protocol):
+    """What a backend needs of a distance."""
+
+    def pairwise(self, x: Records, c: Records) -> np.ndarray:
+        """Distances between every row of ``x`` and every row of ``c``, float64."""
+        ...
+
+    def terms(self) -> DistanceTerms | None:
+        """This distance as plain terms the kernels reproduce, or ``None`` (numpy only)."""
+        ...
+
+
+class Vote(Protocol):
+    """What a backend needs of a vote rule."""
+
+    def histogram(self, distances: np.ndarray) -> np.ndarray:
+        """The votes of every row of ``distances`` summed per candidate, float64 (m,)."""
+        ...
+
+    def rule(self) -> VoteRule | None:
+        """This vote as a canonical rule, or ``None`` (then :meth:`histogram` is used)."""
+        ...
 
 
 class CountQuery(Protocol):

@@ -7,7 +7,7 @@ else the numpy reference), or counts them, and the workers add the partial vecto
 tree reduce: only one vector of ``m`` numbers or cells reaches the driver, never a row);
 the release adds noise once to the sum, on the driver. The result (and so the privacy
 analysis) is the same as on one machine, to the last bit: counts and hard votes are
-integers and soft votes whole units of the canonical grid (:mod:`dpevolve.pe.canonical`),
+integers and soft votes whole units of the canonical grid (:mod:`dpevolve.backends.canonical`),
 so no partitioning or order of summation changes a bit.
 
 The private data is shipped to the workers once and kept there for every round; each
@@ -68,7 +68,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 import numpy as np
 
-from dpevolve.backends.base import Backend, CountQuery, PrivateData
+from dpevolve.backends.base import Backend, CountQuery, Distance, PrivateData, Vote
 from dpevolve.backends.dask_worker import (
     load_partition,
     partial_count,
@@ -88,8 +88,6 @@ from dpevolve.data.streaming import (
     check_columns,
 )
 from dpevolve.errors import InputError
-from dpevolve.pe.distance import Distance
-from dpevolve.pe.votes import Vote
 
 if TYPE_CHECKING:
     from distributed import Client

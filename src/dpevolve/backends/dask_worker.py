@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dpevolve.backends.base import Backend, CountQuery
+from dpevolve.backends.base import Backend, CountQuery, Distance, Vote
 from dpevolve.backends.local import LocalBackend, stream_counts
 from dpevolve.data.encoding import Records
 from dpevolve.data.schema import Schema
@@ -22,8 +22,6 @@ from dpevolve.data.streaming import (
     encode_clean,
 )
 from dpevolve.errors import InputError
-from dpevolve.pe.distance import Distance
-from dpevolve.pe.votes import Vote
 
 if TYPE_CHECKING:
     import pandas as pd

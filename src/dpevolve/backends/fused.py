@@ -8,7 +8,7 @@ take the vote and accumulate it. No chunk x population block is ever built: memo
 O(m) per thread, plus one partial histogram per block for soft votes.
 
 Exactness (what the tests pin down): the kernels follow the canonical arithmetic of
-:mod:`dpevolve.pe.canonical`, the same the numpy backend and the exact sensitivity
+:mod:`dpevolve.backends.canonical`, the same the numpy backend and the exact sensitivity
 search use, so votes are bit-identical across backends and chunkings.
 
 * Gower: every distance is summed in the reference's order (numeric attributes, then
@@ -24,7 +24,7 @@ search use, so votes are bit-identical across backends and chunkings.
 * Hard vote: first index of the minimum distance (docs/math.md §3);
   each record's index is written out and counted with ``bincount`` (exact integers).
 * Soft vote: logits ``-d / tau`` minus their maximum; ``exp`` by the canonical
-  polynomial (:func:`~dpevolve.pe.canonical.exp_canonical`, within 1 ulp of libm,
+  polynomial (:func:`~dpevolve.backends.canonical.exp_canonical`, within 1 ulp of libm,
   and vectorised); division by the row total (summed pairwise exactly as numpy sums);
   then each vote rounded to a multiple of ``2^-30`` and summed as integer grid units,
   which is exact, so the histogram is bit-identical to the numpy backend's.
@@ -39,6 +39,7 @@ without it :class:`FusedBackend` falls back to :class:`LocalBackend` with a warn
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import warnings
@@ -48,20 +49,19 @@ from typing import Any
 import numpy as np
 
 from dpevolve.backends import fused_kernels
-from dpevolve.backends.base import CountQuery, PrivateData
+from dpevolve.backends.base import (
+    CountQuery,
+    Distance,
+    DistanceTerms,
+    PrivateData,
+    Vote,
+    VoteRule,
+)
+from dpevolve.backends.canonical import SOFT_UNIT
 from dpevolve.backends.fused_kernels import GOWER, TABPE
 from dpevolve.backends.local import LocalBackend, chunks, stream_counts
 from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
-from dpevolve.pe.canonical import SOFT_UNIT
-from dpevolve.pe.distance import (
-    Distance,
-    Gower,
-    NullableGower,
-    NullableTabPEEmbedding,
-    TabPEEmbedding,
-)
-from dpevolve.pe.votes import HardVote, SoftVote, Vote
 
 # ------------------------------------------------------------------ compilation
 
@@ -152,36 +152,26 @@ def _table_rows(tables: list[np.ndarray], codes: np.ndarray) -> tuple[np.ndarray
     return rows, offsets
 
 
-def _prepare(distance: Distance, population: Records) -> _Prepared:
+def _prepare(terms: DistanceTerms, population: Records) -> _Prepared:
     cnum_t = np.ascontiguousarray(population.numeric.T, dtype=np.float64)
-    # The plain distances have no missing cells; their nullable twins (core.missing)
-    # mark the slots that may hold NaN, and the kernels add those terms as they do.
-    nullable = np.zeros(cnum_t.shape[0], dtype=np.uint8)
-    if type(distance) in _NULLABLE:
-        nullable[:] = distance.layout.nullable_mask
-    if isinstance(distance, Gower):
-        tables = [np.asarray(t, dtype=np.float64) for t in distance.tables]
+    # The slots that may hold NaN: the kernels add those terms as the distance does.
+    nullable = np.asarray(terms.nullable, dtype=np.uint8)
+    if terms.kind == "gower":
+        tables = [np.asarray(t, dtype=np.float64) for t in terms.tables]
         rows, offsets = _table_rows(tables, population.codes)
-        wnum = np.ascontiguousarray(distance.numeric_weights, dtype=np.float64)
+        wnum = np.ascontiguousarray(terms.numeric_weights, dtype=np.float64)
         return _Prepared("gower", len(population), cnum_t, rows, offsets, wnum, 0.0, nullable)
-    cards = distance.layout.cardinalities
-    flat = [1.0 - np.eye(int(size)) for size in cards]
+    flat = [1.0 - np.eye(int(t.shape[0])) for t in terms.tables]
     rows, offsets = _table_rows(flat, population.codes)
-    mismatch = 2.0 * TabPEEmbedding.CATEGORY_WEIGHT**2
     return _Prepared(
-        "tabpe", len(population), cnum_t, rows, offsets, np.zeros(0), mismatch, nullable
+        "tabpe", len(population), cnum_t, rows, offsets, np.zeros(0), terms.mismatch, nullable
     )
 
 
-# The missing-aware distances the kernels reproduce (exact types: see _fusable).
-_NULLABLE = (NullableGower, NullableTabPEEmbedding)
-_FUSED_DISTANCES = (Gower, TabPEEmbedding, *_NULLABLE)
-
-
 def _fusable(distance: Distance, vote: Vote) -> bool:
-    # Exact types only: a subclass may redefine pairwise() or the vote, and the kernels
-    # hard-code these formulas.
-    return type(distance) in _FUSED_DISTANCES and type(vote) in (HardVote, SoftVote)
+    # Only what describes itself as kernel terms and a canonical rule: anything else
+    # (a subclass that redefines pairwise() or the vote among them) says None.
+    return distance.terms() is not None and vote.rule() is not None
 
 
 def fallback_reason(distance: Distance, vote: Vote) -> str | None:
@@ -199,9 +189,9 @@ def fallback_reason(distance: Distance, vote: Vote) -> str | None:
     """
     if not fused_available():
         return "numba is not installed"
-    if type(distance) not in _FUSED_DISTANCES:
+    if distance.terms() is None:
         return f"no fused kernel for the {type(distance).__name__} distance"
-    if type(vote) not in (HardVote, SoftVote):
+    if vote.rule() is None:
         return f"no fused kernel for the {type(vote).__name__} vote"
     return None
 
@@ -209,12 +199,13 @@ def fallback_reason(distance: Distance, vote: Vote) -> str | None:
 class FusedBackend:
     """Votes with fused numba kernels: no distance matrix, exact, multi-threaded.
 
-    Implements :class:`~dpevolve.backends.base.Backend` for the two distances of docs/math.md §1
-    (:class:`Gower`, :class:`TabPEEmbedding`, and their missing-aware versions for
-    nullable numeric columns) and the two votes of docs/math.md §3
-    (:class:`HardVote`, :class:`SoftVote`); anything else (another distance or vote
-    class, including subclasses) goes to ``LocalBackend``, as does everything when
-    numba is not installed.
+    Implements :class:`~dpevolve.backends.base.Backend` for the distances that describe
+    themselves as :class:`~dpevolve.backends.base.DistanceTerms` (Gower and the Tab-PE
+    embedding of docs/math.md §1, and their missing-aware versions for nullable numeric
+    columns) and the votes that describe themselves as a
+    :class:`~dpevolve.backends.base.VoteRule` (hard and soft, docs/math.md §3); anything
+    else (another distance or vote class, including subclasses) goes to
+    ``LocalBackend``, as does everything when numba is not installed.
 
     Parameters
     ----------
@@ -294,11 +285,18 @@ class FusedBackend:
         if len(population) == 0:
             raise InputError("cannot vote over an empty population")
         compile_kernels()
-        prepared = _prepare(distance, population)
+        terms, rule = distance.terms(), vote.rule()
+        assert terms is not None and rule is not None  # _fusable
+        prepared = _prepare(terms, population)
         histogram = np.zeros(prepared.m, dtype=np.float64)
         # The BLAS identity has no missing cells: the nullable embedding stays exact.
-        blas = not self.exact and type(distance) is TabPEEmbedding and type(vote) is HardVote
-        embed = _BlasArgmin(distance, population) if blas else None
+        blas = (
+            not self.exact
+            and terms.kind == "tabpe"
+            and not terms.nullable.any()
+            and rule.kind == "hard"
+        )
+        embed = _BlasArgmin(terms, population) if blas else None
         for chunk in chunks(private, self.chunk_rows):
             if len(chunk) == 0:
                 continue
@@ -312,7 +310,7 @@ class FusedBackend:
                 with _kernel_lock:
                     previous = _set_threads(self.threads)
                     try:
-                        histogram += _vote_chunk(chunk, prepared, vote)
+                        histogram += _vote_chunk(chunk, prepared, rule)
                     finally:
                         _set_threads(previous)
         return histogram
@@ -333,13 +331,19 @@ class FusedBackend:
         """Compile (or load from the on-disk cache) every kernel on a tiny input."""
         if not fused_available():
             return
-        from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
-
-        schema = Schema((NumericColumn("x", 0.0, 1.0), CategoricalColumn("c", ("a", "b"))))
+        compile_kernels()
         records = Records(np.array([[0.0], [1.0]]), np.array([[0], [1]], dtype=np.int32))
-        for distance in (Gower(schema), TabPEEmbedding(schema)):
-            for vote in (HardVote(), SoftVote(1.0)):
-                self.vote(records, records, distance, vote)
+        # One numeric and one two-valued categorical attribute, in both kernel forms.
+        parts = (np.ones(1), (1.0 - np.eye(2),))
+        flat = np.zeros(1, dtype=bool)
+        for terms in (
+            DistanceTerms("gower", *parts, 0.0, flat),
+            DistanceTerms("tabpe", *parts, 2.0 / 9.0, flat),
+        ):
+            prepared = _prepare(terms, records)
+            for rule in (VoteRule("hard"), VoteRule("soft", 1.0)):
+                with _kernel_lock:
+                    _vote_chunk(records, prepared, rule)
 
 
 def _set_threads(threads: int | None) -> int | None:
@@ -384,12 +388,12 @@ def _kernel_args(records: Records, p: _Prepared) -> KernelArgs:
     )
 
 
-def _vote_chunk(chunk: Records, prepared: _Prepared, vote: Vote) -> np.ndarray:
+def _vote_chunk(chunk: Records, prepared: _Prepared, rule: VoteRule) -> np.ndarray:
     """One chunk's histogram from the fused kernels (numba compiled by compile_kernels())."""
     p = prepared
     args = _kernel_args(chunk, p)
-    if isinstance(vote, SoftVote):
-        parts = fused_kernels.soft_kernel(*args, float(vote.temperature))
+    if rule.kind == "soft":
+        parts = fused_kernels.soft_kernel(*args, float(rule.temperature))
         # Integer-valued grid units: exact sums, in any order; scaling by 2^-30 is exact.
         return parts.sum(axis=0) * SOFT_UNIT
     return np.bincount(fused_kernels.hard_kernel(*args), minlength=p.m).astype(np.float64)
@@ -400,19 +404,20 @@ def fused_nearest(records: Records, population: Records, distance: Distance) -> 
 
     The per-record view of what :meth:`FusedBackend.vote` counts, for audits and tests
     that check the kernel against the exact sensitivity search. Needs numba and a
-    :class:`Gower` or :class:`TabPEEmbedding` distance.
+    distance that describes itself as kernel terms (Gower or the Tab-PE embedding).
 
     Returns
     -------
     numpy.ndarray
         int64, shape (len(records),).
     """
-    if not (fused_available() and _fusable(distance, HardVote())):
+    terms = distance.terms()
+    if not fused_available() or terms is None:
         raise InputError("fused_nearest needs numba and the Gower or Tab-PE distance")
     if len(population) == 0:
         raise InputError("cannot vote over an empty population")
     compile_kernels()
-    p = _prepare(distance, population)
+    p = _prepare(terms, population)
     with _kernel_lock:
         return np.asarray(fused_kernels.hard_kernel(*_kernel_args(records, p)), dtype=np.int64)
 
@@ -424,10 +429,12 @@ class _BlasArgmin:
     is monotone, so it is too. One GEMM per chunk, chunked like LocalBackend.
     """
 
-    def __init__(self, distance: Distance, population: Records, cells: int = 2_000_000) -> None:
-        assert isinstance(distance, TabPEEmbedding)
-        self.distance = distance
-        self.ec_t = np.ascontiguousarray(distance.embed(population).T)
+    def __init__(self, terms: DistanceTerms, population: Records, cells: int = 2_000_000) -> None:
+        assert terms.kind == "tabpe"
+        # Each category one-hot at the weight whose squared pair difference is the mismatch.
+        self.weight = math.sqrt(terms.mismatch / 2.0)
+        self.sizes = [int(t.shape[0]) for t in terms.tables]
+        self.ec_t = np.ascontiguousarray(self.embed(population).T)
         self.norms = np.einsum("ij,ij->j", self.ec_t, self.ec_t)
         self.rows = max(1, cells // max(1, len(population)))
 
@@ -435,11 +442,20 @@ class _BlasArgmin:
         out = np.empty(len(chunk), dtype=np.int64)
         for start in range(0, len(chunk), self.rows):
             part = chunk.take(slice(start, start + self.rows))
-            scores = self.distance.embed(part) @ self.ec_t
+            scores = self.embed(part) @ self.ec_t
             scores *= -2.0
             scores += self.norms[None, :]
             out[start : start + len(part)] = np.argmin(scores, axis=1)
         return out
+
+    def embed(self, records: Records) -> np.ndarray:
+        """The explicit embedding: the numeric block, then one weighted one-hot block each."""
+        blocks = [records.numeric]
+        for k, size in enumerate(self.sizes):
+            onehot = np.zeros((len(records), size))
+            onehot[np.arange(len(records)), records.codes[:, k]] = self.weight
+            blocks.append(onehot)
+        return np.hstack(blocks)
 
 
 __all__ = [

@@ -5,7 +5,7 @@ plain Python so that tools can read them and they run (slowly) uncompiled;
 :func:`dpevolve.backends.fused.compile_kernels` wraps them with ``numba.njit`` on first
 use by rebinding the names listed in :data:`HELPERS` and :data:`KERNELS` (and
 :data:`prange`) in this module, which is where numba resolves a kernel's globals.
-The arithmetic is the canonical one of :mod:`dpevolve.pe.canonical`; see
+The arithmetic is the canonical one of :mod:`dpevolve.backends.canonical`; see
 :mod:`dpevolve.backends.fused` for what is exact and why.
 """
 
@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from dpevolve.pe.canonical import (
+from dpevolve.backends.canonical import (
     EXP_MIN,
     LN2_HI,
     LN2_LO,
@@ -36,13 +36,13 @@ _PW_BLOCK = 128
 # exp_logits' constants: 1/ln 2, ln 2 split so that k * _LN2_HI is exact for
 # |k| < 2^20 (fdlibm's split), Taylor coefficients 1/i!, and the smallest argument
 # whose 2^k is still a normal double.
-# (The same constants as dpevolve.pe.canonical.exp_canonical, which must match.)
+# (The same constants as dpevolve.backends.canonical.exp_canonical, which must match.)
 _LOG2E = LOG2E
 _LN2_HI = LN2_HI
 _LN2_LO = LN2_LO
 _E3, _E4, _E5, _E6, _E7, _E8, _E9, _E10, _E11, _E12, _E13 = TAYLOR
 _EXP_MIN = EXP_MIN
-# Soft votes are floored to multiples of 2^-30 (dpevolve.pe.canonical).
+# Soft votes are floored to multiples of 2^-30 (dpevolve.backends.canonical).
 _SOFT_SCALE = SOFT_SCALE
 # Squares whose root rounds to sqrt(s_min) lie within ~2^-51 s_min of s_min; 2^-48 is
 # a safe superset (hard vote on the embedding, see hard_kernel).
@@ -358,7 +358,7 @@ def soft_accumulate(
 
     Logits ``-d / tau`` minus their maximum, ``exp``, divided by the row total (summed
     pairwise, as numpy sums), rounded to units of ``2^-30`` (the canonical soft vote of
-    :mod:`dpevolve.pe.canonical`; ``acc`` holds integer counts). The other arrays
+    :mod:`dpevolve.backends.canonical`; ``acc`` holds integer counts). The other arrays
     are work space (no call allocates): ``weights`` and ``scratch`` of ``m``, ``stack``
     and ``values`` for pairwise_sum.
     """

@@ -14,7 +14,7 @@ computation is LocalBackend's, chunked, on the device, in float64 throughout:
   missing, ``0`` when both are), in the same place of the sum;
 * hard votes: first index of the minimum (torch and CuPy both return the first);
 * soft votes: ``softmax(-d / tau)`` with the row maximum subtracted, rounded to the
-  canonical grid of ``2^-30`` and summed exactly (:mod:`dpevolve.pe.canonical`). The
+  canonical grid of ``2^-30`` and summed exactly (:mod:`dpevolve.backends.canonical`). The
   device's own ``exp`` and row totals can differ from the CPU's in the last bit, so a
   vote can land one grid unit away: soft histograms agree with the CPU backends to
   within ``n 2^-30``, not bitwise. Hard votes are bit-identical.
@@ -28,19 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from dpevolve.backends.base import CountQuery, PrivateData
+from dpevolve.backends.base import CountQuery, Distance, PrivateData, Vote
+from dpevolve.backends.canonical import SOFT_SCALE, SOFT_UNIT
 from dpevolve.backends.local import LocalBackend, chunks, stream_counts
 from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
-from dpevolve.pe.canonical import SOFT_SCALE, SOFT_UNIT
-from dpevolve.pe.distance import (
-    Distance,
-    Gower,
-    NullableGower,
-    NullableTabPEEmbedding,
-    TabPEEmbedding,
-)
-from dpevolve.pe.votes import HardVote, SoftVote, Vote
 
 _NO_GPU = (
     "no GPU: install torch with CUDA (pip install dpevolve[gpu]) or CuPy, on a machine "
@@ -159,9 +151,11 @@ def gpu_available() -> bool:
 class GpuBackend:
     """Votes on a CUDA GPU (torch, else CuPy), chunk by chunk, in float64.
 
-    Implements :class:`~dpevolve.backends.base.Backend` for :class:`Gower` and
-    :class:`TabPEEmbedding` with :class:`HardVote` or :class:`SoftVote` (docs/math.md §1, §3);
-    other distances or votes go to ``LocalBackend`` on the CPU.
+    Implements :class:`~dpevolve.backends.base.Backend` for the distances and votes that
+    describe themselves as :class:`~dpevolve.backends.base.DistanceTerms` and a
+    :class:`~dpevolve.backends.base.VoteRule` (Gower and the Tab-PE embedding, hard and
+    soft votes: docs/math.md §1, §3); other distances or votes go to ``LocalBackend`` on
+    the CPU.
 
     Parameters
     ----------
@@ -208,11 +202,11 @@ def _vote_with(
     vote: Vote,
     chunk_cells: int,
 ) -> np.ndarray:
-    if type(distance) not in _DISTANCES or type(vote) not in (HardVote, SoftVote):
+    terms, rule = distance.terms(), vote.rule()
+    if terms is None or rule is None:
         return LocalBackend().vote(private, population, distance, vote)
-    nullable = [False] * population.numeric.shape[1]
-    if type(distance) in (NullableGower, NullableTabPEEmbedding):
-        nullable = [bool(v) for v in distance.layout.nullable_mask]
+    nullable = [bool(v) for v in terms.nullable]
+    gower = terms.kind == "gower"
     m = len(population)
     if m == 0:
         raise InputError("cannot vote over an empty population")
@@ -220,10 +214,10 @@ def _vote_with(
     ccode = ops.asarray(population.codes)
     weights: list[float] = []
     tables: list[Any] = []
-    if isinstance(distance, Gower):
-        weights = [float(w) for w in distance.numeric_weights]
-        tables = [ops.asarray(np.asarray(t, dtype=np.float64)) for t in distance.tables]
-    mismatch = 2.0 * TabPEEmbedding.CATEGORY_WEIGHT**2
+    if gower:
+        weights = [float(w) for w in terms.numeric_weights]
+        tables = [ops.asarray(np.asarray(t, dtype=np.float64)) for t in terms.tables]
+    mismatch = terms.mismatch
     histogram = ops.zeros((m,))
     rows = max(1, chunk_cells // m)
     for chunk in chunks(private, rows):
@@ -232,7 +226,7 @@ def _vote_with(
         xnum = ops.asarray(chunk.numeric)
         xcode = ops.asarray(chunk.codes)
         d = ops.zeros((len(chunk), m))
-        if isinstance(distance, Gower):
+        if gower:
             # In Gower.pairwise's order, one rounding per term: bit-identical distances.
             for k, w in enumerate(weights):
                 if nullable[k]:
@@ -254,21 +248,20 @@ def _vote_with(
                 if nullable[k]:
                     d += _missing_term(ops, xnum[:, k, None], cnum[None, :, k], True)
             d = ops.sqrt(d)
-        if isinstance(vote, HardVote):
+        if rule.kind == "hard":
             histogram += ops.bincount(ops.argmin_rows(d), m)
         else:
-            assert isinstance(vote, SoftVote)
-            logits = -d / vote.temperature
+            logits = -d / rule.temperature
             logits -= ops.row_max(logits)
             votes = ops.exp(logits)
             votes /= ops.row_sum(votes)
-            # The canonical grid (dpevolve.pe.canonical): whole units of 2^-30, summed
+            # The canonical grid (dpevolve.backends.canonical): whole units of 2^-30, summed
             # exactly, so chunking and the device's summation order cannot matter.
             votes *= SOFT_SCALE
             votes += 0.5
             histogram += ops.col_sum(ops.floor(votes))
     out = ops.to_numpy(histogram)
-    return out * SOFT_UNIT if isinstance(vote, SoftVote) else out
+    return out * SOFT_UNIT if rule.kind == "soft" else out
 
 
 def _missing_term(ops: _Ops, a: Any, b: Any, squared: bool) -> Any:
@@ -280,7 +273,5 @@ def _missing_term(ops: _Ops, a: Any, b: Any, squared: bool) -> Any:
         differ = differ * differ
     return ops.where(ops.isnan(a) ^ ops.isnan(b), 1.0, differ)
 
-
-_DISTANCES = (Gower, TabPEEmbedding, NullableGower, NullableTabPEEmbedding)
 
 __all__ = ["GpuBackend", "gpu_available"]

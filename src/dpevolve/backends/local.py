@@ -7,11 +7,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from dpevolve.backends.base import CountQuery, PrivateData
+from dpevolve.backends.base import CountQuery, Distance, PrivateData, Vote
+from dpevolve.backends.canonical import soft_histogram
 from dpevolve.data.encoding import Records
-from dpevolve.pe.canonical import soft_histogram
-from dpevolve.pe.distance import Distance
-from dpevolve.pe.votes import SoftVote, Vote
 
 
 def chunks(private: PrivateData, rows: int) -> Iterator[Records]:
@@ -55,8 +53,9 @@ def stream_counts(private: PrivateData, query: CountQuery) -> np.ndarray:
 
 
 def chunk_histogram(vote: Vote, distances: np.ndarray) -> np.ndarray:
-    """One chunk's histogram; SoftVote by the canonical quantised rule, so that every
-    backend and chunking sums to the same bits (:mod:`dpevolve.pe.canonical`)."""
-    if type(vote) is SoftVote:
-        return soft_histogram(distances, vote.temperature)
+    """One chunk's histogram; a soft rule by the canonical quantised arithmetic, so that
+    every backend and chunking sums to the same bits (:mod:`dpevolve.backends.canonical`)."""
+    rule = vote.rule()
+    if rule is not None and rule.kind == "soft":
+        return soft_histogram(distances, rule.temperature)
     return vote.histogram(distances)

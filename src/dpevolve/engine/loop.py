@@ -62,7 +62,7 @@ from dpevolve.measurements import (
 )
 from dpevolve.privacy import Budget, Ledger, default_delta
 from dpevolve.privacy.events import Event
-from dpevolve.release.noise import NoiseSource
+from dpevolve.privacy.noise import NoiseSource
 
 #: Builds the estimator: ``(domain, total rows, spec) -> Estimator``.
 EstimatorFactory = Callable[[Domain, int, EngineSpec], Estimator]
@@ -215,7 +215,7 @@ def fit_engine(
     spec
         The engine's public choices (default :class:`EngineSpec`).
     noise
-        The one noise source (:func:`dpevolve.release.noise.make_noise`).
+        The one noise source (:func:`dpevolve.privacy.noise.make_noise`).
     rng
         Post-processing randomness (estimator, candidate order, decoding).
     ledger

@@ -29,8 +29,8 @@ from dpevolve.data.sources import PrivateSource
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.errors import InputError
 from dpevolve.measurements import Clique, MarginalQuery, Measurement
-from dpevolve.privacy import GaussianEvent
-from dpevolve.release.noise import NoiseSource
+from dpevolve.privacy import GaussianEvent, gaussian_sigma
+from dpevolve.privacy.noise import NoiseSource
 
 #: Rows per slice when counting (bounds the codes held at once). Small enough that one
 #: slice's per-marginal temporaries (8 bytes a row) stay under glibc's default 128 KiB
@@ -161,7 +161,7 @@ def sigma_for(rho: float) -> float:
     """The noise scale of one marginal release costing ``rho``: ``sqrt(2) / sqrt(2 rho)``."""
     if not (math.isfinite(rho) and rho > 0):
         raise InputError(f"a marginal release needs rho > 0, got {rho!r}")
-    return MARGINAL_SENSITIVITY / math.sqrt(2.0 * rho)
+    return gaussian_sigma(MARGINAL_SENSITIVITY, rho)
 
 
 __all__ = [

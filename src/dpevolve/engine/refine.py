@@ -29,7 +29,6 @@ than ``pe_min_numeric``) the engine samples the model directly.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -49,9 +48,9 @@ from dpevolve.pe.distance import (
     make_distance,
 )
 from dpevolve.pe.votes import HardVote
-from dpevolve.privacy import Ledger
+from dpevolve.privacy import Ledger, gaussian_sigma
+from dpevolve.privacy.noise import NoiseSource
 from dpevolve.release.gaussian import GaussianRelease
-from dpevolve.release.noise import NoiseSource
 
 #: Draws ``(rows, rng) -> table`` from a sampler (the model, or a corrected one).
 Draw = Callable[[int, np.random.Generator], pd.DataFrame]
@@ -274,7 +273,7 @@ def refine(base: Draw, inputs: StageInputs, rng: np.random.Generator) -> Refinem
     for t in range(inputs.rounds):
         current = Refinement(inputs.schema, tuple(corrections), inputs.pool, inputs.rake)
         candidates = encoded_rows(resample(base, current, size, rng), inputs.schema)
-        sigma = sensitivity / math.sqrt(2.0 * inputs.rho / inputs.rounds)  # rho = S^2/(2 sigma^2)
+        sigma = gaussian_sigma(sensitivity, inputs.rho / inputs.rounds)
         release = GaussianRelease(sigma, sensitivity, noise=inputs.noise)
         event = release.event()
         inputs.spend.charge(event)

@@ -12,7 +12,7 @@ from dpevolve.data.validation import OnInvalid
 from dpevolve.engine.loop import fit_engine
 from dpevolve.engine.spec import EngineSpec
 from dpevolve.privacy import Budget, default_delta
-from dpevolve.release.noise import make_noise
+from dpevolve.privacy.noise import make_noise
 
 
 def synthesize(

@@ -47,7 +47,7 @@ import numpy as np
 
 from dpevolve.measurements import Clique, Domain, Grouping, MarginalQuery, even_grouping
 from dpevolve.privacy.events import ExponentialEvent
-from dpevolve.release.noise import NoiseSource
+from dpevolve.privacy.noise import NoiseSource
 
 #: Mean absolute value of a standard normal: ``E|N(0, 1)| = sqrt(2 / pi)``.
 ABS_NOISE = math.sqrt(2.0 / math.pi)

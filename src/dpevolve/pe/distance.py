@@ -26,10 +26,11 @@ from typing import Protocol
 
 import numpy as np
 
+from dpevolve.backends.base import DistanceTerms
+from dpevolve.backends.canonical import tabpe_squared
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import Schema
 from dpevolve.errors import InputError
-from dpevolve.pe.canonical import tabpe_squared
 
 
 class Distance(Protocol):
@@ -48,6 +49,10 @@ class Distance(Protocol):
 
     def diameter(self) -> float:
         """The largest distance between two records of the domain."""
+        ...
+
+    def terms(self) -> DistanceTerms | None:
+        """The distance as the backends' kernels compute it, or ``None`` (numpy only)."""
         ...
 
 
@@ -93,6 +98,18 @@ class Gower:
     def diameter(self) -> float:
         return float(self.numeric_weights.sum() + sum(t.max() for t in self.tables))
 
+    def terms(self) -> DistanceTerms | None:
+        # Exact types only: a subclass may redefine pairwise(), which the kernels hard-code.
+        if type(self) not in (Gower, NullableGower):
+            return None
+        return DistanceTerms(
+            "gower",
+            np.asarray(self.numeric_weights, dtype=np.float64),
+            tuple(np.asarray(t, dtype=np.float64) for t in self.tables),
+            0.0,
+            _nullable(self.layout, type(self) is NullableGower),
+        )
+
     def _locate(self, column: str) -> tuple[str, int]:
         for k, col in enumerate(self.layout.numeric):
             if col.name == column:
@@ -124,7 +141,7 @@ class TabPEEmbedding:
 
         Not the BLAS identity ``||x||^2 + ||c||^2 - 2 x.c``: its rounding depends on the
         batch, and a near tie must resolve the same way in every backend and in the
-        exact sensitivity search (see :mod:`dpevolve.pe.canonical`).
+        exact sensitivity search (see :mod:`dpevolve.backends.canonical`).
         """
         return tabpe_squared(x.numeric, x.codes, c.numeric, c.codes, self._mismatch)
 
@@ -151,6 +168,25 @@ class TabPEEmbedding:
 
     def diameter(self) -> float:
         return math.sqrt(len(self.layout.numeric) + self._mismatch * len(self.layout.categorical))
+
+    def terms(self) -> DistanceTerms | None:
+        # Exact types only, as Gower.terms.
+        if type(self) not in (TabPEEmbedding, NullableTabPEEmbedding):
+            return None
+        return DistanceTerms(
+            "tabpe",
+            np.ones(len(self.layout.numeric)),
+            tuple(1.0 - np.eye(int(size)) for size in self.layout.cardinalities),
+            self._mismatch,
+            _nullable(self.layout, type(self) is NullableTabPEEmbedding),
+        )
+
+
+def _nullable(layout: Layout, missing_aware: bool) -> np.ndarray:
+    """The numeric attributes whose missing cells a distance handles (none for the plain ones)."""
+    if missing_aware:
+        return np.asarray(layout.nullable_mask, dtype=bool)
+    return np.zeros(len(layout.numeric), dtype=bool)
 
 
 def _missing_term(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

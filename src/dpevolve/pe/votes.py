@@ -12,6 +12,7 @@ from typing import Protocol
 
 import numpy as np
 
+from dpevolve.backends.base import VoteRule
 from dpevolve.errors import InputError
 
 
@@ -34,6 +35,10 @@ class Vote(Protocol):
 
     def l2_sensitivity(self, reach: float) -> float:
         """Bound on ``||vote(x') - vote(x)||_2`` (what the Gaussian noise is calibrated to)."""
+        ...
+
+    def rule(self) -> VoteRule | None:
+        """The canonical rule every backend computes, or ``None`` (see :class:`VoteRule`)."""
         ...
 
 
@@ -61,6 +66,10 @@ class HardVote:
 
     def l2_sensitivity(self, reach: float) -> float:
         return math.sqrt(2.0) if reach > 0 else 0.0
+
+    def rule(self) -> VoteRule | None:
+        # Exact type only: a subclass may redefine the vote the kernels hard-code.
+        return VoteRule("hard") if type(self) is HardVote else None
 
 
 class SoftVote:
@@ -93,6 +102,10 @@ class SoftVote:
 
     def l2_sensitivity(self, reach: float) -> float:
         return math.sqrt(2.0) * math.tanh(reach / (2.0 * self.temperature))
+
+    def rule(self) -> VoteRule | None:
+        # Exact type only, as HardVote.rule.
+        return VoteRule("soft", self.temperature) if type(self) is SoftVote else None
 
 
 def noise_ratio(reach: float, temperature: float) -> float:

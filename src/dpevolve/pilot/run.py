@@ -23,8 +23,8 @@ import pandas as pd
 
 from dpevolve.data.schema import Schema
 from dpevolve.errors import InputError
+from dpevolve.metrics import marginal_tv
 from dpevolve.privacy import Budget, calibrate_gaussian
-from dpevolve.reporting.evaluation import marginal_tv
 
 DEFAULT_TEMPERATURES = (0.015, 0.03, 0.06)
 # Seed of the split of the public table into a stand-in private half and a seed half.

@@ -33,6 +33,7 @@ from dpevolve.options import options_of
 from dpevolve.pe.variation import Variation
 from dpevolve.pool.fit import FitResult, MarginalFit, NumericMode, Solver, draw_rows
 from dpevolve.privacy import Budget, Ledger, zcdp_budget
+from dpevolve.privacy.noise import NoiseSource
 from dpevolve.progress import phase
 from dpevolve.release.marginals import (
     DEFAULT_BINS,
@@ -42,7 +43,6 @@ from dpevolve.release.marginals import (
     Workload,
     measure_marginals,
 )
-from dpevolve.release.noise import NoiseSource
 
 # Keeps the composed epsilon at or below the target despite rounding in the split.
 _SPLIT_SLACK = 1.0 - 1e-9
@@ -179,7 +179,7 @@ def release_and_fit(
     rng
         Post-processing randomness (pool growth and fitting).
     noise
-        The one noise source (:mod:`dpevolve.release.noise`).
+        The one noise source (:mod:`dpevolve.privacy.noise`).
     rows
         The private row count ``n`` (public under replace-one).
     progress

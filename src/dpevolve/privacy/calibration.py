@@ -21,6 +21,30 @@ def zcdp_budget(budget: Budget) -> float:
     return rho_for_epsilon(budget.epsilon, budget.delta, "cks")
 
 
+def gaussian_sigma(sensitivity: float, rho: float) -> float:
+    """The Gaussian noise scale at which one release costs ``rho`` (zCDP).
+
+    docs/math.md, "Gaussian mechanism": a release of L2 sensitivity ``S`` with noise
+    ``N(0, sigma^2)`` (or its discrete twin) is ``S^2 / (2 sigma^2)``-zCDP (Bun & Steinke
+    2016, Prop. 1.6; Canonne, Kamath & Steinke 2020), so ``sigma = S / sqrt(2 rho)``.
+    The one place this formula is written.
+
+    Parameters
+    ----------
+    sensitivity
+        L2 sensitivity of the release, ``> 0``.
+    rho
+        Its zCDP cost, ``> 0``.
+
+    Returns
+    -------
+    float
+        ``sigma``.
+    """
+    positive("rho", rho)
+    return positive("sensitivity", sensitivity) / math.sqrt(2.0 * rho)
+
+
 def calibrate_gaussian(
     rounds: int, budget: Budget, sensitivity: float = 1.0, *, discrete: bool = False
 ) -> float:

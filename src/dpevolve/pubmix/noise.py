@@ -12,7 +12,7 @@
   ``(1 - 1/d) beta``.
 
 Every draw that touches the private histogram (the release's samples, the private floor
-choice) comes from a :class:`~dpevolve.release.noise.NoiseSource`, never from a numpy
+choice) comes from a :class:`~dpevolve.privacy.noise.NoiseSource`, never from a numpy
 generator: a generator is replayable from its seed. Numpy generators here only split
 public data into folds.
 """
@@ -32,7 +32,7 @@ from dpevolve.pubmix.beta import beta_min
 from dpevolve.pubmix.floor import as_histogram, deficit, max_invariance_fill, water_fill
 
 if TYPE_CHECKING:  # the runtime import would run dpevolve.release's package init
-    from dpevolve.release.noise import NoiseSource
+    from dpevolve.privacy.noise import NoiseSource
 
 __all__ = [
     "FloorChoice",
@@ -260,7 +260,7 @@ def score_sensitivity(beta_max: float, n: int, d: int) -> float:
 def _check_noise_source(noise: object) -> None:
     if isinstance(noise, np.random.Generator) or not hasattr(noise, "mixture_sample"):
         raise InputError(
-            "privacy noise must come from a NoiseSource (dpevolve.release.noise.make_noise), "
+            "privacy noise must come from a NoiseSource (dpevolve.privacy.noise.make_noise), "
             "not a numpy generator: a generator replays from its seed"
         )
 
@@ -404,7 +404,7 @@ def pubmix_sample(
     m : int
         Number of samples.
     noise : NoiseSource
-        Source of the draws (:meth:`~dpevolve.release.noise.NoiseSource.mixture_sample`,
+        Source of the draws (:meth:`~dpevolve.privacy.noise.NoiseSource.mixture_sample`,
         exact); a numpy generator is refused.
 
     Returns

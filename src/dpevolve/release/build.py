@@ -14,16 +14,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dpevolve.backends import Backend
+from dpevolve.backends.canonical import soft_quantisation_slack
 from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
-from dpevolve.pe.canonical import soft_quantisation_slack
 from dpevolve.pe.distance import Distance
 from dpevolve.pe.schedule import Schedule
 from dpevolve.pe.votes import SoftVote, Vote
 from dpevolve.privacy import Budget, calibrate_gaussian
+from dpevolve.privacy.noise import NoiseSource
 from dpevolve.release.base import Release
 from dpevolve.release.gaussian import GaussianRelease
-from dpevolve.release.noise import NoiseSource
 
 if TYPE_CHECKING:
     from dpevolve.release.pubmix import Accounting, Fill

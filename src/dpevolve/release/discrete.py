@@ -25,7 +25,7 @@ and by the Gaussian's ``sqrt(2)``.
 
 Every draw that reads the private table (the Gaussian noise, the mixture samples, the
 private gamma estimate and floor choice) comes from one
-:class:`~dpevolve.release.noise.NoiseSource`: secure by default, seeded only with an
+:class:`~dpevolve.privacy.noise.NoiseSource`: secure by default, seeded only with an
 explicit ``noise_seed``. ``random_state`` seeds the rest, all of it public or
 post-processing: the public folds, sampling the noisy Gaussian histogram, decoding.
 """
@@ -45,6 +45,7 @@ from dpevolve.data.encoding import Layout, Records, encode
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.sources import FrameSource, PrivateSource
 from dpevolve.errors import InputError
+from dpevolve.metrics import bin_codes, bin_count
 from dpevolve.policy.invalid_rows import stand_in_record
 from dpevolve.privacy import (
     ApproxDPEvent,
@@ -55,9 +56,8 @@ from dpevolve.privacy import (
     default_delta,
 )
 from dpevolve.privacy.interrupt import spending
+from dpevolve.privacy.noise import NoiseSource, make_noise
 from dpevolve.pubmix.noise import choose_floor, choose_floor_privately, linmix, pubmix_sample
-from dpevolve.release.noise import NoiseSource, make_noise
-from dpevolve.reporting.evaluation import bin_codes, bin_count
 
 MAX_CELLS = 20_000_000  # float64 histograms of this size take 160 MB each
 

@@ -1,7 +1,7 @@
 """Gaussian release (docs/math.md §4, §6): noisy histogram, clip below H, then select.
 
 ``H~ = H + N(0, sigma^2 I)`` with ``sigma = z * S`` for the vote's L2 sensitivity ``S``;
-the noise is a discrete Gaussian on a fine grid (:mod:`dpevolve.release.noise`). One
+the noise is a discrete Gaussian on a fine grid (:mod:`dpevolve.privacy.noise`). One
 round is ``rho = S^2 / (2 sigma^2)``-zCDP. Thresholding and selection only read ``H~``:
 they are post-processing.
 """
@@ -16,8 +16,8 @@ import numpy as np
 from dpevolve.data.encoding import Records
 from dpevolve.privacy import GaussianEvent
 from dpevolve.privacy.ledger import EXACT_SENSITIVITY
+from dpevolve.privacy.noise import NoiseSource
 from dpevolve.release.base import Selection, SelectionMode
-from dpevolve.release.noise import NoiseSource
 
 
 class GaussianRelease:
@@ -31,7 +31,7 @@ class GaussianRelease:
     budget, it goes into ``selection.info["exact_sensitivity"]`` for the ex-post figure;
     the event is always charged at ``sensitivity``, the bound fixed before the run.
 
-    ``noise`` draws every noise value (:mod:`dpevolve.release.noise`). It rounds
+    ``noise`` draws every noise value (:mod:`dpevolve.privacy.noise`). It rounds
     real-valued histograms to a fine grid, which can add ``rounding_slack`` (e.g.
     ``noise.rounding_slack(d)``; 0 for integer hard-vote counts) to the sensitivity: the
     event records ``sensitivity + rounding_slack``, so ``sigma`` should be calibrated

@@ -34,8 +34,8 @@ from dpevolve.backends.local import LocalBackend
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.errors import InputError
-from dpevolve.privacy import GaussianEvent
-from dpevolve.release.noise import NoiseSource
+from dpevolve.privacy import GaussianEvent, gaussian_sigma
+from dpevolve.privacy.noise import NoiseSource
 
 DEFAULT_BINS = 20
 """Equal-width bins per numeric column (the same cut the evaluation module uses)."""
@@ -330,7 +330,7 @@ def measure_marginals(
     rho
         zCDP cost of the release, ``> 0``: ``sigma = sqrt(2 m) / sqrt(2 rho)``.
     noise
-        The one noise source (:mod:`dpevolve.release.noise`).
+        The one noise source (:mod:`dpevolve.privacy.noise`).
     rows
         The private row count ``n``, public under replace-one (invalid rows included:
         they count in no cell, an empty vote).
@@ -349,7 +349,7 @@ def measure_marginals(
     # The count of valid rows is private: only ``rows`` (public) leaves this function.
     exact, _ = count_marginals(private, index, backend=backend)
     sensitivity = workload.sensitivity
-    sigma = sensitivity / math.sqrt(2.0 * rho)
+    sigma = gaussian_sigma(sensitivity, rho)
     noisy = np.asarray(noise.gaussian(exact, sigma), dtype=np.float64)
     del exact  # only the noisy vector leaves this function
     noisy.setflags(write=False)

@@ -26,7 +26,7 @@ Accounting (docs/math.md §5):
 
 ``n``, the private row count, is public (replace-one adjacency).
 
-The parents are drawn by ``noise.mixture_sample`` (:mod:`dpevolve.release.noise`): exact,
+The parents are drawn by ``noise.mixture_sample`` (:mod:`dpevolve.privacy.noise`): exact,
 and from the operating system's secure generator unless a reproduction seed was given.
 The run's numpy generator only splits the public records into folds.
 """
@@ -44,6 +44,7 @@ from dpevolve.pe.distance import Distance
 from dpevolve.pe.votes import HardVote
 from dpevolve.policy.invalid_rows import fill_empty_votes
 from dpevolve.privacy import ApproxDPEvent, Budget, PrivacyLossPairEvent
+from dpevolve.privacy.noise import NoiseSource
 from dpevolve.pubmix import (
     beta_min,
     choose_floor,
@@ -56,7 +57,6 @@ from dpevolve.pubmix import (
     worst_case_pld,
 )
 from dpevolve.release.base import Selection, SelectionMode
-from dpevolve.release.noise import NoiseSource
 
 Accounting = Literal["basic", "tight"]
 Fill = Literal["wf", "mifr", "linmix"]
@@ -80,7 +80,7 @@ class PubMixRelease:
     fill
         ``wf`` or ``mifr`` floor raising, or ``linmix`` (uniform noise).
     noise
-        Draws the parents (:mod:`dpevolve.release.noise`); never a seeded numpy
+        Draws the parents (:mod:`dpevolve.privacy.noise`); never a seeded numpy
         generator, which anyone holding the seed could replay.
     gamma
         Bound on ``TV(P_pub, P_prv)``; ``None`` estimates it each round from 5 public

@@ -14,7 +14,7 @@ import pandas as pd
 
 from dpevolve.data.columns import MISSING
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
-from dpevolve.reporting.marginals import bin_codes
+from dpevolve.metrics import bin_codes
 
 __all__ = ["TOP_VALUES", "category_shares", "column_summaries", "numeric_summary"]
 

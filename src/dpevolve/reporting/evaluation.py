@@ -3,7 +3,7 @@
 Two measures, both computed by the data owner on their own side (they read the private
 table and are not privatised):
 
-* **k-way marginal error** (:func:`~dpevolve.reporting.marginals.marginal_tv`): for
+* **k-way marginal error** (:func:`~dpevolve.metrics.marginal_tv`): for
   every set ``S`` of ``k`` columns, the total variation distance between the real and
   synthetic ``k``-way contingency tables, ``TV_S = 1/2 * sum_cells |p_S(cell) - q_S(cell)|``,
   averaged over all sets.
@@ -12,7 +12,7 @@ table and are not privatised):
   table, test it on a real held-out split; accuracy, macro-F1 and AUC.
 
 :func:`evaluate` runs both and returns a JSON-ready dict; :func:`format_report` prints it.
-The measures live in :mod:`~dpevolve.reporting.marginals` and
+The measures live in :mod:`~dpevolve.metrics` and
 :mod:`~dpevolve.reporting.tstr` and are re-exported here.
 Figures of these numbers are drawn by :mod:`dpevolve.reporting.figures`.
 """
@@ -28,8 +28,7 @@ import pandas as pd
 
 from dpevolve.data.schema import CategoricalColumn, Schema
 from dpevolve.errors import InputError
-from dpevolve.reporting.columns import column_summaries
-from dpevolve.reporting.marginals import (
+from dpevolve.metrics import (
     NUMERIC_BINS,
     MarginalReport,
     bin_codes,
@@ -38,6 +37,7 @@ from dpevolve.reporting.marginals import (
     marginal_report,
     marginal_tv,
 )
+from dpevolve.reporting.columns import column_summaries
 from dpevolve.reporting.rows import DCR_PRIVATE_ROWS, distance_to_closest, row_report
 from dpevolve.reporting.tstr import TSTRReport, baseline, label_column, tstr, tstr_encoded
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.types import DateColumn
-from dpevolve.reporting.marginals import NUMERIC_BINS, bin_codes, bin_count, marginal_columns
+from dpevolve.metrics import NUMERIC_BINS, bin_codes, bin_count, marginal_columns
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

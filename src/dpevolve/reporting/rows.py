@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from dpevolve.data.schema import NumericColumn, Schema
-from dpevolve.reporting.marginals import bin_codes
+from dpevolve.metrics import bin_codes
 
 __all__ = ["DCR_PRIVATE_ROWS", "DCR_ROWS", "RowReport", "distance_to_closest", "row_report"]
 

@@ -16,7 +16,7 @@ import pandas as pd
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.errors import InputError
 from dpevolve.extras import require
-from dpevolve.reporting.marginals import bin_codes
+from dpevolve.metrics import bin_codes
 
 __all__ = ["TSTRReport", "baseline", "label_column", "tstr", "tstr_encoded"]
 

@@ -124,7 +124,7 @@ def _marginal_table(evaluation: Mapping[str, Any]) -> list[str]:
 def _plots(
     real: pd.DataFrame, synthetic: pd.DataFrame, schema: Schema, evaluation: Any
 ) -> list[str]:
-    from dpevolve.reporting.marginals import bin_codes, marginal_report
+    from dpevolve.metrics import bin_codes, marginal_report
 
     out = [
         "<h3>1-way marginals</h3>",

@@ -14,7 +14,7 @@ hold to be in the searched set: the full domain of integer/categorical columns i
 grid over a continuous column or a sample of records is not. It also needs the search
 to evaluate the very vote the backends evaluate: distances come from
 ``distance.pairwise``, which for the built-in distances is the canonical per-pair
-arithmetic of :mod:`dpevolve.pe.canonical` that every backend follows bit for bit,
+arithmetic of :mod:`dpevolve.backends.canonical` that every backend follows bit for bit,
 and ties go to the lowest index as in every backend. A near tie therefore resolves the
 same way here as in the vote (a search with one float formula and a vote with another
 could call a leaking edge free).

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from dpevolve.errors import InputError
-from dpevolve.release.noise import GRID, SecureNoise, SeededNoise, make_noise
+from dpevolve.privacy.noise import GRID, SecureNoise, SeededNoise, make_noise
 
 ALPHA = 1e-4  # seeded checks: a fixed seed, the same verdict every run
 SECURE_ALPHA = 1e-9  # checks of the OS-random path: a false alarm once in 10**9 runs

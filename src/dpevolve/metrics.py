@@ -4,6 +4,10 @@ For every set ``S`` of ``k`` columns, the total variation distance between the r
 synthetic ``k``-way contingency tables, ``TV_S = 1/2 * sum_cells |p_S(cell) - q_S(cell)|``,
 averaged over all sets. Numeric columns are cut into 20 equal-width bins over their
 *declared* range.
+
+A measure, not a report: the public pilot's forecast (:mod:`dpevolve.pilot.run`), the
+standalone PubMix sampler's cell coding (:mod:`dpevolve.release.discrete`) and the
+reports (:mod:`dpevolve.reporting`) all use it, and it uses nothing but the schema.
 """
 
 from __future__ import annotations

@@ -1,0 +1,89 @@
+"""Outputs pinned before a move: a refactor that moves code changes no output.
+
+With fixed seeds (``random_state``, ``noise_seed``) and the numpy reference backend,
+every preset's synthetic table, a fresh sample and its ledger are fingerprinted
+(sha256). Write the fingerprints on the commit *before* a moving refactor::
+
+    DPEVOLVE_WRITE_PINS=1 python -m pytest -q tests/test_pins.py
+
+then every moving commit must reproduce them bit for bit. Without a pin file the test
+skips and says so (the fingerprints depend on the commit's numerics, so they are
+written for a move, not kept across tuning changes). The tables are the package's
+public demo data, never private records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from dpevolve import Synthesizer, datasets
+from dpevolve.config import VoteSpec
+
+PINS = Path(__file__).resolve().parent / "pins" / "outputs.json"
+WRITE = os.environ.get("DPEVOLVE_WRITE_PINS") == "1"
+# Ledger keys that name the software, not what it computed.
+UNPINNED = frozenset({"dpevolve_version"})
+
+CASES: dict[str, dict[str, Any]] = {
+    "adaptive": {"preset": "adaptive"},
+    "tabpe": {"preset": "tabpe"},
+    "tabpe-soft": {"preset": "tabpe", "vote": VoteSpec(kind="soft", temperature=0.05)},
+    "bfsoft": {"preset": "bfsoft"},
+    "hybrid": {"preset": "hybrid"},
+}
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _table_sha(frame: pd.DataFrame) -> str:
+    return _sha(frame.to_csv(index=False).encode())
+
+
+def fingerprint(settings: dict[str, Any]) -> dict[str, str]:
+    """sha256 of the fitted table, of a fresh sample and of the ledger (version apart)."""
+    demo = datasets.load("demo")
+    model = Synthesizer(
+        demo.schema, epsilon=1.0, delta=1e-5, random_state=0, noise_seed=1, backend="local",
+        **settings,
+    )  # fmt: skip
+    model.fit(demo.frame.iloc[:400])
+    ledger = {k: v for k, v in model.ledger_.to_dict().items() if k not in UNPINNED}
+    return {
+        "synthetic": _table_sha(model.synthetic_),
+        "sample": _table_sha(model.sample(200)),
+        "ledger": _sha(json.dumps(ledger, sort_keys=True, default=str).encode()),
+    }
+
+
+@pytest.fixture(scope="module")
+def pins() -> dict[str, dict[str, str]]:
+    if WRITE:
+        PINS.parent.mkdir(exist_ok=True)
+        written = {name: fingerprint(settings) for name, settings in CASES.items()}
+        PINS.write_text(json.dumps(written, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    if not PINS.is_file():
+        pytest.skip("no pinned outputs: write them with DPEVOLVE_WRITE_PINS=1 before a move")
+    return dict(json.loads(PINS.read_text(encoding="utf-8")))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_outputs_match_their_pins(pins: dict[str, dict[str, str]], name: str) -> None:
+    assert name in pins, f"no pin for {name}: write the pins again before the move"
+    assert fingerprint(CASES[name]) == pins[name]
+
+
+def test_a_fingerprint_is_reproducible_and_sees_the_seed() -> None:
+    # The pins are only worth something if a run repeats itself and a change shows.
+    same = fingerprint({"preset": "bfsoft"})
+    assert same == fingerprint({"preset": "bfsoft"})
+    soft = fingerprint({"preset": "bfsoft", "vote": VoteSpec(kind="soft", temperature=0.05)})
+    assert soft["synthetic"] != same["synthetic"]
