@@ -38,6 +38,7 @@ from dpevolve.reporting.marginals import (
     marginal_report,
     marginal_tv,
 )
+from dpevolve.reporting.reliance import findings, reliance
 from dpevolve.reporting.rows import DCR_PRIVATE_ROWS, distance_to_closest, row_report
 from dpevolve.reporting.tstr import TSTRReport, baseline, label_column, tstr, tstr_encoded
 
@@ -77,6 +78,7 @@ def evaluate(
     *,
     validated: bool = False,
     privacy_checks: bool = True,
+    relations: bool = True,
 ) -> dict[str, Any]:
     """All docs/math.md §7 measures of ``synth`` against ``real``, as a JSON-ready dict.
 
@@ -113,13 +115,17 @@ def evaluate(
         Also count distinct, duplicated and copied rows and measure the distance to the
         closest private record (:mod:`~dpevolve.reporting.rows`), and summarise each
         column (:mod:`~dpevolve.reporting.columns`).
+    relations
+        With a label, also check what the score rests on
+        (:func:`~dpevolve.reporting.reliance.reliance`: the real table's strongest
+        relations in both tables, and a model without the most telling feature).
 
     Returns
     -------
     dict
         ``{"rows": {"real": n, "synthetic": m, ...}, "marginals": {"1": {...}, ...},
-        "tstr": {...}, "dcr": {...}, "columns": {...}}``; NaN scores are ``None`` so
-        ``json.dumps(allow_nan=False)`` works.
+        "tstr": {...}, "reliance": {...}, "dcr": {...}, "columns": {...}}``; NaN scores
+        are ``None`` so ``json.dumps(allow_nan=False)`` works.
 
     Raises
     ------
@@ -149,9 +155,14 @@ def evaluate(
         "marginals": marginals,
     }
     if column is not None:
-        result["tstr"] = _tstr(
-            real_frame, synth_frame, test_frame, schema, column, random_state, n_threads
-        )
+        split = _split(real_frame, test_frame, random_state)
+        result["tstr"] = _tstr(synth_frame, split, schema, column, random_state, n_threads)
+        if relations:
+            real_train, test_rows = split[0], split[1]
+            result["reliance"] = reliance(
+                real_frame, synth_frame, real_train, test_rows, schema, column,
+                random_state, n_threads,
+            )  # fmt: skip
     if privacy_checks:
         rows = row_report(synth_frame, schema, real_frame).to_dict()
         result["rows"].update({k: v for k, v in rows.items() if k != "rows"})
@@ -166,33 +177,44 @@ def _valid(frame: pd.DataFrame, schema: Schema, what: str, validated: bool) -> p
     return schema.validate(frame, on_invalid="error", what=what)[0]
 
 
+Split = tuple[pd.DataFrame | None, pd.DataFrame, str, str | None]
+
+
+def _split(real: pd.DataFrame, test: pd.DataFrame | None, random_state: int) -> Split:
+    """The real rows the real model trains on (``None``: none), the rows both models are
+    tested on, what those are (``held-out`` or ``private``) and why, when optimistic."""
+    if test is not None:
+        return real, test, "held-out", None
+    if len(real) >= _MIN_SPLIT_ROWS:
+        rng = np.random.default_rng(random_state)
+        held = rng.random(len(real)) < HOLDOUT_SHARE
+        return (
+            real.loc[~held],
+            real.loc[held],
+            "private",
+            "tested on private rows the synthetic table was made from (no --test given): "
+            "optimistic, not a held-out estimate",
+        )
+    return (
+        None,
+        real,
+        "private",
+        "tested on the private table itself (no --test given, too few rows to hold "
+        "some out): optimistic, not a held-out estimate",
+    )
+
+
 def _tstr(
-    real: pd.DataFrame,
     synth: pd.DataFrame,
-    test: pd.DataFrame | None,
+    split: Split,
     schema: Schema,
     column: CategoricalColumn,
     random_state: int,
     n_threads: int | None,
 ) -> dict[str, Any]:
     """TSTR of the synthetic table and, on the same test rows, of the real one."""
-    notes: list[str | None] = []
-    if test is not None:
-        real_train, test_rows, kind = real, test, "held-out"
-    elif len(real) >= _MIN_SPLIT_ROWS:
-        rng = np.random.default_rng(random_state)
-        held = rng.random(len(real)) < HOLDOUT_SHARE
-        real_train, test_rows, kind = real.loc[~held], real.loc[held], "private"
-        notes.append(
-            "tested on private rows the synthetic table was made from (no --test given): "
-            "optimistic, not a held-out estimate"
-        )
-    else:
-        real_train, test_rows, kind = None, real, "private"
-        notes.append(
-            "tested on the private table itself (no --test given, too few rows to hold "
-            "some out): optimistic, not a held-out estimate"
-        )
+    real_train, test_rows, kind, why = split
+    notes: list[str | None] = [why]
     synthetic = tstr_encoded(synth, test_rows, schema, column, random_state, n_threads)
     out = synthetic.to_dict()
     out["test"] = kind
@@ -240,8 +262,16 @@ def _dcr(
 # ------------------------------------------------------------------ reporting
 def verdict(result: Mapping[str, Any]) -> str:
     """One sentence on the evaluated table: the TSTR accuracy against the real table's
-    model and the majority class, and the 1-way marginals' mean TV."""
+    model and the majority class, and the 1-way marginals' mean TV; before them, what the
+    score rests on when a relation of the real table is lost
+    (:func:`~dpevolve.reporting.reliance.findings`)."""
     parts: list[str] = []
+    warning = ""
+    checked = result.get("reliance")
+    if isinstance(checked, Mapping):
+        lost = findings(checked)
+        if lost:
+            warning = "Check before trusting the score: " + "; ".join(lost) + ". "
     tstr_result = result.get("tstr")
     if isinstance(tstr_result, Mapping) and tstr_result.get("accuracy") is not None:
         acc = float(tstr_result["accuracy"])
@@ -266,9 +296,9 @@ def verdict(result: Mapping[str, Any]) -> str:
             "(mean 1-way TV; 0 is identical, 1 disjoint)"
         )
     if not parts:
-        return "No utility measure was computed."
+        return warning + "No utility measure was computed."
     sentence = "; ".join(parts)
-    return sentence[0].upper() + sentence[1:] + "."
+    return warning + sentence[0].upper() + sentence[1:] + "."
 
 
 def _points(gap: float) -> str:

@@ -16,6 +16,7 @@ from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.types import DateColumn
 from dpevolve.reporting.figures import marginals_figure, pairs_figure
 from dpevolve.reporting.html import escape, figure_html, fmt_num, html_table, kv_table, num_cell
+from dpevolve.reporting.reliance import reliance_section
 
 __all__ = ["released_rows_section", "rows_section", "utility_section"]
 
@@ -45,6 +46,7 @@ def utility_section(
         )
     if evaluation is not None:
         out += _tstr_table(evaluation.get("tstr"))
+        out += reliance_section(evaluation.get("reliance"))
         out += _marginal_table(evaluation)
     if tables is not None:
         out += _plots(*tables, evaluation)
