@@ -113,7 +113,7 @@ def _pairs(
     real_rho = _spearman(real[numeric], rng)
     synth_rho = _spearman(synth[numeric], rng)
     floor = max(_MIN_RHO, 3.0 / math.sqrt(max(len(real), 1)))
-    found = []
+    found: list[dict[str, Any]] = []
     for i, a in enumerate(numeric):
         for b in numeric[i + 1 :]:
             r = float(real_rho.loc[a, b])
@@ -121,7 +121,7 @@ def _pairs(
                 s = float(synth_rho.loc[a, b])
                 s = s if math.isfinite(s) else 0.0
                 found.append({"columns": [a, b], "real": r, "synthetic": s, "lost": _lost(r, s)})
-    found.sort(key=lambda p: -abs(p["real"]))
+    found.sort(key=lambda p: -abs(float(p["real"])))
     return found[:TOP]
 
 
@@ -135,7 +135,7 @@ def _features(
     real: pd.DataFrame, synth: pd.DataFrame, schema: Schema, label: CategoricalColumn
 ) -> list[dict[str, Any]]:
     """The label's top features by real uncertainty coefficient, and their synthetic one."""
-    found = []
+    found: list[dict[str, Any]] = []
     for column in schema.columns:
         if column.name == label.name:
             continue
@@ -143,7 +143,7 @@ def _features(
         if r >= _MIN_U:
             s = _uncertainty(synth, column, label)
             found.append({"column": column.name, "real": r, "synthetic": s, "lost": _lost(r, s)})
-    found.sort(key=lambda f: -f["real"])
+    found.sort(key=lambda f: -float(f["real"]))
     return found[:TOP]
 
 
@@ -163,8 +163,8 @@ def _uncertainty(
         return 0.0
     mi = _entropy(px) + h_y - _entropy(joint.ravel())
     # Plug-in MI is biased upwards by about (cells used - 1) / (2n) per entropy term.
-    used = lambda p: int(np.count_nonzero(p))  # noqa: E731
-    bias = (used(px) - 1 + used(py) - 1 - (used(joint) - 1)) / (2 * n)
+    used_x, used_y, used_xy = (int(np.count_nonzero(p)) for p in (px, py, joint))
+    bias = (used_x - 1 + used_y - 1 - (used_xy - 1)) / (2 * n)
     return max(0.0, float((mi + bias) / h_y))
 
 
@@ -183,7 +183,7 @@ def _gaps(
         return []
     a, b = (int(c) for c in np.argsort(-counts, kind="stable")[:2])
     y_synth = bin_codes(synth, label)
-    found = []
+    found: list[dict[str, Any]] = []
     for column in schema.columns:
         if not isinstance(column, NumericColumn):
             continue
@@ -206,7 +206,7 @@ def _gaps(
                     "lost": _lost(r, s),
                 }
             )
-    found.sort(key=lambda g: -abs(g["real"]))
+    found.sort(key=lambda g: -abs(float(g["real"])))
     return found[:TOP]
 
 
