@@ -31,9 +31,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dpevolve {__version__}")
         return 0
     from dpevolve.cli.entry import run
-    from dpevolve.data.messages import show_values
+    from dpevolve.data.messages import rows_as_file_lines, show_values
 
-    with show_values("--show-values" in args):
+    # Every table a command reads comes from a file: rows are named by their line.
+    with show_values("--show-values" in args), rows_as_file_lines():
         return run(args)
 
 

@@ -27,6 +27,7 @@ from dpevolve.cli.common import (
     say,
 )
 from dpevolve.cli.report import write_reports
+from dpevolve.cli.rerun import read_run_file, rerun_of, rerun_warning, small_table_warning
 from dpevolve.config import (
     MECHANISMS,
     VOTES,
@@ -38,7 +39,7 @@ from dpevolve.config import (
     VoteSpec,
     resolve,
 )
-from dpevolve.data.io import DEFAULT_BATCH_ROWS, read_table, read_yaml, write_table
+from dpevolve.data.io import DEFAULT_BATCH_ROWS, read_table, write_table
 from dpevolve.errors import InputError
 from dpevolve.extras import require
 from dpevolve.presets import DEFAULT_PRESET, PE_PRESET, PRESETS, get_preset
@@ -225,6 +226,14 @@ ShareReportOpt = Annotated[
         help="Also write an HTML report safe to publish (nothing computed from PRIVATE).",
     ),
 ]
+TestOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--test",
+        help="Held-out real rows the owner's --report tests utility on (an honest, "
+        "out-of-sample estimate; without it the scores are on PRIVATE and optimistic).",
+    ),
+]
 ShareLedgerOpt = Annotated[
     Path | None,
     typer.Option(
@@ -279,6 +288,7 @@ def synth(
     rounds: RoundsOpt = None,
     on_invalid: InvalidOption = OnInvalid.error,
     report: ReportOpt = None,
+    test: TestOpt = None,
     share_report: ShareReportOpt = None,
     share_ledger: ShareLedgerOpt = None,
     seed: Seed = None,
@@ -291,17 +301,22 @@ def synth(
     from dpevolve.synthesizer import Synthesizer
 
     ledger_out = check_outputs(output, force, report, share_ledger, share_report)
+    if test is not None and report is None:
+        raise InputError("--test is for the owner's report: give --report FILE too")
     if report is not None or share_report is not None:
         require("matplotlib", "--report and --share-report")
     if stream:
         require("pyarrow", "--stream")
     flags = {name: ctx.params[name] for name in RUN_FLAGS}
     spec = run_spec(config, flags, _given(ctx), policy is not None, public is not None, quiet)
+    rerun = rerun_of(config)
+    rows = rows if rows is not None or rerun is None else rerun.get("rows")
+    seed = seed if seed is not None or rerun is None else rerun.get("seed")
     table_schema = Schema.load(schema)
     from dpevolve.cli.preflight import preflight  # schema and pandas: not for -h
 
     preflight(
-        inputs=[private, schema, policy, public], outputs=[output, ledger_out, report,
+        inputs=[private, schema, policy, public, test], outputs=[output, ledger_out, report,
         share_report, share_ledger], force=force, schema=table_schema, rows=rows, table=output,
         report=report is not None, share_report=share_report is not None,
     )  # fmt: skip
@@ -319,11 +334,15 @@ def synth(
         say(quiet, "gamma: estimated from folds of the public table (--gamma not given)")
     if noise_seed is not None:
         typer.echo(NOISE_SEED_WARNING, err=True)
-    _fit(model, private, stream, batch_rows, quiet)
+    if rerun is not None:
+        say(quiet, rerun_warning(config, rerun))
+    _fit(model, private, stream, batch_rows, quiet, spec)
     ledger = model.ledger_.to_dict()
     _say_choices(ledger, spec.vote.temperature, spec.budget, quiet)
     synthetic = model.sample(rows)
     write_table(synthetic, output)
+    # The rows written: what --config LEDGER draws again (public: the table is released).
+    model.ledger_.add_metadata(rows_written=len(synthetic))
     model.ledger_.write(ledger_out)
     if share_ledger is not None:
         model.ledger_.write(share_ledger, shareable=True)
@@ -331,13 +350,18 @@ def synth(
         invalid = OnInvalid(spec.on_invalid)
         write_reports(
             ledger, private, synthetic, table_schema, invalid, report, share_report, force,
-            stream_rows=batch_rows if stream else None,
+            test=test, stream_rows=batch_rows if stream else None,
         )  # fmt: skip
     result = model.ledger_.result()
+    extras = [f"{path} ({what})" for path, what in (
+        (report, "owner's report: not DP, keep it with the data"),
+        (share_report, "report safe to publish"), (share_ledger, "ledger safe to publish"),
+    ) if path is not None]  # fmt: skip
     say(
         quiet,
-        f"wrote {output} ({len(synthetic)} rows) and {ledger_out} "
-        f"(epsilon={result.epsilon:.4g}, delta={result.delta:.3g})",
+        f"wrote {output} ({len(synthetic)} rows), {ledger_out} "
+        f"(epsilon={result.epsilon:.4g}, delta={result.delta:.3g})"
+        + "".join(f", {extra}" for extra in extras),
     )
 
 
@@ -363,7 +387,7 @@ def run_spec(
         if given:
             names = ", ".join(f"--{n.replace('_', '-')}" for n in sorted(given))
             raise InputError(f"{names}: give the run's settings in {config} or as flags, not both")
-        data = read_yaml(config, "run file")
+        data = read_run_file(config)
         if isinstance(data, dict) and isinstance(data.get("config"), dict):
             data = data["config"]  # a ledger: its config block
         if not isinstance(data, dict):
@@ -437,14 +461,20 @@ def _say_policy_warnings(policy: Path, schema: Any, distance: str, quiet: bool) 
         say(quiet, f"warning: {warning}")
 
 
-def _fit(model: Any, private: Path, stream: bool, batch_rows: int, quiet: bool) -> None:
+def _fit(
+    model: Any, private: Path, stream: bool, batch_rows: int, quiet: bool, spec: RunSpec
+) -> None:
     """Fit on PRIVATE; the run's warnings said once each (policy ones were said above)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
         if stream:
             model.fit_file(private, batch_rows)
         else:
-            model.fit(read_table(private, "private table"))
+            table = read_table(private, "private table")
+            small = small_table_warning(len(table), spec.budget)
+            if small:
+                say(quiet, small)
+            model.fit(table)
     for caught_warning in caught:
         if not str(caught_warning.message).startswith("policy:"):
             say(quiet, f"warning: {caught_warning.message}")
