@@ -39,7 +39,12 @@ from dpevolve.reporting.marginals import (
     marginal_tv,
 )
 from dpevolve.reporting.reliance import findings, reliance
-from dpevolve.reporting.rows import DCR_PRIVATE_ROWS, distance_to_closest, row_report
+from dpevolve.reporting.rows import (
+    DCR_PRIVATE_ROWS,
+    distance_to_closest,
+    match_share,
+    row_report,
+)
 from dpevolve.reporting.tstr import TSTRReport, baseline, label_column, tstr, tstr_encoded
 
 __all__ = [
@@ -166,6 +171,7 @@ def evaluate(
     if privacy_checks:
         rows = row_report(synth_frame, schema, real_frame).to_dict()
         result["rows"].update({k: v for k, v in rows.items() if k != "rows"})
+        result["matches"] = _matches(result["rows"], real_frame, test_frame, schema, random_state)
         result["dcr"] = _dcr(real_frame, synth_frame, test_frame, schema, random_state)
         result["columns"] = column_summaries(real_frame, synth_frame, schema)
     return result
@@ -230,6 +236,30 @@ def _tstr(
     kept = [n for n in notes if n]
     out["note"] = "; ".join(kept) if kept else None
     return out
+
+
+def _matches(
+    rows: Mapping[str, Any],
+    real: pd.DataFrame,
+    test: pd.DataFrame | None,
+    schema: Schema,
+    random_state: int,
+) -> dict[str, Any]:
+    """Share of synthetic rows equal to a real row, beside the same share for real rows
+    the synthesizer never saw (held-out rows, else one random half of the real table
+    against the other): where columns take few values, equal rows come by chance."""
+    if test is not None:
+        reference, against, kind = test, real, "held-out"
+    else:
+        half = np.random.default_rng(random_state).random(len(real)) < 0.5
+        reference, against, kind = real.loc[half], real.loc[~half], "half"
+    synthetic = rows.get("synthetic") or 0
+    return {
+        "synthetic": (rows.get("copied") or 0) / synthetic if synthetic else 0.0,
+        "real": match_share(reference, against, schema),
+        "reference": kind,
+        "columns": len(schema),
+    }
 
 
 def _dcr(
@@ -318,8 +348,8 @@ def format_report(result: Mapping[str, Any]) -> str:
         if "distinct" in rows:
             lines.append(
                 f"  synthetic rows: {rows['distinct']} distinct, {rows['duplicated']} duplicated"
-                + (f", {rows['copied']} copied from the real table" if "copied" in rows else "")
             )
+            lines += _match_lines(rows, result.get("matches"))
     marginals = result.get("marginals", {})
     if marginals:
         lines.append("")
@@ -344,6 +374,30 @@ def format_report(result: Mapping[str, Any]) -> str:
                     f"5th percentile {_fmt(entry.get('p05'))}  ({entry.get('rows')} rows)"
                 )
     return "\n".join(lines).strip("\n")
+
+
+def _match_lines(rows: Mapping[str, Any], matches: Any) -> list[str]:
+    """Synthetic rows equal to a real row, with the real-to-real figure beside them."""
+    if "copied" not in rows:
+        return []
+    line = f"  {rows['copied']} synthetic rows equal some real row"
+    if not isinstance(matches, Mapping):
+        return [line]
+    ours, theirs = float(matches["synthetic"]), float(matches["real"])
+    whose = (
+        "of held-out real rows equal some private row"
+        if matches.get("reference") == "held-out"
+        else "of one half of the real rows equal some row of the other half"
+    )
+    line += f" ({ours:.0%}); for comparison, {theirs:.0%} {whose}"
+    if ours <= 1.5 * theirs + 0.01:
+        line += (
+            f": expected on a {matches.get('columns')}-column table with few distinct "
+            "values, not a sign of copying"
+        )
+    else:
+        line += ": more than real rows match each other; see the distance to the closest record"
+    return [line]
 
 
 def _tstr_lines(tstr_result: Any) -> list[str]:

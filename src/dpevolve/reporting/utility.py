@@ -211,7 +211,16 @@ def rows_section(evaluation: Mapping[str, Any] | None) -> list[str]:
     if not isinstance(rows, Mapping) or "distinct" not in rows:
         out.append("<p>Not measured.</p>")
         return out
-    out.append(kv_table(_row_facts(rows, owner=True), "rows"))
+    facts = _row_facts(rows, owner=True)
+    matches = evaluation.get("matches") if evaluation else None
+    if isinstance(matches, Mapping):
+        whose = (
+            "held-out real rows equal to a private record (for comparison)"
+            if matches.get("reference") == "held-out"
+            else "half the real rows equal to a row of the other half (for comparison)"
+        )
+        facts.append((whose, escape(_pct(matches.get("real")))))
+    out.append(kv_table(facts, "rows"))
     dcr = evaluation.get("dcr") if evaluation else None
     if isinstance(dcr, Mapping):
         out += _dcr_table(dcr)
