@@ -24,6 +24,7 @@ from dpevolve.cli.common import (
     ShowValues,
     app,
     check_outputs,
+    read_valid,
     say,
 )
 from dpevolve.cli.report import write_reports
@@ -321,6 +322,8 @@ def synth(
         report=report is not None, share_report=share_report is not None,
     )  # fmt: skip
     public_table = read_table(public, "public table") if public is not None else None
+    if test is not None:  # read once now: a bad test table must stop the run before it spends
+        read_valid(test, table_schema, OnInvalid(spec.on_invalid), "test table", quiet=True)
     if policy is not None:
         _say_policy_warnings(policy, table_schema, spec.preset.distance, quiet)
     chosen_backend, backend_line = _backend(spec.backend)
