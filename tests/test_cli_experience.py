@@ -225,10 +225,14 @@ def test_a_stewards_run_end_to_end(tmp_path: Path, small_table, capsys) -> None:
 def test_a_tiny_table_gets_a_warning_with_the_figure(files, small_table, capsys) -> None:
     folder, schema, _ = files
     tiny = folder / "tiny.csv"
-    small_table.iloc[:3].to_csv(tiny, index=False)
-    code, _, err = run(["synth", tiny, "-s", schema, "-e", "1", "-o", folder / "t.csv"], capsys)
+    small_table.iloc[:20].to_csv(tiny, index=False)
+    argv = ["synth", tiny, "-s", schema, "-e", "1", "-o", folder / "t.csv", "--noise-seed", 1]
+    code, _, err = run(argv, capsys)
     assert code == 0, err
-    assert "the private table has 3 rows" in err and "below about 132 rows" in err
+    assert "the private table has 20 rows" in err and "below about 132 rows" in err
+    big = ["synth", folder / "private.csv", "-s", schema, "-e", "1", "-o", folder / "b.csv"]
+    code, _, err = run([*big, "-q", "--noise-seed", 1], capsys)
+    assert code == 0 and "mostly noise" not in err
 
 
 def test_rows_are_named_by_their_line_in_the_file(files, small_table, capsys) -> None:

@@ -9,6 +9,14 @@ from typing import Annotated, Any, Literal
 import typer
 
 from dpevolve.backends import BACKENDS, make_backend
+from dpevolve.cli.announce import (
+    closing_line,
+    read_run_file,
+    rerun_of,
+    rerun_warning,
+    say_choices,
+    small_table_warning,
+)
 from dpevolve.cli.common import (
     NOISE_SEED_WARNING,
     Delta,
@@ -28,11 +36,9 @@ from dpevolve.cli.common import (
     say,
 )
 from dpevolve.cli.report import write_reports
-from dpevolve.cli.rerun import read_run_file, rerun_of, rerun_warning, small_table_warning
 from dpevolve.config import (
     MECHANISMS,
     VOTES,
-    BudgetSpec,
     GaussianSpec,
     MarginalSpec,
     PubMixSpec,
@@ -302,17 +308,14 @@ def synth(
     from dpevolve.synthesizer import Synthesizer
 
     ledger_out = check_outputs(output, force, report, share_ledger, share_report)
-    if test is not None and report is None:
-        raise InputError("--test is for the owner's report: give --report FILE too")
     if report is not None or share_report is not None:
         require("matplotlib", "--report and --share-report")
     if stream:
         require("pyarrow", "--stream")
     flags = {name: ctx.params[name] for name in RUN_FLAGS}
     spec = run_spec(config, flags, _given(ctx), policy is not None, public is not None, quiet)
-    rerun = rerun_of(config)
-    rows = rows if rows is not None or rerun is None else rerun.get("rows")
-    seed = seed if seed is not None or rerun is None else rerun.get("seed")
+    rerun = rerun_of(config)  # a ledger: its rows and seed, unless given
+    rows, seed = (rows, seed) if rerun is None else rerun.keep(rows, seed)
     table_schema = Schema.load(schema)
     from dpevolve.cli.preflight import preflight  # schema and pandas: not for -h
 
@@ -322,8 +325,8 @@ def synth(
         report=report is not None, share_report=share_report is not None,
     )  # fmt: skip
     public_table = read_table(public, "public table") if public is not None else None
-    if test is not None:  # read once now: a bad test table must stop the run before it spends
-        read_valid(test, table_schema, OnInvalid(spec.on_invalid), "test table", quiet=True)
+    if test is not None:
+        _check_test(test, report, table_schema, spec)
     if policy is not None:
         _say_policy_warnings(policy, table_schema, spec.preset.distance, quiet)
     chosen_backend, backend_line = _backend(spec.backend)
@@ -341,7 +344,7 @@ def synth(
         say(quiet, rerun_warning(config, rerun))
     _fit(model, private, stream, batch_rows, quiet, spec)
     ledger = model.ledger_.to_dict()
-    _say_choices(ledger, spec.vote.temperature, spec.budget, quiet)
+    say_choices(ledger, spec.vote.temperature, spec.budget, quiet)
     synthetic = model.sample(rows)
     write_table(synthetic, output)
     # The rows written: what --config LEDGER draws again (public: the table is released).
@@ -355,17 +358,16 @@ def synth(
             ledger, private, synthetic, table_schema, invalid, report, share_report, force,
             test=test, stream_rows=batch_rows if stream else None,
         )  # fmt: skip
-    result = model.ledger_.result()
-    extras = [f"{path} ({what})" for path, what in (
-        (report, "owner's report: not DP, keep it with the data"),
-        (share_report, "report safe to publish"), (share_ledger, "ledger safe to publish"),
-    ) if path is not None]  # fmt: skip
-    say(
-        quiet,
-        f"wrote {output} ({len(synthetic)} rows), {ledger_out} "
-        f"(epsilon={result.epsilon:.4g}, delta={result.delta:.3g})"
-        + "".join(f", {extra}" for extra in extras),
-    )
+    say(quiet, closing_line(model.ledger_.result(), output, len(synthetic), ledger_out,
+                            report, share_report, share_ledger))  # fmt: skip
+
+
+def _check_test(test: Path, report: Path | None, schema: Any, spec: RunSpec) -> None:
+    """``--test`` goes with ``--report``, and is read now: a bad test table must stop
+    the run before it spends."""
+    if report is None:
+        raise InputError("--test is for the owner's report: give --report FILE too")
+    read_valid(test, schema, OnInvalid(spec.on_invalid), "test table", quiet=True)
 
 
 def _given(ctx: typer.Context) -> set[str]:
@@ -518,45 +520,3 @@ def _backend(name: str) -> tuple[Any, str]:
         "pip install 'dpevolve[fast]' is faster)"
     )
     return chosen, f"backend: {why}"
-
-
-def _say_choices(
-    ledger: dict[str, Any], tau: float | Literal["auto"] | None, budget: BudgetSpec, quiet: bool
-) -> None:
-    """Automatic choices made inside the run, one line each."""
-    if tau == "auto":
-        vote = _find(ledger, "vote") or {}
-        if vote.get("name") == "soft":
-            say(
-                quiet,
-                f"temperature auto: soft vote at tau={vote.get('temperature')} (the public "
-                "pilot forecast it beats the hard vote; no private budget spent)",
-            )
-        else:
-            say(
-                quiet,
-                "temperature auto: hard vote (the public pilot forecast no soft-vote "
-                "temperature beats it at this budget; no private budget spent)",
-            )
-    validation = _find(ledger, "validation")
-    if isinstance(validation, dict) and validation.get("rows_in") != validation.get("rows_out"):
-        say(
-            quiet,
-            f"private table: --on-invalid {validation.get('on_invalid')} kept "
-            f"{validation.get('rows_out')} of {validation.get('rows_in')} rows "
-            "(counts from the private data: in the ledger, not in --share-ledger)",
-        )
-    if budget.delta is None and budget.epsilon is not None:
-        say(
-            quiet,
-            f"delta: {ledger.get('delta', float('nan')):.3g} = min(1e-5, 1/(n ln n)) "
-            "(--delta not given)",
-        )
-
-
-def _find(ledger: dict[str, Any], key: str) -> Any:
-    """A metadata entry of the ledger, top level or under ``metadata``."""
-    if key in ledger:
-        return ledger[key]
-    meta = ledger.get("metadata")
-    return meta.get(key) if isinstance(meta, dict) else None
