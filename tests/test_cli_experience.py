@@ -231,7 +231,7 @@ def test_a_tiny_table_gets_a_warning_with_the_figure(files, small_table, capsys)
     assert code == 0, err
     assert "the private table has 20 rows" in err and "below about 132 rows" in err
     big = ["synth", folder / "private.csv", "-s", schema, "-e", "1", "-o", folder / "b.csv"]
-    code, _, err = run([*big, "-q", "--noise-seed", 1], capsys)
+    code, _, err = run([*big, "--noise-seed", 1], capsys)
     assert code == 0 and "mostly noise" not in err
 
 
