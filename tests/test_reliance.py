@@ -4,12 +4,16 @@ before the headline number."""
 
 from __future__ import annotations
 
+import json
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.reporting.evaluation import evaluate, format_report, verdict
+from dpevolve.reporting.reliance import carries, findings
 
 pytest.importorskip("sklearn")
 
@@ -62,7 +66,7 @@ def test_a_proxy_carrying_the_score_is_named_before_the_headline(tables) -> None
     result = evaluate(real, _proxy_only(real, 3), SCHEMA, label="owner", test=test,
                       privacy_checks=False)  # fmt: skip
     checked = result["reliance"]
-    assert checked["without"]["column"] == "flag" and checked["without"]["carries"]
+    assert checked["without"]["column"] == "flag" and carries(checked["without"])
     # The headline alone would call the table excellent: level with the real model.
     assert result["tstr"]["accuracy"] > result["tstr"]["real"]["accuracy"] - 0.03
     text = verdict(result)
@@ -77,11 +81,27 @@ def test_a_faithful_table_raises_no_warning(tables) -> None:
     bootstrap = real.sample(frac=1.0, replace=True, random_state=4).reset_index(drop=True)
     result = evaluate(real, bootstrap, SCHEMA, label="owner", test=test, privacy_checks=False)
     checked = result["reliance"]
-    assert checked["findings"] == []
-    assert [p["columns"] for p in checked["pairs"]] == [["income", "wealth"]]
-    assert checked["features"][0]["column"] == "flag"
-    assert not checked["without"]["carries"]
+    assert findings(checked) == []
+    pairs = [p["columns"] for p in checked["pairs"]]
+    assert pairs == [["income", "wealth"], ["income", "age"], ["wealth", "age"]]
+    assert [f["column"] for f in checked["features"]] == ["income", "wealth", "age", "flag"]
+    assert checked["without"]["column"] == "flag" and not carries(checked["without"])
     assert verdict(result).startswith("A model trained")
+
+
+def test_the_result_has_one_shape_for_neighbouring_tables(tables) -> None:
+    """Which relations matter is judged from the numbers: the result itself names the
+    same columns in the same order whichever row of the real table changes."""
+    real, test = tables
+    synthetic = _proxy_only(real, 3)
+    neighbour = real.copy()
+    neighbour.loc[7] = [399.0, 1999.0, 90, "b", "no"]
+
+    def shape(frame: pd.DataFrame) -> str:
+        out = evaluate(frame, synthetic, SCHEMA, label="owner", test=test, privacy_checks=False)
+        return re.sub(r"-?\d+(\.\d+)?(e[+-]?\d+)?", "#", json.dumps(out["reliance"]))
+
+    assert shape(real) == shape(neighbour)
 
 
 def test_the_owner_report_shows_the_relations(tables) -> None:

@@ -3,25 +3,26 @@
 A TSTR accuracy can look excellent while the synthetic table has lost every relation but
 one: a column that nearly copies the label carries the score, and a steward who reads
 only the headline publishes a table whose other relations are gone. :func:`reliance`
-checks, for the label and for the strongest relations of the real table
-(docs/math.md §7):
+measures, in the real and in the synthetic table (docs/math.md §7):
 
-* the numeric pairs with the largest ``|Spearman rho|`` in the real table: their
-  correlation in the synthetic table;
-* the label's top features, by the share of the label's entropy each explains (the
-  uncertainty coefficient ``U = I(label; feature) / H(label)`` on the marginal-table
-  codes of :func:`~dpevolve.reporting.marginals.bin_codes`, bias-corrected): their ``U``
-  in the synthetic table;
-* the numeric columns whose mean differs most between the label's two most common
-  classes (in standard deviations of the real column): the same gap in the synthetic
-  table;
-* a model trained without the single most important feature, on the synthetic table
-  and on the real one, tested on the same real rows.
+* the rank correlation (Spearman rho) of every pair of numeric columns (the first
+  :data:`PAIR_COLUMNS` numeric columns of the schema);
+* how much of the label each column tells: the uncertainty coefficient
+  ``U = I(label; column) / H(label)`` on the marginal-table codes of
+  :func:`~dpevolve.reporting.marginals.bin_codes`, bias-corrected;
+* the gap in each numeric column's mean between the label's first declared class and
+  the others, in standard deviations of the real column;
+* a model trained without the column the synthetic table's model leans on most (the
+  synthetic table's most telling column), on the synthetic table and on the real one,
+  tested on the same real rows.
 
-A relation is *lost* when the synthetic table keeps less than half of it (or reverses
-it); the score *rests on* the top feature when, without it, the synthetic table's model
-gains less than half of what the real table's model gains over the majority class.
-:func:`findings` words them, and the verdict says them before the headline number.
+The result has the same shape for any two tables of one schema (entries in schema
+order, numbers only): which relations matter is judged from the numbers by
+:func:`findings`. A relation of the real table at least :data:`TOP` strongest and above
+its noise floor is *lost* when the synthetic table keeps less than half of it (or
+reverses it); the score *rests on* the column left out when, without it, the synthetic
+table's model gains less than half of what the real table's model gains over the
+majority class. The verdict says the findings before the headline number.
 
 Everything here reads the private table: owner's report and ``dpevolve evaluate`` only.
 """
@@ -29,7 +30,7 @@ Everything here reads the private table: owner's report and ``dpevolve evaluate`
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -40,13 +41,15 @@ from dpevolve.reporting.html import escape, html_table, num_cell
 from dpevolve.reporting.marginals import bin_codes, bin_count
 from dpevolve.reporting.tstr import tstr_encoded
 
-__all__ = ["findings", "reliance", "reliance_section"]
+__all__ = ["PAIR_COLUMNS", "TOP", "findings", "reliance", "reliance_section"]
 
-#: How many of each kind of relation are checked (the strongest ones of the real table).
+#: How many of each kind of relation are judged: the strongest ones of the real table.
 TOP = 3
+#: Numeric columns (the schema's first ones) whose pairwise correlations are measured.
+PAIR_COLUMNS = 30
 #: Share of a real relation the synthetic table must keep not to count as lost.
 KEPT_SHARE = 0.5
-# Smallest real relations worth checking: weaker ones are noise on most tables.
+# Smallest real relations worth judging: weaker ones are noise on most tables.
 _MIN_RHO = 0.2
 _MIN_GAP_SD = 0.2
 _MIN_U = 0.02
@@ -64,7 +67,7 @@ def reliance(
     random_state: int = 0,
     n_threads: int | None = None,
 ) -> dict[str, Any]:
-    """The real table's strongest relations, measured in both tables (validated frames).
+    """The real table's relations, measured in both tables (validated frames).
 
     Parameters
     ----------
@@ -81,24 +84,28 @@ def reliance(
     Returns
     -------
     dict
-        ``{"label": name, "pairs": [...], "features": [...], "gaps": [...], "without": {...} | None,
-        "findings": [str, ...]}``; every entry holds ``real``, ``synthetic`` and
-        ``lost`` (or ``carries``).
+        ``{"label", "classes", "rows", "pairs", "features", "gaps", "without"}``: every
+        entry holds the ``real`` and ``synthetic`` figure (gaps also their ``noise``,
+        three standard errors); ``without`` is ``None`` without a real model or with
+        fewer than three columns.
     """
     rng = np.random.default_rng(random_state)
+    features = _features(real, synth, schema, label)
     out: dict[str, Any] = {
         "label": label.name,
+        "classes": _classes(label),
+        "rows": len(real),
         "pairs": _pairs(real, synth, schema, rng),
-        "features": _features(real, synth, schema, label),
+        "features": features,
         "gaps": _gaps(real, synth, schema, label),
+        "without": None,
     }
-    top = out["features"][0]["column"] if out["features"] else None
-    out["without"] = (
-        None
-        if top is None or len(schema) < 3
-        else _without(top, synth, real_train, test, schema, label, random_state, n_threads)
-    )
-    out["findings"] = findings(out)
+    if features and real_train is not None and len(schema) >= 3:
+        # The column the synthetic table's model leans on most: where its score may rest.
+        leaned = max(features, key=lambda f: float(f["synthetic"]))["column"]
+        out["without"] = _without(
+            leaned, synth, real_train, test, schema, label, random_state, n_threads
+        )
     return out
 
 
@@ -106,23 +113,17 @@ def reliance(
 def _pairs(
     real: pd.DataFrame, synth: pd.DataFrame, schema: Schema, rng: np.random.Generator
 ) -> list[dict[str, Any]]:
-    """The top numeric pairs by real ``|Spearman rho|`` and their synthetic rho."""
-    numeric = [c.name for c in schema.columns if isinstance(c, NumericColumn)]
+    """Spearman rho of every pair of the first numeric columns, in both tables."""
+    numeric = [c.name for c in schema.columns if isinstance(c, NumericColumn)][:PAIR_COLUMNS]
     if len(numeric) < 2:
         return []
-    real_rho = _spearman(real[numeric], rng)
-    synth_rho = _spearman(synth[numeric], rng)
-    floor = max(_MIN_RHO, 3.0 / math.sqrt(max(len(real), 1)))
-    found: list[dict[str, Any]] = []
-    for i, a in enumerate(numeric):
-        for b in numeric[i + 1 :]:
-            r = float(real_rho.loc[a, b])
-            if math.isfinite(r) and abs(r) >= floor:
-                s = float(synth_rho.loc[a, b])
-                s = s if math.isfinite(s) else 0.0
-                found.append({"columns": [a, b], "real": r, "synthetic": s, "lost": _lost(r, s)})
-    found.sort(key=lambda p: -abs(float(p["real"])))
-    return found[:TOP]
+    real_rho, synth_rho = _spearman(real[numeric], rng), _spearman(synth[numeric], rng)
+    return [
+        {"columns": [a, b], "real": _finite(real_rho.loc[a, b]),
+         "synthetic": _finite(synth_rho.loc[a, b])}
+        for i, a in enumerate(numeric)
+        for b in numeric[i + 1 :]
+    ]  # fmt: skip
 
 
 def _spearman(frame: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
@@ -131,20 +132,22 @@ def _spearman(frame: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
     return frame.astype(np.float64).corr(method="spearman", min_periods=3)
 
 
+def _finite(value: Any) -> float:
+    """A figure, 0 where it is undefined (a constant column, too few rows)."""
+    number = float(value)
+    return number if math.isfinite(number) else 0.0
+
+
 def _features(
     real: pd.DataFrame, synth: pd.DataFrame, schema: Schema, label: CategoricalColumn
 ) -> list[dict[str, Any]]:
-    """The label's top features by real uncertainty coefficient, and their synthetic one."""
-    found: list[dict[str, Any]] = []
-    for column in schema.columns:
-        if column.name == label.name:
-            continue
-        r = _uncertainty(real, column, label)
-        if r >= _MIN_U:
-            s = _uncertainty(synth, column, label)
-            found.append({"column": column.name, "real": r, "synthetic": s, "lost": _lost(r, s)})
-    found.sort(key=lambda f: -float(f["real"]))
-    return found[:TOP]
+    """How much of the label each other column tells, in both tables."""
+    return [
+        {"column": c.name, "real": _uncertainty(real, c, label),
+         "synthetic": _uncertainty(synth, c, label)}
+        for c in schema.columns
+        if c.name != label.name
+    ]  # fmt: skip
 
 
 def _uncertainty(
@@ -173,117 +176,134 @@ def _entropy(p: np.ndarray) -> float:
     return float(-(p * np.log(p)).sum())
 
 
+def _classes(label: CategoricalColumn) -> list[str]:
+    """The two sides of a gap: the first declared class and the rest (from the schema)."""
+    rest = label.keys[1] if len(label.values) == 2 else "the other classes"
+    return [label.keys[0], rest]
+
+
 def _gaps(
     real: pd.DataFrame, synth: pd.DataFrame, schema: Schema, label: CategoricalColumn
 ) -> list[dict[str, Any]]:
-    """Mean gaps of numeric columns between the label's two most common real classes."""
-    y_real = bin_codes(real, label)
-    counts = np.bincount(y_real, minlength=len(label.values))
-    if np.count_nonzero(counts) < 2:
-        return []
-    a, b = (int(c) for c in np.argsort(-counts, kind="stable")[:2])
-    y_synth = bin_codes(synth, label)
-    found: list[dict[str, Any]] = []
+    """Mean gaps of numeric columns between the label's first class and the rest."""
+    first_real = bin_codes(real, label) == 0
+    first_synth = bin_codes(synth, label) == 0
+    out = []
     for column in schema.columns:
         if not isinstance(column, NumericColumn):
             continue
         x = real[column.name].to_numpy(dtype=np.float64)
-        sd = float(np.nanstd(x))
-        if not sd > 0:
-            continue
-        r = _gap(x, y_real, a, b) / sd
+        sd = float(np.nanstd(x)) if np.isfinite(x).any() else 0.0
+        scale = sd if sd > 0 else math.inf  # a constant column: no gap at all
+        y = synth[column.name].to_numpy(dtype=np.float64)
         # Three standard errors of the gap, so that noise is not read as a relation.
-        error = 3.0 * math.sqrt(1.0 / max(counts[a], 1) + 1.0 / max(counts[b], 1))
-        if math.isfinite(r) and abs(r) >= max(_MIN_GAP_SD, error):
-            s = _gap(synth[column.name].to_numpy(dtype=np.float64), y_synth, a, b) / sd
-            s = s if math.isfinite(s) else 0.0
-            found.append(
-                {
-                    "column": column.name,
-                    "classes": [label.keys[a], label.keys[b]],
-                    "real": r,
-                    "synthetic": s,
-                    "lost": _lost(r, s),
-                }
-            )
-    found.sort(key=lambda g: -abs(float(g["real"])))
-    return found[:TOP]
+        sides = (int(first_real.sum()), int((~first_real).sum()))
+        noise = 3.0 * math.sqrt(sum(1.0 / max(k, 1) for k in sides))
+        out.append(
+            {
+                "column": column.name,
+                "real": _finite(_gap(x, first_real) / scale),
+                "synthetic": _finite(_gap(y, first_synth) / scale),
+                "noise": noise,
+            }
+        )
+    return out
 
 
-def _gap(x: np.ndarray, y: np.ndarray, a: int, b: int) -> float:
-    xa, xb = x[(y == a) & ~np.isnan(x)], x[(y == b) & ~np.isnan(x)]
-    if len(xa) == 0 or len(xb) == 0:
+def _gap(x: np.ndarray, first: np.ndarray) -> float:
+    inside, outside = x[first & ~np.isnan(x)], x[~first & ~np.isnan(x)]
+    if len(inside) == 0 or len(outside) == 0:
         return math.nan
-    return float(xa.mean() - xb.mean())
-
-
-def _lost(real: float, synthetic: float) -> bool:
-    """The synthetic table keeps less than :data:`KEPT_SHARE` of the relation, or flips it."""
-    return synthetic * math.copysign(1.0, real) < KEPT_SHARE * abs(real)
+    return float(inside.mean() - outside.mean())
 
 
 def _without(
-    top: str,
+    column: str,
     synth: pd.DataFrame,
-    real_train: pd.DataFrame | None,
+    real_train: pd.DataFrame,
     test: pd.DataFrame,
     schema: Schema,
     label: CategoricalColumn,
     random_state: int,
     n_threads: int | None,
-) -> dict[str, Any] | None:
-    """TSTR without ``top``, of the synthetic table and of the real one."""
-    if real_train is None:
-        return None
-    rest = schema.select([n for n in schema.names if n != top])
+) -> dict[str, Any]:
+    """TSTR without ``column``, of the synthetic table and of the real one."""
+    rest = schema.select([n for n in schema.names if n != column])
     synthetic = tstr_encoded(synth, test, rest, label, random_state, n_threads)
     own = tstr_encoded(real_train, test, rest, label, random_state, n_threads)
-    majority = synthetic.baseline_accuracy
-    real_gain = own.accuracy - majority
-    # A real gain within two standard errors of the test accuracy is no relation at all.
-    error = 2.0 * math.sqrt(max(majority * (1 - majority), 1e-6) / max(synthetic.n_test, 1))
-    carries = real_gain > max(error, 0.01) and (
-        synthetic.accuracy - majority < KEPT_SHARE * real_gain
-    )
     return {
-        "column": top,
+        "column": column,
         "synthetic": synthetic.accuracy,
         "real": own.accuracy,
-        "majority": majority,
+        "majority": synthetic.baseline_accuracy,
         "n_test": synthetic.n_test,
-        "carries": bool(carries),
     }
 
 
-# ------------------------------------------------------------------ words
+# ------------------------------------------------------------------ judgements
+def _lost(real: float, synthetic: float) -> bool:
+    """The synthetic table keeps less than :data:`KEPT_SHARE` of the relation, or flips it."""
+    return synthetic * math.copysign(1.0, real) < KEPT_SHARE * abs(real)
+
+
+def _strongest(entries: Sequence[Mapping[str, Any]], floor: Any) -> list[Mapping[str, Any]]:
+    """The :data:`TOP` entries with the largest ``|real|`` at or above their floor."""
+    strong = [e for e in entries if abs(float(e["real"])) >= floor(e)]
+    return sorted(strong, key=lambda e: -abs(float(e["real"])))[:TOP]
+
+
+def _judged(result: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]:
+    """The strongest real relations of each kind (the ones findings and the report show)."""
+    rows = int(result.get("rows") or 1)
+    rho_floor = max(_MIN_RHO, 3.0 / math.sqrt(max(rows, 1)))
+    return {
+        "pairs": _strongest(result.get("pairs") or [], lambda e: rho_floor),
+        "gaps": _strongest(result.get("gaps") or [], lambda e: max(_MIN_GAP_SD, e["noise"])),
+        "features": _strongest(result.get("features") or [], lambda e: _MIN_U),
+    }
+
+
+def carries(without: Mapping[str, Any]) -> bool:
+    """Without the column, the synthetic table's model gains less than half of what the
+    real table's model gains over the majority class (a real gain above noise)."""
+    majority = float(without["majority"])
+    real_gain = float(without["real"]) - majority
+    # A real gain within two standard errors of the test accuracy is no relation at all.
+    error = 2.0 * math.sqrt(max(majority * (1 - majority), 1e-6) / max(without["n_test"], 1))
+    return real_gain > max(error, 0.01) and (
+        float(without["synthetic"]) - majority < KEPT_SHARE * real_gain
+    )
+
+
 def findings(result: Mapping[str, Any]) -> list[str]:
     """One clause per lost relation, the column carrying the score first."""
     out: list[str] = []
     label = result.get("label")
     without = result.get("without")
-    if isinstance(without, Mapping) and without.get("carries"):
+    if isinstance(without, Mapping) and carries(without):
         out.append(
             f"the score rests on '{without['column']}': without it a model trained on the "
             f"synthetic table scores {without['synthetic']:.3f} against the real table's "
             f"{without['real']:.3f} (majority class {without['majority']:.3f})"
         )
-    for pair in result.get("pairs") or []:
-        if pair["lost"]:
+    judged = _judged(result)
+    for pair in judged["pairs"]:
+        if _lost(pair["real"], pair["synthetic"]):
             a, b = pair["columns"]
             out.append(
                 f"the correlation of '{a}' and '{b}' fell from {pair['real']:.2f} to "
                 f"{pair['synthetic']:.2f} (Spearman)"
             )
-    for gap in result.get("gaps") or []:
-        if gap["lost"]:
-            first, second = gap["classes"]
+    first, second = result.get("classes") or ("", "")
+    for gap in judged["gaps"]:
+        if _lost(gap["real"], gap["synthetic"]):
             out.append(
                 f"the gap in mean '{gap['column']}' between {label} '{first}' and "
                 f"'{second}' fell from {gap['real']:.2f} to {gap['synthetic']:.2f} "
                 "standard deviations"
             )
-    for feature in result.get("features") or []:
-        if feature["lost"]:
+    for feature in judged["features"]:
+        if _lost(feature["real"], feature["synthetic"]):
             out.append(
                 f"'{feature['column']}' tells {feature['real']:.0%} of '{label}' in the real "
                 f"table, {feature['synthetic']:.0%} in the synthetic one"
@@ -292,35 +312,38 @@ def findings(result: Mapping[str, Any]) -> list[str]:
 
 
 def reliance_section(result: Any) -> list[str]:
-    """The report's table of the relations checked (owner only)."""
+    """The report's table of the strongest relations (owner only)."""
     if not isinstance(result, Mapping):
         return []
+    judged = _judged(result)
+    first, second = result.get("classes") or ("", "")
     rows: list[list[str]] = []
-    for pair in result.get("pairs") or []:
-        rows.append(_row(f"Spearman rho of {' and '.join(pair['columns'])}", pair, "lost"))
-    for gap in result.get("gaps") or []:
-        what = f"mean {gap['column']}: {gap['classes'][0]} minus {gap['classes'][1]} (sd)"
-        rows.append(_row(what, gap, "lost"))
-    for feature in result.get("features") or []:
-        rows.append(_row(f"share of the label told by {feature['column']}", feature, "lost"))
+    for pair in judged["pairs"]:
+        rows.append(_row(f"Spearman rho of {' and '.join(pair['columns'])}", pair))
+    for gap in judged["gaps"]:
+        rows.append(_row(f"mean {gap['column']}: {first} minus {second} (sd)", gap))
+    for feature in judged["features"]:
+        rows.append(_row(f"share of the label told by {feature['column']}", feature))
     without = result.get("without")
     if isinstance(without, Mapping):
         what = f"TSTR accuracy without {without['column']} (majority {without['majority']:.3g})"
-        rows.append(_row(what, without, "carries"))
+        kept = "no: the score rests on it" if carries(without) else "yes"
+        rows.append([escape(what), num_cell(without["real"], 3),
+                     num_cell(without["synthetic"], 3), kept])  # fmt: skip
     if not rows:
         return []
     return [
         "<h3>What the score rests on</h3>",
         "<p>The real table's strongest relations, measured in both tables: the numeric "
         "pairs with the largest rank correlation, the numeric columns whose mean differs "
-        "most between the label's two most common classes, the features that tell most "
-        "of the label (uncertainty coefficient), and a model trained without the most "
-        "telling one. A relation the synthetic table keeps less than half of is lost.</p>",
+        "most between the label's classes, the columns that tell most of the label "
+        "(uncertainty coefficient), and a model trained without the column the synthetic "
+        "table's model leans on most. A relation the synthetic table keeps less than half "
+        "of is lost.</p>",
         html_table(["relation", "real", "synthetic", "kept"], rows, "reliance"),
     ]
 
 
-def _row(what: str, entry: Mapping[str, Any], flag: str) -> list[str]:
-    bad = bool(entry.get(flag))
-    verdict = ("no: the score rests on it" if flag == "carries" else "no: lost") if bad else "yes"
-    return [escape(what), num_cell(entry["real"], 3), num_cell(entry["synthetic"], 3), verdict]
+def _row(what: str, entry: Mapping[str, Any]) -> list[str]:
+    kept = "no: lost" if _lost(entry["real"], entry["synthetic"]) else "yes"
+    return [escape(what), num_cell(entry["real"], 3), num_cell(entry["synthetic"], 3), kept]
