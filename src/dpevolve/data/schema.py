@@ -271,7 +271,9 @@ class Schema:
         ``decimals`` as the public values have them; integer columns with at most
         ``max_categories`` values, text and the label are categorical, with an ``other``
         bucket (the label excepted) unless ``other=False``; columns with missing cells
-        are nullable. Never call this on private data: the declared domain would leak.
+        are nullable; a column whose public values are all distinct, text or id-like
+        whole numbers, is declared an identifier (:mod:`dpevolve.data.identifiers`).
+        Never call this on private data: the declared domain would leak.
         Check the proposed domains before use.
         """
         proposal = propose_columns(
