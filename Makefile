@@ -1,7 +1,9 @@
 # Two commands set up a fresh machine (see README):
 #   make demo   install dpevolve (core + report, fast extras) into .venv and run the main job
 #               on the built-in table
-#   make test   install the development set and run the whole test suite
+#   make test   install the development set and run the test suite but its slow
+#               statistical tests (tests/slow.py; under 10 minutes on 2 cores)
+#   make test-all  every test, the slow ones too (CI; before changing a mechanism)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -11,7 +13,7 @@ ifneq ($(wildcard ../shared/data),)
 export DPEVOLVE_DATA ?= $(abspath ../shared/data)
 endif
 
-.PHONY: demo test lint typecheck bench clean
+.PHONY: demo test test-all lint typecheck bench clean
 
 # Two install levels: what the demo needs (core + report + fast: the numpy reference
 # backend takes minutes where numba takes seconds), and everything tests need.
@@ -29,6 +31,9 @@ demo: $(BIN)/.demo-installed
 	$(BIN)/dpevolve demo --output demo-output --force
 
 test: $(BIN)/.installed
+	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not slow" tests
+
+test-all: $(BIN)/.installed
 	$(BIN)/python -m pytest -n 2 --dist loadfile tests
 
 lint: $(BIN)/.installed

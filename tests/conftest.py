@@ -57,3 +57,12 @@ def small_table(small_schema: Schema) -> pd.DataFrame:
     hours = np.where(job == "retired", rng.integers(1, 10, n), rng.integers(30, 60, n))
     income = np.where((age > 40) & (hours > 40), ">50K", "<=50K")
     return pd.DataFrame({"age": age, "job": job, "hours": hours, "income": income})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests listed in ``tests/slow.py`` slow (``make test`` leaves them out)."""
+    from slow import SLOW_TESTS
+
+    for item in items:
+        if item.nodeid.startswith(SLOW_TESTS):
+            item.add_marker(pytest.mark.slow)

@@ -44,7 +44,8 @@ def test_readme_flow_on_adult_halves_runs_unedited(adult: pd.DataFrame, tmp_path
 
     cli("schema", "infer", public, "--label", "income", "-o", schema_path)
     cli("schema", "check", private, "-s", schema_path)
-    cli("synth", private, "-s", schema_path, "-e", 1, "--rows", 500, "-o", synthetic, *FAST)
+    cli("synth", private, "-s", schema_path, "--public", public, "-e", 1, "--rows", 500,
+        "-o", synthetic, *FAST)  # fmt: skip
 
     schema = Schema.load(schema_path)
     country = schema["native-country"]
@@ -52,6 +53,7 @@ def test_readme_flow_on_adult_halves_runs_unedited(adult: pd.DataFrame, tmp_path
     assert "Holand-Netherlands" not in country.declared
     assert not schema["sex"].other  # only common values in public: no bucket
     assert not schema["income"].other  # never on the label
+    assert schema.identifiers == ()  # fnlwgt repeats: a number, not an identifier
     out = pd.read_csv(synthetic)
     assert len(out) == 500 and list(out.columns) == schema.names
     for column in schema.columns:

@@ -210,9 +210,16 @@ def test_texts_that_are_not_one_date_format_stay_categorical(texts) -> None:
 
 
 def test_many_distinct_texts_get_a_note() -> None:
-    public = pd.DataFrame({"id": [f"p{i}" for i in range(80)]})
+    public = pd.DataFrame({"name": [f"p{i % 70}" for i in range(80)], "x": [1, 2] * 40})
     notes = infer_schema(public).notes
-    assert any("80 distinct public values" in n and "identifier or a date" in n for n in notes)
+    assert any("70 distinct public values" in n and "identifier or a date" in n for n in notes)
+
+
+def test_all_distinct_texts_are_declared_an_identifier() -> None:
+    public = pd.DataFrame({"id": [f"p{i}" for i in range(80)], "x": [1, 2] * 40})
+    inferred = infer_schema(public)
+    assert inferred.schema.identifier_names == ["id"] and inferred.schema.names == ["x"]
+    assert any("'id' has a distinct value in every public row" in n for n in inferred.notes)
 
 
 # ------------------------------------------------------------------------------ other

@@ -111,7 +111,7 @@ def test_cli_exits_2_on_a_non_integer(tmp_path: Path, small_schema, small_table,
     neighbour(small_table, 9, age=41.5).to_csv(table, index=False)
     assert main(["schema", "check", str(table), "-s", str(schema)]) == 2
     err = capsys.readouterr().err
-    assert "not whole numbers" in err and "row 9" in err and "41.5" not in err
+    assert "not whole numbers" in err and "line 11" in err and "41.5" not in err
 
 
 # --------------------------------------------------------------- 4: n is the public count

@@ -167,7 +167,7 @@ def test_cli_shows_values_only_when_asked(files, capsys, shown: bool) -> None:
     flag = ["--show-values"] if shown else []
     assert main(["schema", "check", str(table), "-s", str(schema), *flag]) == 2
     err = capsys.readouterr().err
-    assert "first at row 6" in err and ("SSN-CLI-MARKER" in err) == shown
+    assert "first at line 8" in err and ("SSN-CLI-MARKER" in err) == shown
 
 
 def test_cli_internal_errors_hide_their_text(files, capsys, monkeypatch) -> None:

@@ -15,6 +15,7 @@ import pandas as pd
 from dpevolve.backends import Backend, make_backend
 from dpevolve.config import GaussianSpec, MarginalSpec, MechanismSpec, RunSpec, VoteSpec, resolve
 from dpevolve.data.encoding import Layout, Records, decode
+from dpevolve.data.identifiers import check_private_id_file, check_private_ids, with_identifiers
 from dpevolve.data.io import DEFAULT_BATCH_ROWS
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import FrameSource, PrivateSource
@@ -232,6 +233,7 @@ class Synthesizer(EstimatorParams):
         """Run Private Evolution on the private table ``X`` (``y`` is ignored)."""
         del y
         schema = self._schema()
+        check_private_ids(X, schema.identifiers)  # before anything is spent
         return self.fit_source(FrameSource(X, schema, on_invalid=self.on_invalid))
 
     def fit_file(self, path: str | Path, batch_rows: int = DEFAULT_BATCH_ROWS) -> Synthesizer:
@@ -241,6 +243,7 @@ class Synthesizer(EstimatorParams):
         """
         from dpevolve.data.streaming import StreamedTable
 
+        check_private_id_file(Path(path), self._schema().identifiers)
         source = StreamedTable(
             path, self._schema(), batch_rows=batch_rows, on_invalid=self.on_invalid
         )
@@ -490,8 +493,13 @@ class Synthesizer(EstimatorParams):
 
         With marginals (the ``hybrid`` preset), rows are drawn from the weighted support;
         with PE alone, from the final population (without replacement while ``num_rows``
-        does not exceed it). ``synthetic_`` keeps the population itself.
+        does not exceed it). ``synthetic_`` keeps the population itself. Identifier
+        columns (:mod:`dpevolve.data.identifiers`) get fresh ids, or are left out.
         """
+        frame = self._draw(num_rows)
+        return with_identifiers(frame, self.schema_.identifiers)
+
+    def _draw(self, num_rows: int | None) -> pd.DataFrame:
         if not hasattr(self, "synthetic_"):
             raise InputError("call fit() before sample()")
         rows = self.n_private_ if num_rows is None else num_rows

@@ -34,11 +34,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:  # Ctrl-C while the command's modules load: nothing has run yet
         from dpevolve.cli.entry import run
-        from dpevolve.data.messages import show_values
+        from dpevolve.data.messages import rows_as_file_lines, show_values
     except KeyboardInterrupt:
         print("dpevolve: interrupted", file=sys.stderr)
         return 130
-    with show_values("--show-values" in args):
+    # Every table a command reads comes from a file: rows are named by their line.
+    with show_values("--show-values" in args), rows_as_file_lines():
         return run(args)
 
 

@@ -130,8 +130,9 @@ def ledger_path(output: Path) -> Path:
 
 def check_outputs(output: Path, force: bool, *extras: Path | None) -> Path:
     """Refuse, before any work, to replace the table, its ledger or an extra output."""
+    check_writable(output, force)  # first: a folder has no ledger path
     ledger_out = ledger_path(output)
-    for path in (output, ledger_out, *extras):
+    for path in (ledger_out, *extras):
         if path is not None:
             check_writable(path, force)
     return ledger_out

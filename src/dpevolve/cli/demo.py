@@ -64,7 +64,10 @@ def demo(
 
         check_paths([], outputs, force)
     data = datasets.load(dataset)
-    test = _maybe_test_split(dataset)
+    test = _maybe_split(dataset, "test")
+    # The public table of the same kind a steward has (where a schema comes from), passed
+    # as --public would be: it places the numeric bins at no privacy cost.
+    public = _maybe_split(dataset, "public")
     output.mkdir(parents=True, exist_ok=True)
     stake = at_stake(ledger_out, outputs=(table_out, eval_out, report_out, public_out),
                      epsilon=epsilon)  # fmt: skip
@@ -75,11 +78,13 @@ def demo(
         preset=preset,
         random_state=seed,
         progress=not quiet,
+        public=public,
     )
     say(
         quiet,
         f"{data.name}: {len(data.frame)} private rows, {len(data.schema)} columns; "
-        f"epsilon={epsilon}, delta={delta}, preset={model.resolved_preset()}",
+        f"epsilon={epsilon}, delta={delta}, preset={model.resolved_preset()}"
+        + ("" if public is None else f"; public table: {len(public)} rows of the same kind"),
     )
     model.fit(data.frame)
     stake.ledger = model.ledger_
@@ -139,10 +144,10 @@ def headline(result: dict[str, Any], preset: str) -> str:
     return text
 
 
-def _maybe_test_split(name: str) -> Any:
+def _maybe_split(name: str, split: str) -> Any:
     from dpevolve import datasets
 
     try:
-        return datasets.load(name, split="test").frame
+        return datasets.load(name, split=split).frame
     except InputError:
         return None

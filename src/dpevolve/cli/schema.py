@@ -92,9 +92,11 @@ def schema_infer(
     )
     text = schema_yaml(inferred, source=str(public))
     atomic_write(output, lambda tmp: tmp.write_text(text))
+    idents = len(inferred.schema.identifiers)
     typer.echo(
-        f"wrote {output} ({len(inferred.schema)} columns); check the ranges marked "
-        "'widened' before using it",
+        f"wrote {output} ({len(inferred.schema)} columns"
+        + (f" and {idents} identifier{'s' if idents > 1 else ''}" if idents else "")
+        + "); check the ranges marked 'widened' before using it",
         err=True,
     )
     for note in inferred.notes:
@@ -111,11 +113,12 @@ def schema_check(
     schema: SchemaPath,
     show_values: ShowValues = False,
 ) -> None:
-    from dpevolve.data.infer import problems_of
+    from dpevolve.data.infer import identifier_lines, problems_of
     from dpevolve.data.schema import Schema
 
     frame = read_table(table)
-    problems = problems_of(Schema.load(schema), frame, what=str(table))
+    declared = Schema.load(schema)
+    problems = problems_of(declared, frame, what=str(table))
     if problems:
         for line in problems:
             typer.echo(f"{table}: {line}", err=True)
@@ -123,3 +126,5 @@ def schema_check(
             f"{table}: {len(problems)} problem(s); fix them or use --on-invalid drop|clip"
         )
     typer.echo(f"{table}: {len(frame)} rows fit the schema")
+    for line in identifier_lines(declared):
+        typer.echo(f"{table}: {line}")

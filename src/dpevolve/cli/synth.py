@@ -9,6 +9,14 @@ from typing import Annotated, Any, Literal
 import typer
 
 from dpevolve.backends import BACKENDS, make_backend
+from dpevolve.cli.announce import (
+    closing_line,
+    read_run_file,
+    rerun_of,
+    rerun_warning,
+    say_choices,
+    small_table_warning,
+)
 from dpevolve.cli.common import (
     NOISE_SEED_WARNING,
     Delta,
@@ -24,6 +32,7 @@ from dpevolve.cli.common import (
     ShowValues,
     app,
     check_outputs,
+    read_valid,
     say,
 )
 from dpevolve.cli.interrupt import accounted, at_stake
@@ -31,7 +40,6 @@ from dpevolve.cli.report import write_reports
 from dpevolve.config import (
     MECHANISMS,
     VOTES,
-    BudgetSpec,
     GaussianSpec,
     MarginalSpec,
     PubMixSpec,
@@ -39,7 +47,7 @@ from dpevolve.config import (
     VoteSpec,
     resolve,
 )
-from dpevolve.data.io import DEFAULT_BATCH_ROWS, read_table, read_yaml, write_table
+from dpevolve.data.io import DEFAULT_BATCH_ROWS, read_table, write_table
 from dpevolve.errors import InputError
 from dpevolve.extras import require
 from dpevolve.presets import DEFAULT_PRESET, PE_PRESET, PRESETS, get_preset
@@ -226,6 +234,14 @@ ShareReportOpt = Annotated[
         help="Also write an HTML report safe to publish (nothing computed from PRIVATE).",
     ),
 ]
+TestOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--test",
+        help="Held-out real rows the owner's --report tests utility on (an honest, "
+        "out-of-sample estimate; without it the scores are on PRIVATE and optimistic).",
+    ),
+]
 ShareLedgerOpt = Annotated[
     Path | None,
     typer.Option(
@@ -281,6 +297,7 @@ def synth(
     rounds: RoundsOpt = None,
     on_invalid: InvalidOption = OnInvalid.error,
     report: ReportOpt = None,
+    test: TestOpt = None,
     share_report: ShareReportOpt = None,
     share_ledger: ShareLedgerOpt = None,
     seed: Seed = None,
@@ -299,15 +316,19 @@ def synth(
         require("pyarrow", "--stream")
     flags = {name: ctx.params[name] for name in RUN_FLAGS}
     spec = run_spec(config, flags, _given(ctx), policy is not None, public is not None, quiet)
+    rerun = rerun_of(config)  # a ledger: its rows and seed, unless given
+    rows, seed = (rows, seed) if rerun is None else rerun.keep(rows, seed)
     table_schema = Schema.load(schema)
     from dpevolve.cli.preflight import preflight  # schema and pandas: not for -h
 
     preflight(
-        inputs=[private, schema, policy, public], outputs=[output, ledger_out, report,
+        inputs=[private, schema, policy, public, test], outputs=[output, ledger_out, report,
         share_report, share_ledger], force=force, schema=table_schema, rows=rows, table=output,
         report=report is not None, share_report=share_report is not None,
     )  # fmt: skip
     public_table = read_table(public, "public table") if public is not None else None
+    if test is not None:
+        _check_test(test, report, table_schema, spec)
     if policy is not None:
         _say_policy_warnings(policy, table_schema, spec.preset.distance, quiet)
     chosen_backend, backend_line = _backend(spec.backend)
@@ -322,12 +343,16 @@ def synth(
         say(quiet, "gamma: estimated from folds of the public table (--gamma not given)")
     if noise_seed is not None:
         typer.echo(NOISE_SEED_WARNING, err=True)
-    _fit(model, private, stream, batch_rows, quiet)
+    if rerun is not None:
+        say(quiet, rerun_warning(config, rerun))
+    _fit(model, private, stream, batch_rows, quiet, spec)
     stake.ledger = model.ledger_
     ledger = model.ledger_.to_dict()
-    _say_choices(ledger, spec.vote.temperature, spec.budget, quiet)
+    say_choices(ledger, spec.vote.temperature, spec.budget, quiet)
     synthetic = model.sample(rows)
     write_table(synthetic, output)
+    # The rows written: what --config LEDGER draws again (public: the table is released).
+    model.ledger_.add_metadata(rows_written=len(synthetic))
     model.ledger_.write(ledger_out)
     if share_ledger is not None:
         model.ledger_.write(share_ledger, shareable=True)
@@ -335,14 +360,18 @@ def synth(
         invalid = OnInvalid(spec.on_invalid)
         write_reports(
             ledger, private, synthetic, table_schema, invalid, report, share_report, force,
-            stream_rows=batch_rows if stream else None,
+            test=test, stream_rows=batch_rows if stream else None,
         )  # fmt: skip
-    result = model.ledger_.result()
-    say(
-        quiet,
-        f"wrote {output} ({len(synthetic)} rows) and {ledger_out} "
-        f"(epsilon={result.epsilon:.4g}, delta={result.delta:.3g})",
-    )
+    say(quiet, closing_line(model.ledger_.result(), output, len(synthetic), ledger_out,
+                            report, share_report, share_ledger))  # fmt: skip
+
+
+def _check_test(test: Path, report: Path | None, schema: Any, spec: RunSpec) -> None:
+    """``--test`` goes with ``--report``, and is read now: a bad test table must stop
+    the run before it spends."""
+    if report is None:
+        raise InputError("--test is for the owner's report: give --report FILE too")
+    read_valid(test, schema, OnInvalid(spec.on_invalid), "test table", quiet=True)
 
 
 def _given(ctx: typer.Context) -> set[str]:
@@ -367,7 +396,7 @@ def run_spec(
         if given:
             names = ", ".join(f"--{n.replace('_', '-')}" for n in sorted(given))
             raise InputError(f"{names}: give the run's settings in {config} or as flags, not both")
-        data = read_yaml(config, "run file")
+        data = read_run_file(config)
         if isinstance(data, dict) and isinstance(data.get("config"), dict):
             data = data["config"]  # a ledger: its config block
         if not isinstance(data, dict):
@@ -441,14 +470,20 @@ def _say_policy_warnings(policy: Path, schema: Any, distance: str, quiet: bool) 
         say(quiet, f"warning: {warning}")
 
 
-def _fit(model: Any, private: Path, stream: bool, batch_rows: int, quiet: bool) -> None:
+def _fit(
+    model: Any, private: Path, stream: bool, batch_rows: int, quiet: bool, spec: RunSpec
+) -> None:
     """Fit on PRIVATE; the run's warnings said once each (policy ones were said above)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
         if stream:
             model.fit_file(private, batch_rows)
         else:
-            model.fit(read_table(private, "private table"))
+            table = read_table(private, "private table")
+            small = small_table_warning(len(table), spec.budget)
+            if small:
+                say(quiet, small)
+            model.fit(table)
     for caught_warning in caught:
         if not str(caught_warning.message).startswith("policy:"):
             say(quiet, f"warning: {caught_warning.message}")
@@ -489,45 +524,3 @@ def _backend(name: str) -> tuple[Any, str]:
         "pip install 'dpevolve[fast]' is faster)"
     )
     return chosen, f"backend: {why}"
-
-
-def _say_choices(
-    ledger: dict[str, Any], tau: float | Literal["auto"] | None, budget: BudgetSpec, quiet: bool
-) -> None:
-    """Automatic choices made inside the run, one line each."""
-    if tau == "auto":
-        vote = _find(ledger, "vote") or {}
-        if vote.get("name") == "soft":
-            say(
-                quiet,
-                f"temperature auto: soft vote at tau={vote.get('temperature')} (the public "
-                "pilot forecast it beats the hard vote; no private budget spent)",
-            )
-        else:
-            say(
-                quiet,
-                "temperature auto: hard vote (the public pilot forecast no soft-vote "
-                "temperature beats it at this budget; no private budget spent)",
-            )
-    validation = _find(ledger, "validation")
-    if isinstance(validation, dict) and validation.get("rows_in") != validation.get("rows_out"):
-        say(
-            quiet,
-            f"private table: --on-invalid {validation.get('on_invalid')} kept "
-            f"{validation.get('rows_out')} of {validation.get('rows_in')} rows "
-            "(counts from the private data: in the ledger, not in --share-ledger)",
-        )
-    if budget.delta is None and budget.epsilon is not None:
-        say(
-            quiet,
-            f"delta: {ledger.get('delta', float('nan')):.3g} = min(1e-5, 1/(n ln n)) "
-            "(--delta not given)",
-        )
-
-
-def _find(ledger: dict[str, Any], key: str) -> Any:
-    """A metadata entry of the ledger, top level or under ``metadata``."""
-    if key in ledger:
-        return ledger[key]
-    meta = ledger.get("metadata")
-    return meta.get(key) if isinstance(meta, dict) else None

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 import yaml
 
+from dpevolve.data.identifiers import id_problems
 from dpevolve.data.messages import first_at, plain_cell
 from dpevolve.data.proposal import propose_columns
 from dpevolve.data.schema import CategoricalColumn, Schema
@@ -78,6 +79,8 @@ def schema_yaml(inferred: InferredSchema, source: str) -> str:
         if name in inferred.public_ranges:
             lo, hi = inferred.public_ranges[name]
             line += f"  # widened: public data spans [{plain_cell(lo)}, {plain_cell(hi)}]"
+        elif name is not None and name in inferred.schema.identifier_names:
+            line += "  # identifier: not modelled; fresh ids (drop: true leaves it out)"
         elif name is not None and name in inferred.schema:
             column = inferred.schema[name]
             if isinstance(column, CategoricalColumn):
@@ -92,7 +95,11 @@ def schema_yaml(inferred: InferredSchema, source: str) -> str:
 
 def problems_of(schema: Schema, table: pd.DataFrame, what: str = "table") -> list[str]:
     """Every way ``table`` breaks ``schema``, one line each (empty when it fits)."""
-    unknown = [str(c) for c in table.columns if str(c) not in schema]
+    unknown = [
+        str(c)
+        for c in table.columns
+        if str(c) not in schema and str(c) not in schema.identifier_names
+    ]
     missing = [n for n in schema.names if n not in table.columns]
     lines = [f"column '{c}' is not declared in the schema" for c in unknown]
     lines += [f"column '{c}' declared in the schema is absent" for c in missing]
@@ -100,10 +107,19 @@ def problems_of(schema: Schema, table: pd.DataFrame, what: str = "table") -> lis
         lines.append("the table is empty (0 rows)")
     if lines:
         return lines
+    lines = id_problems(table, schema.identifiers)
     _, problems, _ = schema.check(table, what=what)
     # The cell itself only with show_values: messages end up in logs.
-    return [
+    return lines + [
         f"column '{p.column}': {p.count} of {len(table)} rows {p.problem} "
         f"{first_at(p.first_row, p.example)}"
         for p in problems
+    ]
+
+
+def identifier_lines(schema: Schema) -> list[str]:
+    """What synthesis does with each identifier column, one line each."""
+    return [
+        f"column '{c.name}': an identifier, not modelled (nothing is spent on it); " + c.describe()
+        for c in sorted(schema.identifiers, key=lambda c: c.position)
     ]

@@ -156,6 +156,8 @@ def check_writable(path: str | Path, force: bool, inputs: Sequence[str | Path | 
     for source in inputs:
         if source is not None and _same_file(path, Path(source)):
             raise InputError(f"output {path} is the input {source}: write to another file")
+    if path.is_dir():
+        raise InputError(f"output {path} is a folder: give a file name")
     if path.exists() and not force:
         raise InputError(f"{path} already exists (use --force to overwrite)")
     if not path.parent.exists():

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 _SHOW_VALUES: ContextVar[bool] = ContextVar("dpevolve_show_values", default=False)
+_FILE_LINES: ContextVar[bool] = ContextVar("dpevolve_file_lines", default=False)
 
 #: What replaces a quoted value in a reader's message.
 HIDDEN = "<value hidden: use --show-values>"
@@ -71,11 +72,24 @@ def plain_cell(value: Any) -> Any:
     return value
 
 
+@contextmanager
+def rows_as_file_lines(enabled: bool = True) -> Iterator[None]:
+    """Inside the block, name a table's rows by their line in its file (the header is
+    line 1, so row 0 is line 2: a spreadsheet's row numbers), as the command line does."""
+    token = _FILE_LINES.set(bool(enabled))
+    try:
+        yield
+    finally:
+        _FILE_LINES.reset(token)
+
+
 def first_at(row: int, example: Any, show: bool | None = None) -> str:
-    """``(first at row 9)``, or ``(first at row 9: 'x')`` when values may be shown."""
+    """``(first at row 9)`` (0-based, a frame's position), ``(first at line 11)`` inside
+    :func:`rows_as_file_lines`; with ``: 'x'`` when values may be shown."""
+    where = f"line {row + 2}" if _FILE_LINES.get() else f"row {row}"
     if values_shown(show):
-        return f"(first at row {row}: {plain_cell(example)!r})"
-    return f"(first at row {row})"
+        return f"(first at {where}: {plain_cell(example)!r})"
+    return f"(first at {where})"
 
 
 def reader_error(exc: BaseException, show: bool | None = None) -> str:

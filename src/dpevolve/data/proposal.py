@@ -16,7 +16,9 @@
   reserved ``(other)`` category instead of stopping the run. A column whose every
   value is common (``sex``, ``race``) gets no bucket: one more category costs the
   synthesizers a value to learn is rare;
-* a column with missing public cells is declared ``nullable``.
+* a column with missing public cells is declared ``nullable``;
+* a column whose public values are all distinct, text or id-like whole numbers, is
+  declared an identifier (:func:`dpevolve.data.identifiers.propose_identifier`).
 
 It returns plain columns, not a :class:`~dpevolve.data.schema.Schema`, so the schema
 module can use it without importing the modules that use the schema.
@@ -32,6 +34,7 @@ import pandas as pd
 
 from dpevolve.data.columns import CategoricalColumn, Column, NumericColumn
 from dpevolve.data.date_formats import date_format
+from dpevolve.data.identifiers import IdentifierColumn, propose_identifier
 from dpevolve.data.messages import plain_cell
 from dpevolve.data.ranges import decimals_of, round_outward, tail_spreads
 from dpevolve.data.types import DEFAULT_FORMATS, UNITS, DateColumn, to_units
@@ -45,7 +48,7 @@ RARE = 10
 class Proposal:
     """Proposed columns, the public extremes of each widened range, and notes."""
 
-    columns: tuple[Column, ...]
+    columns: tuple[Column | IdentifierColumn, ...]
     label: str | None
     na_values: tuple[str, ...]
     public_ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
@@ -95,7 +98,7 @@ def propose_columns(
         raise InputError(f"margin must be >= 0, got {margin}")
     if na_values:
         public = public.replace(list(na_values), np.nan)
-    columns: list[Column] = []
+    columns: list[Column | IdentifierColumn] = []
     ranges: dict[str, tuple[float, float]] = {}
     notes: list[str] = []
     for name in public.columns:
@@ -108,6 +111,15 @@ def propose_columns(
         if has_missing and not nullable:
             notes.append(f"column '{key}' has missing public cells: declared nullable")
         free = key not in categorical and key != label
+        ident = propose_identifier(key, values, len(public)) if free else None
+        if ident is not None:
+            columns.append(ident)
+            notes.append(
+                f"column '{key}' has a distinct value in every public row: declared an "
+                f"identifier (type: id; nothing is spent on it; {ident.describe()}; "
+                "drop: true leaves it out)"
+            )
+            continue
         date = _date_column(key, values, margin, has_missing, dayfirst) if free else None
         if date is not None:
             columns.append(date)

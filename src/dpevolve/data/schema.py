@@ -23,6 +23,7 @@ YAML form::
         values: [United-States, Mexico]
         other: true
       spend: {type: numeric, lo: 0, hi: 500, decimals: 2}   # output rounded to cents
+      id: {type: id, integer: true, lo: 0, hi: 999999}       # not modelled; fresh ids
 
 Missing values and dates (see :mod:`dpevolve.data.types`)::
 
@@ -39,6 +40,7 @@ both are importable from here as before.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +59,7 @@ from dpevolve.data.columns import (
     NumericColumn,
     Scalar,
 )
+from dpevolve.data.identifiers import IdentifierColumn, identifier_from_dict
 from dpevolve.data.io import read_yaml
 from dpevolve.data.proposal import Proposal, propose_columns
 from dpevolve.data.types import date_column, read_na_values
@@ -72,19 +75,27 @@ from dpevolve.errors import InputError
 
 @dataclass(frozen=True)
 class Schema:
-    """Ordered columns with declared domains, Gower weights and an optional label."""
+    """Ordered columns with declared domains, Gower weights and an optional label.
+
+    ``identifiers`` are the ``type: id`` columns (:mod:`dpevolve.data.identifiers`):
+    declared, never modelled (validation drops them; ``names`` and ``columns`` leave
+    them out), written fresh or left out of the synthetic table.
+    """
 
     columns: tuple[Column, ...]
     label: str | None = None
     na_values: tuple[str, ...] = ()
+    identifiers: tuple[IdentifierColumn, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.columns:
-            raise InputError("schema declares no columns")
-        names = [c.name for c in self.columns]
+            raise InputError("schema declares no columns other than identifiers")
+        names = [c.name for c in self.columns] + [c.name for c in self.identifiers]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise InputError(f"schema declares column '{dup[0]}' twice")
+        if self.label is not None and self.label in self.identifier_names:
+            raise InputError(f"schema label '{self.label}' cannot be an id column")
         if self.label is not None and self.label not in names:
             raise InputError(f"schema label '{self.label}' is not one of its columns")
         if self.label is not None and not isinstance(self[self.label], CategoricalColumn):
@@ -97,7 +108,29 @@ class Schema:
     # ----------------------------------------------------------------- access
     @property
     def names(self) -> list[str]:
+        """The modelled columns' names (identifiers apart)."""
         return [c.name for c in self.columns]
+
+    @property
+    def identifier_names(self) -> list[str]:
+        """The ``type: id`` columns' names: a table may hold them; nothing models them."""
+        return [c.name for c in self.identifiers]
+
+    @classmethod
+    def of_columns(
+        cls,
+        columns: Sequence[Column | IdentifierColumn],
+        label: str | None = None,
+        na_values: tuple[str, ...] = (),
+    ) -> Schema:
+        """A schema of columns in table order, identifiers among them (positions kept)."""
+        modelled = tuple(c for c in columns if not isinstance(c, IdentifierColumn))
+        identifiers = tuple(
+            dataclasses.replace(c, position=k)
+            for k, c in enumerate(columns)
+            if isinstance(c, IdentifierColumn)
+        )
+        return cls(modelled, label=label, na_values=na_values, identifiers=identifiers)
 
     def __getitem__(self, name: str) -> Column:
         for column in self.columns:
@@ -136,10 +169,15 @@ class Schema:
             raw = {str(c.get("name")): c for c in raw if isinstance(c, Mapping)}
         if not isinstance(raw, Mapping) or not raw:
             raise InputError("schema 'columns' must map column names to their declarations")
-        columns = tuple(_column_from_dict(str(name), decl) for name, decl in raw.items())
+        columns = [
+            identifier_from_dict(str(name), decl, k)
+            if isinstance(decl, Mapping) and decl.get("type") == "id"
+            else _column_from_dict(str(name), decl)
+            for k, (name, decl) in enumerate(raw.items())
+        ]
         label = spec.get("label")
         na_values = read_na_values(spec.get("na_values"))
-        return cls(columns, label=None if label is None else str(label), na_values=na_values)
+        return cls.of_columns(columns, None if label is None else str(label), na_values)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -147,7 +185,10 @@ class Schema:
             out["label"] = self.label
         if self.na_values:
             out["na_values"] = list(self.na_values)
-        out["columns"] = {c.name: c.to_dict() for c in self.columns}
+        ordered: list[Column | IdentifierColumn] = list(self.columns)
+        for ident in sorted(self.identifiers, key=lambda c: c.position):
+            ordered.insert(min(ident.position, len(ordered)), ident)
+        out["columns"] = {c.name: c.to_dict() for c in ordered}
         return out
 
     @classmethod
@@ -230,7 +271,9 @@ class Schema:
         ``decimals`` as the public values have them; integer columns with at most
         ``max_categories`` values, text and the label are categorical, with an ``other``
         bucket (the label excepted) unless ``other=False``; columns with missing cells
-        are nullable. Never call this on private data: the declared domain would leak.
+        are nullable; a column whose public values are all distinct, text or id-like
+        whole numbers, is declared an identifier (:mod:`dpevolve.data.identifiers`).
+        Never call this on private data: the declared domain would leak.
         Check the proposed domains before use.
         """
         proposal = propose_columns(
@@ -248,7 +291,7 @@ class Schema:
     @classmethod
     def from_proposal(cls, proposal: Proposal) -> Schema:
         """The schema of proposed columns (:func:`~dpevolve.data.proposal.propose_columns`)."""
-        return cls(proposal.columns, label=proposal.label, na_values=proposal.na_values)
+        return cls.of_columns(proposal.columns, proposal.label, proposal.na_values)
 
 
 def _column_from_dict(name: str, decl: Any) -> Column:
@@ -264,7 +307,8 @@ def _column_from_dict(name: str, decl: Any) -> Column:
     nullable = _flag(name, decl, "nullable")
     if kind not in _KINDS:
         raise InputError(
-            f"column '{name}': type must be numeric, categorical, date or datetime, got {kind!r}"
+            f"column '{name}': type must be numeric, categorical, date, datetime or id, "
+            f"got {kind!r}"
         )
     for key, kinds in _KEYS_FOR.items():
         if key in decl and kind not in kinds:
@@ -342,6 +386,7 @@ __all__ = [
     "CellProblem",
     "Column",
     "Hierarchy",
+    "IdentifierColumn",
     "NumericColumn",
     "Scalar",
     "Schema",

@@ -37,6 +37,9 @@ class SchemaLike(Protocol):
     @property
     def names(self) -> list[str]: ...
 
+    @property
+    def identifier_names(self) -> list[str]: ...
+
     def __contains__(self, name: object) -> bool: ...
 
 
@@ -116,7 +119,8 @@ def check_columns(labels: Sequence[Any], schema: SchemaLike, what: str) -> None:
     twice = [c for i, c in enumerate(names) if c in names[:i]]
     if twice:
         raise InputError(f"{what} has column '{twice[0]}' twice (duplicate header)")
-    unknown = [c for c in names if c not in schema]
+    # Identifier columns may be there (or not): validation drops them, nothing models them.
+    unknown = [c for c in names if c not in schema and c not in schema.identifier_names]
     if unknown:
         raise InputError(
             f"{what} has column '{unknown[0]}' that the schema does not declare "

@@ -21,7 +21,8 @@ Data sets (:func:`names`) and their splits (default first) and column presets:
   (``train`` is not publicly retrievable).
 * ``xor1`` .. ``xor7`` -- :func:`make_xor` (``train``: 12,000 rows, seed 0; ``test``:
   3,000 rows, seed 1).
-* ``demo`` -- :func:`make_demo` (``train``: 30,000 rows, seed 0; ``test``: 2,000, seed 1).
+* ``demo`` -- :func:`make_demo` (``train``: 30,000 rows, seed 0; ``test``: 2,000, seed 1;
+  ``public``: 2,000, seed 2).
 
 Files are looked up in ``$DPEVOLVE_DATA`` (laid out like the project's shared data
 folder), then in the user cache (``$XDG_CACHE_HOME/dpevolve/data``, default

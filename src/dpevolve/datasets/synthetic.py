@@ -209,6 +209,8 @@ DEMO_TRAIN_ROWS = 30_000
 
 
 DEMO_TEST_ROWS = 2000
+#: Rows of the demo's public split: a public table of the same kind (another seed).
+DEMO_PUBLIC_ROWS = 2000
 
 
 def _xor_generator(k: int) -> Callable[[str], Dataset]:
@@ -223,6 +225,8 @@ def _xor_generator(k: int) -> Callable[[str], Dataset]:
 def _demo_generator(split: str) -> Dataset:
     if split == "train":
         return make_demo(DEMO_TRAIN_ROWS, seed=0)
+    if split == "public":
+        return make_demo(DEMO_PUBLIC_ROWS, seed=2)
     return make_demo(DEMO_TEST_ROWS, seed=1)
 
 
@@ -252,10 +256,10 @@ SPECS: tuple[Spec, ...] = (
         description=(
             "Census-like demo table generated in code (no files needed): split 'train' "
             f"= make_demo({DEMO_TRAIN_ROWS}, seed=0), 'test' = make_demo({DEMO_TEST_ROWS}, "
-            "seed=1)."
+            f"seed=1), 'public' = make_demo({DEMO_PUBLIC_ROWS}, seed=2)."
         ),
         default_split="train",
-        splits={"train": (), "test": ()},
+        splits={"train": (), "test": (), "public": ()},
         schema=demo_schema,
         generator=_demo_generator,
     ),

@@ -38,7 +38,13 @@ from dpevolve.metrics import (
     marginal_tv,
 )
 from dpevolve.reporting.columns import column_summaries
-from dpevolve.reporting.rows import DCR_PRIVATE_ROWS, distance_to_closest, row_report
+from dpevolve.reporting.reliance import findings, reliance
+from dpevolve.reporting.rows import (
+    DCR_PRIVATE_ROWS,
+    distance_to_closest,
+    match_share,
+    row_report,
+)
 from dpevolve.reporting.tstr import TSTRReport, baseline, label_column, tstr, tstr_encoded
 
 __all__ = [
@@ -77,6 +83,7 @@ def evaluate(
     *,
     validated: bool = False,
     privacy_checks: bool = True,
+    relations: bool = True,
 ) -> dict[str, Any]:
     """All docs/math.md §7 measures of ``synth`` against ``real``, as a JSON-ready dict.
 
@@ -113,13 +120,17 @@ def evaluate(
         Also count distinct, duplicated and copied rows and measure the distance to the
         closest private record (:mod:`~dpevolve.reporting.rows`), and summarise each
         column (:mod:`~dpevolve.reporting.columns`).
+    relations
+        With a label, also check what the score rests on
+        (:func:`~dpevolve.reporting.reliance.reliance`: the real table's strongest
+        relations in both tables, and a model without the most telling feature).
 
     Returns
     -------
     dict
         ``{"rows": {"real": n, "synthetic": m, ...}, "marginals": {"1": {...}, ...},
-        "tstr": {...}, "dcr": {...}, "columns": {...}}``; NaN scores are ``None`` so
-        ``json.dumps(allow_nan=False)`` works.
+        "tstr": {...}, "reliance": {...}, "dcr": {...}, "columns": {...}}``; NaN scores
+        are ``None`` so ``json.dumps(allow_nan=False)`` works.
 
     Raises
     ------
@@ -149,12 +160,18 @@ def evaluate(
         "marginals": marginals,
     }
     if column is not None:
-        result["tstr"] = _tstr(
-            real_frame, synth_frame, test_frame, schema, column, random_state, n_threads
-        )
+        split = _split(real_frame, test_frame, random_state)
+        result["tstr"] = _tstr(synth_frame, split, schema, column, random_state, n_threads)
+        if relations:
+            real_train, test_rows = split[0], split[1]
+            result["reliance"] = reliance(
+                real_frame, synth_frame, real_train, test_rows, schema, column,
+                random_state, n_threads,
+            )  # fmt: skip
     if privacy_checks:
         rows = row_report(synth_frame, schema, real_frame).to_dict()
         result["rows"].update({k: v for k, v in rows.items() if k != "rows"})
+        result["matches"] = _matches(result["rows"], real_frame, test_frame, schema, random_state)
         result["dcr"] = _dcr(real_frame, synth_frame, test_frame, schema, random_state)
         result["columns"] = column_summaries(real_frame, synth_frame, schema)
     return result
@@ -166,33 +183,44 @@ def _valid(frame: pd.DataFrame, schema: Schema, what: str, validated: bool) -> p
     return schema.validate(frame, on_invalid="error", what=what)[0]
 
 
+Split = tuple[pd.DataFrame | None, pd.DataFrame, str, str | None]
+
+
+def _split(real: pd.DataFrame, test: pd.DataFrame | None, random_state: int) -> Split:
+    """The real rows the real model trains on (``None``: none), the rows both models are
+    tested on, what those are (``held-out`` or ``private``) and why, when optimistic."""
+    if test is not None:
+        return real, test, "held-out", None
+    if len(real) >= _MIN_SPLIT_ROWS:
+        rng = np.random.default_rng(random_state)
+        held = rng.random(len(real)) < HOLDOUT_SHARE
+        return (
+            real.loc[~held],
+            real.loc[held],
+            "private",
+            "tested on private rows the synthetic table was made from (no --test given): "
+            "optimistic, not a held-out estimate",
+        )
+    return (
+        None,
+        real,
+        "private",
+        "tested on the private table itself (no --test given, too few rows to hold "
+        "some out): optimistic, not a held-out estimate",
+    )
+
+
 def _tstr(
-    real: pd.DataFrame,
     synth: pd.DataFrame,
-    test: pd.DataFrame | None,
+    split: Split,
     schema: Schema,
     column: CategoricalColumn,
     random_state: int,
     n_threads: int | None,
 ) -> dict[str, Any]:
     """TSTR of the synthetic table and, on the same test rows, of the real one."""
-    notes: list[str | None] = []
-    if test is not None:
-        real_train, test_rows, kind = real, test, "held-out"
-    elif len(real) >= _MIN_SPLIT_ROWS:
-        rng = np.random.default_rng(random_state)
-        held = rng.random(len(real)) < HOLDOUT_SHARE
-        real_train, test_rows, kind = real.loc[~held], real.loc[held], "private"
-        notes.append(
-            "tested on private rows the synthetic table was made from (no --test given): "
-            "optimistic, not a held-out estimate"
-        )
-    else:
-        real_train, test_rows, kind = None, real, "private"
-        notes.append(
-            "tested on the private table itself (no --test given, too few rows to hold "
-            "some out): optimistic, not a held-out estimate"
-        )
+    real_train, test_rows, kind, why = split
+    notes: list[str | None] = [why]
     synthetic = tstr_encoded(synth, test_rows, schema, column, random_state, n_threads)
     out = synthetic.to_dict()
     out["test"] = kind
@@ -208,6 +236,30 @@ def _tstr(
     kept = [n for n in notes if n]
     out["note"] = "; ".join(kept) if kept else None
     return out
+
+
+def _matches(
+    rows: Mapping[str, Any],
+    real: pd.DataFrame,
+    test: pd.DataFrame | None,
+    schema: Schema,
+    random_state: int,
+) -> dict[str, Any]:
+    """Share of synthetic rows equal to a real row, beside the same share for real rows
+    the synthesizer never saw (held-out rows, else one random half of the real table
+    against the other): where columns take few values, equal rows come by chance."""
+    if test is not None:
+        reference, against, kind = test, real, "held-out"
+    else:
+        half = np.random.default_rng(random_state).random(len(real)) < 0.5
+        reference, against, kind = real.loc[half], real.loc[~half], "half"
+    synthetic = rows.get("synthetic") or 0
+    return {
+        "synthetic": (rows.get("copied") or 0) / synthetic if synthetic else 0.0,
+        "real": match_share(reference, against, schema),
+        "reference": kind,
+        "columns": len(schema),
+    }
 
 
 def _dcr(
@@ -240,8 +292,16 @@ def _dcr(
 # ------------------------------------------------------------------ reporting
 def verdict(result: Mapping[str, Any]) -> str:
     """One sentence on the evaluated table: the TSTR accuracy against the real table's
-    model and the majority class, and the 1-way marginals' mean TV."""
+    model and the majority class, and the 1-way marginals' mean TV; before them, what the
+    score rests on when a relation of the real table is lost
+    (:func:`~dpevolve.reporting.reliance.findings`)."""
     parts: list[str] = []
+    warning = ""
+    checked = result.get("reliance")
+    if isinstance(checked, Mapping):
+        lost = findings(checked)
+        if lost:
+            warning = "Check before trusting the score: " + "; ".join(lost) + ". "
     tstr_result = result.get("tstr")
     if isinstance(tstr_result, Mapping) and tstr_result.get("accuracy") is not None:
         acc = float(tstr_result["accuracy"])
@@ -266,9 +326,9 @@ def verdict(result: Mapping[str, Any]) -> str:
             "(mean 1-way TV; 0 is identical, 1 disjoint)"
         )
     if not parts:
-        return "No utility measure was computed."
+        return warning + "No utility measure was computed."
     sentence = "; ".join(parts)
-    return sentence[0].upper() + sentence[1:] + "."
+    return warning + sentence[0].upper() + sentence[1:] + "."
 
 
 def _points(gap: float) -> str:
@@ -288,8 +348,8 @@ def format_report(result: Mapping[str, Any]) -> str:
         if "distinct" in rows:
             lines.append(
                 f"  synthetic rows: {rows['distinct']} distinct, {rows['duplicated']} duplicated"
-                + (f", {rows['copied']} copied from the real table" if "copied" in rows else "")
             )
+            lines += _match_lines(rows, result.get("matches"))
     marginals = result.get("marginals", {})
     if marginals:
         lines.append("")
@@ -314,6 +374,30 @@ def format_report(result: Mapping[str, Any]) -> str:
                     f"5th percentile {_fmt(entry.get('p05'))}  ({entry.get('rows')} rows)"
                 )
     return "\n".join(lines).strip("\n")
+
+
+def _match_lines(rows: Mapping[str, Any], matches: Any) -> list[str]:
+    """Synthetic rows equal to a real row, with the real-to-real figure beside them."""
+    if "copied" not in rows:
+        return []
+    line = f"  {rows['copied']} synthetic rows equal some real row"
+    if not isinstance(matches, Mapping):
+        return [line]
+    ours, theirs = float(matches["synthetic"]), float(matches["real"])
+    whose = (
+        "of held-out real rows equal some private row"
+        if matches.get("reference") == "held-out"
+        else "of one half of the real rows equal some row of the other half"
+    )
+    line += f" ({ours:.0%}); for comparison, {theirs:.0%} {whose}"
+    if ours <= 1.5 * theirs + 0.01:
+        line += (
+            f": expected on a {matches.get('columns')}-column table with few distinct "
+            "values, not a sign of copying"
+        )
+    else:
+        line += ": more than real rows match each other; see the distance to the closest record"
+    return [line]
 
 
 def _tstr_lines(tstr_result: Any) -> list[str]:

@@ -81,6 +81,13 @@ def row_report(
     return RowReport(len(synthetic), distinct, len(synthetic) - distinct, copied)
 
 
+def match_share(rows: pd.DataFrame, real: pd.DataFrame, schema: Schema) -> float:
+    """Share of ``rows`` equal to some row of ``real`` (0 for no rows)."""
+    if len(rows) == 0:
+        return 0.0
+    return float(np.isin(_row_hashes(rows, schema), _row_hashes(real, schema)).mean())
+
+
 def distance_to_closest(
     queries: pd.DataFrame, private: pd.DataFrame, schema: Schema, random_state: int = 0
 ) -> np.ndarray:

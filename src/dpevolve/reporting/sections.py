@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from dpevolve.data.identifiers import identifier_from_dict
+from dpevolve.errors import InputError
 from dpevolve.privacy.ledger import SHAREABLE_KEYS
 from dpevolve.reporting.html import (
     as_mapping,
@@ -295,7 +297,9 @@ def schema_section(led: Mapping[str, Any], number: int) -> list[str]:
     for name, decl in spec["columns"].items():
         decl = decl if isinstance(decl, Mapping) else {}
         kind = str(decl.get("type", ""))
-        if kind in ("numeric", "date", "datetime"):
+        if kind == "id":
+            domain = "identifier, not modelled: " + _identifier(name, decl)
+        elif kind in ("numeric", "date", "datetime"):
             domain = f"[{fmt_num(decl.get('lo'))}, {fmt_num(decl.get('hi'))}]"
             if decl.get("integer"):
                 domain += ", integer"
@@ -319,6 +323,14 @@ def schema_section(led: Mapping[str, Any], number: int) -> list[str]:
     header = ["column", "type", "declared domain", "nullable", "weight"]
     out.append(html_table(header, rows, "schema"))
     return out
+
+
+def _identifier(name: str, decl: Mapping[str, Any]) -> str:
+    """What synthesis did with an id column (from its declaration: public)."""
+    try:
+        return identifier_from_dict(name, decl, 0).describe()
+    except InputError:
+        return "declared an identifier"
 
 
 def other_fields_section(led: Mapping[str, Any]) -> list[str]:

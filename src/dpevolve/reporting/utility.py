@@ -16,6 +16,7 @@ from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.types import DateColumn
 from dpevolve.reporting.figures import marginals_figure, pairs_figure
 from dpevolve.reporting.html import escape, figure_html, fmt_num, html_table, kv_table, num_cell
+from dpevolve.reporting.reliance import reliance_section
 
 __all__ = ["released_rows_section", "rows_section", "utility_section"]
 
@@ -45,6 +46,7 @@ def utility_section(
         )
     if evaluation is not None:
         out += _tstr_table(evaluation.get("tstr"))
+        out += reliance_section(evaluation.get("reliance"))
         out += _marginal_table(evaluation)
     if tables is not None:
         out += _plots(*tables, evaluation)
@@ -209,7 +211,16 @@ def rows_section(evaluation: Mapping[str, Any] | None) -> list[str]:
     if not isinstance(rows, Mapping) or "distinct" not in rows:
         out.append("<p>Not measured.</p>")
         return out
-    out.append(kv_table(_row_facts(rows, owner=True), "rows"))
+    facts = _row_facts(rows, owner=True)
+    matches = evaluation.get("matches") if evaluation else None
+    if isinstance(matches, Mapping):
+        whose = (
+            "held-out real rows equal to a private record (for comparison)"
+            if matches.get("reference") == "held-out"
+            else "half the real rows equal to a row of the other half (for comparison)"
+        )
+        facts.append((whose, escape(_pct(matches.get("real")))))
+    out.append(kv_table(facts, "rows"))
     dcr = evaluation.get("dcr") if evaluation else None
     if isinstance(dcr, Mapping):
         out += _dcr_table(dcr)
