@@ -13,7 +13,7 @@ ifneq ($(wildcard ../shared/data),)
 export DPEVOLVE_DATA ?= $(abspath ../shared/data)
 endif
 
-.PHONY: demo test test-all lint typecheck bench clean
+.PHONY: demo test test-slow test-all lint typecheck bench clean
 
 # Two install levels: what the demo needs (core + report + fast: the numpy reference
 # backend takes minutes where numba takes seconds), and everything tests need.
@@ -32,6 +32,10 @@ demo: $(BIN)/.demo-installed
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not slow" tests
+
+# The statistical tests marked slow (tests/slow.py): CI runs them after `make test`.
+test-slow: $(BIN)/.installed
+	$(BIN)/python -m pytest -n 2 --dist loadfile -m slow tests
 
 test-all: $(BIN)/.installed
 	$(BIN)/python -m pytest -n 2 --dist loadfile tests

@@ -2,8 +2,9 @@
 runs (each over 20 s on a loaded 2-core machine, measured with ``pytest --durations``).
 
 ``tests/conftest.py`` marks them ``slow``: ``make test`` leaves them out (the everyday
-suite, under 10 minutes on 2 cores) and ``make test-all`` runs them with everything
-else, as CI does and as every change to a mechanism, an audit or the engine's bins must.
+suite, under 10 minutes on 2 cores); ``make test-slow`` runs them alone (CI runs it after
+``make test``) and ``make test-all`` with everything else, as every change to a mechanism,
+an audit or the engine's bins must.
 An entry is a test's node id, or its prefix (every parameter of it).
 """
 
