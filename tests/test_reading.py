@@ -28,7 +28,7 @@ def test_the_separator_is_read_from_the_header_line(tmp_path: Path, sep: str) ->
     path.write_text(f"a{sep}b\n1{sep}x\n2{sep}y\n")
     assert csv_separator(path) == sep
     frame = read_table(path)
-    assert list(frame.columns) == ["a", "b"] and frame["a"].tolist() == [1, 2]
+    assert list(frame.columns) == ["a", "b"] and frame["a"].tolist() == ["1", "2"]
     streamed = StreamedTable(path, SCHEMA, batch_rows=1)
     assert streamed.n == 2
 

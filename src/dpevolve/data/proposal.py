@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from dpevolve.data.cells import read_cells, read_numbers
 from dpevolve.data.columns import CategoricalColumn, Column, NumericColumn
 from dpevolve.data.date_formats import date_format
 from dpevolve.data.messages import plain_cell
@@ -93,14 +94,12 @@ def propose_columns(
         raise InputError("public table is empty (0 rows); cannot infer a schema")
     if margin < 0:
         raise InputError(f"margin must be >= 0, got {margin}")
-    if na_values:
-        public = public.replace(list(na_values), np.nan)
     columns: list[Column] = []
     ranges: dict[str, tuple[float, float]] = {}
     notes: list[str] = []
     for name in public.columns:
         key = str(name)
-        raw = public[name]
+        raw = public_cells(public[name], na_values)
         values = raw.dropna()
         if len(values) == 0:
             raise InputError(f"public column '{key}' has only missing values")
@@ -152,6 +151,27 @@ def propose_columns(
     return Proposal(tuple(columns), label, tuple(str(v) for v in na_values), ranges, notes)
 
 
+def public_cells(values: pd.Series, na_values: Sequence[str] = ()) -> pd.Series:
+    """A public column's cells as the schema will read them (:mod:`dpevolve.data.cells`):
+    numbers (float) when every present cell is one, texts otherwise; missing as NaN.
+
+    Codes written with a leading zero (``01``, ``007``) stay texts: declared as text
+    values, they read back as written, where a number would lose the zero.
+    """
+    cells = read_cells(values, na_values)
+    assert cells.texts is not None
+    present = ~cells.missing
+    stored = pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(
+        values.dtype
+    )
+    texts = cells.texts[present & cells.is_text]
+    coded = bool(pd.Series(texts, dtype=object).str.fullmatch(r"\s*[+-]?0[0-9]+").any())
+    written = present.any() and not np.isnan(cells.numbers[present]).any() and not coded
+    if stored or written:  # infinities stay numbers here: inference refuses them
+        return pd.Series(np.where(present, cells.numbers, np.nan), index=values.index)
+    return pd.Series(np.where(present, cells.texts, None), index=values.index, dtype=object)
+
+
 def _date_column(
     name: str, values: pd.Series, margin: float, nullable: bool, dayfirst: bool | None
 ) -> DateColumn | None:
@@ -164,7 +184,7 @@ def _date_column(
     kind, pattern = found
     fmt = None if pattern == DEFAULT_FORMATS[kind] else pattern
     probe = DateColumn(name, 0.0, 1.0, True, kind=kind, fmt=fmt)
-    units = probe.parse(values)
+    units, _ = read_numbers(values, probe)
     lo, hi = float(units.min()), float(units.max())
     # Widen by the margin, then out to whole years: a range a person checks at a glance.
     span = max(hi - lo, 1.0)

@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import pandas as pd
 
+from dpevolve.data.cells import read_keys, read_numbers
 from dpevolve.data.columns import MISSING, OTHER, Column, NumericColumn
 from dpevolve.data.messages import first_at, plain_cell
 from dpevolve.data.types import DateColumn
@@ -174,8 +175,6 @@ def check_table(
     if not isinstance(table, pd.DataFrame):
         raise InputError(f"{what} must be a pandas DataFrame, got {type(table).__name__}")
     check_columns(list(table.columns), schema, what)
-    if schema.na_values:  # declared "missing" texts (e.g. Adult's "?") become NaN
-        table = table.replace(list(schema.na_values), np.nan)
     problems: list[CellProblem] = []
     clipped: dict[str, int] = {}
     out: dict[str, Any] = {}
@@ -185,11 +184,11 @@ def check_table(
             first = int(np.flatnonzero(mask)[0])
             problems.append(CellProblem(column, problem, mask, first, values.iloc[first]))
 
+    # Each cell is read on its own, from its content and the schema alone (cells.py).
     for column in schema.columns:
         values = table[column.name]
-        nan = values.isna().to_numpy()
         if isinstance(column, NumericColumn):
-            numeric = column.parse(values)
+            numeric, nan = read_numbers(values, column, schema.na_values)
             unreadable = NOT_NUMBERS
             if isinstance(column, DateColumn):
                 unreadable = f"{NOT_DATES} in the column's format {column.pattern!r}"
@@ -213,10 +212,10 @@ def check_table(
                 note(column.name, fraction, NOT_WHOLE, values)
             out[column.name] = numeric
         else:
+            keys, nan = read_keys(values, column, schema.na_values)
             if not column.nullable:
                 note(column.name, nan, MISSING_CELLS, values)
-            keys = _as_keys(values)
-            if column.nullable:
+            else:
                 keys[nan] = MISSING
             undeclared = ~np.isin(keys, np.array(column.keys, dtype=object)) & ~nan
             if column.other:
@@ -227,15 +226,6 @@ def check_table(
                 note(column.name, undeclared, UNDECLARED, values)
             out[column.name] = keys
     return pd.DataFrame(out, index=table.index), problems, clipped
-
-
-def _as_keys(values: pd.Series) -> np.ndarray:
-    """Cells as the strings categorical values are matched by (``1.0`` reads as ``1``)."""
-    if pd.api.types.is_float_dtype(values):
-        filled = values.fillna(0.0).to_numpy(dtype=np.float64)
-        if np.all(np.isfinite(filled) & (filled == np.round(filled))):
-            return filled.astype(np.int64).astype(str).astype(object)
-    return values.astype(str).to_numpy(dtype=object)
 
 
 __all__ = [
