@@ -54,6 +54,14 @@ NUMBER = re.compile(
     re.IGNORECASE | re.ASCII,
 )
 
+#: A number written with a comma (``12,5``; ``12,500``): not a number here.
+COMMA_NUMBER = re.compile(r"\s*[+-]?[0-9]+(?:,[0-9]+)+\s*", re.ASCII)
+
+#: Texts that often mean "missing", and do here only when the schema lists them.
+MISSING_WORDS = frozenset(
+    "NA N/A n/a na NaN nan null NULL Null None none - ? #N/A <NA> . missing NaT".split()
+)
+
 # pandas' spellings of booleans (``read_csv``'s defaults).
 _BOOLEANS = {"True": True, "TRUE": True, "true": True, "False": False, "FALSE": False}
 _BOOLEANS["false"] = False
@@ -161,6 +169,20 @@ def read_keys(
     return keys, cells.missing
 
 
+def odd_texts(values: pd.Series, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Of the text cells ``mask`` marks, those that write a number with a comma
+    (:data:`COMMA_NUMBER`) and those that are a common missing word
+    (:data:`MISSING_WORDS`): what a message about cells that are not numbers names."""
+    comma = np.zeros(len(values), dtype=bool)
+    word = np.zeros(len(values), dtype=bool)
+    for i in np.flatnonzero(mask):
+        cell = values.iloc[i]
+        if isinstance(cell, str):
+            comma[i] = COMMA_NUMBER.fullmatch(cell) is not None
+            word[i] = cell.strip() in MISSING_WORDS
+    return comma, word
+
+
 def _object_cells(values: np.ndarray) -> Cells:
     """Cells of any Python objects: texts, numbers, booleans, datetimes, missing."""
     n = len(values)
@@ -250,4 +272,14 @@ def _with_tokens(cells: Cells, na_values: Sequence[str]) -> Cells:
     return Cells(missing, texts, cells.is_text & ~missing, numbers_out, cells.seconds)
 
 
-__all__ = ["NUMBER", "Cells", "read_cells", "read_keys", "read_numbers", "text_numbers"]
+__all__ = [
+    "COMMA_NUMBER",
+    "MISSING_WORDS",
+    "NUMBER",
+    "Cells",
+    "odd_texts",
+    "read_cells",
+    "read_keys",
+    "read_numbers",
+    "text_numbers",
+]

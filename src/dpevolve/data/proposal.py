@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from dpevolve.data.cells import read_cells, read_numbers
+from dpevolve.data.cells import COMMA_NUMBER, MISSING_WORDS, NUMBER, read_cells, read_numbers
 from dpevolve.data.columns import CategoricalColumn, Column, NumericColumn
 from dpevolve.data.date_formats import date_format
 from dpevolve.data.messages import plain_cell
@@ -97,9 +97,18 @@ def propose_columns(
     columns: list[Column] = []
     ranges: dict[str, tuple[float, float]] = {}
     notes: list[str] = []
+    words = _missing_words(public, na_values, categorical)
+    if words:
+        na_values = (*na_values, *words)
+        notes.append(
+            f"read {', '.join(repr(w) for w in words)} as missing (added to na_values): "
+            "it fills gaps among numbers and no column holds it as a value"
+        )
     for name in public.columns:
         key = str(name)
         raw = public_cells(public[name], na_values)
+        if key not in categorical and key != label:
+            _refuse_comma_numbers(key, raw)
         values = raw.dropna()
         if len(values) == 0:
             raise InputError(f"public column '{key}' has only missing values")
@@ -149,6 +158,50 @@ def propose_columns(
             )
         )
     return Proposal(tuple(columns), label, tuple(str(v) for v in na_values), ranges, notes)
+
+
+def _missing_words(
+    public: pd.DataFrame, na_values: Sequence[str], categorical: Sequence[str]
+) -> list[str]:
+    """Common missing words (:data:`~dpevolve.data.cells.MISSING_WORDS`) that stand for
+    missing in the public table: each fills the gaps of a column whose other cells are
+    numbers, and no column holds it among other values. Declared in ``na_values``, they
+    read as missing in the private table too (a word not listed is not a number)."""
+    found: set[str] = set()
+    held: set[str] = set()
+    for name in public.columns:
+        cells = read_cells(public[name], na_values)
+        assert cells.texts is not None
+        present = ~cells.missing
+        texts = {
+            t
+            for t in cells.texts[present & np.isnan(cells.numbers)]
+            if not COMMA_NUMBER.fullmatch(t)
+        }  # numbers with a comma are refused later, by name
+        numbers = bool((~np.isnan(cells.numbers[present])).any())
+        if texts and texts <= MISSING_WORDS and numbers and str(name) not in categorical:
+            found |= texts
+        else:
+            held |= texts
+    return sorted(found - held)
+
+
+def _refuse_comma_numbers(name: str, values: pd.Series) -> None:
+    """Stop on a column of numbers written with a comma (``12,5``): the schema would
+    declare texts, and a private ``12,6`` would be undeclared."""
+    if values.dtype != object:
+        return
+    texts = values.dropna().astype(str)
+    comma = texts.str.fullmatch(COMMA_NUMBER.pattern)
+    written = texts.str.fullmatch(NUMBER.pattern, case=False) | texts.str.strip().isin(
+        MISSING_WORDS
+    )
+    if comma.any() and (comma | written).all():
+        raise InputError(
+            f"public column '{name}' writes numbers with a comma (like 12,5): write them "
+            "with a decimal point and no thousands separator (12.5), or declare the column "
+            "by hand if they are codes"
+        )
 
 
 def public_cells(values: pd.Series, na_values: Sequence[str] = ()) -> pd.Series:

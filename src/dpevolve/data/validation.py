@@ -18,7 +18,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import pandas as pd
 
-from dpevolve.data.cells import read_keys, read_numbers
+from dpevolve.data.cells import odd_texts, read_keys, read_numbers
 from dpevolve.data.columns import MISSING, OTHER, Column, NumericColumn
 from dpevolve.data.messages import first_at, plain_cell
 from dpevolve.data.types import DateColumn
@@ -47,12 +47,17 @@ OnInvalid = Literal["error", "drop", "clip"]
 # check_table finds them in: the error names the first problem of the first bad column,
 # so a streamed error ranks its problems the same way (a message starts with its text).
 NOT_NUMBERS = "are not numbers"
+COMMA_NUMBERS = "are numbers written with a comma (like 12,5): write 12.5, no thousands separator"
+UNLISTED_MISSING = "hold texts such as NA, null or ? that the schema's na_values do not list"
 NOT_DATES = "are not dates"
 MISSING_CELLS = "are missing (NaN)"
 OUTSIDE_RANGE = "lie outside the declared range"
 NOT_WHOLE = "are not whole numbers (integer column)"
 UNDECLARED = "hold values outside the declared set"
-PROBLEM_ORDER = (NOT_NUMBERS, NOT_DATES, MISSING_CELLS, OUTSIDE_RANGE, NOT_WHOLE, UNDECLARED)
+PROBLEM_ORDER = (
+    NOT_NUMBERS, COMMA_NUMBERS, UNLISTED_MISSING, NOT_DATES, MISSING_CELLS, OUTSIDE_RANGE,
+    NOT_WHOLE, UNDECLARED,
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -192,7 +197,14 @@ def check_table(
             unreadable = NOT_NUMBERS
             if isinstance(column, DateColumn):
                 unreadable = f"{NOT_DATES} in the column's format {column.pattern!r}"
-            note(column.name, np.isnan(numeric) & ~nan, unreadable, values)
+            bad = np.isnan(numeric) & ~nan
+            if bad.any() and not isinstance(column, DateColumn):
+                # Say why when it is plain: a decimal comma, a missing word not listed.
+                comma, word = odd_texts(values, bad)
+                note(column.name, comma, COMMA_NUMBERS, values)
+                note(column.name, word, UNLISTED_MISSING, values)
+                bad &= ~comma & ~word
+            note(column.name, bad, unreadable, values)
             if not column.nullable:
                 note(column.name, nan, MISSING_CELLS, values)
             finite = np.isfinite(numeric)
