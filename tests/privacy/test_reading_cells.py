@@ -173,7 +173,7 @@ def neighbours(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str, An
     return rows, other, i
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tables=neighbours())
 def test_one_row_never_changes_another(tmp_path: Path, tables) -> None:
     rows, other, i = tables
@@ -194,7 +194,7 @@ def test_one_row_never_changes_another(tmp_path: Path, tables) -> None:
                     assert _same_records(enc_a.take([k_a]), enc_b.take([k_b])), where
 
 
-@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=20, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tables=neighbours())
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
 def test_a_file_read_whole_and_streamed_agree_cell_for_cell(

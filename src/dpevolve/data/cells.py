@@ -187,7 +187,10 @@ def _object_cells(values: np.ndarray) -> Cells:
     """Cells of any Python objects: texts, numbers, booleans, datetimes, missing."""
     n = len(values)
     missing = np.asarray(pd.isna(values), dtype=bool)
-    is_text = np.array([isinstance(v, str) for v in values], dtype=bool)
+    if pd.api.types.infer_dtype(values, skipna=True) in ("string", "empty"):
+        is_text = ~missing  # texts only (a CSV's cells): no cell-by-cell type check
+    else:
+        is_text = np.array([isinstance(v, str) for v in values], dtype=bool)
     texts = np.empty(n, dtype=object)
     texts[is_text] = values[is_text]
     numbers = np.full(n, np.nan)
@@ -230,7 +233,8 @@ def text_numbers(texts: np.ndarray) -> np.ndarray:
 
 def _isin(cells: np.ndarray, values: Any) -> np.ndarray:
     """Which cells equal one of ``values`` (a hash lookup per cell)."""
-    return pd.Series(cells, copy=False).isin(list(values)).to_numpy(dtype=bool)
+    found = pd.Series(cells, dtype=cells.dtype, copy=False).isin(list(values))
+    return found.to_numpy(dtype=bool)
 
 
 def _float_text(value: float) -> str:
