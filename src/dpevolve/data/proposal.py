@@ -217,12 +217,14 @@ def public_cells(values: pd.Series, na_values: Sequence[str] = ()) -> pd.Series:
     stored = pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(
         values.dtype
     )
-    texts = cells.texts[present & cells.is_text]
-    coded = bool(pd.Series(texts, dtype=object).str.fullmatch(r"\s*[+-]?0[0-9]+").any())
+    written_texts = pd.Series(cells.texts[present & cells.is_text], dtype=object)
+    coded = bool(written_texts.str.fullmatch(r"\s*[+-]?0[0-9]+").any())
     written = present.any() and not np.isnan(cells.numbers[present]).any() and not coded
     if stored or written:  # infinities stay numbers here: inference refuses them
         return pd.Series(np.where(present, cells.numbers, np.nan), index=values.index)
-    return pd.Series(np.where(present, cells.texts, None), index=values.index, dtype=object)
+    texts = cells.texts.copy()
+    texts[~present] = None
+    return pd.Series(texts, index=values.index, dtype=object)
 
 
 def _date_column(
