@@ -100,7 +100,8 @@ def read_cells(values: pd.Series, na_values: Sequence[str] = (), texts: bool = T
     if pd.api.types.is_bool_dtype(dtype):
         missing = values.isna().to_numpy(dtype=bool)
         words = np.where(values.fillna(False).to_numpy(dtype=bool), "True", "False")
-        cells = Cells(missing, words.astype(object), np.zeros(n, bool), nan, nan.copy())
+        words = np.where(missing, "", words).astype(object)
+        cells = Cells(missing, words, np.zeros(n, bool), nan, nan.copy())
     elif pd.api.types.is_numeric_dtype(dtype):
         numbers = values.to_numpy(dtype=np.float64, na_value=np.nan)
         missing = np.isnan(numbers)
@@ -135,9 +136,10 @@ def read_numbers(
     if parse.any():
         assert cells.texts is not None
         codes, uniques = pd.factorize(cells.texts[parse])
-        stamps = pd.to_datetime(
-            pd.Series(uniques, dtype=object), format=column.pattern, errors="coerce"
-        )
+        texts = pd.Series(uniques, dtype=object)
+        # pandas reads "now" and "today" as the clock's time: not a date written here.
+        texts[texts.str.strip().str.lower().isin(["now", "today"])] = ""
+        stamps = pd.to_datetime(texts, format=column.pattern, errors="coerce")
         units[parse] = to_units(pd.DatetimeIndex(stamps), column.kind)[codes]
     units[cells.missing] = np.nan
     return units, cells.missing
