@@ -141,7 +141,8 @@ class ArrowBatches:
             reader = pcsv.open_csv(
                 self.path,
                 read_options=pcsv.ReadOptions(block_size=block),
-                parse_options=pcsv.ParseOptions(delimiter=separator),
+                # A quoted cell may hold a line break, as pandas reads it.
+                parse_options=pcsv.ParseOptions(delimiter=separator, newlines_in_values=True),
                 # Every cell as its text, the empty one too: as read_table reads it.
                 convert_options=pcsv.ConvertOptions(
                     column_types=types,
