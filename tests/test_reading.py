@@ -28,7 +28,7 @@ def test_the_separator_is_read_from_the_header_line(tmp_path: Path, sep: str) ->
     path.write_text(f"a{sep}b\n1{sep}x\n2{sep}y\n")
     assert csv_separator(path) == sep
     frame = read_table(path)
-    assert list(frame.columns) == ["a", "b"] and frame["a"].tolist() == [1, 2]
+    assert list(frame.columns) == ["a", "b"] and frame["a"].tolist() == ["1", "2"]
     streamed = StreamedTable(path, SCHEMA, batch_rows=1)
     assert streamed.n == 2
 
@@ -155,3 +155,48 @@ def test_dates_round_trip_through_a_run(texts, fmt) -> None:
     parsed = pd.to_datetime(out["when"], format=fmt, errors="coerce")
     assert parsed.notna().all()  # written in the input's own format
     assert schema.validate(out)[1].rows_out == 40  # and the output fits the schema
+
+
+def test_missing_words_and_comma_numbers_are_named_never_silently_missing(
+    tmp_path: Path, capsys
+) -> None:
+    schema = tmp_path / "s.yaml"
+    schema.write_text(
+        "columns:\n  a: {type: numeric, lo: 0, hi: 100, nullable: true}\n"
+        "  b: {type: categorical, values: [x, y]}\n"
+    )
+    for cell, cause in [("NA", "na_values do not list"), ("n/a", "na_values do not list"),
+                        ("null", "na_values do not list"), ("-", "na_values do not list"),
+                        ("12,5", "written with a comma")]:  # fmt: skip
+        private = tmp_path / "p.csv"
+        private.write_text(f"a;b\n3;x\n{cell};y\n")
+        out = tmp_path / "o.csv"
+        code, err = _cli(["synth", private, "-s", schema, "-o", out, "-e", "1", "-q"], capsys)
+        assert code == 2 and not out.exists()
+        line = err.strip().splitlines()[-1]
+        assert "column 'a': 1 of 2 rows" in line and cause in line, line
+        assert "(first at row 1)" in line  # the cell itself is not quoted
+    # Listed in na_values, the word is a missing cell.
+    schema.write_text("na_values: [NA]\n" + schema.read_text())
+    private.write_text("a;b\n3;x\nNA;y\n")
+    frame, report = Schema.load(schema).validate(read_table(private))
+    assert report.rows_out == 2 and np.isnan(frame["a"].iloc[1])
+
+
+def test_schema_infer_declares_what_reads_back(tmp_path: Path, capsys) -> None:
+    public = tmp_path / "public.csv"
+    rows = [f"{k % 3 + 1},0{k % 3 + 1},{'NA' if k == 4 else k},x" for k in range(30)]
+    public.write_text("code,zero,amount,w\n" + "\n".join(rows) + "\n")
+    out = tmp_path / "s.yaml"
+    code, err = _cli(["schema", "infer", public, "-o", out], capsys)
+    assert code == 0, err
+    schema = Schema.load(out)
+    assert schema.na_values == ("NA",) and "'NA' as missing" in err
+    assert schema["code"].values == (1, 2, 3)  # integer codes
+    assert schema["zero"].values == ("01", "02", "03")  # leading zeros kept as texts
+    _, report = schema.validate(read_table(public))
+    assert report.rows_out == 30
+    commas = tmp_path / "commas.csv"
+    commas.write_text("a;b\n12,5;x\n3;y\n")
+    code, err = _cli(["schema", "infer", commas, "-o", tmp_path / "c.yaml"], capsys)
+    assert code == 2 and "column 'a' writes numbers with a comma" in err

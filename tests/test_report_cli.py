@@ -291,12 +291,13 @@ def test_report_of_a_streamed_table_reads_a_bounded_sample(
 
 
 def test_sample_frame_is_a_uniform_bounded_sample(tmp_path: Path) -> None:
+    from dpevolve.data.io import read_table
     from dpevolve.data.schema import Schema
     from dpevolve.data.streaming import StreamedTable
 
     path = tmp_path / "t.csv"
-    table = _table(500, 3)
-    table.to_csv(path, index=False)
+    _table(500, 3).to_csv(path, index=False)
+    table = read_table(path)  # the cells as texts, as the streamed sample holds them
     streamed = StreamedTable(path, Schema.from_dict(SCHEMA), batch_rows=37)
     sample = streamed.sample_frame(120, seed=4)
     assert len(sample) == 120 and list(sample.columns) == list(table.columns)

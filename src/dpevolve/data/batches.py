@@ -17,8 +17,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from dpevolve.data.cells import NUMBER
+from dpevolve.data.columns import NumericColumn
 from dpevolve.data.encoding import Layout, Records, encode
 from dpevolve.data.messages import first_at
+from dpevolve.data.types import DateColumn
 from dpevolve.data.validation import (
     PROBLEM_ORDER,
     OnInvalid,
@@ -195,19 +198,27 @@ def encode_clean(table: pa.Table, schema: Schema) -> Records | None:
     it) at a fraction of the cost: no Python strings, a hash lookup per category.
     Anything unusual (a missing or out-of-range cell, a category stored as a number)
     returns ``None`` and takes the pandas path, which counts and reports problems.
+    Only cells that read alike on both paths (:mod:`dpevolve.data.cells`) are taken
+    here: stored numbers when no missing token is a number, and texts equal to a
+    declared value that is neither empty nor a missing token.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
 
     layout = Layout.of(schema)
     rows = table.num_rows
-    if rows == 0:
+    if rows == 0 or any(NUMBER.fullmatch(token) for token in schema.na_values):
         return None
     numeric = np.empty((rows, len(layout.numeric)), dtype=np.float64)
     for j, col in enumerate(layout.numeric):
         cells = table.column(col.name)
         kind = cells.type
-        if cells.null_count or not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+        if cells.null_count == 0 and _plain_numbers(cells, col):
+            try:
+                cells = pc.cast(cells, pa.float64())  # correctly rounded, as float() is
+            except pa.ArrowInvalid:  # beyond float64 (1e400): the pandas path says so
+                return None
+        elif cells.null_count or not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
             return None
         values = cells.to_numpy().astype(np.float64, copy=False)
         if not (np.isfinite(values).all() and values.min() >= col.lo and values.max() <= col.hi):
@@ -223,11 +234,31 @@ def encode_clean(table: pa.Table, schema: Schema) -> Records | None:
             kind = kind.value_type
         if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
             return None
+        if any(key == "" or key in schema.na_values for key in cat.keys):
+            return None  # a declared value that reads as missing
         index = pc.index_in(cells, value_set=pa.array(cat.keys, type=pa.string()))
         if index.null_count:  # a missing cell or a value outside the declared set
             return None
         codes[:, j] = index.to_numpy()
     return Records(numeric, codes)
+
+
+# A number as a CSV writer writes it: ASCII, no blanks, no sign but "-" (the rest of
+# what data/cells.py reads as a number takes the pandas path).
+_PLAIN_NUMBER = r"^-?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
+
+
+def _plain_numbers(cells: Any, column: NumericColumn) -> bool:
+    """Every cell a text writing a plain number, in a column that is not a date."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = cells.type
+    if isinstance(column, DateColumn) or not (
+        pa.types.is_string(kind) or pa.types.is_large_string(kind)
+    ):
+        return False
+    return bool(pc.all(pc.match_substring_regex(cells, _PLAIN_NUMBER)).as_py())
 
 
 __all__ = [

@@ -12,15 +12,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from dpevolve.data.messages import plain_cell
 from dpevolve.errors import InputError
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 Scalar = str | int | float | bool
 
@@ -130,12 +127,6 @@ class NumericColumn:
         if self.nullable:
             out["nullable"] = True
         return out
-
-    def parse(self, values: pd.Series) -> np.ndarray:
-        """Table cells as float64 numbers on the declared scale (NaN: not a number)."""
-        import pandas as pd  # on first use: start-up stays light
-
-        return pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
 
     def format(self, numbers: np.ndarray) -> Any:
         """Decoded numbers (clipped, NaN for missing) as the column's table values:

@@ -4,7 +4,8 @@ Tables are ``.csv`` (optionally ``.gz``) or ``.parquet``. A CSV's separator is r
 from its header line alone (column names, as public as the schema): a comma, or a
 semicolon, tab or ``|`` when the header holds one of them and no comma
 (:func:`csv_separator`). A header that holds two of them as often is refused rather
-than guessed. Outputs are written atomically (a temporary file in the same folder, then
+than guessed. Cells are read as texts, never typed by the column they sit in
+(:func:`read_table`). Outputs are written atomically (a temporary file in the same folder, then
 a rename) and never replace an existing file unless ``force`` is set.
 """
 
@@ -110,6 +111,10 @@ def unreadable_error(path: Path, what: str, exc: BaseException) -> InputError:
 def read_table(path: str | Path, what: str = "table") -> pd.DataFrame:
     """Read a CSV or Parquet table with a one-line error for every failure.
 
+    A CSV's cells come back as their texts (an empty cell as ``""``), a Parquet file's
+    as the types its columns store; validation reads each cell on its own
+    (:mod:`dpevolve.data.cells`), never by a type guessed from the whole column.
+
     The error quotes no cell of the table unless values may be shown
     (:func:`dpevolve.data.messages.show_values`).
     """
@@ -130,7 +135,11 @@ def read_table(path: str | Path, what: str = "table") -> pd.DataFrame:
         with warnings.catch_warnings():
             # pandas would take a row with one field too many as an index: refuse it.
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            return pd.read_csv(path, sep=separator, index_col=False)
+            # Every cell as its text: each is read on its own later (data/cells.py).
+            return pd.read_csv(
+                path, sep=separator, index_col=False, dtype=str, keep_default_na=False,
+                na_filter=False,
+            )  # fmt: skip
     except pd.errors.ParserWarning:
         raise InputError(
             f"{what} {path}: a row has more fields than the header names columns"

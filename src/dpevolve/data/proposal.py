@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from dpevolve.data.cells import COMMA_NUMBER, MISSING_WORDS, NUMBER, read_cells, read_numbers
 from dpevolve.data.columns import CategoricalColumn, Column, NumericColumn
 from dpevolve.data.date_formats import date_format
 from dpevolve.data.identifiers import IdentifierColumn, propose_identifier
@@ -96,14 +97,21 @@ def propose_columns(
         raise InputError("public table is empty (0 rows); cannot infer a schema")
     if margin < 0:
         raise InputError(f"margin must be >= 0, got {margin}")
-    if na_values:
-        public = public.replace(list(na_values), np.nan)
     columns: list[Column | IdentifierColumn] = []
     ranges: dict[str, tuple[float, float]] = {}
     notes: list[str] = []
+    words = _missing_words(public, na_values, categorical)
+    if words:
+        na_values = (*na_values, *words)
+        notes.append(
+            f"read {', '.join(repr(w) for w in words)} as missing (added to na_values): "
+            "it fills gaps among numbers and no column holds it as a value"
+        )
     for name in public.columns:
         key = str(name)
-        raw = public[name]
+        raw = public_cells(public[name], na_values)
+        if key not in categorical and key != label:
+            _refuse_comma_numbers(key, raw)
         values = raw.dropna()
         if len(values) == 0:
             raise InputError(f"public column '{key}' has only missing values")
@@ -164,6 +172,73 @@ def propose_columns(
     return Proposal(tuple(columns), label, tuple(str(v) for v in na_values), ranges, notes)
 
 
+def _missing_words(
+    public: pd.DataFrame, na_values: Sequence[str], categorical: Sequence[str]
+) -> list[str]:
+    """Common missing words (:data:`~dpevolve.data.cells.MISSING_WORDS`) that stand for
+    missing in the public table: each fills the gaps of a column whose other cells are
+    numbers, and no column holds it among other values. Declared in ``na_values``, they
+    read as missing in the private table too (a word not listed is not a number)."""
+    found: set[str] = set()
+    held: set[str] = set()
+    for name in public.columns:
+        cells = read_cells(public[name], na_values)
+        assert cells.texts is not None
+        present = ~cells.missing
+        texts = {
+            t
+            for t in cells.texts[present & np.isnan(cells.numbers)]
+            if not COMMA_NUMBER.fullmatch(t)
+        }  # numbers with a comma are refused later, by name
+        numbers = bool((~np.isnan(cells.numbers[present])).any())
+        if texts and texts <= MISSING_WORDS and numbers and str(name) not in categorical:
+            found |= texts
+        else:
+            held |= texts
+    return sorted(found - held)
+
+
+def _refuse_comma_numbers(name: str, values: pd.Series) -> None:
+    """Stop on a column of numbers written with a comma (``12,5``): the schema would
+    declare texts, and a private ``12,6`` would be undeclared."""
+    if values.dtype != object:
+        return
+    texts = values.dropna().astype(str)
+    comma = texts.str.fullmatch(COMMA_NUMBER.pattern)
+    written = texts.str.fullmatch(NUMBER.pattern, case=False) | texts.str.strip().isin(
+        MISSING_WORDS
+    )
+    if comma.any() and (comma | written).all():
+        raise InputError(
+            f"public column '{name}' writes numbers with a comma (like 12,5): write them "
+            "with a decimal point and no thousands separator (12.5), or declare the column "
+            "by hand if they are codes"
+        )
+
+
+def public_cells(values: pd.Series, na_values: Sequence[str] = ()) -> pd.Series:
+    """A public column's cells as the schema will read them (:mod:`dpevolve.data.cells`):
+    numbers (float) when every present cell is one, texts otherwise; missing as NaN.
+
+    Codes written with a leading zero (``01``, ``007``) stay texts: declared as text
+    values, they read back as written, where a number would lose the zero.
+    """
+    cells = read_cells(values, na_values)
+    assert cells.texts is not None
+    present = ~cells.missing
+    stored = pd.api.types.is_numeric_dtype(values.dtype) and not pd.api.types.is_bool_dtype(
+        values.dtype
+    )
+    written_texts = pd.Series(cells.texts[present & cells.is_text], dtype=object)
+    coded = bool(written_texts.str.fullmatch(r"\s*[+-]?0[0-9]+").any())
+    written = present.any() and not np.isnan(cells.numbers[present]).any() and not coded
+    if stored or written:  # infinities stay numbers here: inference refuses them
+        return pd.Series(np.where(present, cells.numbers, np.nan), index=values.index)
+    texts = cells.texts.copy()
+    texts[~present] = None
+    return pd.Series(texts, index=values.index, dtype=object)
+
+
 def _date_column(
     name: str, values: pd.Series, margin: float, nullable: bool, dayfirst: bool | None
 ) -> DateColumn | None:
@@ -176,7 +251,7 @@ def _date_column(
     kind, pattern = found
     fmt = None if pattern == DEFAULT_FORMATS[kind] else pattern
     probe = DateColumn(name, 0.0, 1.0, True, kind=kind, fmt=fmt)
-    units = probe.parse(values)
+    units, _ = read_numbers(values, probe)
     lo, hi = float(units.min()), float(units.max())
     # Widen by the margin, then out to whole years: a range a person checks at a glance.
     span = max(hi - lo, 1.0)

@@ -47,7 +47,7 @@ from dpevolve.data.batches import (
 )
 from dpevolve.data.encoding import Records
 from dpevolve.data.io import DEFAULT_BATCH_ROWS
-from dpevolve.data.readers import ArrowBatches, TextNumeric
+from dpevolve.data.readers import ArrowBatches
 from dpevolve.data.schema import Schema
 from dpevolve.data.validation import (
     OnInvalid,
@@ -192,13 +192,10 @@ class StreamedTable:
     def _records(self) -> Iterator[Records]:
         self._check_unchanged()
         rows = 0
-        try:
-            for records, _ in self._encoded():
-                if len(records):
-                    rows += len(records)
-                    yield records
-        except TextNumeric:
-            rows = -1
+        for records, _ in self._encoded():
+            if len(records):
+                rows += len(records)
+                yield records
         if rows != self.rows:
             raise InputError(
                 f"{self.what} {self.path} changed while being read: {rows} valid rows now, "
@@ -206,17 +203,10 @@ class StreamedTable:
             )
 
     def _scan(self) -> ValidationReport:
-        while True:
-            tally = Tally(self.schema, self.on_invalid, self.what, self.show_values)
-            try:
-                for _, batch in self._encoded():
-                    tally.add(batch)
-            except TextNumeric as retry:
-                # A numeric CSV column holds text: read it as text so validation can
-                # count the non-numbers exactly as pandas would.
-                self._reader.text_columns.add(retry.column)
-                continue
-            return tally.report()
+        tally = Tally(self.schema, self.on_invalid, self.what, self.show_values)
+        for _, batch in self._encoded():
+            tally.add(batch)
+        return tally.report()
 
     def _encoded(self) -> Iterator[tuple[Records, BatchTally]]:
         for table in self._reader.tables():

@@ -37,8 +37,9 @@ _EPOCH = pd.Timestamp("1970-01-01")
 class DateColumn(NumericColumn):
     """A date (whole days) or datetime (whole seconds) column on a declared range.
 
-    ``lo`` and ``hi`` are stored as numbers of units since 1970-01-01; :meth:`parse`
-    and :meth:`format` convert cells to and from them.
+    ``lo`` and ``hi`` are stored as numbers of units since 1970-01-01; cells are read
+    as such numbers by :func:`dpevolve.data.cells.read_numbers`, and :meth:`format`
+    writes them back as dates.
     """
 
     kind: str = "date"
@@ -53,19 +54,6 @@ class DateColumn(NumericColumn):
     def pattern(self) -> str:
         """The strftime/strptime format of the column's cells."""
         return self.fmt or DEFAULT_FORMATS[self.kind]
-
-    def parse(self, values: pd.Series) -> np.ndarray:
-        """Cells as units since 1970-01-01 (NaN where a cell is not a date).
-
-        Cells that are already numbers are units: a table validated once (its date
-        columns hold units) validates again to itself, so an evaluation or a report can
-        check a frame another step checked. Dates written as digits alone (``%Y%m%d``)
-        are thus to be read as text.
-        """
-        if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
-            return values.to_numpy(dtype=np.float64)
-        stamps = pd.to_datetime(values, format=self.pattern, errors="coerce")
-        return to_units(pd.DatetimeIndex(stamps), self.kind)
 
     def format(self, numbers: np.ndarray) -> Any:
         """Units back to date texts in the column's format (missing stays missing)."""

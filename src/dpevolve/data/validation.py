@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import pandas as pd
 
+from dpevolve.data.cells import odd_texts, read_keys, read_numbers
 from dpevolve.data.columns import MISSING, OTHER, Column, NumericColumn
 from dpevolve.data.messages import first_at, plain_cell
 from dpevolve.data.types import DateColumn
@@ -49,12 +50,17 @@ OnInvalid = Literal["error", "drop", "clip"]
 # check_table finds them in: the error names the first problem of the first bad column,
 # so a streamed error ranks its problems the same way (a message starts with its text).
 NOT_NUMBERS = "are not numbers"
+COMMA_NUMBERS = "are numbers written with a comma (like 12,5): write 12.5, no thousands separator"
+UNLISTED_MISSING = "hold texts such as NA, null or ? that the schema's na_values do not list"
 NOT_DATES = "are not dates"
 MISSING_CELLS = "are missing (NaN)"
 OUTSIDE_RANGE = "lie outside the declared range"
 NOT_WHOLE = "are not whole numbers (integer column)"
 UNDECLARED = "hold values outside the declared set"
-PROBLEM_ORDER = (NOT_NUMBERS, NOT_DATES, MISSING_CELLS, OUTSIDE_RANGE, NOT_WHOLE, UNDECLARED)
+PROBLEM_ORDER = (
+    NOT_NUMBERS, COMMA_NUMBERS, UNLISTED_MISSING, NOT_DATES, MISSING_CELLS, OUTSIDE_RANGE,
+    NOT_WHOLE, UNDECLARED,
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -178,8 +184,6 @@ def check_table(
     if not isinstance(table, pd.DataFrame):
         raise InputError(f"{what} must be a pandas DataFrame, got {type(table).__name__}")
     check_columns(list(table.columns), schema, what)
-    if schema.na_values:  # declared "missing" texts (e.g. Adult's "?") become NaN
-        table = table.replace(list(schema.na_values), np.nan)
     problems: list[CellProblem] = []
     clipped: dict[str, int] = {}
     out: dict[str, Any] = {}
@@ -189,15 +193,22 @@ def check_table(
             first = int(np.flatnonzero(mask)[0])
             problems.append(CellProblem(column, problem, mask, first, values.iloc[first]))
 
+    # Each cell is read on its own, from its content and the schema alone (cells.py).
     for column in schema.columns:
         values = table[column.name]
-        nan = values.isna().to_numpy()
         if isinstance(column, NumericColumn):
-            numeric = column.parse(values)
+            numeric, nan = read_numbers(values, column, schema.na_values)
             unreadable = NOT_NUMBERS
             if isinstance(column, DateColumn):
                 unreadable = f"{NOT_DATES} in the column's format {column.pattern!r}"
-            note(column.name, np.isnan(numeric) & ~nan, unreadable, values)
+            bad = np.isnan(numeric) & ~nan
+            if bad.any() and not isinstance(column, DateColumn):
+                # Say why when it is plain: a decimal comma, a missing word not listed.
+                comma, word = odd_texts(values, bad)
+                note(column.name, comma, COMMA_NUMBERS, values)
+                note(column.name, word, UNLISTED_MISSING, values)
+                bad &= ~comma & ~word
+            note(column.name, bad, unreadable, values)
             if not column.nullable:
                 note(column.name, nan, MISSING_CELLS, values)
             finite = np.isfinite(numeric)
@@ -217,10 +228,10 @@ def check_table(
                 note(column.name, fraction, NOT_WHOLE, values)
             out[column.name] = numeric
         else:
+            keys, nan = read_keys(values, column, schema.na_values)
             if not column.nullable:
                 note(column.name, nan, MISSING_CELLS, values)
-            keys = _as_keys(values)
-            if column.nullable:
+            else:
                 keys[nan] = MISSING
             undeclared = ~np.isin(keys, np.array(column.keys, dtype=object)) & ~nan
             if column.other:
@@ -231,15 +242,6 @@ def check_table(
                 note(column.name, undeclared, UNDECLARED, values)
             out[column.name] = keys
     return pd.DataFrame(out, index=table.index), problems, clipped
-
-
-def _as_keys(values: pd.Series) -> np.ndarray:
-    """Cells as the strings categorical values are matched by (``1.0`` reads as ``1``)."""
-    if pd.api.types.is_float_dtype(values):
-        filled = values.fillna(0.0).to_numpy(dtype=np.float64)
-        if np.all(np.isfinite(filled) & (filled == np.round(filled))):
-            return filled.astype(np.int64).astype(str).astype(object)
-    return values.astype(str).to_numpy(dtype=object)
 
 
 __all__ = [
