@@ -175,7 +175,7 @@ def test_missing_words_and_comma_numbers_are_named_never_silently_missing(
         assert code == 2 and not out.exists()
         line = err.strip().splitlines()[-1]
         assert "column 'a': 1 of 2 rows" in line and cause in line, line
-        assert "(first at row 1)" in line  # the cell itself is not quoted
+        assert "(first at line 3)" in line  # the file line; the cell itself is not quoted
     # Listed in na_values, the word is a missing cell.
     schema.write_text("na_values: [NA]\n" + schema.read_text())
     private.write_text("a;b\n3;x\nNA;y\n")

@@ -9,7 +9,7 @@ measures, in the real and in the synthetic table (docs/math.md §7):
   :data:`PAIR_COLUMNS` numeric columns of the schema);
 * how much of the label each column tells: the uncertainty coefficient
   ``U = I(label; column) / H(label)`` on the marginal-table codes of
-  :func:`~dpevolve.reporting.marginals.bin_codes`, bias-corrected;
+  :func:`~dpevolve.metrics.bin_codes`, bias-corrected;
 * the gap in each numeric column's mean between the label's first declared class and
   the others, in standard deviations of the real column;
 * a model trained without the column the synthetic table's model leans on most (the
@@ -37,8 +37,8 @@ import numpy as np
 import pandas as pd
 
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
+from dpevolve.metrics import bin_codes, bin_count
 from dpevolve.reporting.html import escape, html_table, num_cell
-from dpevolve.reporting.marginals import bin_codes, bin_count
 from dpevolve.reporting.tstr import tstr_encoded
 
 __all__ = ["PAIR_COLUMNS", "TOP", "findings", "reliance", "reliance_section"]
