@@ -19,6 +19,7 @@ from dpevolve.data.io import DEFAULT_BATCH_ROWS
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import FrameSource, PrivateSource
 from dpevolve.engine import EngineModel, fit_engine
+from dpevolve.engine.refine import SAMPLE_ROWS
 from dpevolve.errors import InputError
 from dpevolve.estimator import EstimatorParams
 from dpevolve.fit_plan import FitPlan, open_ledger, plan_fit
@@ -114,7 +115,11 @@ class Synthesizer(EstimatorParams):
     population_ : Records
         The final released population (encoded).
     synthetic_ : pandas.DataFrame
-        The final population as a table.
+        The fit's own table: with Private Evolution the final population; with the
+        adaptive engine ``n`` rows drawn, on first access only (never inside ``fit``:
+        memory stays bounded in rows), from ``synthetic_seed_``.
+    synthetic_seed_ : numpy.random.SeedSequence or None
+        The adaptive engine's seed for ``synthetic_`` (spawned from ``random_state``).
     ledger_ : Ledger
         Every release and the guarantee of the run.
     history_ : list of dict
@@ -322,7 +327,8 @@ class Synthesizer(EstimatorParams):
         self.support_ = None
         self.fits_ = fit_number
         self.population_: Records | None = None
-        self.synthetic_ = self.generator_.sample(n, np.random.default_rng(table_seed))
+        # synthetic_ is drawn from this seed when first read, not here (docs/scale.md).
+        self.synthetic_seed_: np.random.SeedSequence | None = table_seed
         self.ledger_ = ledger
         self.history_ = result.history
         self.schema_ = schema
@@ -425,6 +431,7 @@ class Synthesizer(EstimatorParams):
     ) -> None:
         self.fits_ = fit_number
         self.generator_ = None
+        self.synthetic_seed_ = None
         self.population_ = final
         self.synthetic_ = decode(final, schema)
         self.ledger_ = ledger
@@ -459,29 +466,69 @@ class Synthesizer(EstimatorParams):
         return load_model(path, cls)
 
     # ------------------------------------------------------------------ sample
+    @property
+    def synthetic_(self) -> pd.DataFrame:
+        """The fit's own table (see the class docstring), drawn on first access."""
+        table: pd.DataFrame | None = self.__dict__.get("synthetic_")
+        if table is not None:
+            return table
+        generator: EngineModel | None = self.__dict__.get("generator_")
+        seed = self.__dict__.get("synthetic_seed_")
+        if generator is None or seed is None:
+            raise AttributeError("synthetic_: call fit() first")
+        table = generator.sample(self.n_private_, np.random.default_rng(seed))
+        self.__dict__["synthetic_"] = table
+        return table
+
+    @synthetic_.setter
+    def synthetic_(self, table: pd.DataFrame) -> None:
+        # Kept in the instance's own dict: a model file holds it only once it was drawn.
+        self.__dict__["synthetic_"] = table
+
     def sample(self, num_rows: int | None = None) -> pd.DataFrame:
         """``num_rows`` synthetic rows drawn from what the fit released (post-processing:
         no privacy cost), as in SDV; default: the private row count ``n`` (public under
-        replace-one).
+        replace-one). The blocks of :meth:`sample_blocks`, joined.
+        """
+        parts = list(self.sample_blocks(num_rows))
+        return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+
+    def sample_blocks(self, num_rows: int | None = None) -> Iterator[pd.DataFrame]:
+        """The rows of :meth:`sample` in blocks of at most
+        :data:`~dpevolve.engine.refine.SAMPLE_ROWS`, drawn one at a time: memory is
+        bounded by a block whatever ``num_rows`` (``dpevolve synth --rows`` writes them as
+        they come, docs/scale.md). The rows depend on ``random_state`` alone.
 
         With marginals (the ``hybrid`` preset), rows are drawn from the weighted support;
         with PE alone, from the final population (without replacement while ``num_rows``
         does not exceed it). ``synthetic_`` keeps the population itself.
         """
-        if not hasattr(self, "synthetic_"):
+        if not hasattr(self, "ledger_"):
             raise InputError("call fit() before sample()")
         rows = self.n_private_ if num_rows is None else num_rows
         if isinstance(rows, bool) or not isinstance(rows, (int, np.integer)) or rows < 0:
             raise InputError(f"num_rows must be a whole number >= 0, got {num_rows!r}")
+        return self._blocks(int(rows))
+
+    def _blocks(self, rows: int) -> Iterator[pd.DataFrame]:
         generator: EngineModel | None = getattr(self, "generator_", None)
         if generator is not None:
-            return generator.sample(int(rows), self._sample_rng)
+            yield from generator.blocks(rows, self._sample_rng)
+            return
         support: WeightedSupport | None = getattr(self, "support_", None)
-        if support is not None:
-            return decode(support.draw(int(rows), self._sample_rng), self.schema_)
-        size = len(self.synthetic_)
-        index = self._sample_rng.choice(size, size=int(rows), replace=rows > size)
-        return self.synthetic_.iloc[index].reset_index(drop=True)
+        population = self.__dict__["synthetic_"]
+        size = len(population)
+        if support is None and rows <= size:
+            index = self._sample_rng.choice(size, size=rows, replace=False)
+            yield population.iloc[index].reset_index(drop=True)
+            return
+        sizes = [SAMPLE_ROWS] * (rows // SAMPLE_ROWS) + [rows % SAMPLE_ROWS]
+        for block in [s for s in sizes if s] or [0]:
+            if support is not None:
+                yield decode(support.draw(block, self._sample_rng), self.schema_)
+            else:
+                index = self._sample_rng.choice(size, size=block, replace=True)
+                yield population.iloc[index].reset_index(drop=True)
 
 
 @contextmanager

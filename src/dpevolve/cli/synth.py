@@ -38,7 +38,8 @@ from dpevolve.config import (
     VoteSpec,
     resolve,
 )
-from dpevolve.data.io import DEFAULT_BATCH_ROWS, read_table, read_yaml, write_table
+from dpevolve.data.io import DEFAULT_BATCH_ROWS, read_table, read_yaml
+from dpevolve.data.writer import write_blocks
 from dpevolve.errors import InputError
 from dpevolve.extras import require
 from dpevolve.presets import DEFAULT_PRESET, PE_PRESET, PRESETS, get_preset
@@ -322,8 +323,11 @@ def synth(
     _fit(model, private, stream, batch_rows, quiet)
     ledger = model.ledger_.to_dict()
     _say_choices(ledger, spec.vote.temperature, spec.budget, quiet)
-    synthetic = model.sample(rows)
-    write_table(synthetic, output)
+    # Written block by block (memory bounded in --rows); a report needs the whole table.
+    reported = report is not None or share_report is not None
+    synthetic = model.sample(rows) if reported else None
+    blocks = [synthetic] if synthetic is not None else model.sample_blocks(rows)
+    written = write_blocks(blocks, output)
     model.ledger_.write(ledger_out)
     if share_ledger is not None:
         model.ledger_.write(share_ledger, shareable=True)
@@ -336,7 +340,7 @@ def synth(
     result = model.ledger_.result()
     say(
         quiet,
-        f"wrote {output} ({len(synthetic)} rows) and {ledger_out} "
+        f"wrote {output} ({written} rows) and {ledger_out} "
         f"(epsilon={result.epsilon:.4g}, delta={result.delta:.3g})",
     )
 

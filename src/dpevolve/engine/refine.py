@@ -112,13 +112,10 @@ class Refinement:
         return out
 
     def sample(self, base: Draw, rows: int, rng: np.random.Generator) -> pd.DataFrame:
-        """``rows`` rows: ``pool * rows`` fresh draws of ``base``, resampled by weight, in
-        parts of at most :data:`SAMPLE_ROWS` rows (memory bounded whatever ``rows``)."""
-        if rows <= SAMPLE_ROWS:
-            return resample(base, self, rows, rng)
-        sizes = [SAMPLE_ROWS] * (rows // SAMPLE_ROWS) + [rows % SAMPLE_ROWS]
-        parts = [resample(base, self, size, rng) for size in sizes if size]
-        return pd.concat(parts, ignore_index=True)
+        """``rows`` rows: ``pool * rows`` fresh draws of ``base``, resampled by weight.
+        Callers keep ``rows`` to at most :data:`SAMPLE_ROWS` (the engine model draws in
+        blocks of that size), which bounds the ``pool * rows`` draws held at once."""
+        return resample(base, self, rows, rng)
 
 
 def encoded_rows(frame: pd.DataFrame, schema: Schema) -> Records:
