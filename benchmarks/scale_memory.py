@@ -12,7 +12,9 @@ Two measurements, each a ``dpevolve synth`` child process measured by ``os.wait4
   ``--rows R`` written to CSV and Parquet; the cost of the write is the run's less the
   same fit writing ``--base-rows`` rows.
 
-The generated tables are public (seeded, no person's record). Writes
+Every run uses ``--seed 0 --noise-seed 0`` (the noise seeded for a benchmark only: the
+engine's choices, hence its CPU, then repeat). The generated tables are public (seeded,
+no person's record). Writes
 ``benchmarks/results/scale_memory.json`` and ``.png`` (``--out``).
 
     nice python benchmarks/scale_memory.py [--fit-rows 1e6 1e7] [--write-rows 1e6 1e7]
@@ -72,7 +74,7 @@ def synth(private: Path, out: Path, rows: int | None, stream: bool = True) -> di
     """One ``dpevolve synth`` child process: its peak RSS (MB), CPU and wall seconds."""
     argv = [sys.executable, "-m", "dpevolve.cli", "synth", str(private),
             "-s", str(private.with_suffix(".yaml")), "-e", "1", "--seed", "0",
-            "-o", str(out), "--force", "-q"]  # fmt: skip
+            "-o", str(out), "--force", "-q", "--noise-seed", "0"]  # fmt: skip
     if stream:
         argv.append("--stream")
     if rows is not None:
