@@ -92,10 +92,12 @@ class DuckDBBackend:
 
     def close(self) -> None:
         """Drop the temporary database."""
-        if getattr(self, "_con", None) is not None:
-            self._con.close()
-            self._con = None
-        shutil.rmtree(self._folder, ignore_errors=True)
+        con = self.__dict__.pop("_con", None)
+        if con is not None:
+            con.close()
+        folder = self.__dict__.get("_folder")
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
 
     def __del__(self) -> None:
         self.close()

@@ -8,7 +8,8 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from dpevolve.backends import BACKENDS, make_backend
+from dpevolve.backends import BACKENDS
+from dpevolve.cli.backend import choose_backend
 from dpevolve.cli.common import (
     NOISE_SEED_WARNING,
     Delta,
@@ -190,7 +191,12 @@ RoundsOpt = Annotated[
 
 # ----------------------------------------------------------------- inputs and outputs
 PrivateArg = Annotated[
-    Path, typer.Argument(metavar="PRIVATE", help="Private table (.csv, .csv.gz or .parquet).")
+    Path,
+    typer.Argument(
+        metavar="PRIVATE",
+        help="Private table (.csv, .csv.gz or .parquet), or a DuckDB table as "
+        "PATH.duckdb::TABLE (counted in DuckDB; needs dpevolve[duckdb]).",
+    ),
 ]
 OutputOpt = Annotated[Path, typer.Option("--output", "-o", help="Synthetic table to write.")]
 RowsOpt = Annotated[
@@ -292,6 +298,7 @@ def synth(
     from dpevolve.synthesizer import Synthesizer
 
     ledger_out = check_outputs(output, force, report, share_ledger, share_report)
+    location = _duckdb_table(private, report)
     if report is not None or share_report is not None:
         require("matplotlib", "--report and --share-report")
     if stream:
@@ -302,14 +309,15 @@ def synth(
     from dpevolve.cli.preflight import preflight  # schema and pandas: not for -h
 
     preflight(
-        inputs=[private, schema, policy, public], outputs=[output, ledger_out, report,
+        inputs=[location.path if location else private, schema, policy, public],
+        outputs=[output, ledger_out, report,
         share_report, share_ledger], force=force, schema=table_schema, rows=rows, table=output,
         report=report is not None, share_report=share_report is not None,
     )  # fmt: skip
     public_table = read_table(public, "public table") if public is not None else None
     if policy is not None:
         _say_policy_warnings(policy, table_schema, spec.preset.distance, quiet)
-    chosen_backend, backend_line = _backend(spec.backend)
+    chosen_backend, backend_line = choose_backend(spec.backend, in_duckdb=location is not None)
     model = Synthesizer.from_spec(
         table_schema, spec, policy=policy, public=public_table, random_state=seed,
         noise_seed=noise_seed, progress=not quiet, backend=chosen_backend,
@@ -441,54 +449,34 @@ def _say_policy_warnings(policy: Path, schema: Any, distance: str, quiet: bool) 
         say(quiet, f"warning: {warning}")
 
 
+def _duckdb_table(private: Path, report: Path | None) -> Any:
+    """PRIVATE as a DuckDB table (``PATH::TABLE``), or ``None`` for a file."""
+    from dpevolve.data.duckdb_source import parse_location
+
+    location = parse_location(private)
+    if location is not None and report is not None:
+        raise InputError("--report reads PRIVATE as a file: not with a DuckDB table")
+    return location
+
+
 def _fit(model: Any, private: Path, stream: bool, batch_rows: int, quiet: bool) -> None:
-    """Fit on PRIVATE; the run's warnings said once each (policy ones were said above)."""
+    """Fit on PRIVATE (a file or a DuckDB table); the run's warnings said once each
+    (policy ones were said above)."""
+    from dpevolve.data.duckdb_source import DuckDBTable, parse_location
+
+    location = parse_location(private)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
-        if stream:
+        if location is not None:  # validated when opened, before anything is spent
+            schema = model.schema
+            model.fit_source(DuckDBTable(location, schema, batch_rows, model.on_invalid))
+        elif stream:
             model.fit_file(private, batch_rows)
         else:
             model.fit(read_table(private, "private table"))
     for caught_warning in caught:
         if not str(caught_warning.message).startswith("policy:"):
             say(quiet, f"warning: {caught_warning.message}")
-
-
-def _backend(name: str) -> tuple[Any, str]:
-    """The backend, and one line saying which and why."""
-    if name == "dask":
-        import os
-
-        try:
-            from dask.distributed import Client
-        except ImportError:
-            raise InputError("--backend dask needs dask: pip install 'dpevolve[dask]'") from None
-
-        from dpevolve.backends.dask import DaskBackend
-
-        address = os.environ.get("DASK_SCHEDULER_ADDRESS")
-        dask = DaskBackend(Client(address) if address else Client(processes=False))
-        return dask, f"backend: dask ({address or 'local in-process cluster'}; {dask.describe()})"
-    if name == "gpu":
-        from dpevolve.backends.gpu import GpuBackend
-
-        try:
-            return GpuBackend(), "backend: gpu"
-        except InputError:
-            raise InputError(
-                "--backend gpu found no usable GPU (needs torch with CUDA: "
-                "pip install 'dpevolve[gpu]', or CuPy); use --backend auto instead"
-            ) from None
-    chosen = make_backend(name)
-    if name != "auto":
-        return chosen, f"backend: {name}"
-    why = (
-        "fused numba kernels (--backend auto: numba is installed)"
-        if type(chosen).__name__ == "FusedBackend"
-        else "local numpy reference (--backend auto: numba is not installed; "
-        "pip install 'dpevolve[fast]' is faster)"
-    )
-    return chosen, f"backend: {why}"
 
 
 def _say_choices(
