@@ -70,10 +70,14 @@ def generate(path: Path, d: int, rows: int, seed: int = 0) -> None:
     path.with_suffix(".yaml").write_text(structure.schema().to_yaml())
 
 
-def synth(private: Path, out: Path, rows: int | None, stream: bool = True) -> dict[str, Any]:
-    """One ``dpevolve synth`` child process: its peak RSS (MB), CPU and wall seconds."""
-    argv = [sys.executable, "-m", "dpevolve.cli", "synth", str(private),
-            "-s", str(private.with_suffix(".yaml")), "-e", "1", "--seed", "0",
+def synth(
+    private: Path | str, out: Path, rows: int | None, stream: bool = True, extra: tuple = ()
+) -> dict[str, Any]:
+    """One ``dpevolve synth`` child process: its peak RSS (MB), CPU and wall seconds
+    (``private``: a Parquet file with its schema beside it, or ``PATH.duckdb::TABLE``)."""
+    schema = Path(str(private).split("::")[0]).with_suffix(".yaml")
+    argv = [sys.executable, "-m", "dpevolve.cli", "synth", str(private), *map(str, extra),
+            "-s", str(schema), "-e", "1", "--seed", "0",
             "-o", str(out), "--force", "-q", "--noise-seed", "0"]  # fmt: skip
     if stream:
         argv.append("--stream")

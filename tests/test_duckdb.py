@@ -160,3 +160,15 @@ def test_cli_through_duckdb_is_the_file_path(small_schema, small_table, tmp_path
     bad = ["synth", f"{tmp_path / 't.duckdb'}::nobody", *common, "-o", tmp_path / "x.csv"]
     assert main([str(a) for a in bad]) == 2
     assert "no such table" in capsys.readouterr().err and not (tmp_path / "x.csv").exists()
+
+
+def test_auto_counts_a_stream_in_duckdb(small_schema, small_table, tmp_path) -> None:
+    """``auto`` counts a table read from disk each pass in DuckDB, records in memory here."""
+    from dpevolve.backends.duckdb import counts_in_duckdb
+
+    path = tmp_path / "t.parquet"
+    small_table.to_parquet(path, index=False)
+    assert counts_in_duckdb(FrameSource(small_table, small_schema).batches()) is None
+    backend = counts_in_duckdb(StreamedTable(path, small_schema).batches())
+    assert isinstance(backend, DuckDBBackend)
+    backend.close()

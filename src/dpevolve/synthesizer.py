@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from dpevolve.backends import Backend, make_backend
+from dpevolve.backends.duckdb import counts_in_duckdb
 from dpevolve.config import GaussianSpec, MarginalSpec, MechanismSpec, RunSpec, VoteSpec, resolve
 from dpevolve.data.encoding import Layout, Records, decode
 from dpevolve.data.io import DEFAULT_BATCH_ROWS
@@ -317,11 +318,13 @@ class Synthesizer(EstimatorParams):
                 "validation": None if source.report is None else source.report.to_dict(),
             },
         )
-        # The backend counts the private records (``auto``: here, without loading numba).
+        # The backend counts the private records (``auto``: here without loading numba,
+        # or in DuckDB for a table read from disk each pass).
+        auto = self.backend in (None, "auto")
         result = fit_engine(
             source, schema, budget, config.preset.engine, noise=noise, rng=rng,
             ledger=ledger, public=self.public, progress=bool(self.progress),
-            backend=None if self.backend in (None, "auto") else self._backend(),
+            backend=counts_in_duckdb(source.batches()) if auto else self._backend(),
         )  # fmt: skip
         self.generator_: EngineModel | None = result.released()
         self.support_ = None

@@ -20,6 +20,7 @@ read by the Python reader): one pass, in batches, memory bounded.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import tempfile
@@ -36,7 +37,7 @@ from dpevolve.extras import require
 from dpevolve.pe.distance import Distance
 from dpevolve.pe.votes import Vote
 
-__all__ = ["SETS_PER_QUERY", "CodedCounts", "DuckDBBackend"]
+__all__ = ["SETS_PER_QUERY", "CodedCounts", "DuckDBBackend", "counts_in_duckdb"]
 
 #: Cliques (grouping sets) per query: one scan of the codes counts them all.
 SETS_PER_QUERY = 32
@@ -199,3 +200,13 @@ def _sql_type(size: int) -> str:
 def _narrow(codes: np.ndarray, sql_type: str) -> np.ndarray:
     dtype = {"UTINYINT": np.uint8, "USMALLINT": np.uint16, "UINTEGER": np.uint32}[sql_type]
     return np.asarray(codes).astype(dtype)
+
+
+def counts_in_duckdb(private: object) -> DuckDBBackend | None:
+    """The backend ``auto`` counts the adaptive engine's marginals with: DuckDB when it
+    is installed and ``private`` (a source's :meth:`batches`) is read from disk every
+    pass (a file stream, a DuckDB table), since its codes are then read once instead of
+    once a pass (docs/scale.md); ``None`` (this process) for records in memory."""
+    if isinstance(private, Records) or importlib.util.find_spec("duckdb") is None:
+        return None
+    return DuckDBBackend()
