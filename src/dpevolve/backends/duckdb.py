@@ -11,7 +11,8 @@ core, and only the cell counts come back. The integers are the ones the local ba
 adds up (a test holds them equal), so the release, the ledger and the output are the
 same.
 
-Votes (Private Evolution) and other counts go to the local backend, on the same records.
+Votes (Private Evolution) go to ``auto``'s backend and other counts to the local one,
+on the same records.
 
 The records reach the codes table through the run's private source, which validates
 them (:class:`~dpevolve.data.duckdb_source.DuckDBTable` reads a DuckDB table; a file is
@@ -88,6 +89,7 @@ class DuckDBBackend:
         self._con.execute(f"SET threads = {int(threads or os.cpu_count() or 1)}")
         self._con.execute(f"SET temp_directory = '{self._folder / 'spill'}'")
         self._local = LocalBackend()
+        self._voter: Any = None
         # The source and discretiser the codes table holds (one table at a time).
         self._held: tuple[Any, Any] | None = None
 
@@ -106,7 +108,13 @@ class DuckDBBackend:
     def vote(
         self, private: PrivateData, population: Records, distance: Distance, vote: Vote
     ) -> np.ndarray:
-        return self._local.vote(private, population, distance, vote)
+        """The vote histogram, by ``auto``'s backend (the fused kernels when numba is
+        installed): DuckDB does not vote."""
+        if self._voter is None:
+            from dpevolve.backends.fused import FusedBackend, fused_available
+
+            self._voter = FusedBackend() if fused_available() else self._local
+        return np.asarray(self._voter.vote(private, population, distance, vote))
 
     def count(self, private: PrivateData, query: CountQuery) -> np.ndarray:
         """``query``'s exact counts: GROUP BY queries over the codes for the engine's
