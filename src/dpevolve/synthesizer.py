@@ -98,10 +98,12 @@ class Synthesizer(EstimatorParams):
         ``error``, ``drop`` or ``clip`` for private cells outside the schema. With
         ``drop``/``clip`` an invalid row casts an empty vote and ``n`` stays ``len(X)``.
     backend
-        Where votes are computed: a name (``auto``, ``local``, ``fused``, ``gpu``,
-        ``dask``) or a backend object (:mod:`dpevolve.backends`); default ``auto``: the
-        fused numba kernels when numba is installed, else the numpy reference. The same
-        seed gives the same output on the same backend.
+        Where votes and counts are computed: a name (``auto``, ``local``, ``fused``,
+        ``gpu``, ``dask``, ``duckdb``) or a backend object (:mod:`dpevolve.backends`);
+        default ``auto``: the fused numba kernels when numba is installed, else the numpy
+        reference, and the engine's counts of a table read from disk each pass in DuckDB
+        when it is installed (docs/scale.md). The same seed gives the same output on the
+        same backend.
     noise_seed
         ``None`` (default): every draw that protects privacy comes from the operating
         system's secure source, so two runs differ even with the same ``random_state``.
