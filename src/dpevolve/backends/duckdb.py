@@ -78,7 +78,7 @@ class DuckDBBackend:
     """
 
     def __init__(
-        self, memory_limit: str = "512MB", threads: int | None = None, folder: str | None = None
+        self, memory_limit: str = "256MB", threads: int | None = None, folder: str | None = None
     ) -> None:
         require("duckdb", "the duckdb backend")
         import duckdb
