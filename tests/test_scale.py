@@ -143,3 +143,14 @@ def test_cli_rows_written_in_blocks(small_schema, small_table, tmp_path, monkeyp
             assert pq.ParquetFile(plain).num_row_groups == 8  # 1000 rows in blocks of 128
             pd.testing.assert_frame_equal(pd.read_parquet(plain), pd.read_parquet(reported))
     capsys.readouterr()
+
+
+def test_rows_checked_against_memory_only_when_held(small_schema, tmp_path, monkeypatch):
+    """Without a report the rows are written block by block: only the disk bounds them."""
+    import dpevolve.cli.preflight as preflight
+    from dpevolve.errors import InputError
+
+    monkeypatch.setattr(preflight, "_available_memory", lambda: 1 << 20)
+    preflight.check_rows(10**6, small_schema, tmp_path, in_memory=False)
+    with pytest.raises(InputError, match="memory"):
+        preflight.check_rows(10**6, small_schema, tmp_path, in_memory=True)
