@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 from dpevolve.backends import make_backend
@@ -11,12 +12,13 @@ from dpevolve.extras import require
 __all__ = ["choose_backend"]
 
 
-def choose_backend(name: str, in_duckdb: bool = False) -> tuple[Any, str]:
-    """The backend, and one line saying which and why (``in_duckdb``: PRIVATE is a
-    DuckDB table, counted there under ``auto``)."""
-    if name == "auto" and in_duckdb:
-        chosen, line = choose_backend("duckdb")
-        return chosen, f"{line} (--backend auto: the private table is in DuckDB)"
+def choose_backend(name: str, engine_on_disk: bool = False) -> tuple[Any, str]:
+    """The backend, and one line saying which and why. ``engine_on_disk``: the adaptive
+    engine reads PRIVATE from disk each pass (``--stream``, a DuckDB table), so ``auto``
+    counts in DuckDB when it is installed (:func:`~dpevolve.backends.duckdb.counts_in_duckdb`)."""
+    if name == "auto" and engine_on_disk and importlib.util.find_spec("duckdb") is not None:
+        chosen, line = choose_backend("auto")
+        return chosen, f"{line}; counts in DuckDB (--backend auto: PRIVATE is read from disk)"
     if name == "dask":
         import os
 

@@ -298,7 +298,7 @@ def synth(
     from dpevolve.synthesizer import Synthesizer
 
     ledger_out = check_outputs(output, force, report, share_ledger, share_report)
-    location = _duckdb_table(private, report)
+    location, private_file = _duckdb_table(private, report)
     if report is not None or share_report is not None:
         require("matplotlib", "--report and --share-report")
     if stream:
@@ -309,18 +309,19 @@ def synth(
     from dpevolve.cli.preflight import preflight  # schema and pandas: not for -h
 
     preflight(
-        inputs=[location.path if location else private, schema, policy, public],
-        outputs=[output, ledger_out, report,
+        inputs=[private_file, schema, policy, public], outputs=[output, ledger_out, report,
         share_report, share_ledger], force=force, schema=table_schema, rows=rows, table=output,
         report=report is not None, share_report=share_report is not None,
     )  # fmt: skip
     public_table = read_table(public, "public table") if public is not None else None
     if policy is not None:
         _say_policy_warnings(policy, table_schema, spec.preset.distance, quiet)
-    chosen_backend, backend_line = choose_backend(spec.backend, in_duckdb=location is not None)
+    on_disk = not spec.preset.runs_pe and (stream or location is not None)
+    chosen_backend, backend_line = choose_backend(spec.backend, engine_on_disk=on_disk)
     model = Synthesizer.from_spec(
         table_schema, spec, policy=policy, public=public_table, random_state=seed,
-        noise_seed=noise_seed, progress=not quiet, backend=chosen_backend,
+        noise_seed=noise_seed, progress=not quiet,
+        backend=None if spec.backend == "auto" else chosen_backend,
     )  # fmt: skip
     # Said once the arguments are known to be valid, before the (long) run.
     say(quiet, backend_line)
@@ -332,8 +333,7 @@ def synth(
     ledger = model.ledger_.to_dict()
     _say_choices(ledger, spec.vote.temperature, spec.budget, quiet)
     # Written block by block (memory bounded in --rows); a report needs the whole table.
-    reported = report is not None or share_report is not None
-    synthetic = model.sample(rows) if reported else None
+    synthetic = model.sample(rows) if report or share_report else None
     blocks = [synthetic] if synthetic is not None else model.sample_blocks(rows)
     written = write_blocks(blocks, output)
     model.ledger_.write(ledger_out)
@@ -449,14 +449,15 @@ def _say_policy_warnings(policy: Path, schema: Any, distance: str, quiet: bool) 
         say(quiet, f"warning: {warning}")
 
 
-def _duckdb_table(private: Path, report: Path | None) -> Any:
-    """PRIVATE as a DuckDB table (``PATH::TABLE``), or ``None`` for a file."""
+def _duckdb_table(private: Path, report: Path | None) -> tuple[Any, Path]:
+    """PRIVATE as a DuckDB table (``PATH::TABLE``; ``None`` for a file), and the file
+    it reads."""
     from dpevolve.data.duckdb_source import parse_location
 
     location = parse_location(private)
     if location is not None and report is not None:
         raise InputError("--report reads PRIVATE as a file: not with a DuckDB table")
-    return location
+    return location, private if location is None else location.path
 
 
 def _fit(model: Any, private: Path, stream: bool, batch_rows: int, quiet: bool) -> None:
