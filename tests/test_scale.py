@@ -39,6 +39,9 @@ def test_fit_draws_no_table(adaptive, small_schema, small_table, tmp_path) -> No
     pd.testing.assert_frame_equal(table, adaptive.synthetic_)
     pd.testing.assert_frame_equal(loaded.synthetic_, table)
     assert not hasattr(Synthesizer(small_schema, epsilon=1.0), "synthetic_")
+    with pytest.warns(UserWarning, match="fit\\(\\) called again"):
+        fresh.fit(small_table.iloc[:100])
+    assert len(fresh.synthetic_) == 100  # the new fit's table, not the first one's
 
 
 @pytest.mark.parametrize("rows", [0, 5, 64, 65, 200])

@@ -20,7 +20,7 @@ from dpevolve.data.io import DEFAULT_BATCH_ROWS
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import FrameSource, PrivateSource
 from dpevolve.engine import EngineModel, fit_engine
-from dpevolve.engine.refine import SAMPLE_ROWS
+from dpevolve.engine.refine import SAMPLE_ROWS, block_sizes
 from dpevolve.errors import InputError
 from dpevolve.estimator import EstimatorParams
 from dpevolve.fit_plan import FitPlan, open_ledger, plan_fit
@@ -333,6 +333,7 @@ class Synthesizer(EstimatorParams):
         self.fits_ = fit_number
         self.population_: Records | None = None
         # synthetic_ is drawn from this seed when first read, not here (docs/scale.md).
+        self.__dict__.pop("synthetic_", None)  # an earlier fit's
         self.synthetic_seed_: np.random.SeedSequence | None = table_seed
         self.ledger_ = ledger
         self.history_ = result.history
@@ -527,8 +528,7 @@ class Synthesizer(EstimatorParams):
             index = self._sample_rng.choice(size, size=rows, replace=False)
             yield population.iloc[index].reset_index(drop=True)
             return
-        sizes = [SAMPLE_ROWS] * (rows // SAMPLE_ROWS) + [rows % SAMPLE_ROWS]
-        for block in [s for s in sizes if s] or [0]:
+        for block in block_sizes(rows, SAMPLE_ROWS):
             if support is not None:
                 yield decode(support.draw(block, self._sample_rng), self.schema_)
             else:

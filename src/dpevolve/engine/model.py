@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from dpevolve.engine.discretise import Discretiser
-from dpevolve.engine.refine import SAMPLE_ROWS, Refinement
+from dpevolve.engine.refine import SAMPLE_ROWS, Refinement, block_sizes
 from dpevolve.measurements import Estimator
 
 
@@ -56,8 +56,7 @@ class EngineModel:
         whatever ``rows``, and the rows depend on the seed alone, never on how a writer
         groups them (docs/scale.md)."""
         count = self.rows if rows is None else int(rows)
-        sizes = [SAMPLE_ROWS] * (count // SAMPLE_ROWS) + [count % SAMPLE_ROWS]
-        for size in [s for s in sizes if s] or [0]:
+        for size in block_sizes(count, SAMPLE_ROWS):
             if self.refinement is not None:
                 yield self.refinement.sample(self.draw, size, rng)
             else:

@@ -67,8 +67,15 @@ SHARE_DRAWS = 50
 #: the vote's noise; the shrinkage of :func:`cell_ratio` handles the rest).
 RECORDS_PER_CANDIDATE = 10
 
-#: Most output rows resampled at once (their pool is ``pe_pool`` times as many draws).
+#: Most output rows resampled at once (their pool is ``pe_pool`` times as many draws),
+#: and the rows of one block of a sample (docs/scale.md).
 SAMPLE_ROWS = 1 << 17
+
+
+def block_sizes(rows: int, block: int = SAMPLE_ROWS) -> list[int]:
+    """``rows`` cut into blocks of ``block`` rows, the last one shorter (``[0]`` for 0)."""
+    sizes = [block] * (rows // block) + [rows % block]
+    return [s for s in sizes if s] or [0]
 
 #: Rows per block when assigning draws to their nearest candidate (bounds memory).
 _BLOCK = 8192
@@ -298,6 +305,7 @@ __all__ = [
     "Correction",
     "Refinement",
     "StageInputs",
+    "block_sizes",
     "candidate_count",
     "cell_ratio",
     "column_cells",
