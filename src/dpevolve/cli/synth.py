@@ -178,8 +178,8 @@ BackendOpt = Annotated[
     str,
     typer.Option(
         "--backend",
-        help=f"{' | '.join(BACKENDS)}: where votes are computed (dask: "
-        "DASK_SCHEDULER_ADDRESS or local).",
+        help=f"{' | '.join(BACKENDS)}: where votes and counts are computed (dask: "
+        "DASK_SCHEDULER_ADDRESS or local; duckdb: the engine's counts as GROUP BY queries).",
     ),
 ]
 PopulationOpt = Annotated[
