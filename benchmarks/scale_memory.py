@@ -116,10 +116,10 @@ def fit_and_write(d: int, rows: int) -> dict[str, Any]:
     return run
 
 
-def write_only(d: int, base_rows: int, rows: list[int]) -> list[dict[str, Any]]:
+def write_only(d: int, base_rows: int, rows: list[int], formats: list[str]) -> list[dict[str, Any]]:
     private = table(d, base_rows)
     runs = []
-    for suffix in (".parquet", ".csv"):
+    for suffix in (f".{f}" for f in formats):
         out = SCRATCH / f"written{suffix}"
         base = synth(private, out, base_rows)
         for count in rows:
@@ -149,6 +149,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
             f"write from a {result['base_rows']:.0e}-row fit ({run['format']})")  # fmt: skip
         series.setdefault(label, []).append(run)
     for label, runs in series.items():
+        if runs[0]["kind"] == "write":  # the same fit writing its base rows first
+            runs = [{**runs[0]["base"], "rows": result["base_rows"]}, *runs]
         x = [r["rows"] for r in runs]
         mem.plot(x, [r["peak_rss_mb"] for r in runs], "o-", label=label)
         cpu.plot(x, [r["cpu_s"] for r in runs], "o-", label=label)
@@ -169,6 +171,7 @@ def main() -> None:
     parser.add_argument("--write-rows", type=float, nargs="*", default=[1e6, 1e7])
     parser.add_argument("--base-rows", type=float, default=1e5)
     parser.add_argument("--d", type=int, default=9)
+    parser.add_argument("--formats", nargs="*", default=["parquet", "csv"])
     parser.add_argument("--quick", action="store_true", help="10^5 rows only")
     parser.add_argument("--out", type=Path, default=RESULTS / "scale_memory.json")
     args = parser.parse_args()
@@ -176,7 +179,7 @@ def main() -> None:
     write_rows = [int(r) for r in ([3e5] if args.quick else args.write_rows)]
     base_rows = int(args.base_rows)
     runs = [fit_and_write(args.d, rows) for rows in fit_rows]
-    runs += write_only(args.d, base_rows, write_rows) if write_rows else []
+    runs += write_only(args.d, base_rows, write_rows, args.formats) if write_rows else []
     result = {
         "benchmark": "scale_memory.py",
         "d": args.d,
