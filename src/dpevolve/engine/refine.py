@@ -77,6 +77,7 @@ def block_sizes(rows: int, block: int = SAMPLE_ROWS) -> list[int]:
     sizes = [block] * (rows // block) + [rows % block]
     return [s for s in sizes if s] or [0]
 
+
 #: Rows per block when assigning draws to their nearest candidate (bounds memory).
 _BLOCK = 8192
 
