@@ -159,7 +159,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
         ax.set_xscale("log")
         ax.set_xlabel("rows")
         ax.set_ylabel(what)
-    mem.legend(fontsize=7)
+    mem.legend(fontsize=7, loc="center left")
     fig.suptitle(f"dpevolve synth, d = {result['d']} features + label (scale_memory.py)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
