@@ -6,8 +6,9 @@ Two measurements, each a ``dpevolve synth`` child process measured by ``os.wait4
 * **fit and write** (``--fit-rows``): a generated table of ``N`` rows and ``d + 1``
   columns (:func:`tables.make_wide`: ``d`` features, a third numeric, and a label) is
   written in chunks to a Parquet file in a scratch folder (not the repository), then
-  ``dpevolve synth PRIVATE --stream`` fits the default (adaptive) engine and writes ``N``
-  rows (the default ``--rows``) to Parquet.
+  ``dpevolve synth PRIVATE --stream`` fits the default (adaptive) engine (counting in
+  DuckDB when it is installed: ``--backend auto``) and writes ``N`` rows (the default
+  ``--rows``) to Parquet.
 * **write** (``--write-rows``): one fit on a small table (``--base-rows``), then
   ``--rows R`` written to CSV and Parquet; the cost of the write is the run's less the
   same fit writing ``--base-rows`` rows.
