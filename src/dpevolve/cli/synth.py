@@ -332,10 +332,7 @@ def synth(
     _fit(model, private, stream, batch_rows, quiet)
     ledger = model.ledger_.to_dict()
     _say_choices(ledger, spec.vote.temperature, spec.budget, quiet)
-    # Written block by block (memory bounded in --rows); a report needs the whole table.
-    synthetic = model.sample(rows) if report or share_report else None
-    blocks = [synthetic] if synthetic is not None else model.sample_blocks(rows)
-    written = write_blocks(blocks, output)
+    synthetic, written = _write_table(model, rows, output, bool(report or share_report))
     model.ledger_.write(ledger_out)
     if share_ledger is not None:
         model.ledger_.write(share_ledger, shareable=True)
@@ -447,6 +444,14 @@ def _say_policy_warnings(policy: Path, schema: Any, distance: str, quiet: bool) 
 
     for warning in Policy.load(policy, schema).warnings(make_distance(distance, schema)):
         say(quiet, f"warning: {warning}")
+
+
+def _write_table(model: Any, rows: int | None, output: Path, whole: bool) -> tuple[Any, int]:
+    """Write the rows block by block (memory bounded in ``rows``, docs/scale.md); with
+    ``whole`` (a report evaluates them) drawn as one table first, and returned."""
+    synthetic = model.sample(rows) if whole else None
+    blocks = [synthetic] if synthetic is not None else model.sample_blocks(rows)
+    return synthetic, write_blocks(blocks, output)
 
 
 def _duckdb_table(private: Path, report: Path | None) -> tuple[Any, Path]:
