@@ -5,7 +5,8 @@ Fits the default (adaptive) engine on a generated table (:func:`scale_memory.gen
 every pass over the private records is timed (``time.process_time``: CPU of every
 thread, DuckDB's included). Reports the passes, the cliques and cells each counted, the
 CPU of the passes per row per pass, and the rest of the fit per round (model fitting,
-selection: independent of ``n``). Run for the local backend and for DuckDB (the first
+selection: independent of ``n``) and the slope of a pass's CPU on the cliques it counts
+(per row per clique). Run for the local backend and for DuckDB (the first
 DuckDB pass writes the codes table; it is reported apart).
 
 Writes ``benchmarks/results/cost_model.json`` (``--out``); seeded noise (a benchmark only).
@@ -54,6 +55,18 @@ class Timed:
         return out
 
 
+def per_clique(passes: list[dict[str, Any]], rows: int) -> float | None:
+    """The slope of a pass's CPU on the cliques it counts, in us per row per clique."""
+    import numpy as np
+
+    if len(passes) < 3:
+        return None
+    cliques = np.array([p["cliques"] + p["fine"] for p in passes], dtype=float)
+    cpu = np.array([p["cpu_s"] for p in passes])
+    slope = np.polyfit(cliques, cpu, 1)[0]
+    return round(1e6 * float(slope) / rows, 4)
+
+
 def fit(d: int, rows: int, backend: str) -> dict[str, Any]:
     path = table(d, rows)
     schema = Schema.load(path.with_suffix(".yaml"))
@@ -79,6 +92,10 @@ def fit(d: int, rows: int, backend: str) -> dict[str, Any]:
         "us_per_row_per_pass": round(1e6 * per_pass, 4),
         "other_cpu_s_per_round": round((total - counted) / max(1, rounds), 3),
         "cliques_per_pass": [p["cliques"] + p["fine"] for p in passes],
+        "cpu_s_per_pass": [round(p["cpu_s"], 4) for p in passes],
+        # Least squares of a pass's CPU on its cliques (the first DuckDB pass apart):
+        # CPU per pass = a + b x cliques; b / rows is the cost per row per clique.
+        "us_per_row_per_clique": per_clique(steady, rows),
     }
 
 
