@@ -33,6 +33,7 @@ RELEASED = (
     "fits_",
     "population_",
     "synthetic_",
+    "synthetic_seed_",
     "support_",
     "generator_",
     "history_",
@@ -58,7 +59,9 @@ def save_model(model: EstimatorParams, path: str | Path, *, force: bool = False)
         "format": FORMAT,
         "class": type(model).__name__,
         "params": params,
-        "released": {k: getattr(model, k) for k in RELEASED if hasattr(model, k)},
+        # The instance's own values: an adaptive model's synthetic_ is saved only if it
+        # was drawn (else it is drawn again from synthetic_seed_ when read).
+        "released": {k: vars(model)[k] for k in RELEASED if k in vars(model)},
         "ledger": SharedLedger.of(model.ledger_).to_dict(),
     }
     # Where sampling has got to (post-processing, seeded by the public random_state):

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from dpevolve.backends import Backend, make_backend
+from dpevolve.backends.duckdb import counts_in_duckdb
 from dpevolve.config import GaussianSpec, MarginalSpec, MechanismSpec, RunSpec, VoteSpec, resolve
 from dpevolve.data.encoding import Layout, Records, decode
 from dpevolve.data.identifiers import check_private_id_file, check_private_ids, with_identifiers
@@ -20,6 +21,7 @@ from dpevolve.data.io import DEFAULT_BATCH_ROWS
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import FrameSource, PrivateSource
 from dpevolve.engine import EngineModel, fit_engine
+from dpevolve.engine.refine import SAMPLE_ROWS, block_sizes
 from dpevolve.errors import InputError
 from dpevolve.estimator import EstimatorParams
 from dpevolve.fit_plan import FitPlan, open_ledger, plan_fit
@@ -98,10 +100,12 @@ class Synthesizer(EstimatorParams):
         ``error``, ``drop`` or ``clip`` for private cells outside the schema. With
         ``drop``/``clip`` an invalid row casts an empty vote and ``n`` stays ``len(X)``.
     backend
-        Where votes are computed: a name (``auto``, ``local``, ``fused``, ``gpu``,
-        ``dask``) or a backend object (:mod:`dpevolve.backends`); default ``auto``: the
-        fused numba kernels when numba is installed, else the numpy reference. The same
-        seed gives the same output on the same backend.
+        Where votes and counts are computed: a name (``auto``, ``local``, ``fused``,
+        ``gpu``, ``dask``, ``duckdb``) or a backend object (:mod:`dpevolve.backends`);
+        default ``auto``: the fused numba kernels when numba is installed, else the numpy
+        reference, and the engine's counts of a table read from disk each pass in DuckDB
+        when it is installed (docs/scale.md). The same seed gives the same output on the
+        same backend.
     noise_seed
         ``None`` (default): every draw that protects privacy comes from the operating
         system's secure source, so two runs differ even with the same ``random_state``.
@@ -116,7 +120,11 @@ class Synthesizer(EstimatorParams):
     population_ : Records
         The final released population (encoded).
     synthetic_ : pandas.DataFrame
-        The final population as a table.
+        The fit's own table: with Private Evolution the final population; with the
+        adaptive engine ``n`` rows drawn, on first access only (never inside ``fit``:
+        memory stays bounded in rows), from ``synthetic_seed_``.
+    synthetic_seed_ : numpy.random.SeedSequence or None
+        The adaptive engine's seed for ``synthetic_`` (spawned from ``random_state``).
     ledger_ : Ledger
         Every release and the guarantee of the run.
     history_ : list of dict
@@ -339,17 +347,21 @@ class Synthesizer(EstimatorParams):
             },
         )
         spend.ledger = ledger
-        # The backend counts the private records (``auto``: here, without loading numba).
+        # The backend counts the private records (``auto``: here without loading numba,
+        # or in DuckDB for a table read from disk each pass).
+        auto = self.backend in (None, "auto")
         result = fit_engine(
             source, schema, budget, config.preset.engine, noise=noise, rng=rng,
             ledger=ledger, public=self.public, progress=bool(self.progress),
-            backend=None if self.backend in (None, "auto") else self._backend(),
+            backend=counts_in_duckdb(source.batches()) if auto else self._backend(),
         )  # fmt: skip
         self.generator_: EngineModel | None = result.released()
         self.support_ = None
         self.fits_ = fit_number
         self.population_: Records | None = None
-        self.synthetic_ = self.generator_.sample(n, np.random.default_rng(table_seed))
+        # synthetic_ is drawn from this seed when first read, not here (docs/scale.md).
+        self.__dict__.pop("synthetic_", None)  # an earlier fit's
+        self.synthetic_seed_: np.random.SeedSequence | None = table_seed
         self.ledger_ = ledger
         self.history_ = result.history
         self.schema_ = schema
@@ -452,6 +464,7 @@ class Synthesizer(EstimatorParams):
     ) -> None:
         self.fits_ = fit_number
         self.generator_ = None
+        self.synthetic_seed_ = None
         self.population_ = final
         self.synthetic_ = decode(final, schema)
         self.ledger_ = ledger
@@ -486,34 +499,76 @@ class Synthesizer(EstimatorParams):
         return load_model(path, cls)
 
     # ------------------------------------------------------------------ sample
+    @property
+    def synthetic_(self) -> pd.DataFrame:
+        """The fit's own table (see the class docstring), drawn on first access."""
+        table: pd.DataFrame | None = self.__dict__.get("synthetic_")
+        if table is not None:
+            return table
+        generator: EngineModel | None = self.__dict__.get("generator_")
+        seed = self.__dict__.get("synthetic_seed_")
+        if generator is None or seed is None:
+            raise AttributeError("synthetic_: call fit() first")
+        table = generator.sample(self.n_private_, np.random.default_rng(seed))
+        self.__dict__["synthetic_"] = table
+        return table
+
+    @synthetic_.setter
+    def synthetic_(self, table: pd.DataFrame) -> None:
+        # Kept in the instance's own dict: a model file holds it only once it was drawn.
+        self.__dict__["synthetic_"] = table
+
     def sample(self, num_rows: int | None = None) -> pd.DataFrame:
         """``num_rows`` synthetic rows drawn from what the fit released (post-processing:
         no privacy cost), as in SDV; default: the private row count ``n`` (public under
-        replace-one).
+        replace-one). The blocks of :meth:`sample_blocks`, joined.
+        """
+        parts = list(self.sample_blocks(num_rows))
+        return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+
+    def sample_blocks(self, num_rows: int | None = None) -> Iterator[pd.DataFrame]:
+        """The rows of :meth:`sample` in blocks of at most
+        :data:`~dpevolve.engine.refine.SAMPLE_ROWS`, drawn one at a time: memory is
+        bounded by a block whatever ``num_rows`` (``dpevolve synth --rows`` writes them as
+        they come, docs/scale.md). The rows depend on ``random_state`` alone.
 
         With marginals (the ``hybrid`` preset), rows are drawn from the weighted support;
         with PE alone, from the final population (without replacement while ``num_rows``
         does not exceed it). ``synthetic_`` keeps the population itself. Identifier
         columns (:mod:`dpevolve.data.identifiers`) get fresh ids, or are left out.
         """
-        frame = self._draw(num_rows)
-        return with_identifiers(frame, self.schema_.identifiers)
+        start = 0
+        for block in self._draw_blocks(num_rows):
+            total = self.n_private_ if num_rows is None else int(num_rows)
+            yield with_identifiers(block, self.schema_.identifiers, start, total)
+            start += len(block)
 
-    def _draw(self, num_rows: int | None) -> pd.DataFrame:
-        if not hasattr(self, "synthetic_"):
+    def _draw_blocks(self, num_rows: int | None) -> Iterator[pd.DataFrame]:
+        if not hasattr(self, "ledger_"):
             raise InputError("call fit() before sample()")
         rows = self.n_private_ if num_rows is None else num_rows
         if isinstance(rows, bool) or not isinstance(rows, (int, np.integer)) or rows < 0:
             raise InputError(f"num_rows must be a whole number >= 0, got {num_rows!r}")
+        return self._blocks(int(rows))
+
+    def _blocks(self, rows: int) -> Iterator[pd.DataFrame]:
         generator: EngineModel | None = getattr(self, "generator_", None)
         if generator is not None:
-            return generator.sample(int(rows), self._sample_rng)
+            yield from generator.blocks(rows, self._sample_rng)
+            return
         support: WeightedSupport | None = getattr(self, "support_", None)
-        if support is not None:
-            return decode(support.draw(int(rows), self._sample_rng), self.schema_)
-        size = len(self.synthetic_)
-        index = self._sample_rng.choice(size, size=int(rows), replace=rows > size)
-        return self.synthetic_.iloc[index].reset_index(drop=True)
+        population = self.__dict__["synthetic_"]
+        size = len(population)
+        if support is None and rows <= size:
+            index = self._sample_rng.choice(size, size=rows, replace=False)
+            yield population.iloc[index].reset_index(drop=True)
+            return
+        for block in block_sizes(rows, SAMPLE_ROWS):
+            if support is not None:
+                yield decode(support.draw(block, self._sample_rng), self.schema_)
+            else:
+                index = self._sample_rng.choice(size, size=block, replace=True)
+                yield population.iloc[index].reset_index(drop=True)
 
 
 @contextmanager

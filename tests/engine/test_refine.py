@@ -293,17 +293,21 @@ def test_the_default_stage_skips_mostly_categorical_tables() -> None:
 
 
 def test_many_rows_are_drawn_in_parts(monkeypatch) -> None:
-    import dpevolve.engine.refine as refine_module
+    """The engine model draws a refined sample in blocks of SAMPLE_ROWS: the pool of
+    ``pool * rows`` draws held at once stays bounded whatever the rows asked for."""
+    import dpevolve.engine.model as model_module
 
-    monkeypatch.setattr(refine_module, "SAMPLE_ROWS", 100)
+    monkeypatch.setattr(model_module, "SAMPLE_ROWS", 100)
     asked: list[int] = []
     base_rows = _table(2000, 11)
 
-    def base(count: int, gen: np.random.Generator) -> pd.DataFrame:
-        asked.append(count)
-        return base_rows.sample(count, replace=True, random_state=gen).reset_index(drop=True)
+    class Drawn(model_module.EngineModel):
+        def draw(self, count: int, rng: np.random.Generator) -> pd.DataFrame:
+            asked.append(count)
+            return base_rows.sample(count, replace=True, random_state=rng).reset_index(drop=True)
 
     cands = encode(pd.DataFrame({"x": [0.2], "c": ["a"], "y": ["no"]}), SCHEMA)
     refinement = Refinement(SCHEMA, (Correction(cands, np.array([1.0])),), pool=3)
-    out = refinement.sample(base, 250, np.random.default_rng(0))
+    model = Drawn(discretiser=None, fine={}, model=None, rows=0, refinement=refinement)  # type: ignore[arg-type]
+    out = model.sample(250, np.random.default_rng(0))
     assert len(out) == 250 and asked == [300, 300, 150]

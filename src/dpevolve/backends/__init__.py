@@ -13,12 +13,13 @@ if TYPE_CHECKING:
 __all__ = ["BACKENDS", "Backend", "LocalBackend", "make_backend"]
 
 #: The names :func:`make_backend` knows (the command line's choices).
-BACKENDS = ("auto", "local", "fused", "gpu", "dask")
+BACKENDS = ("auto", "local", "fused", "gpu", "dask", "duckdb")
 
 
 def make_backend(name: str = "auto") -> Backend:
     """``local`` (numpy reference), ``fused`` (numba kernels), ``gpu``, ``dask`` (the
-    default Dask client), or ``auto``: fused when numba is installed, else local."""
+    default Dask client), ``duckdb`` (the engine's counts as GROUP BY queries in
+    DuckDB), or ``auto``: fused when numba is installed, else local."""
     from dpevolve.backends.local import LocalBackend
 
     if name == "local":
@@ -39,6 +40,10 @@ def make_backend(name: str = "auto") -> Backend:
         from dpevolve.backends.dask import DaskBackend
 
         return DaskBackend()
+    if name == "duckdb":
+        from dpevolve.backends.duckdb import DuckDBBackend
+
+        return DuckDBBackend()
     raise InputError(f"unknown backend '{name}' (choose {', '.join(BACKENDS)})")
 
 

@@ -49,11 +49,13 @@ Spark
 There is no Spark backend. Dask was chosen because the Python data teams this library
 is for already run it, it needs no JVM, and a worker runs the very NumPy kernel the
 local backend runs (no serialisation through Arrow to the JVM and back). A Spark backend
-would slot in the same way: broadcast the population, distance and vote, then
-``rdd.mapPartitions`` turning each partition into Records and yielding one partial
-histogram, then ``reduce`` with ``+`` (or ``treeReduce``) to the driver, and the release
-adds noise there, once. Only ``vote`` (and a ``persist`` that caches the encoded
-partitions) would change.
+would slot in the same way, implementing both methods of the
+:class:`~dpevolve.backends.base.Backend` protocol: for ``vote``, broadcast the
+population, distance and vote, then ``rdd.mapPartitions`` turning each partition into
+Records and yielding one partial histogram, then ``reduce`` with ``+`` (or
+``treeReduce``) to the driver; for ``count``, the same with the
+:class:`~dpevolve.backends.base.CountQuery`'s ``counts`` per slice. The release adds
+noise on the driver, once. A ``persist`` would cache the encoded partitions.
 """
 
 from __future__ import annotations

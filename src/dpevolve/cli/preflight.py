@@ -4,8 +4,9 @@ tried here first, so a run never spends its budget and then stops.
 * :func:`check_paths`: every output is writable, none is replaced without ``--force``,
   and none names an input file, even with ``--force`` (resolved paths and
   :func:`os.path.samefile`).
-* :func:`check_rows`: ``--rows`` whose table would not fit in memory or on disk, from
-  a bytes-per-row estimate read off the schema.
+* :func:`check_rows`: ``--rows`` whose table would not fit on disk or, when a report
+  holds the whole table, in memory, from a bytes-per-row estimate read off the schema
+  (without a report the rows are written block by block: memory bounded, docs/scale.md).
 * :func:`rehearse_report`: the report (and its evaluation) made in memory on a few rows
   drawn from the schema alone, so a column type the report cannot handle stops the run
   before the release, not after it.
@@ -90,7 +91,8 @@ def preflight(
         check_table_output(table)
     if schema is not None and rows is not None:
         first = next((p for p in outputs if p is not None), None)
-        check_rows(rows, schema, first.parent if first is not None else Path("."))
+        folder = first.parent if first is not None else Path(".")
+        check_rows(rows, schema, folder, in_memory=report or share_report)
     if schema is not None and (report or share_report):
         rehearse_report(schema, owner=report, public=share_report)
 
@@ -149,10 +151,11 @@ def row_bytes(schema: Schema) -> tuple[int, int]:
     return memory, text
 
 
-def check_rows(rows: int, schema: Schema, folder: Path) -> None:
-    """``rows`` synthetic rows fit in memory and on the disk of ``folder``."""
+def check_rows(rows: int, schema: Schema, folder: Path, in_memory: bool = True) -> None:
+    """``rows`` synthetic rows fit on the disk of ``folder`` and, ``in_memory`` (the
+    whole table held at once, as a report does), in memory."""
     memory, text = row_bytes(schema)
-    available = _available_memory()
+    available = _available_memory() if in_memory else None
     if available is not None and rows * memory > available:
         raise InputError(
             f"--rows {rows} would need about {_size(rows * memory)} of memory and "

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from dpevolve.backends import BACKENDS, make_backend
+from dpevolve.backends import BACKENDS
 from dpevolve.cli.announce import (
     closing_line,
     read_run_file,
@@ -17,6 +17,7 @@ from dpevolve.cli.announce import (
     say_choices,
     small_table_warning,
 )
+from dpevolve.cli.backend import choose_backend
 from dpevolve.cli.common import (
     NOISE_SEED_WARNING,
     Delta,
@@ -47,7 +48,8 @@ from dpevolve.config import (
     VoteSpec,
     resolve,
 )
-from dpevolve.data.io import DEFAULT_BATCH_ROWS, read_table, write_table
+from dpevolve.data.io import DEFAULT_BATCH_ROWS, read_table
+from dpevolve.data.writer import write_blocks
 from dpevolve.errors import InputError
 from dpevolve.extras import require
 from dpevolve.presets import DEFAULT_PRESET, PE_PRESET, PRESETS, get_preset
@@ -185,8 +187,8 @@ BackendOpt = Annotated[
     str,
     typer.Option(
         "--backend",
-        help=f"{' | '.join(BACKENDS)}: where votes are computed (dask: "
-        "DASK_SCHEDULER_ADDRESS or local).",
+        help=f"{' | '.join(BACKENDS)}: where votes and counts are computed (dask: "
+        "DASK_SCHEDULER_ADDRESS or local; duckdb: the engine's counts as GROUP BY queries).",
     ),
 ]
 PopulationOpt = Annotated[
@@ -198,7 +200,12 @@ RoundsOpt = Annotated[
 
 # ----------------------------------------------------------------- inputs and outputs
 PrivateArg = Annotated[
-    Path, typer.Argument(metavar="PRIVATE", help="Private table (.csv, .csv.gz or .parquet).")
+    Path,
+    typer.Argument(
+        metavar="PRIVATE",
+        help="Private table (.csv, .csv.gz or .parquet), or a DuckDB table as "
+        "PATH.duckdb::TABLE (counted in DuckDB; needs dpevolve[duckdb]).",
+    ),
 ]
 OutputOpt = Annotated[Path, typer.Option("--output", "-o", help="Synthetic table to write.")]
 RowsOpt = Annotated[
@@ -309,6 +316,7 @@ def synth(
     from dpevolve.data.schema import Schema
     from dpevolve.synthesizer import Synthesizer
 
+    location, private_file = _duckdb_table(private, report)
     ledger_out = check_outputs(output, force, report, share_ledger, share_report)
     if report is not None or share_report is not None:
         require("matplotlib", "--report and --share-report")
@@ -322,7 +330,7 @@ def synth(
     from dpevolve.cli.preflight import preflight  # schema and pandas: not for -h
 
     preflight(
-        inputs=[private, schema, policy, public, test], outputs=[output, ledger_out, report,
+        inputs=[private_file, schema, policy, public, test], outputs=[output, ledger_out, report,
         share_report, share_ledger], force=force, schema=table_schema, rows=rows, table=output,
         report=report is not None, share_report=share_report is not None,
     )  # fmt: skip
@@ -331,28 +339,23 @@ def synth(
         _check_test(test, report, table_schema, spec)
     if policy is not None:
         _say_policy_warnings(policy, table_schema, spec.preset.distance, quiet)
-    chosen_backend, backend_line = _backend(spec.backend)
+    on_disk = not spec.preset.runs_pe and (stream or location is not None)
+    chosen_backend, backend_line = choose_backend(spec.backend, engine_on_disk=on_disk)
     stake = at_stake(ledger_out, share_ledger, (output, report, share_report), spec.budget.epsilon)
     model = Synthesizer.from_spec(
         table_schema, spec, policy=policy, public=public_table, random_state=seed,
-        noise_seed=noise_seed, progress=not quiet, backend=chosen_backend,
+        noise_seed=noise_seed, progress=not quiet,
+        backend=None if spec.backend == "auto" else chosen_backend,
     )  # fmt: skip
-    # Said once the arguments are known to be valid, before the (long) run.
-    say(quiet, backend_line)
-    if isinstance(spec.mechanism, PubMixSpec) and spec.mechanism.gamma is None:
-        say(quiet, "gamma: estimated from folds of the public table (--gamma not given)")
-    if noise_seed is not None:
-        typer.echo(NOISE_SEED_WARNING, err=True)
-    if rerun is not None:
-        say(quiet, rerun_warning(config, rerun))
+    rerun_line = None if rerun is None else rerun_warning(config, rerun)
+    _say_before_run(spec, backend_line, noise_seed is not None, rerun_line, quiet)
     _fit(model, private, stream, batch_rows, quiet, spec)
     stake.ledger = model.ledger_
     ledger = model.ledger_.to_dict()
     say_choices(ledger, spec.vote.temperature, spec.budget, quiet)
-    synthetic = model.sample(rows)
-    write_table(synthetic, output)
+    synthetic, written = _write_table(model, rows, output, bool(report or share_report))
     # The rows written: what --config LEDGER draws again (public: the table is released).
-    model.ledger_.add_metadata(rows_written=len(synthetic))
+    model.ledger_.add_metadata(rows_written=written)
     model.ledger_.write(ledger_out)
     if share_ledger is not None:
         model.ledger_.write(share_ledger, shareable=True)
@@ -362,7 +365,7 @@ def synth(
             ledger, private, synthetic, table_schema, invalid, report, share_report, force,
             test=test, stream_rows=batch_rows if stream else None,
         )  # fmt: skip
-    say(quiet, closing_line(model.ledger_.result(), output, len(synthetic), ledger_out,
+    say(quiet, closing_line(model.ledger_.result(), output, written, ledger_out,
                             report, share_report, share_ledger))  # fmt: skip
 
 
@@ -470,13 +473,52 @@ def _say_policy_warnings(policy: Path, schema: Any, distance: str, quiet: bool) 
         say(quiet, f"warning: {warning}")
 
 
+def _say_before_run(
+    spec: RunSpec, backend_line: str, noise_seeded: bool, rerun_line: str | None, quiet: bool
+) -> None:
+    """What is said once the arguments are known to be valid, before the (long) run."""
+    say(quiet, backend_line)
+    if isinstance(spec.mechanism, PubMixSpec) and spec.mechanism.gamma is None:
+        say(quiet, "gamma: estimated from folds of the public table (--gamma not given)")
+    if noise_seeded:
+        typer.echo(NOISE_SEED_WARNING, err=True)
+    if rerun_line is not None:
+        say(quiet, rerun_line)
+
+
+def _write_table(model: Any, rows: int | None, output: Path, whole: bool) -> tuple[Any, int]:
+    """Write the rows block by block (memory bounded in ``rows``, docs/scale.md); with
+    ``whole`` (a report evaluates them) drawn as one table first, and returned."""
+    synthetic = model.sample(rows) if whole else None
+    blocks = [synthetic] if synthetic is not None else model.sample_blocks(rows)
+    return synthetic, write_blocks(blocks, output)
+
+
+def _duckdb_table(private: Path, report: Path | None) -> tuple[Any, Path]:
+    """PRIVATE as a DuckDB table (``PATH::TABLE``; ``None`` for a file), and the file
+    it reads."""
+    from dpevolve.data.duckdb_source import parse_location
+
+    location = parse_location(private)
+    if location is not None and report is not None:
+        raise InputError("--report reads PRIVATE as a file: not with a DuckDB table")
+    return location, private if location is None else location.path
+
+
 def _fit(
     model: Any, private: Path, stream: bool, batch_rows: int, quiet: bool, spec: RunSpec
 ) -> None:
-    """Fit on PRIVATE; the run's warnings said once each (policy ones were said above)."""
+    """Fit on PRIVATE (a file or a DuckDB table); the run's warnings said once each
+    (policy ones were said above)."""
+    from dpevolve.data.duckdb_source import DuckDBTable, parse_location
+
+    location = parse_location(private)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
-        if stream:
+        if location is not None:  # validated when opened, before anything is spent
+            schema = model.schema
+            model.fit_source(DuckDBTable(location, schema, batch_rows, model.on_invalid))
+        elif stream:
             model.fit_file(private, batch_rows)
         else:
             table = read_table(private, "private table")
@@ -487,40 +529,3 @@ def _fit(
     for caught_warning in caught:
         if not str(caught_warning.message).startswith("policy:"):
             say(quiet, f"warning: {caught_warning.message}")
-
-
-def _backend(name: str) -> tuple[Any, str]:
-    """The backend, and one line saying which and why."""
-    if name == "dask":
-        import os
-
-        try:
-            from dask.distributed import Client
-        except ImportError:
-            raise InputError("--backend dask needs dask: pip install 'dpevolve[dask]'") from None
-
-        from dpevolve.backends.dask import DaskBackend
-
-        address = os.environ.get("DASK_SCHEDULER_ADDRESS")
-        dask = DaskBackend(Client(address) if address else Client(processes=False))
-        return dask, f"backend: dask ({address or 'local in-process cluster'}; {dask.describe()})"
-    if name == "gpu":
-        from dpevolve.backends.gpu import GpuBackend
-
-        try:
-            return GpuBackend(), "backend: gpu"
-        except InputError:
-            raise InputError(
-                "--backend gpu found no usable GPU (needs torch with CUDA: "
-                "pip install 'dpevolve[gpu]', or CuPy); use --backend auto instead"
-            ) from None
-    chosen = make_backend(name)
-    if name != "auto":
-        return chosen, f"backend: {name}"
-    why = (
-        "fused numba kernels (--backend auto: numba is installed)"
-        if type(chosen).__name__ == "FusedBackend"
-        else "local numpy reference (--backend auto: numba is not installed; "
-        "pip install 'dpevolve[fast]' is faster)"
-    )
-    return chosen, f"backend: {why}"

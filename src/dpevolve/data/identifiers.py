@@ -230,17 +230,29 @@ def check_private_id_file(path: Path, identifiers: Sequence[IdentifierColumn]) -
             check_private_ids(chunk, checked)
 
 
-def fresh_ids(column: IdentifierColumn, rows: int) -> np.ndarray | list[str]:
-    """``rows`` distinct ids of the column's fresh form (see the module)."""
+def fresh_ids(
+    column: IdentifierColumn, rows: int, start: int = 0, total: int | None = None
+) -> np.ndarray | list[str]:
+    """``rows`` distinct ids of the column's fresh form (see the module): those of rows
+    ``start`` to ``start + rows`` of a table of ``total`` rows (default ``rows``), so a
+    table drawn in blocks gets the ids it would get whole.
+    """
+    total = start + rows if total is None else total
     if column.integer:
-        start = (column.hi or 0) + 1
-        return np.arange(start, start + rows, dtype=np.int64)
-    width = len(str(rows)) if rows else 1
-    return [f"{column.prefix}{k:0{width}d}" for k in range(1, rows + 1)]
+        first = (column.hi or 0) + 1 + start
+        return np.arange(first, first + rows, dtype=np.int64)
+    width = len(str(total)) if total else 1
+    return [f"{column.prefix}{k:0{width}d}" for k in range(start + 1, start + rows + 1)]
 
 
-def with_identifiers(frame: pd.DataFrame, identifiers: Sequence[IdentifierColumn]) -> pd.DataFrame:
-    """``frame`` (synthetic rows) with the fresh ids inserted where the schema has them."""
+def with_identifiers(
+    frame: pd.DataFrame,
+    identifiers: Sequence[IdentifierColumn],
+    start: int = 0,
+    total: int | None = None,
+) -> pd.DataFrame:
+    """``frame`` (synthetic rows ``start`` on, of ``total``) with the fresh ids inserted
+    where the schema has them."""
     kept = sorted((c for c in identifiers if not c.drop), key=lambda c: c.position)
     if not kept:
         return frame
@@ -249,5 +261,6 @@ def with_identifiers(frame: pd.DataFrame, identifiers: Sequence[IdentifierColumn
     for column in kept:
         # Its place among the columns written: dropped ones before it leave a gap.
         at = column.position - sum(p < column.position for p in dropped)
-        out.insert(min(at, len(out.columns)), column.name, fresh_ids(column, len(out)))
+        ids = fresh_ids(column, len(out), start, total)
+        out.insert(min(at, len(out.columns)), column.name, ids)
     return out

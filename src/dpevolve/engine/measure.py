@@ -77,6 +77,12 @@ class MarginalCounts:
     def size(self) -> int:
         return int(self._offsets[-1])
 
+    @property
+    def offsets(self) -> np.ndarray:
+        """Start of every clique's counts, then every fine histogram's, in the stacked
+        vector (its length last)."""
+        return self._offsets
+
     def counts(self, records: Records) -> np.ndarray:
         """The int64 counts of ``records``: every clique's cells, then every fine histogram."""
         out = np.zeros(self.size, dtype=np.int64)

@@ -7,14 +7,14 @@ with a model file and sampled at no privacy cost.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from dpevolve.engine.discretise import Discretiser
-from dpevolve.engine.refine import Refinement
+from dpevolve.engine.refine import SAMPLE_ROWS, Refinement, block_sizes
 from dpevolve.measurements import Estimator
 
 
@@ -43,11 +43,24 @@ class EngineModel:
     refinement: Refinement | None = None
 
     def sample(self, rows: int | None, rng: np.random.Generator) -> pd.DataFrame:
-        """``rows`` (default ``n``) fresh rows drawn from the model (post-processing)."""
+        """``rows`` (default ``n``) fresh rows drawn from the model (post-processing):
+        the blocks of :meth:`blocks`, joined."""
+        parts = list(self.blocks(rows, rng))
+        if len(parts) == 1:
+            return parts[0]
+        return pd.concat(parts, ignore_index=True)
+
+    def blocks(self, rows: int | None, rng: np.random.Generator) -> Iterator[pd.DataFrame]:
+        """``rows`` (default ``n``) fresh rows in blocks of :data:`SAMPLE_ROWS` (the last
+        one shorter), each drawn from ``rng`` in turn: memory is bounded by one block
+        whatever ``rows``, and the rows depend on the seed alone, never on how a writer
+        groups them (docs/scale.md)."""
         count = self.rows if rows is None else int(rows)
-        if self.refinement is not None:
-            return self.refinement.sample(self.draw, count, rng)
-        return self.draw(count, rng)
+        for size in block_sizes(count, SAMPLE_ROWS):
+            if self.refinement is not None:
+                yield self.refinement.sample(self.draw, size, rng)
+            else:
+                yield self.draw(size, rng)
 
     def draw(self, count: int, rng: np.random.Generator) -> pd.DataFrame:
         """``count`` rows of the model itself (before any PE reweighting)."""

@@ -66,8 +66,16 @@ SHARE_DRAWS = 50
 #: the vote's noise; the shrinkage of :func:`cell_ratio` handles the rest).
 RECORDS_PER_CANDIDATE = 10
 
-#: Most output rows resampled at once (their pool is ``pe_pool`` times as many draws).
+#: Most output rows resampled at once (their pool is ``pe_pool`` times as many draws),
+#: and the rows of one block of a sample (docs/scale.md).
 SAMPLE_ROWS = 1 << 17
+
+
+def block_sizes(rows: int, block: int = SAMPLE_ROWS) -> list[int]:
+    """``rows`` cut into blocks of ``block`` rows, the last one shorter (``[0]`` for 0)."""
+    sizes = [block] * (rows // block) + [rows % block]
+    return [s for s in sizes if s] or [0]
+
 
 #: Rows per block when assigning draws to their nearest candidate (bounds memory).
 _BLOCK = 8192
@@ -111,13 +119,10 @@ class Refinement:
         return out
 
     def sample(self, base: Draw, rows: int, rng: np.random.Generator) -> pd.DataFrame:
-        """``rows`` rows: ``pool * rows`` fresh draws of ``base``, resampled by weight, in
-        parts of at most :data:`SAMPLE_ROWS` rows (memory bounded whatever ``rows``)."""
-        if rows <= SAMPLE_ROWS:
-            return resample(base, self, rows, rng)
-        sizes = [SAMPLE_ROWS] * (rows // SAMPLE_ROWS) + [rows % SAMPLE_ROWS]
-        parts = [resample(base, self, size, rng) for size in sizes if size]
-        return pd.concat(parts, ignore_index=True)
+        """``rows`` rows: ``pool * rows`` fresh draws of ``base``, resampled by weight.
+        Callers keep ``rows`` to at most :data:`SAMPLE_ROWS` (the engine model draws in
+        blocks of that size), which bounds the ``pool * rows`` draws held at once."""
+        return resample(base, self, rows, rng)
 
 
 def encoded_rows(frame: pd.DataFrame, schema: Schema) -> Records:
@@ -300,6 +305,7 @@ __all__ = [
     "Correction",
     "Refinement",
     "StageInputs",
+    "block_sizes",
     "candidate_count",
     "cell_ratio",
     "column_cells",

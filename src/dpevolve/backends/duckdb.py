@@ -1,0 +1,220 @@
+"""Counting in DuckDB: the engine's marginal counts as GROUP BY queries (docs/scale.md).
+
+The adaptive engine's measurements are counts of cell codes: every marginal (a clique of
+coarse codes) and every fine histogram of a numeric column. The codes of a record never
+change during a run (the discretiser is fixed from public facts before the first
+count), so :class:`DuckDBBackend` writes them once, on the first count, to a table of
+small integers in a temporary DuckDB database on disk (one column per coarse code and
+per fine code), and answers every count after that with one ``GROUP BY GROUPING SETS``
+query per :data:`SETS_PER_QUERY` cliques: DuckDB scans the codes in parallel, out of
+core, and only the cell counts come back. The integers are the ones the local backend
+adds up (a test holds them equal), so the release, the ledger and the output are the
+same.
+
+Votes (Private Evolution) go to ``auto``'s backend and other counts to the local one,
+on the same records.
+
+The records reach the codes table through the run's private source, which validates
+them (:class:`~dpevolve.data.duckdb_source.DuckDBTable` reads a DuckDB table; a file is
+read by the Python reader): one pass, in batches, memory bounded.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from dpevolve.backends.base import CountQuery, PrivateData
+from dpevolve.backends.local import LocalBackend, chunks
+from dpevolve.data.encoding import Records
+from dpevolve.extras import require
+from dpevolve.pe.distance import Distance
+from dpevolve.pe.votes import Vote
+
+__all__ = ["SETS_PER_QUERY", "CodedCounts", "DuckDBBackend", "counts_in_duckdb"]
+
+#: Cliques (grouping sets) per query: one scan of the codes counts them all.
+SETS_PER_QUERY = 32
+
+#: Rows of codes written at once while the codes table is built.
+_WRITE_ROWS = 1 << 18
+
+
+@runtime_checkable
+class CodedCounts(Protocol):
+    """A count query over the cell codes of a discretiser (the engine's
+    :class:`~dpevolve.engine.measure.MarginalCounts`): cliques of coarse codes, then
+    fine histograms, stacked at ``offsets``."""
+
+    discretiser: Any
+    cliques: list[tuple[str, ...]]
+    fine: list[str]
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """Start of every clique's and fine histogram's counts in the stacked vector."""
+        ...
+
+
+class DuckDBBackend:
+    """Counts in DuckDB, votes in this process (see the module docstring).
+
+    Parameters
+    ----------
+    memory_limit
+        DuckDB's memory limit (it spills to its temporary folder beyond it).
+    threads
+        DuckDB's threads (default: the machine's cores).
+    folder
+        Where the temporary database lives (default: the system's temporary folder);
+        removed when the backend is closed or collected.
+    """
+
+    def __init__(
+        self, memory_limit: str = "256MB", threads: int | None = None, folder: str | None = None
+    ) -> None:
+        require("duckdb", "the duckdb backend")
+        import duckdb
+
+        self._folder = Path(tempfile.mkdtemp(prefix="dpevolve-duckdb-", dir=folder))
+        self._con = duckdb.connect(str(self._folder / "codes.duckdb"))
+        self._con.execute(f"SET memory_limit = '{memory_limit}'")
+        self._con.execute(f"SET threads = {int(threads or os.cpu_count() or 1)}")
+        self._con.execute(f"SET temp_directory = '{self._folder / 'spill'}'")
+        self._local = LocalBackend()
+        self._voter: Any = None
+        # The source and discretiser the codes table holds (one table at a time).
+        self._held: tuple[Any, Any] | None = None
+
+    def close(self) -> None:
+        """Drop the temporary database."""
+        con = self.__dict__.pop("_con", None)
+        if con is not None:
+            con.close()
+        folder = self.__dict__.get("_folder")
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def __del__(self) -> None:
+        self.close()
+
+    def vote(
+        self, private: PrivateData, population: Records, distance: Distance, vote: Vote
+    ) -> np.ndarray:
+        """The vote histogram, by ``auto``'s backend (the fused kernels when numba is
+        installed): DuckDB does not vote."""
+        if self._voter is None:
+            from dpevolve.backends.fused import FusedBackend, fused_available
+
+            self._voter = FusedBackend() if fused_available() else self._local
+        return np.asarray(self._voter.vote(private, population, distance, vote))
+
+    def count(self, private: PrivateData, query: CountQuery) -> np.ndarray:
+        """``query``'s exact counts: GROUP BY queries over the codes for the engine's
+        marginal counts, the local backend's slices for anything else."""
+        if not isinstance(query, CodedCounts):
+            return self._local.count(private, query)
+        # A source hands out a fresh pass each round: the table it came from is the key.
+        key = getattr(private, "table", private)
+        if self._held is None or self._held[0] is not key or self._held[1] is not query.discretiser:
+            self._write_codes(private, query.discretiser)
+            self._held = (key, query.discretiser)
+        return self._grouped(query)
+
+    # ------------------------------------------------------------------ the codes
+    def _write_codes(self, private: PrivateData, discretiser: Any) -> None:
+        import pyarrow as pa
+
+        names = list(discretiser.domain.names)
+        fine = list(discretiser.fine)
+        sizes = [*discretiser.domain.shape(tuple(names)), *(discretiser.fine[f].size for f in fine)]
+        types = [_sql_type(size) for size in sizes]
+        columns = [f"c{j}" for j in range(len(names))] + [f"f{j}" for j in range(len(fine))]
+        self._con.execute("DROP TABLE IF EXISTS codes")
+        body = ", ".join(f"{c} {t}" for c, t in zip(columns, types, strict=True))
+        self._con.execute(f"CREATE TABLE codes ({body})")
+        self._columns = dict(zip([*names, *(f"fine:{f}" for f in fine)], columns, strict=True))
+        for batch in chunks(private, _WRITE_ROWS):
+            coarse = discretiser.codes(batch)
+            arrays = [coarse[:, j] for j in range(len(names))]
+            arrays += [discretiser.fine_codes(batch, f) for f in fine]
+            arrow = pa.table(
+                {c: pa.array(_narrow(a, t)) for c, a, t in zip(columns, arrays, types, strict=True)}
+            )
+            self._con.register("batch_codes", arrow)
+            self._con.execute("INSERT INTO codes SELECT * FROM batch_codes")
+            self._con.unregister("batch_codes")
+
+    def _grouped(self, query: CodedCounts) -> np.ndarray:
+        """The stacked counts: every clique and fine histogram from grouping sets."""
+        offsets = np.asarray(query.offsets, dtype=np.int64)
+        out = np.zeros(int(offsets[-1]), dtype=np.int64)
+        domain = query.discretiser.domain
+        parts: list[tuple[int, tuple[str, ...], tuple[int, ...]]] = [
+            (k, tuple(c), domain.shape(c)) for k, c in enumerate(query.cliques)
+        ]
+        first = len(query.cliques)
+        parts += [
+            (first + j, (f"fine:{f}",), (query.discretiser.fine[f].size,))
+            for j, f in enumerate(query.fine)
+        ]
+        for start in range(0, len(parts), SETS_PER_QUERY):
+            for k, values, counts, shape in self._query(parts[start : start + SETS_PER_QUERY]):
+                # One row per cell of a grouping set: each flat index comes once.
+                out[offsets[k] + np.ravel_multi_index(values, shape)] += counts
+        return out
+
+    def _query(
+        self, parts: Sequence[tuple[int, tuple[str, ...], tuple[int, ...]]]
+    ) -> list[tuple[int, tuple[np.ndarray, ...], np.ndarray, tuple[int, ...]]]:
+        """One scan for ``parts``: each part's cell values and counts."""
+        sets = list(dict.fromkeys(frozenset(self._columns[a] for a in p[1]) for p in parts))
+        used = sorted({c for s in sets for c in s})
+        grouping = ", ".join("(" + ", ".join(sorted(s)) + ")" for s in sets)
+        sql = (
+            f"SELECT {', '.join(used)}, count(*) AS n FROM codes "
+            f"GROUP BY GROUPING SETS ({grouping})"
+        )
+        table = self._con.sql(sql).to_arrow_table()
+        present = {c: ~table[c].is_null().to_numpy(zero_copy_only=False) for c in used}
+        values = {c: table[c].fill_null(0).to_numpy().astype(np.int64) for c in used}
+        n = table["n"].to_numpy().astype(np.int64)
+        out = []
+        for k, attrs, shape in parts:
+            cols = [self._columns[a] for a in attrs]
+            # The rows of this grouping set: its columns present, every other one null.
+            mask = np.ones(len(n), dtype=bool)
+            for c in used:
+                mask &= present[c] if c in cols else ~present[c]
+            out.append((k, tuple(values[c][mask] for c in cols), n[mask], shape))
+        return out
+
+
+def _sql_type(size: int) -> str:
+    if size <= 1 << 8:
+        return "UTINYINT"
+    if size <= 1 << 16:
+        return "USMALLINT"
+    return "UINTEGER"
+
+
+def _narrow(codes: np.ndarray, sql_type: str) -> np.ndarray:
+    dtype = {"UTINYINT": np.uint8, "USMALLINT": np.uint16, "UINTEGER": np.uint32}[sql_type]
+    return np.asarray(codes).astype(dtype)
+
+
+def counts_in_duckdb(private: object) -> DuckDBBackend | None:
+    """The backend ``auto`` counts the adaptive engine's marginals with: DuckDB when it
+    is installed and ``private`` (a source's :meth:`batches`) is read from disk every
+    pass (a file stream, a DuckDB table), since its codes are then read once instead of
+    once a pass (docs/scale.md); ``None`` (this process) for records in memory."""
+    if isinstance(private, Records) or importlib.util.find_spec("duckdb") is None:
+        return None
+    return DuckDBBackend()
