@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -15,7 +14,7 @@ import pandas as pd
 from dpevolve.backends import Backend, make_backend
 from dpevolve.backends.duckdb import counts_in_duckdb
 from dpevolve.config import GaussianSpec, MarginalSpec, MechanismSpec, RunSpec, VoteSpec, resolve
-from dpevolve.data.encoding import Layout, Records, decode
+from dpevolve.data.encoding import Records, decode
 from dpevolve.data.identifiers import check_private_id_file, check_private_ids, with_identifiers
 from dpevolve.data.io import DEFAULT_BATCH_ROWS
 from dpevolve.data.schema import Schema
@@ -24,15 +23,13 @@ from dpevolve.engine import EngineModel, fit_engine
 from dpevolve.engine.refine import SAMPLE_ROWS, block_sizes
 from dpevolve.errors import InputError
 from dpevolve.estimator import EstimatorParams
+from dpevolve.evolve import evolve
 from dpevolve.fit_plan import FitPlan, open_ledger, plan_fit
-from dpevolve.pe.evolution import Evolution
-from dpevolve.pe.variation import Variation
 from dpevolve.pilot.run import PilotFit, PilotRun
 from dpevolve.presets import Preset, get_preset
 from dpevolve.privacy import Ledger, default_delta
 from dpevolve.privacy.interrupt import Interrupted, Spending, spending
 from dpevolve.privacy.noise import NoiseSource, make_noise
-from dpevolve.release.base import Release, Selection
 from dpevolve.release.build import ReleaseInputs
 
 if TYPE_CHECKING:
@@ -304,7 +301,7 @@ class Synthesizer(EstimatorParams):
         )  # fmt: skip
         spend.ledger = ledger
         # 4. The rounds, then the optional marginal release (both spend the budget).
-        final, history = self._evolve(plan, schema, source, release, backend, ledger, rng)
+        final, history = evolve(plan, schema, source, release, backend, ledger, rng, self.progress)
         self.support_: WeightedSupport | None = None
         if plan.marginal_rho is not None and config.marginals is not None:
             from dpevolve.pool.hybrid import fit_and_record
@@ -410,47 +407,6 @@ class Synthesizer(EstimatorParams):
             sensitivity_of=plan.sensitivity_of,
             debias=plan.pick.debias,
         )
-
-    def _evolve(
-        self,
-        plan: FitPlan,
-        schema: Schema,
-        source: PrivateSource,
-        release: Release,
-        backend: Backend,
-        ledger: Ledger,
-        rng: np.random.Generator,
-    ) -> tuple[Records, list[dict[str, Any]]]:
-        """The PE rounds from the initial population; each release goes to the ledger."""
-        schedule = plan.config.preset.schedule
-        variation = Variation(Layout.of(schema))
-        initial = (
-            variation.random(schedule.population, rng)
-            if plan.public is None
-            else variation.from_public(plan.public, schedule.population, rng)
-        )
-        history: list[dict[str, Any]] = []
-        if plan.skip_rounds:
-            return initial, history
-        engine = Evolution(plan.distance, plan.pick.vote, release, schedule, variation, backend)
-        with _progress(self.progress, schedule.rounds) as advance:
-
-            def on_round(t: int, selection: Selection, population: Records) -> None:
-                ledger.record(
-                    selection.event, round=t, population=len(population), **selection.info
-                )
-                spent = ledger.spent()
-                history.append(
-                    {
-                        "round": t,
-                        "population": len(population),
-                        "epsilon_spent": spent,
-                        **selection.info,
-                    }
-                )
-                advance(t, spent)
-
-            return engine.run(source, initial, rng, on_round), history
 
     def _store(
         self,
@@ -569,15 +525,3 @@ class Synthesizer(EstimatorParams):
             else:
                 index = self._sample_rng.choice(size, size=block, replace=True)
                 yield population.iloc[index].reset_index(drop=True)
-
-
-@contextmanager
-def _progress(enabled: bool, rounds: int) -> Iterator[Callable[[int, float], None]]:
-    if not enabled:
-        yield lambda t, spent: None
-        return
-    from dpevolve.progress import phase, text_column
-
-    spent = text_column("ε spent {task.fields[spent]:.4g}")
-    with phase(True, "round", rounds, spent, spent=0.0) as advance:
-        yield lambda t, spent: advance(t, spent=spent)

@@ -31,12 +31,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from dpevolve.backends.base import CountQuery, PrivateData
+from dpevolve.backends.base import CountQuery, Distance, PrivateData, Vote
 from dpevolve.backends.local import LocalBackend, chunks
 from dpevolve.data.encoding import Records
 from dpevolve.extras import require
-from dpevolve.pe.distance import Distance
-from dpevolve.pe.votes import Vote
 
 __all__ = ["SETS_PER_QUERY", "CodedCounts", "DuckDBBackend", "counts_in_duckdb"]
 
