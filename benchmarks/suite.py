@@ -86,7 +86,9 @@ def _write(frame: pd.DataFrame, schema: Schema, path: Path) -> None:
     out = frame[schema.names].copy()
     for column in schema.columns:
         if isinstance(column, CategoricalColumn):
-            out[column.name] = out[column.name].astype(object).where(out[column.name].notna(), MISSING)
+            out[column.name] = (
+                out[column.name].astype(object).where(out[column.name].notna(), MISSING)
+            )
     out.to_csv(path, index=False)
 
 
@@ -272,7 +274,9 @@ def main(argv: list[str]) -> None:
                     continue
                 row = run_one(key, system, seed, args)
                 doc["rows"] = [
-                    r for r in doc["rows"] if (r["table"], r["system"], r["seed"]) != (key, system, seed)
+                    r
+                    for r in doc["rows"]
+                    if (r["table"], r["system"], r["seed"]) != (key, system, seed)
                 ] + [row]
                 write(path, doc)
                 brief = {k: row.get(k) for k in ("status", "accuracy", "tv2", "cpu_seconds")}

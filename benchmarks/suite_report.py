@@ -90,14 +90,18 @@ def table_markdown(summary: dict[str, Any], metric: str, title: str, digits: int
 def headline(summary: dict[str, Any]) -> str:
     """The suite average of each system's mean, over the tables every system completed."""
     systems = [s for s in SYSTEM_ORDER if any(s in v for v in summary.values())]
-    lines = ["| system | tables | SDMetrics (bins) | TSTR | TV2 | Spearman err | beyond range | CPU s |"]
+    lines = [
+        "| system | tables | SDMetrics (bins) | TSTR | TV2 | Spearman err | beyond range | CPU s |"
+    ]
     lines.append("|---" * 8 + "|")
     for system in systems:
         tables = [t for t, v in summary.items() if system in v]
+
         def mean(metric: str, tables: list[str] = tables, system: str = system) -> str:
             vals = [summary[t][system][metric]["mean"] for t in tables]
             vals = [v for v in vals if math.isfinite(v)]
             return f"{np.mean(vals):.3f}" if vals else "–"
+
         lines.append(
             f"| {system} | {len(tables)} | {mean('sdm_bins')} | {mean('accuracy')} | "
             f"{mean('tv2')} | {mean('spearman_error')} | {mean('beyond_range')} | "
@@ -110,14 +114,18 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     summary = summarise(rows)
     parts = [
         headline(summary),
-        table_markdown(summary, "sdm_bins", "SDMetrics QualityReport, numerics on the real deciles"),
+        table_markdown(
+            summary, "sdm_bins", "SDMetrics QualityReport, numerics on the real deciles"
+        ),
         table_markdown(summary, "sdm", "SDMetrics QualityReport, as is"),
         table_markdown(summary, "accuracy", "TSTR accuracy (HGB, tested on the 20% test part)"),
         table_markdown(summary, "majority", "Majority class on the test part"),
         table_markdown(summary, "tv2", "TV2, numerics at the public part's quantiles"),
         table_markdown(summary, "tv1", "TV1, numerics at the public part's quantiles"),
         table_markdown(summary, "spearman_error", "Mean Spearman error over numeric pairs"),
-        table_markdown(summary, "beyond_range", "Rows beyond the private range by > 10% of its width"),
+        table_markdown(
+            summary, "beyond_range", "Rows beyond the private range by > 10% of its width"
+        ),
         table_markdown(summary, "atom_tv_max", "Worst TV of P(label | atom), atoms >= 5% of rows"),
         table_markdown(summary, "cpu_seconds", "CPU seconds of the fit", 1),
         table_markdown(summary, "peak_rss_mb", "Peak resident set of the fit, MiB", 0),

@@ -111,6 +111,7 @@ def finish(frame: pd.DataFrame, schema: Schema, what: str) -> pd.DataFrame:
     clean, _ = schema.validate(frame, on_invalid="error", what=what)
     for column in schema.columns:
         # a nullable integer column with a missing cell stays float64 (NaN has no int64)
-        if isinstance(column, NumericColumn) and column.integer and clean[column.name].notna().all():
+        whole = isinstance(column, NumericColumn) and column.integer
+        if whole and clean[column.name].notna().all():
             clean[column.name] = clean[column.name].to_numpy(dtype=np.float64).astype(np.int64)
     return clean

