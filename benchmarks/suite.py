@@ -27,8 +27,8 @@ CPU seconds (the worker's and its children's) and peak resident set of each fit.
     python benchmarks/suite_report.py benchmarks/results/suite_*.json
 
 Each (table, system, seed) runs in a fresh worker process; the JSON is rewritten after
-every row (``--resume`` skips rows already measured). Writes the JSON, a PNG and
-benchmarks/SUITE.md (``suite_report``).
+every row (``--resume`` skips rows already measured). Writes the JSON and a PNG beside
+it; ``suite_report.py --md benchmarks/SUITE.md`` merges result files into the table.
 """
 
 from __future__ import annotations
@@ -281,6 +281,7 @@ def main(argv: list[str]) -> None:
                 write(path, doc)
                 brief = {k: row.get(k) for k in ("status", "accuracy", "tv2", "cpu_seconds")}
                 print(f"{key} {system} seed={seed} {json.dumps(brief, default=float)}", flush=True)
+    suite_report.plot(doc["rows"], path.with_suffix(".png"))
     print(f"wrote {path}")
 
 

@@ -111,6 +111,25 @@ def headline(summary: dict[str, Any], systems: tuple[str, ...]) -> str:
     return "\n".join(lines)
 
 
+def halfway_markdown(summary: dict[str, Any]) -> str:
+    """Issue 25's suite target: how far from AIM towards the bootstrap the default gets
+    (0: AIM's level, 1: the bootstrap's), averaged over the tables AIM completed."""
+    tables = [t for t, v in summary.items() if all(s in v for s in ("engine", "aim", "bootstrap"))]
+    if not tables:
+        return "No table has AIM, the default and the bootstrap all measured yet."
+    out = []
+    for system in ("engine", "engine_public"):
+        for metric, name in (("sdm_bins", "SDMetrics (bins)"), ("tv2", "TV2")):
+            got = [_mean(summary, t, system, metric) for t in tables]
+            aim = [_mean(summary, t, "aim", metric) for t in tables]
+            boot = [_mean(summary, t, "bootstrap", metric) for t in tables]
+            a, b, g = np.nanmean(aim), np.nanmean(boot), np.nanmean(got)
+            share = (g - a) / (b - a) if b != a else float("nan")
+            out.append(f"`{system}` {name}: {share:.2f} of the way from AIM ({a:.3f}) to the "
+                       f"bootstrap ({b:.3f}), at {g:.3f} (target 0.5)")  # fmt: skip
+    return "Over the tables AIM completed: " + "; ".join(out) + "."
+
+
 def _mean(summary: dict[str, Any], table: str, system: str, metric: str) -> float:
     return float(summary[table].get(system, {}).get(metric, {}).get("mean", float("nan")))
 
@@ -200,6 +219,38 @@ def tables_markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+SYSTEMS_TEXT = (
+    "* `engine`: `dpevolve.engine.synthesize`, the shipped default, on the private part "
+    "alone; `engine_public`: the same with the public part passed (`--public`). "
+    "Replace-one adjacency.\n"
+    "* `aim`, `mst`: SmartNoise Synth 1.0.8's AIM and MST (defaults; run to completion, no "
+    "time cap) in a venv of their own (`benchmarks/suite_external.py`); numerics in 20 "
+    "equal-width bins over the inferred schema's range, decoded at bin midpoints (rounded "
+    "where the schema says whole); no budget spent on bounds. SmartNoise measures each "
+    "marginal with sensitivity 1, i.e. add/remove-one adjacency: at the same (epsilon, "
+    "delta) it adds less noise than a replace-one mechanism would need (sensitivity "
+    "sqrt(2) for a histogram), so the comparison favours the baselines.\n"
+    "* `bootstrap`: as many private rows drawn with replacement; `sample1000`: 1,000 "
+    "private rows without replacement; `real`: the private part itself (its TSTR is the "
+    "real model's). Not private: references."
+)
+
+
+def completion_markdown(rows: list[dict[str, Any]]) -> str:
+    """Which tables each system completed, and the others' errors."""
+    lines = ["", "| system | completed (seeds) | failed |", "|---|---|---|"]
+    for system in SYSTEM_ORDER:
+        ok = sorted({r["table"] for r in rows if r["system"] == system and r["status"] == "ok"})
+        bad = [
+            f"{r['table']}: {r.get('reason', '?')[:80]}"
+            for r in rows
+            if r["system"] == system and r["status"] != "ok"
+        ]
+        seeds = sorted({r["seed"] for r in rows if r["system"] == system and r["status"] == "ok"})
+        lines.append(f"| {system} | {len(ok)} tables, seeds {seeds} | {'; '.join(bad) or '–'} |")
+    return "\n".join(lines)
+
+
 def markdown(rows: list[dict[str, Any]]) -> str:
     summary = summarise(rows)
     parts = [
@@ -208,10 +259,16 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         "(`suite_*.json`); the harness is `benchmarks/suite.py`. Epsilon 1, delta 1e-5; each "
         "output is scored against the private part, TSTR on the test part. A cell is the mean "
         "over seeds, ± the 95% interval where there are several.",
+        "## Systems",
+        SYSTEMS_TEXT,
+        completion_markdown(rows),
         "## Headline: suite averages",
-        headline(summary, ("engine", "engine_public", "mst", "bootstrap", "sample1000", "real")),
+        headline(summary, ("engine", "engine_public", "bootstrap", "sample1000", "real")),
+        "On the tables where MST completed:",
+        headline(summary, ("engine", "engine_public", "mst", "bootstrap")),
         "On the tables where AIM completed:",
-        headline(summary, ("engine", "engine_public", "aim", "mst", "bootstrap")),
+        headline(summary, ("engine", "engine_public", "aim", "bootstrap")),
+        halfway_markdown(summary),
         "## Issue 25's per-table targets, the default without public data (`engine`)",
         "SDM: SDMetrics on the real deciles. The sample comparison applies where the "
         "private part holds 10,000 rows or more; the TSTR floor where the real model beats "
