@@ -119,7 +119,12 @@ def _external(args: list[str]) -> str:
     return done.stdout
 
 
-def _smartnoise(parts: suite_data.Parts, system: str, eps: float, delta: float, seed: int):
+Output = tuple[pd.DataFrame, dict[str, Any]]
+
+
+def _smartnoise(
+    parts: suite_data.Parts, system: str, eps: float, delta: float, seed: int
+) -> Output:
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
         (work / "columns.json").write_text(json.dumps(_columns_json(parts.schema)))
@@ -140,7 +145,7 @@ def sdmetrics(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema) -> dict[s
 
 
 # --------------------------------------------------------------------- systems
-def run_system(parts: suite_data.Parts, system: str, eps: float, delta: float, seed: int):
+def run_system(parts: suite_data.Parts, system: str, eps: float, delta: float, seed: int) -> Output:
     """``system``'s output on ``parts`` and facts about the run."""
     if system in ("engine", "engine_public"):
         from dpevolve.engine import synthesize
