@@ -196,9 +196,12 @@ def marginal_report(
     k: int,
     real_codes: Mapping[str, np.ndarray],
     synth_codes: Mapping[str, np.ndarray],
+    sizes: Mapping[str, int] | None = None,
 ) -> MarginalReport:
+    """Mean and max ``k``-way TV of coded tables; ``sizes`` overrides the cells of a
+    column coded otherwise than by :func:`bin_codes` (e.g. at quantile edges)."""
     n_real = len(next(iter(real_codes.values())))
-    sizes = {n: bin_count(schema[n]) for n in names}
+    sizes = {n: (sizes or {}).get(n, bin_count(schema[n])) for n in names}
     per_set: dict[tuple[str, ...], float] = {}
     for subset in combinations(names, k):
         real_index, synth_index, cells = _joint_index(

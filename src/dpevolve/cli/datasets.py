@@ -76,7 +76,10 @@ def datasets_schema(
 def datasets_export(
     name: Annotated[str, typer.Argument(metavar="NAME", help="Dataset name.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Table to write.")],
-    split: Annotated[str, typer.Option("--split", help="train or test.")] = "train",
+    split: Annotated[
+        str | None,
+        typer.Option("--split", help="A split (see `dpevolve datasets list`); default its first."),
+    ] = None,
     columns: Annotated[str | None, typer.Option("--columns", help="Column preset.")] = None,
     force: Force = False,
 ) -> None:

@@ -23,6 +23,12 @@ Data sets (:func:`names`) and their splits (default first) and column presets:
   3,000 rows, seed 1).
 * ``demo`` -- :func:`make_demo` (``train``: 30,000 rows, seed 0; ``test``: 2,000, seed 1;
   ``public``: 2,000, seed 2).
+* ``census2000``, ``labsup``, ``happiness``, ``alcohol``, ``catholic``, ``injury``,
+  ``twoyear``, ``cps91``, ``mortgages``, ``restaurant_inspections``,
+  ``black_politicians``, ``fair`` -- the benchmark suite's package-served tables
+  (:mod:`dpevolve.datasets.suite`; ``pip install 'dpevolve[bench]'``); splits
+  ``private``, ``public``, ``test`` (40/40/20, fixed seed), the schema inferred from
+  ``public``. :data:`SUITE` names every suite table, these and four of the above.
 
 Files are looked up in ``$DPEVOLVE_DATA`` (laid out like the project's shared data
 folder), then in the user cache (``$XDG_CACHE_HOME/dpevolve/data``, default
@@ -30,7 +36,8 @@ folder), then in the user cache (``$XDG_CACHE_HOME/dpevolve/data``, default
 
 Declared ranges and categories come from each data set's documentation (UCI's
 ``adult.names`` and ``bank-names.txt``, NIST's ``data_dictionary.json``, the data
-READMEs), never from the records; the shipped YAML files in ``datasets/schemas`` say
+READMEs), never from the records (the suite tables excepted: their schema is inferred
+from their public split, as a steward would); the shipped YAML files in ``datasets/schemas`` say
 where each domain comes from.
 """
 
@@ -54,6 +61,7 @@ from dpevolve.datasets.registry import (
     schema,
     splits,
 )
+from dpevolve.datasets.suite import SUITE
 from dpevolve.datasets.synthetic import demo_schema, make_demo, make_xor, xor_schema
 
 __all__ = [
@@ -67,6 +75,7 @@ __all__ = [
     "NIST_SUBSET",
     "NIST_SUBSET7",
     "PERSON_ACTIVITY_TAGS",
+    "SUITE",
     "WORKCLASS_BLOCKS",
     "Dataset",
     "cache_dir",

@@ -106,10 +106,12 @@ def finish(frame: pd.DataFrame, schema: Schema, what: str) -> pd.DataFrame:
 
     The declared domains must cover the data: a cell outside them is a bug in the
     shipped schema (or a wrong file), so it raises :class:`InputError` naming the column.
-    Integer numeric columns come back as int64.
+    Integer numeric columns come back as int64 (float64 while a cell is missing).
     """
     clean, _ = schema.validate(frame, on_invalid="error", what=what)
     for column in schema.columns:
-        if isinstance(column, NumericColumn) and column.integer:
+        # a nullable integer column with a missing cell stays float64 (NaN has no int64)
+        whole = isinstance(column, NumericColumn) and column.integer
+        if whole and clean[column.name].notna().all():
             clean[column.name] = clean[column.name].to_numpy(dtype=np.float64).astype(np.int64)
     return clean

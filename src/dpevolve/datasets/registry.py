@@ -1,7 +1,7 @@
 """The data set registry and its API: :func:`names`, :func:`schema`, :func:`load`, ...
 
 Each data set family is one module of this package (``adult``, ``bank``,
-``person_activity``, ``nist``, ``tabpe``, ``synthetic``) that declares its
+``person_activity``, ``nist``, ``suite``, ``tabpe``, ``synthetic``) that declares its
 :class:`~dpevolve.datasets._spec.Spec` entries in ``SPECS``; the registry finds every
 such module itself, so adding a data set is its schema and one new module.
 """
@@ -129,7 +129,8 @@ def names() -> list[str]:
     -------
     list of str
         Family by family in module-name order: ``adult``, ``bank``, the three
-        ``nist_*`` excerpts, ``person_activity``, ``xor1`` .. ``xor7`` and ``demo``,
+        ``nist_*`` excerpts, ``person_activity``, the twelve suite tables of
+        :mod:`dpevolve.datasets.suite`, ``xor1`` .. ``xor7`` and ``demo``,
         ``tabpe_person_activity``.
     """
     return list(_REGISTRY)
