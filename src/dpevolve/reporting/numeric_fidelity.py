@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from dpevolve.data.schema import NumericColumn, Schema
-from dpevolve.reporting.marginals import bin_codes, marginal_report
+from dpevolve.metrics import bin_codes, marginal_report
 
 QUANTILE_BINS = 20
 """Bins of a numeric column in :func:`quantile_tv` (fewer where quantiles coincide)."""
