@@ -141,12 +141,18 @@ class Discretiser:
         for name, given in (edges or {}).items():
             self._edges[name] = _checked_edges(self._edges[name], np.asarray(given, dtype=float))
         self.fine = {c.name: self._fine_cells(c, int(fine_cells)) for c in self.layout.numeric}
-        for name in nested:
-            _check_nested(self._edges[name], self.fine[name])
+        for column in self.layout.numeric:
+            if column.name in nested:
+                edges_of, cells = self._edges[column.name], self.fine[column.name]
+                _check_nested(edges_of, cells, atom_tolerance(column))
 
     @property
     def numeric(self) -> tuple[NumericColumn, ...]:
         return self.layout.numeric
+
+    def edges(self, name: str) -> np.ndarray:
+        """The ``bins + 1`` bin edges of numeric column ``name`` (a copy)."""
+        return self._edges[name].copy()
 
     # ------------------------------------------------------------------ coarse
     def _raw(self, records: Records, k: int) -> np.ndarray:
@@ -187,6 +193,8 @@ class Discretiser:
             bounds = self._edges[column.name]
             parts = [np.linspace(a, b, per_bin + 1)[:-1] for a, b in pairwise(bounds)]
             edges = np.append(np.concatenate(parts), bounds[-1])
+        elif zero:
+            edges = _with_zero(edges, atom_tolerance(column))
         lo = np.concatenate([atoms, edges[:-1]])
         hi = np.concatenate([atoms, edges[1:]])
         return self._assemble(column, lo, hi, atoms.size, per_bin, step)
@@ -224,18 +232,16 @@ class Discretiser:
             codes = np.where(np.abs(atoms[left] - safe) <= np.abs(atoms[pos] - safe), left, pos)
         else:
             coarse = self._bin(name, safe)
-            edges = np.append(
-                cells.lo[cells.atoms : cells.atoms + self.bins * cells.per_bin],
-                cells.hi[cells.atoms + self.bins * cells.per_bin - 1],
-            )
+            edges = cells.boundaries
             sub = np.searchsorted(edges[1:-1], safe, side="right")
             inner = cells.coarse[cells.atoms : cells.atoms + edges.size - 1]
             first = np.searchsorted(inner, np.arange(self.bins), side="left")
             last = np.searchsorted(inner, np.arange(self.bins), side="right") - 1
             # the fine cell of the value's own bin (an edge's float may round across)
             codes = np.clip(sub, first[coarse], last[coarse]) + cells.atoms
+            tolerance = atom_tolerance(self.layout.numeric[self._num[name]])
             for a, value in enumerate(atoms):
-                codes[safe == value] = a
+                codes[np.abs(safe - value) <= tolerance] = a
         codes = codes.astype(np.int64)
         if cells.nullable:
             codes[missing] = cells.size - 1
@@ -309,10 +315,34 @@ def _checked_edges(default: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return edges
 
 
-def _check_nested(edges: np.ndarray, cells: FineCells) -> None:
-    """Nested bin edges must be boundaries of the fine partition's intervals."""
-    if not cells.grid and not np.all(np.isin(edges, cells.boundaries)):
+def _check_nested(edges: np.ndarray, cells: FineCells, tolerance: float) -> None:
+    """Nested bin edges must be boundaries of the fine partition's intervals, or the
+    edges of an atom's own bin (within ``2 * tolerance`` of an atom: an interval holds
+    no value there but the atom itself)."""
+    if cells.grid:
+        return
+    atoms = cells.lo[: cells.atoms]
+    near = np.abs(edges[:, None] - atoms[None, :]).min(axis=1) <= 2.0 * tolerance
+    if not np.all(np.isin(edges, cells.boundaries) | near):
         raise ValueError("nested bin edges must lie on the fine partition's boundaries")
+
+
+def atom_tolerance(column: NumericColumn) -> float:
+    """How far a value may lie from an atom and still be it: float error of the
+    ``[0, 1]`` encoding, far below any value step. An atom's own bin is
+    ``[v - tolerance, v + tolerance)`` (:func:`dpevolve.engine.bins.atom_edges`)."""
+    return 1e-9 * max(float(column.range), 1e-300)
+
+
+def _with_zero(edges: np.ndarray, tolerance: float) -> np.ndarray:
+    """Equal-width boundaries with 0 among them (moved onto the nearest boundary, or
+    inserted), so that an atom at 0 can have a bin of its own without splitting a cell."""
+    near = int(np.argmin(np.abs(edges)))
+    if abs(edges[near]) <= 1e3 * tolerance:
+        out = edges.copy()
+        out[near] = 0.0
+        return out
+    return np.sort(np.append(edges, 0.0))
 
 
 def _bin_bounds(edges: np.ndarray, b: int, step: float | None) -> tuple[float, float]:
@@ -345,4 +375,4 @@ def _categorical(column: CategoricalColumn, codes: np.ndarray) -> np.ndarray:
     return pd.Series(values[codes]).infer_objects().to_numpy()
 
 
-__all__ = ["Discretiser", "FineCells", "value_step"]
+__all__ = ["Discretiser", "FineCells", "atom_tolerance", "value_step"]
