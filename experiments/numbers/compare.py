@@ -1,6 +1,6 @@
 """Paired differences (after - before, same table and seed) with 95% t-intervals.
 
-    python experiments/numbers/compare.py results/base.jsonl results/atoms.jsonl
+python experiments/numbers/compare.py results/base.jsonl results/atoms.jsonl
 """
 
 from __future__ import annotations

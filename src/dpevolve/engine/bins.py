@@ -18,7 +18,13 @@ from itertools import pairwise
 import numpy as np
 
 from dpevolve.data.schema import NumericColumn
-from dpevolve.engine.discretise import Discretiser, FineCells, atom_tolerance, value_step
+from dpevolve.engine.discretise import (
+    COVER,
+    Discretiser,
+    FineCells,
+    atom_tolerance,
+    value_step,
+)
 from dpevolve.measurements import Measurement
 
 #: A value holding at least this share of the rows is an atom, a bin of its own
@@ -45,12 +51,6 @@ LOOSE = 0.5
 #: about a hundred empty cells, 4 sigma is passed by chance once in a few hundred
 #: columns).
 THRESHOLD = 4.0
-
-#: Bins move only where the cells above the threshold hold at least this share of the
-#: ``n`` rows: otherwise the data are spread too thin to tell from the noise (a column
-#: filling its declared range at a few noise scales per cell would keep a random subset
-#: of cells, whose range could look loose).
-COVER = 0.9
 
 
 def loose_edges(

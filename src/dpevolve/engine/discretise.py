@@ -37,6 +37,11 @@ from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.measurements import Domain
 
+#: A released fine histogram describes where a column's values lie (its cells above the
+#: noise hold at least this share of the ``n`` rows): bins may be placed from it
+#: (:mod:`~dpevolve.engine.bins`), and nothing is decoded beyond its cells.
+COVER = 0.9
+
 
 def value_step(column: NumericColumn) -> float | None:
     """Spacing of the values a column can hold: 1 (integer), 10^-decimals, or None."""
@@ -253,6 +258,7 @@ class Discretiser:
         codes: np.ndarray,
         rng: np.random.Generator,
         fine: dict[str, np.ndarray] | None = None,
+        rows: int | None = None,
     ) -> pd.DataFrame:
         """Coarse codes ``(rows, d)`` back to a table in schema order, declared types.
 
@@ -260,14 +266,19 @@ class Discretiser:
         is drawn among the fine cells of its bin in proportion to their clipped counts,
         then within the cell (an atom is its value; an interval is drawn uniformly and
         rounded to the column's integrality or ``decimals``). Without a histogram every
-        fine cell of the bin is equally likely, weighted by its width.
+        fine cell of the bin is equally likely, weighted by its width. A bin whose cells
+        all weigh nothing falls back to equal weights, unless ``rows`` (the private row
+        count, public) is given, the weights hold at least :data:`COVER` of it, and the
+        bin lies beyond every cell of positive weight: then its values come from the
+        nearest such cell, so no value lands where the released histogram shows none.
         """
         columns: dict[str, object] = {}
         for j, column in enumerate(self.schema.columns):
             c = np.asarray(codes[:, j], dtype=np.int64)
             if isinstance(column, NumericColumn):
                 hist = None if fine is None else fine.get(column.name)
-                columns[column.name] = column.format(self._values(column, c, rng, hist))
+                values = self._values(column, c, rng, hist, rows)
+                columns[column.name] = column.format(values)
             else:
                 columns[column.name] = _categorical(column, c)
         return pd.DataFrame(columns)
@@ -278,29 +289,58 @@ class Discretiser:
         bins: np.ndarray,
         rng: np.random.Generator,
         hist: np.ndarray | None,
+        total: int | None,
     ) -> np.ndarray:
         cells = self.fine[column.name]
         weights = _cell_weights(cells, hist)
+        span = total is not None and hist is not None and weights.sum() >= COVER * total
         out = np.full(bins.size, np.nan)
         for b in np.unique(bins):
             rows = np.flatnonzero(bins == b)
             if b == self.bins and column.nullable:
                 continue  # the missing cell decodes to a missing value
+            edges = self._edges[column.name]
+            centre = 0.5 * (edges[b] + edges[b + 1])
             inside = np.flatnonzero(cells.coarse == b)
             if inside.size == 0:  # a bin holding no value of the grid: the nearest one
-                centre = 0.5 * (self._edges[column.name][b] + self._edges[column.name][b + 1])
                 inside = np.array([int(np.nanargmin(np.abs(cells.lo - centre)))])
             p = weights[inside]
+            own = p.sum() > 0
+            if not own and span and _beyond_weighted(cells, weights, edges, b):
+                # the released histogram shows no data out here: the nearest cell that does
+                inside = np.array([_nearest_weighted(cells, weights, centre)])
+                p = np.ones(1)
             p = p / p.sum() if p.sum() > 0 else np.full(inside.size, 1.0 / inside.size)
             picked = inside[rng.choice(inside.size, size=rows.size, p=p)]
             lo, hi = cells.lo[picked], cells.hi[picked]
-            value = lo + rng.random(rows.size) * (hi - lo)
-            edges = self._edges[column.name]
-            value = _round_to(value, cells.step)
-            # rounding may cross the bin's edge: keep the value in its bin
-            low, high = _bin_bounds(edges, int(b), cells.step)
+            value = _round_to(lo + rng.random(rows.size) * (hi - lo), cells.step)
+            # rounding may cross the bin's edge: keep the value in its (or the cell's) bin
+            low, high = _bin_bounds(
+                edges, int(cells.coarse[picked[0]] if not own else b), cells.step
+            )
             out[rows] = value if high < low else np.clip(value, low, high)
         return np.clip(out, column.lo, column.hi)
+
+
+def _beyond_weighted(cells: FineCells, weights: np.ndarray, edges: np.ndarray, b: int) -> bool:
+    """Whether bin ``b`` lies wholly below the lowest or above the highest value cell of
+    positive weight (inside that span, a bin of floored cells keeps equal weights: its
+    count is the model's, the fine cells only too noisy to place values)."""
+    stop = cells.size - int(cells.nullable)
+    positive = np.flatnonzero(weights[:stop] > 0)
+    if positive.size == 0:
+        return False
+    low, high = float(np.min(cells.lo[positive])), float(np.max(cells.hi[positive]))
+    return bool(edges[b + 1] <= low or edges[b] >= high)
+
+
+def _nearest_weighted(cells: FineCells, weights: np.ndarray, centre: float) -> int:
+    """The value cell of positive weight nearest to ``centre`` (an atom's distance is to
+    its value, an interval's to its nearer end)."""
+    index = np.arange(cells.size - int(cells.nullable))
+    index = index[weights[index] > 0]
+    gap = np.maximum(cells.lo[index] - centre, 0.0) + np.maximum(centre - cells.hi[index], 0.0)
+    return int(index[np.argmin(gap)])
 
 
 def _checked_edges(default: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -375,4 +415,4 @@ def _categorical(column: CategoricalColumn, codes: np.ndarray) -> np.ndarray:
     return pd.Series(values[codes]).infer_objects().to_numpy()
 
 
-__all__ = ["Discretiser", "FineCells", "atom_tolerance", "value_step"]
+__all__ = ["COVER", "Discretiser", "FineCells", "atom_tolerance", "value_step"]
