@@ -32,6 +32,11 @@ from dpevolve.measurements import Measurement
 #: shows in a 2-way marginal. The evaluation calls a value an atom from 5% up.
 ATOM_SHARE = 0.05
 
+#: A value of an integer (or ``decimals``) column is an atom only where its count is
+#: more than this many times the mean of its neighbours' (:func:`spikes`): the first
+#: value of an even run, next to empty ones, is not.
+SPIKE = 3.0
+
 #: At most this share of a column's bins are atoms' own bins.
 ATOM_BINS = 0.25
 
@@ -106,12 +111,12 @@ def loose_edges(
 
 
 def atom_edges(column: NumericColumn, atoms: Sequence[float]) -> list[float]:
-    """The edges of the atoms' own bins: ``[v - t, v + t)`` with ``t`` half a value step
-    (integer and ``decimals`` columns) or :func:`atom_tolerance` (no value but ``v``
-    lies inside); an atom at a declared end keeps that end as its outer edge."""
-    step = value_step(column)
+    """The edges of the atoms' own bins: ``[v - t, v + t)`` with ``t`` the
+    :func:`atom_tolerance` (no value but ``v`` lies inside, and no fine cell is split:
+    atoms are boundaries of the fine intervals); an atom at a declared end keeps that
+    end as its outer edge."""
     lo, hi = float(column.lo), float(column.hi)
-    half = 0.5 * step if step is not None else atom_tolerance(column)
+    half = atom_tolerance(column)
     out: set[float] = set()
     for v in atoms:
         out.update(e for e in (float(v) - half, float(v) + half) if lo < e < hi)
@@ -121,12 +126,16 @@ def atom_edges(column: NumericColumn, atoms: Sequence[float]) -> list[float]:
 def _outside_atoms(
     points: np.ndarray, protected: Sequence[float], column: NumericColumn
 ) -> np.ndarray:
-    """Inner points with those inside an atom's bin (or on its edges) left out."""
+    """Inner points with those near an atom's bin left out: within twice the tolerance,
+    or half a value step (a cut half-way to an atom's neighbour would leave a bin that
+    holds no value)."""
     if not protected:
         return points
+    step = value_step(column)
+    near = max(2.0 * atom_tolerance(column), 0.5005 * step if step is not None else 0.0)
     edges = np.asarray(protected)
     gap = np.abs(points[:, None] - edges[None, :]).min(axis=1)
-    return points[gap > 2.0 * atom_tolerance(column)]
+    return points[gap > near]
 
 
 def _largest_share(quantile: Callable[[np.ndarray], np.ndarray], edges: np.ndarray) -> float:
@@ -231,11 +240,25 @@ def released_edges(
 
 def released_atoms(cells: FineCells, weights: np.ndarray, n: int, most: int) -> list[float]:
     """The single values of a fine partition (its atoms) whose released, thresholded
-    count is at least :data:`ATOM_SHARE` of ``n``: the ``most`` largest, sorted."""
+    count is at least :data:`ATOM_SHARE` of ``n`` and, on a grid, a spike
+    (:func:`spikes`): the ``most`` largest, sorted."""
     counts = np.asarray(weights[: cells.atoms], dtype=np.float64)
-    heavy = np.flatnonzero(counts >= ATOM_SHARE * n)
-    heavy = heavy[np.argsort(-counts[heavy], kind="stable")][:most]
-    return sorted(float(cells.lo[i]) for i in heavy)
+    heavy = counts >= ATOM_SHARE * n
+    if cells.grid:
+        heavy &= spikes(counts)
+    index = np.flatnonzero(heavy)
+    index = index[np.argsort(-counts[index], kind="stable")][:most]
+    return sorted(float(cells.lo[i]) for i in index)
+
+
+def spikes(counts: np.ndarray, reach: int = 2) -> np.ndarray:
+    """Which of consecutive values' counts stand out: more than :data:`SPIKE` times the
+    mean count of the ``reach`` values on either side (an even run of values, say
+    a uniform count from 40 to 50, has no atom: its bins already hold it)."""
+    c = np.asarray(counts, dtype=np.float64)
+    padded = np.pad(c, reach)
+    window = np.convolve(padded, np.ones(2 * reach + 1), mode="valid") - c
+    return c > SPIKE * window / (2 * reach)
 
 
 def _uniform(column: NumericColumn) -> Callable[[np.ndarray], np.ndarray]:
@@ -291,6 +314,7 @@ __all__ = [
     "COVER",
     "CROWDED",
     "LOOSE",
+    "SPIKE",
     "TAIL",
     "THRESHOLD",
     "atom_edges",
@@ -298,4 +322,5 @@ __all__ = [
     "loose_edges",
     "released_atoms",
     "released_edges",
+    "spikes",
 ]

@@ -46,7 +46,7 @@ import pandas as pd
 
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
-from dpevolve.engine.bins import ATOM_BINS, ATOM_SHARE, LOOSE, TAIL, loose_edges
+from dpevolve.engine.bins import ATOM_BINS, ATOM_SHARE, LOOSE, TAIL, loose_edges, spikes
 from dpevolve.engine.discretise import Discretiser, value_step
 from dpevolve.engine.measure import count_marginals
 from dpevolve.engine.spec import PUBLIC_PRIORS, EngineSpec
@@ -158,7 +158,7 @@ def public_edges(
         if values.size == 0:
             continue
         step = value_step(column)
-        atoms = public_atoms(values, max(1, int(ATOM_BINS * bins)))
+        atoms = public_atoms(values, max(1, int(ATOM_BINS * bins)), step)
         rest = values[~np.isin(values, atoms)]
         rest = rest if rest.size else values
 
@@ -174,13 +174,21 @@ def public_edges(
     return out
 
 
-def public_atoms(values: np.ndarray, most: int) -> list[float]:
+def public_atoms(values: np.ndarray, most: int, step: float | None) -> list[float]:
     """Public values holding at least :data:`~dpevolve.engine.bins.ATOM_SHARE` of the
-    public rows: the ``most`` largest, sorted (each gets a bin of its own)."""
+    public rows (in a column of ``step``, spikes among their neighbours:
+    :func:`~dpevolve.engine.bins.spikes`): the ``most`` largest, sorted."""
     found, counts = np.unique(values, return_counts=True)
-    heavy = np.flatnonzero(counts >= ATOM_SHARE * values.size)
-    heavy = heavy[np.argsort(-counts[heavy], kind="stable")][:most]
-    return sorted(float(found[i]) for i in heavy)
+    heavy = counts >= ATOM_SHARE * values.size
+    if step is not None and found.size:
+        grid = np.round((found - found[0]) / step).astype(np.int64)
+        if grid[-1] < 1_000_000:  # beyond, values are far apart: every heavy one stands out
+            dense = np.zeros(int(grid[-1]) + 1)
+            dense[grid] = counts
+            heavy &= spikes(dense)[grid]
+    index = np.flatnonzero(heavy)
+    index = index[np.argsort(-counts[index], kind="stable")][:most]
+    return sorted(float(found[i]) for i in index)
 
 
 def public_counts(
