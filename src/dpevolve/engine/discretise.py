@@ -44,9 +44,9 @@ from dpevolve.measurements import Domain
 COVER = 0.9
 
 
-#: A bin of floored cells is decoded at the nearest weighted cell only where it lies
-#: beyond the weighted cells by more than this share of their span: a thin real tail
-#: the noise hides (Adult's ages past 65) keeps the rows the model gives it nearby.
+#: A bin of floored cells decodes within the span of the weighted cells widened by this
+#: share of it (else at the nearest weighted cell): a thin real tail the noise hides
+#: (Adult's ages past 65) keeps the rows the model gives it nearby.
 MARGIN = 0.1
 
 
@@ -277,9 +277,10 @@ class Discretiser:
         rounded to the column's integrality or ``decimals``). Without a histogram every
         fine cell of the bin is equally likely, weighted by its width. A bin whose cells
         all weigh nothing falls back to equal weights, unless ``rows`` (the private row
-        count, public) is given, the weights hold at least :data:`COVER` of it, and the
-        bin lies beyond every cell of positive weight: then its values come from the
-        nearest such cell, so no value lands where the released histogram shows none.
+        count, public) is given and the weights hold at least :data:`COVER` of it: then
+        equal weights on its cells within the weighted cells' span widened by
+        :data:`MARGIN`, or the nearest weighted cell where none is, so no value lands
+        far from where the released histogram shows data.
         """
         columns: dict[str, object] = {}
         for j, column in enumerate(self.schema.columns):
@@ -315,10 +316,15 @@ class Discretiser:
                 inside = np.array([int(np.nanargmin(np.abs(cells.lo - centre)))])
             p = weights[inside]
             own = p.sum() > 0
-            if not own and span and _beyond_weighted(cells, weights, edges, b):
-                # the released histogram shows no data out here: the nearest cell that does
-                inside = np.array([_nearest_weighted(cells, weights, centre)])
-                p = np.ones(1)
+            window = _window(cells, weights) if not own and span else None
+            if window is not None:
+                # the released histogram shows no data here: the bin's cells within the
+                # margin of those it does show, else the nearest cell that does
+                near = (cells.hi[inside] >= window[0]) & (cells.lo[inside] <= window[1])
+                inside = inside[near] if near.any() else inside[:0]
+                if inside.size == 0:
+                    inside = np.array([_nearest_weighted(cells, weights, centre)])
+                p = np.ones(inside.size)
             p = p / p.sum() if p.sum() > 0 else np.full(inside.size, 1.0 / inside.size)
             picked = inside[rng.choice(inside.size, size=rows.size, p=p)]
             lo, hi = cells.lo[picked], cells.hi[picked]
@@ -331,17 +337,16 @@ class Discretiser:
         return np.clip(out, column.lo, column.hi)
 
 
-def _beyond_weighted(cells: FineCells, weights: np.ndarray, edges: np.ndarray, b: int) -> bool:
-    """Whether bin ``b`` lies wholly below the lowest or above the highest value cell of
-    positive weight (inside that span, a bin of floored cells keeps equal weights: its
-    count is the model's, the fine cells only too noisy to place values)."""
+def _window(cells: FineCells, weights: np.ndarray) -> tuple[float, float] | None:
+    """The span of the value cells of positive weight, widened by :data:`MARGIN` of it
+    on each side (``None`` where no cell weighs anything)."""
     stop = cells.size - int(cells.nullable)
     positive = np.flatnonzero(weights[:stop] > 0)
     if positive.size == 0:
-        return False
+        return None
     low, high = float(np.min(cells.lo[positive])), float(np.max(cells.hi[positive]))
     margin = MARGIN * (high - low)
-    return bool(edges[b + 1] <= low - margin or edges[b] >= high + margin)
+    return low - margin, high + margin
 
 
 def _nearest_weighted(cells: FineCells, weights: np.ndarray, centre: float) -> int:
