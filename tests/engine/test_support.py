@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
-from dpevolve.engine.discretise import Discretiser
+from dpevolve.engine.discretise import MARGIN, Discretiser
 from dpevolve.engine.smoothing import decode_weights
 
 SCHEMA = Schema(
@@ -35,20 +35,21 @@ def _histogram(cells, lo: float, hi: float, n: int, sigma: float, seed: int) -> 
 @settings(max_examples=20, deadline=None)
 @given(seed=st.integers(0, 10_000), name=st.sampled_from(["v", "k"]))
 def test_an_empty_bin_decodes_next_to_the_data(seed: int, name: str) -> None:
-    """Data in [20, 60]; the model draws every bin equally. With the row count given,
-    no value lands beyond the data by more than a tenth of their width (``MARGIN``)
-    and one bin (a bin reaching into the margin decodes within itself)."""
+    """Data in [40, 60]; the model draws every bin equally. With the row count given,
+    no value lands beyond the data by more than ``MARGIN`` of their width (5) and one
+    bin (10: a bin reaching into the margin decodes within it)."""
     disc = Discretiser(SCHEMA, 10, 96)
     cells = disc.fine[name]
     n, sigma = 5000, 20.0
-    weights = decode_weights(_histogram(cells, 20.0, 60.0, n, sigma, seed), sigma, cells)
+    weights = decode_weights(_histogram(cells, 40.0, 60.0, n, sigma, seed), sigma, cells)
     codes = np.zeros((2000, 3), dtype=np.int64)
     codes[:, 0 if name == "v" else 1] = np.arange(2000) % 10  # every bin, as noise would
     out = disc.decode(codes, np.random.default_rng(seed), {name: weights}, n)[name]
-    beyond = ((out < 20.0 - 4.0 - 10.0) | (out > 60.0 + 4.0 + 10.0)).mean()
+    assert MARGIN == 0.25
+    beyond = ((out < 40.0 - 5.0 - 10.0) | (out > 60.0 + 5.0 + 10.0)).mean()
     assert beyond <= 0.001
     before = disc.decode(codes, np.random.default_rng(seed), {name: weights})[name]
-    assert ((before < 6.0) | (before > 74.0)).mean() > 0.2  # without it: bins as drawn
+    assert ((before < 25.0) | (before > 75.0)).mean() > 0.3  # without it: bins as drawn
 
 
 def test_a_noisy_histogram_keeps_the_models_bins() -> None:
