@@ -75,8 +75,10 @@ def test_no_public_bins_where_the_declared_range_is_tight() -> None:
     public = pd.DataFrame({"x": rng.uniform(0, 4, 500), "y": rng.choice(["no", "yes"], 500)})
     assert (np.quantile(public["x"], 0.995) - np.quantile(public["x"], 0.005)) > LOOSE * 4
     assert public_edges(public, schema, 20) == {}
-    constant = public.assign(x=1.0)
-    assert public_edges(constant, schema, 20) == {}
+    constant = public.assign(x=1.0)  # one value, every row: an atom, a bin of its own
+    edges = public_edges(constant, schema, 20)["x"]
+    own = np.searchsorted(edges[1:-1], [1.0 - 1e-3, 1.0, 1.0 + 1e-3], side="right")
+    assert edges.size == 21 and own[0] != own[1] != own[2]
 
 
 def test_few_distinct_public_values_still_give_all_bins() -> None:

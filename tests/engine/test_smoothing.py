@@ -139,9 +139,10 @@ def test_a_moved_columns_tail_decodes_next_to_the_data() -> None:
             inside = np.isin(cells.coarse, tails)
             leaked[tail].append(w[far].sum() / w[inside].sum())
             assert w[near].sum() > 0
-    # measured: 0.4% of the tails' weight far out with the monotone fit, 0.9% without
-    assert np.mean(leaked[True]) < 0.6 * np.mean(leaked[False])
-    assert np.mean(leaked[True]) < 0.01
+    # measured: 0.4% of the tails' weight far out with the monotone fit; without it
+    # 0.9% before the support step fitted every column's outer cells, 0.4% since
+    assert np.mean(leaked[True]) < 0.006
+    assert np.mean(leaked[False]) < 0.006
 
 
 @settings(max_examples=60, deadline=None)

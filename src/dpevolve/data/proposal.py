@@ -8,7 +8,10 @@
   (:func:`dpevolve.data.ranges.round_outward`), with ``integer: true`` when every public
   value is whole and ``decimals`` otherwise (:func:`dpevolve.data.ranges.decimals_of`);
   integer columns with at most ``max_categories`` values, text and the label become
-  categorical;
+  categorical, except a run of whole numbers (more than :data:`CODES` values filling
+  at least half the span between the smallest and the largest: ages 25-64, counts),
+  which stays numeric: its order carries the relations, and 40 categories carry 40
+  cells of noise;
 * a categorical column other than the label gets ``other: true`` when its public data
   hold a rare value (seen fewer than :data:`RARE` times): a column with a tail of rare
   values likely has values the public data did not show (the Good-Turing estimate of
@@ -142,7 +145,7 @@ def propose_columns(
                     "the column by hand"
                 )
             integral = bool(np.all(np.equal(np.round(as_float), as_float)))
-            if values.nunique() > max_categories or not integral:
+            if values.nunique() > max_categories or not integral or _counts(as_float):
                 lo, hi = float(as_float.min()), float(as_float.max())
                 tails = tail_spreads(as_float)
                 wide = round_outward(lo, hi, margin, lo >= 0, integral, tails)
@@ -237,6 +240,19 @@ def public_cells(values: pd.Series, na_values: Sequence[str] = ()) -> pd.Series:
     texts = cells.texts.copy()
     texts[~present] = None
     return pd.Series(texts, index=values.index, dtype=object)
+
+
+#: Whole-number columns with at most this many public values stay categorical (codes,
+#: ratings); more, filling half their span, are counts or ages and stay numeric.
+CODES = 12
+
+
+def _counts(values: np.ndarray) -> bool:
+    """Whether whole numbers look like a count or an age: more than :data:`CODES`
+    distinct values filling at least half the span between the extremes."""
+    distinct = np.unique(values)
+    span = float(distinct[-1] - distinct[0]) + 1.0
+    return bool(distinct.size > CODES and distinct.size >= 0.5 * span)
 
 
 def _date_column(

@@ -12,14 +12,37 @@ or post-processing of released values.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from itertools import pairwise
 
 import numpy as np
 
 from dpevolve.data.schema import NumericColumn
-from dpevolve.engine.discretise import Discretiser, FineCells
+from dpevolve.engine.discretise import (
+    COVER,
+    Discretiser,
+    FineCells,
+    atom_tolerance,
+    value_step,
+)
 from dpevolve.measurements import Measurement
+
+#: A value holding at least this share of the rows is an atom, a bin of its own
+#: (:func:`released_atoms`): a rule such as "any expense exactly when spend > 0" then
+#: shows in a 2-way marginal. The evaluation calls a value an atom from 5% up.
+ATOM_SHARE = 0.05
+
+#: A value of an integer (or ``decimals``) column is an atom only where its count is
+#: more than this many times the mean of its neighbours' (:func:`spikes`): the first
+#: value of an even run, next to empty ones, is not.
+SPIKE = 3.0
+
+#: At most this share of a column's bins are atoms' own bins.
+ATOM_BINS = 0.25
+
+#: Equal-width bins are crowded, and the bins go to the quantiles instead, where one
+#: of them holds more than this share of the values other than the atoms.
+CROWDED = 0.25
 
 #: Tail probability outside the central range (:func:`loose_edges`).
 TAIL = 0.005
@@ -34,12 +57,6 @@ LOOSE = 0.5
 #: columns).
 THRESHOLD = 4.0
 
-#: Bins move only where the cells above the threshold hold at least this share of the
-#: ``n`` rows: otherwise the data are spread too thin to tell from the noise (a column
-#: filling its declared range at a few noise scales per cell would keep a random subset
-#: of cells, whose range could look loose).
-COVER = 0.9
-
 
 def loose_edges(
     column: NumericColumn,
@@ -48,31 +65,99 @@ def loose_edges(
     mode: str,
     snap: Callable[[np.ndarray], np.ndarray],
     grid: np.ndarray | None,
+    atoms: Sequence[float] = (),
 ) -> np.ndarray | None:
-    """``bins + 1`` edges over a column's central range, or ``None`` where the declared
-    range is already tight.
+    """``bins + 1`` edges where the data are, or ``None`` where equal-width bins serve.
 
-    The central range is ``[quantile(TAIL), quantile(1 - TAIL)]``; only where it spans
-    at most :data:`LOOSE` of the declared range ``[lo, hi]`` are the bins moved: ``range``
-    puts ``bins - 2`` equal-width bins over it (``quantile``: inner edges at the
-    quantiles) and one tail bin on each side out to ``lo`` and ``hi``. ``snap`` moves
-    inner edges to where a cut may go; ``grid`` (sorted), when given, holds every
-    allowed edge (the boundaries of a finer partition the bins must nest). A column
-    keeps exactly ``bins`` bins: repeated edges (point masses, a tail already at an end
-    point) are dropped and the widest bins inside the central range split until there
-    are ``bins`` again. The one rule for public tables (:func:`public_edges`) and
-    released fine histograms (:func:`released_edges`).
+    ``quantile`` is the quantile function of the values other than the ``atoms``
+    (values holding a large share of the rows, each given a bin of its own:
+    :func:`atom_edges`). The central range is ``[quantile(TAIL), quantile(1 - TAIL)]``.
+    Where it spans at most :data:`LOOSE` of the declared range ``[lo, hi]``, ``range``
+    puts ``bins - 2`` equal-width bins over it and one tail bin on each side out to
+    ``lo`` and ``hi``; else the equal-width bins stay. Where those bins are crowded (one
+    holds more than :data:`CROWDED` of the values, say a wealth column whose values sit
+    in two of 20 bins), or with ``quantile``, the inner edges go to the quantiles
+    instead. ``snap`` moves inner edges to where a cut may go; ``grid`` (sorted), when
+    given, holds every allowed edge (the boundaries of a finer partition the bins must
+    nest). A column keeps exactly ``bins`` bins: repeated edges are dropped and the
+    widest bins inside the central range split until there are ``bins`` again (too
+    many: the narrowest pairs of bins not an atom's are merged). The one rule for
+    public tables (:func:`public_edges`) and released fine histograms
+    (:func:`released_edges`).
     """
     lo, hi = float(column.lo), float(column.hi)
+    protected = atom_edges(column, atoms)
     a, b = (float(v) for v in quantile(np.array([TAIL, 1.0 - TAIL])))
-    if not b > a or (b - a) > LOOSE * (hi - lo):
-        return None  # a constant column, or a declared range already tight
-    if mode == "quantile":
-        inner = quantile(np.linspace(TAIL, 1.0 - TAIL, bins - 1))
+    if not b > a:  # a constant column (or atoms only): equal width around the atoms
+        if not protected:
+            return None
+        a, b = lo, hi
+        inner = np.linspace(lo, hi, bins + 1)[1:-1]
     else:
-        inner = np.linspace(a, b, bins - 1)
-    points = np.unique(np.clip(np.concatenate([[lo, hi], snap(inner)]), lo, hi))
+        loose = (b - a) <= LOOSE * (hi - lo)
+        inner = np.linspace(a, b, bins - 1) if loose else np.linspace(lo, hi, bins + 1)[1:-1]
+        crowded = _largest_share(quantile, np.concatenate([[lo], inner, [hi]])) > CROWDED
+        if mode == "quantile" or crowded:
+            inner = quantile(np.linspace(TAIL, 1.0 - TAIL, bins - 1))
+        elif not loose and not protected:
+            return None  # a declared range already tight, the values spread over it
+        if not loose:
+            a, b = lo, hi
+    points = np.clip(snap(np.asarray(inner, dtype=float)), lo, hi)
+    points = _outside_atoms(points, protected, column)
+    points = np.unique(np.concatenate([[lo, hi], points, protected]))
+    points = _trimmed(points, bins + 1, set(protected) | {lo, hi})
     return _filled(points, bins + 1, a, b, grid)
+
+
+def atom_edges(column: NumericColumn, atoms: Sequence[float]) -> list[float]:
+    """The edges of the atoms' own bins: ``[v - t, v + t)`` with ``t`` the
+    :func:`atom_tolerance` (no value but ``v`` lies inside, and no fine cell is split:
+    atoms are boundaries of the fine intervals); an atom at a declared end keeps that
+    end as its outer edge."""
+    lo, hi = float(column.lo), float(column.hi)
+    half = atom_tolerance(column)
+    out: set[float] = set()
+    for v in atoms:
+        out.update(e for e in (float(v) - half, float(v) + half) if lo < e < hi)
+    return sorted(out)
+
+
+def _outside_atoms(
+    points: np.ndarray, protected: Sequence[float], column: NumericColumn
+) -> np.ndarray:
+    """Inner points with those near an atom's bin left out: within twice the tolerance,
+    or half a value step (a cut half-way to an atom's neighbour would leave a bin that
+    holds no value)."""
+    if not protected:
+        return points
+    step = value_step(column)
+    near = max(2.0 * atom_tolerance(column), 0.5005 * step if step is not None else 0.0)
+    edges = np.asarray(protected)
+    gap = np.abs(points[:, None] - edges[None, :]).min(axis=1)
+    return points[gap > near]
+
+
+def _largest_share(quantile: Callable[[np.ndarray], np.ndarray], edges: np.ndarray) -> float:
+    """The largest share of the values (given by their quantile function) in one bin."""
+    values = quantile(np.linspace(0.0005, 0.9995, 1000))
+    codes = np.searchsorted(edges[1:-1], values, side="right")
+    return float(np.bincount(codes, minlength=edges.size - 1).max()) / values.size
+
+
+def _trimmed(points: np.ndarray, size: int, keep: set[float]) -> np.ndarray:
+    """At most ``size`` sorted points: while too many, the point not in ``keep`` whose
+    two neighbours lie closest together is dropped (the narrowest pair of bins merged)."""
+    edges = [float(p) for p in points]
+    while len(edges) > size:
+        spans = [
+            edges[i + 1] - edges[i - 1] if edges[i] not in keep else np.inf
+            for i in range(1, len(edges) - 1)
+        ]
+        if not np.isfinite(min(spans)):
+            break
+        del edges[1 + int(np.argmin(spans))]
+    return np.asarray(edges, dtype=float)
 
 
 def _filled(
@@ -114,16 +199,19 @@ def released_edges(
 ) -> dict[str, np.ndarray]:
     """Bin edges of the numeric columns from their released fine histograms.
 
-    A function of public inputs (the schema, through ``discretiser``'s equal-width fine
-    partition) and released values only, so free post-processing: no private record
-    is read. Per column (those in ``skip`` aside, e.g. placed by a public table): the
-    noisy counts below :data:`THRESHOLD` times their noise scale count as zero; where
-    the rest hold at least :data:`COVER` of the ``n`` rows (public under replace-one),
-    they give a histogram quantile (atoms as point masses, intervals uniform), and
+    A function of public inputs (the schema, through ``discretiser``'s fine partition)
+    and released values only, so free post-processing: no private record is read. Per
+    column (those in ``skip`` aside, e.g. placed by a public table): the noisy counts
+    below :data:`THRESHOLD` times their noise scale count as zero; single values of the
+    fine partition (declared ends, 0, every value of a grid) whose count is at least
+    :data:`ATOM_SHARE` of the ``n`` rows (public under replace-one) are atoms
+    (:func:`released_atoms`); where the kept counts hold at least :data:`COVER` of the
+    rows, the others give a histogram quantile (intervals uniform) and
     :func:`loose_edges` places the bins on the fine partition's boundaries, so that
     every released fine cell lies inside one bin (``Discretiser(..., nested=...)``).
-    Columns whose declared range is tight, or whose mass the noise hides, keep their
-    equal-width bins (absent from the result).
+    Columns without atoms whose bins serve as they are (a tight range, values spread
+    over it, or mass the noise hides) keep their equal-width bins (absent from the
+    result).
     """
     out: dict[str, np.ndarray] = {}
     bins = discretiser.bins
@@ -134,17 +222,50 @@ def released_edges(
         measured = released[column.name]
         counts = np.asarray(measured.noisy, dtype=np.float64).ravel()
         weights = np.where(counts > THRESHOLD * measured.sigma, counts, 0.0)
-        if weights.sum() < COVER * n:  # a missing cell's rows count as covered
-            continue
-        quantile = histogram_quantile(cells, weights)  # values only: missing left out
-        if quantile is None:
-            continue
+        atoms = released_atoms(cells, weights, n, max(1, int(ATOM_BINS * bins)))
+        rest = weights.copy()
+        rest[np.isin(cells.lo, atoms) & (np.arange(cells.size) < cells.atoms)] = 0.0
+        quantile = histogram_quantile(cells, rest)  # values only: missing left out
+        if weights.sum() < COVER * n or quantile is None:  # a missing cell's rows count
+            if not atoms:
+                continue
+            quantile = _uniform(column)  # the values between atoms: no better guess
         grid = None if cells.grid else cells.boundaries
         step = cells.step if cells.grid else None
-        edges = loose_edges(column, quantile, bins, mode, _snapper(grid, step), grid)
+        edges = loose_edges(column, quantile, bins, mode, _snapper(grid, step), grid, atoms)
         if edges is not None:
             out[column.name] = edges
     return out
+
+
+def released_atoms(cells: FineCells, weights: np.ndarray, n: int, most: int) -> list[float]:
+    """The single values of a fine partition (its atoms) whose released, thresholded
+    count is at least :data:`ATOM_SHARE` of ``n`` and, on a grid, a spike
+    (:func:`spikes`): the ``most`` largest, sorted."""
+    counts = np.asarray(weights[: cells.atoms], dtype=np.float64)
+    heavy = counts >= ATOM_SHARE * n
+    if cells.grid:
+        heavy &= spikes(counts)
+    index = np.flatnonzero(heavy)
+    index = index[np.argsort(-counts[index], kind="stable")][:most]
+    return sorted(float(cells.lo[i]) for i in index)
+
+
+def spikes(counts: np.ndarray, reach: int = 2) -> np.ndarray:
+    """Which of consecutive values' counts stand out: more than :data:`SPIKE` times the
+    mean count of the ``reach`` values on either side (an even run of values, say
+    a uniform count from 40 to 50, has no atom: its bins already hold it)."""
+    c = np.asarray(counts, dtype=np.float64)
+    padded = np.pad(c, reach)
+    window = np.convolve(padded, np.ones(2 * reach + 1), mode="valid") - c
+    return c > SPIKE * window / (2 * reach)
+
+
+def _uniform(column: NumericColumn) -> Callable[[np.ndarray], np.ndarray]:
+    def quantile(q: np.ndarray) -> np.ndarray:
+        return float(column.lo) + np.asarray(q, dtype=float) * float(column.range)
+
+    return quantile
 
 
 def _snapper(grid: np.ndarray | None, step: float | None) -> Callable[[np.ndarray], np.ndarray]:
@@ -188,11 +309,18 @@ def histogram_quantile(
 
 
 __all__ = [
+    "ATOM_BINS",
+    "ATOM_SHARE",
     "COVER",
+    "CROWDED",
     "LOOSE",
+    "SPIKE",
     "TAIL",
     "THRESHOLD",
+    "atom_edges",
     "histogram_quantile",
     "loose_edges",
+    "released_atoms",
     "released_edges",
+    "spikes",
 ]

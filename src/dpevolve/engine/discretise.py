@@ -12,10 +12,11 @@ The engine models a table on a public discrete :class:`~dpevolve.measurements.Do
 
 Decoding a bin to a value uses a finer public partition of the same column
 (:class:`FineCells`): one cell per value for integer (or ``decimals``) columns with a
-modest number of values, else sub-bins of each bin plus the declared end points (and 0
-inside the range) as cells of their own, so that point masses such as "exactly 40
-hours" or "exactly 0 spent" survive (bins placed from the released fine histograms
-keep the equal-width partition they were released on: ``nested``). Every fine cell
+modest number of values, else sub-bins of each bin plus the declared end points, 0
+inside the range and, in a ``decimals`` column whose range holds few, the whole
+numbers as cells of their own (each also a boundary of the sub-bins), so that point
+masses such as "exactly 40 hours" or "exactly 0 spent" survive (bins placed from the
+released fine histograms keep the partition they were released on: ``nested``). Every fine cell
 lies inside one bin, so drawing
 a fine cell given the bin, from a noisy fine histogram, never moves a value to another
 bin (post-processing of released counts).
@@ -36,6 +37,17 @@ import pandas as pd
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.measurements import Domain
+
+#: A released fine histogram describes where a column's values lie (its cells above the
+#: noise hold at least this share of the ``n`` rows): bins may be placed from it
+#: (:mod:`~dpevolve.engine.bins`), and nothing is decoded beyond its cells.
+COVER = 0.9
+
+
+#: A bin of floored cells decodes within the span of the weighted cells widened by this
+#: share of it (else at the nearest weighted cell): a thin real tail the noise hides
+#: (Adult's ages past 65) keeps the rows the model gives it nearby.
+MARGIN = 0.25
 
 
 def value_step(column: NumericColumn) -> float | None:
@@ -141,12 +153,18 @@ class Discretiser:
         for name, given in (edges or {}).items():
             self._edges[name] = _checked_edges(self._edges[name], np.asarray(given, dtype=float))
         self.fine = {c.name: self._fine_cells(c, int(fine_cells)) for c in self.layout.numeric}
-        for name in nested:
-            _check_nested(self._edges[name], self.fine[name])
+        for column in self.layout.numeric:
+            if column.name in nested:
+                edges_of, cells = self._edges[column.name], self.fine[column.name]
+                _check_nested(edges_of, cells, atom_tolerance(column))
 
     @property
     def numeric(self) -> tuple[NumericColumn, ...]:
         return self.layout.numeric
+
+    def edges(self, name: str) -> np.ndarray:
+        """The ``bins + 1`` bin edges of numeric column ``name`` (a copy)."""
+        return self._edges[name].copy()
 
     # ------------------------------------------------------------------ coarse
     def _raw(self, records: Records, k: int) -> np.ndarray:
@@ -179,14 +197,18 @@ class Discretiser:
             if last - first + 1 <= max(limit, self.bins):
                 values = _round_to(np.arange(first, last + 1) * step, step)
                 return self._assemble(column, values, values, values.size, 0, step)
-        per_bin = max(1, (limit - 3) // self.bins)
+        wholes = _whole_numbers(column, step, limit)
         zero = {0.0} if column.lo < 0.0 < column.hi else set()
-        atoms = np.array(sorted({float(column.lo), float(column.hi)} | zero))
+        atoms = np.array(sorted({float(column.lo), float(column.hi)} | zero | set(wholes)))
+        per_bin = max(1, (limit - atoms.size - len(wholes)) // self.bins)
         edges = np.linspace(column.lo, column.hi, self.bins * per_bin + 1)
         if column.name in self._given:  # per_bin equal sub-bins of every given bin
             bounds = self._edges[column.name]
             parts = [np.linspace(a, b, per_bin + 1)[:-1] for a, b in pairwise(bounds)]
             edges = np.append(np.concatenate(parts), bounds[-1])
+        else:
+            for point in sorted(zero | set(wholes)):
+                edges = _with_point(edges, point, atom_tolerance(column))
         lo = np.concatenate([atoms, edges[:-1]])
         hi = np.concatenate([atoms, edges[1:]])
         return self._assemble(column, lo, hi, atoms.size, per_bin, step)
@@ -224,18 +246,16 @@ class Discretiser:
             codes = np.where(np.abs(atoms[left] - safe) <= np.abs(atoms[pos] - safe), left, pos)
         else:
             coarse = self._bin(name, safe)
-            edges = np.append(
-                cells.lo[cells.atoms : cells.atoms + self.bins * cells.per_bin],
-                cells.hi[cells.atoms + self.bins * cells.per_bin - 1],
-            )
+            edges = cells.boundaries
             sub = np.searchsorted(edges[1:-1], safe, side="right")
             inner = cells.coarse[cells.atoms : cells.atoms + edges.size - 1]
             first = np.searchsorted(inner, np.arange(self.bins), side="left")
             last = np.searchsorted(inner, np.arange(self.bins), side="right") - 1
             # the fine cell of the value's own bin (an edge's float may round across)
             codes = np.clip(sub, first[coarse], last[coarse]) + cells.atoms
+            tolerance = atom_tolerance(self.layout.numeric[self._num[name]])
             for a, value in enumerate(atoms):
-                codes[safe == value] = a
+                codes[np.abs(safe - value) <= tolerance] = a
         codes = codes.astype(np.int64)
         if cells.nullable:
             codes[missing] = cells.size - 1
@@ -247,6 +267,7 @@ class Discretiser:
         codes: np.ndarray,
         rng: np.random.Generator,
         fine: dict[str, np.ndarray] | None = None,
+        rows: int | None = None,
     ) -> pd.DataFrame:
         """Coarse codes ``(rows, d)`` back to a table in schema order, declared types.
 
@@ -254,14 +275,20 @@ class Discretiser:
         is drawn among the fine cells of its bin in proportion to their clipped counts,
         then within the cell (an atom is its value; an interval is drawn uniformly and
         rounded to the column's integrality or ``decimals``). Without a histogram every
-        fine cell of the bin is equally likely, weighted by its width.
+        fine cell of the bin is equally likely, weighted by its width. A bin whose cells
+        all weigh nothing falls back to equal weights, unless ``rows`` (the private row
+        count, public) is given and the weights hold at least :data:`COVER` of it: then
+        equal weights on its cells within the weighted cells' span widened by
+        :data:`MARGIN`, or the nearest weighted cell where none is, so no value lands
+        far from where the released histogram shows data.
         """
         columns: dict[str, object] = {}
         for j, column in enumerate(self.schema.columns):
             c = np.asarray(codes[:, j], dtype=np.int64)
             if isinstance(column, NumericColumn):
                 hist = None if fine is None else fine.get(column.name)
-                columns[column.name] = column.format(self._values(column, c, rng, hist))
+                values = self._values(column, c, rng, hist, rows)
+                columns[column.name] = column.format(values)
             else:
                 columns[column.name] = _categorical(column, c)
         return pd.DataFrame(columns)
@@ -272,29 +299,63 @@ class Discretiser:
         bins: np.ndarray,
         rng: np.random.Generator,
         hist: np.ndarray | None,
+        total: int | None,
     ) -> np.ndarray:
         cells = self.fine[column.name]
         weights = _cell_weights(cells, hist)
+        span = total is not None and hist is not None and weights.sum() >= COVER * total
         out = np.full(bins.size, np.nan)
         for b in np.unique(bins):
             rows = np.flatnonzero(bins == b)
             if b == self.bins and column.nullable:
                 continue  # the missing cell decodes to a missing value
+            edges = self._edges[column.name]
+            centre = 0.5 * (edges[b] + edges[b + 1])
             inside = np.flatnonzero(cells.coarse == b)
             if inside.size == 0:  # a bin holding no value of the grid: the nearest one
-                centre = 0.5 * (self._edges[column.name][b] + self._edges[column.name][b + 1])
                 inside = np.array([int(np.nanargmin(np.abs(cells.lo - centre)))])
             p = weights[inside]
+            own = p.sum() > 0
+            window = _window(cells, weights) if not own and span else None
+            if window is not None:
+                # the released histogram shows no data here: the bin's cells within the
+                # margin of those it does show, else the nearest cell that does
+                near = (cells.hi[inside] >= window[0]) & (cells.lo[inside] <= window[1])
+                inside = inside[near] if near.any() else inside[:0]
+                if inside.size == 0:
+                    inside = np.array([_nearest_weighted(cells, weights, centre)])
+                p = np.ones(inside.size)
             p = p / p.sum() if p.sum() > 0 else np.full(inside.size, 1.0 / inside.size)
             picked = inside[rng.choice(inside.size, size=rows.size, p=p)]
             lo, hi = cells.lo[picked], cells.hi[picked]
-            value = lo + rng.random(rows.size) * (hi - lo)
-            edges = self._edges[column.name]
-            value = _round_to(value, cells.step)
-            # rounding may cross the bin's edge: keep the value in its bin
-            low, high = _bin_bounds(edges, int(b), cells.step)
+            value = _round_to(lo + rng.random(rows.size) * (hi - lo), cells.step)
+            # rounding may cross the bin's edge: keep the value in its (or the cell's) bin
+            low, high = _bin_bounds(
+                edges, int(cells.coarse[picked[0]] if not own else b), cells.step
+            )
             out[rows] = value if high < low else np.clip(value, low, high)
         return np.clip(out, column.lo, column.hi)
+
+
+def _window(cells: FineCells, weights: np.ndarray) -> tuple[float, float] | None:
+    """The span of the value cells of positive weight, widened by :data:`MARGIN` of it
+    on each side (``None`` where no cell weighs anything)."""
+    stop = cells.size - int(cells.nullable)
+    positive = np.flatnonzero(weights[:stop] > 0)
+    if positive.size == 0:
+        return None
+    low, high = float(np.min(cells.lo[positive])), float(np.max(cells.hi[positive]))
+    margin = MARGIN * (high - low)
+    return low - margin, high + margin
+
+
+def _nearest_weighted(cells: FineCells, weights: np.ndarray, centre: float) -> int:
+    """The value cell of positive weight nearest to ``centre`` (an atom's distance is to
+    its value, an interval's to its nearer end)."""
+    index = np.arange(cells.size - int(cells.nullable))
+    index = index[weights[index] > 0]
+    gap = np.maximum(cells.lo[index] - centre, 0.0) + np.maximum(centre - cells.hi[index], 0.0)
+    return int(index[np.argmin(gap)])
 
 
 def _checked_edges(default: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -309,10 +370,47 @@ def _checked_edges(default: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return edges
 
 
-def _check_nested(edges: np.ndarray, cells: FineCells) -> None:
-    """Nested bin edges must be boundaries of the fine partition's intervals."""
-    if not cells.grid and not np.all(np.isin(edges, cells.boundaries)):
+def _check_nested(edges: np.ndarray, cells: FineCells, tolerance: float) -> None:
+    """Nested bin edges must be boundaries of the fine partition's intervals, or the
+    edges of an atom's own bin (within ``2 * tolerance`` of an atom: an interval holds
+    no value there but the atom itself)."""
+    if cells.grid:
+        return
+    atoms = cells.lo[: cells.atoms]
+    near = np.abs(edges[:, None] - atoms[None, :]).min(axis=1) <= 2.0 * tolerance
+    if not np.all(np.isin(edges, cells.boundaries) | near):
         raise ValueError("nested bin edges must lie on the fine partition's boundaries")
+
+
+def atom_tolerance(column: NumericColumn) -> float:
+    """How far a value may lie from an atom and still be it: float error of the
+    ``[0, 1]`` encoding, far below any value step. An atom's own bin is
+    ``[v - tolerance, v + tolerance)`` (:func:`dpevolve.engine.bins.atom_edges`)."""
+    return 1e-9 * max(float(column.range), 1e-300)
+
+
+def _with_point(edges: np.ndarray, point: float, tolerance: float) -> np.ndarray:
+    """Interval boundaries with ``point`` among them (moved onto the nearest boundary,
+    or inserted), so that an atom there can have a bin of its own without splitting a
+    cell."""
+    near = int(np.argmin(np.abs(edges - point)))
+    if abs(edges[near] - point) <= 1e3 * tolerance:
+        out = edges.copy()
+        out[near] = point
+        return out
+    return np.sort(np.append(edges, point))
+
+
+def _whole_numbers(column: NumericColumn, step: float | None, limit: int) -> list[float]:
+    """The whole numbers inside the range of a column with ``decimals``, when there are
+    at most a quarter of ``limit`` of them: atoms of its fine partition, so that a
+    column of mostly whole years keeps them (none for integer or continuous columns)."""
+    if step is None or step >= 1.0:
+        return []
+    first, last = math.ceil(column.lo), math.floor(column.hi)
+    if last < first or last - first + 1 > limit // 4:
+        return []
+    return [float(v) for v in range(first, last + 1)]
 
 
 def _bin_bounds(edges: np.ndarray, b: int, step: float | None) -> tuple[float, float]:
@@ -345,4 +443,4 @@ def _categorical(column: CategoricalColumn, codes: np.ndarray) -> np.ndarray:
     return pd.Series(values[codes]).infer_objects().to_numpy()
 
 
-__all__ = ["Discretiser", "FineCells", "value_step"]
+__all__ = ["COVER", "MARGIN", "Discretiser", "FineCells", "atom_tolerance", "value_step"]

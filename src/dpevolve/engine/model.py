@@ -65,4 +65,4 @@ class EngineModel:
     def draw(self, count: int, rng: np.random.Generator) -> pd.DataFrame:
         """``count`` rows of the model itself (before any PE reweighting)."""
         codes = np.asarray(self.model.sample(count, rng), dtype=np.int64)
-        return self.discretiser.decode(codes, rng, dict(self.fine))
+        return self.discretiser.decode(codes, rng, dict(self.fine), self.rows)

@@ -46,7 +46,7 @@ import pandas as pd
 
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
-from dpevolve.engine.bins import LOOSE, TAIL, loose_edges
+from dpevolve.engine.bins import ATOM_BINS, ATOM_SHARE, LOOSE, TAIL, loose_edges, spikes
 from dpevolve.engine.discretise import Discretiser, value_step
 from dpevolve.engine.measure import count_marginals
 from dpevolve.engine.spec import PUBLIC_PRIORS, EngineSpec
@@ -141,11 +141,13 @@ def public_edges(
 ) -> dict[str, np.ndarray]:
     """Bin edges of the numeric columns from a (validated) public table.
 
-    Only where the declared range is loose (:func:`loose_edges`, over the public
-    values' quantiles). ``range``: ``bins - 2`` equal-width bins over the central range
-    and one tail bin on each side out to the declared end points; ``quantile``: the
-    inner edges at public quantiles. Integer and ``decimals`` columns cut half-way
-    between representable values. Public facts only: free.
+    Where the declared range is loose or crowded, or a value holds a large share of the
+    public rows (:func:`public_atoms`, a bin of its own), :func:`loose_edges` places
+    them over the public values' quantiles. ``range``: ``bins - 2`` equal-width bins
+    over the central range and one tail bin on each side out to the declared end
+    points (crowded bins, or ``quantile``: the inner edges at public quantiles).
+    Integer and ``decimals`` columns cut half-way between representable values.
+    Public facts only: free.
     """
     out: dict[str, np.ndarray] = {}
     for column in schema.columns:
@@ -156,17 +158,37 @@ def public_edges(
         if values.size == 0:
             continue
         step = value_step(column)
+        atoms = public_atoms(values, max(1, int(ATOM_BINS * bins)), step)
+        rest = values[~np.isin(values, atoms)]
+        rest = rest if rest.size else values
 
         def between(points: np.ndarray, step: float | None = step) -> np.ndarray:
             return points if step is None else (np.floor(points / step) + 0.5) * step
 
-        def quantile(q: np.ndarray, values: np.ndarray = values) -> np.ndarray:
+        def quantile(q: np.ndarray, values: np.ndarray = rest) -> np.ndarray:
             return np.asarray(np.quantile(values, q), dtype=float)
 
-        edges = loose_edges(column, quantile, bins, mode, between, None)
+        edges = loose_edges(column, quantile, bins, mode, between, None, atoms)
         if edges is not None:
             out[column.name] = edges
     return out
+
+
+def public_atoms(values: np.ndarray, most: int, step: float | None) -> list[float]:
+    """Public values holding at least :data:`~dpevolve.engine.bins.ATOM_SHARE` of the
+    public rows (in a column of ``step``, spikes among their neighbours:
+    :func:`~dpevolve.engine.bins.spikes`): the ``most`` largest, sorted."""
+    found, counts = np.unique(values, return_counts=True)
+    heavy = counts >= ATOM_SHARE * values.size
+    if step is not None and found.size:
+        grid = np.round((found - found[0]) / step).astype(np.int64)
+        if grid[-1] < 1_000_000:  # beyond, values are far apart: every heavy one stands out
+            dense = np.zeros(int(grid[-1]) + 1)
+            dense[grid] = counts
+            heavy &= spikes(dense)[grid]
+    index = np.flatnonzero(heavy)
+    index = index[np.argsort(-counts[index], kind="stable")][:most]
+    return sorted(float(found[i]) for i in index)
 
 
 def public_counts(

@@ -6,7 +6,7 @@ noise of scale ``sigma`` in every cell; used as they are, a bin whose values are
 evenly decodes to a lumpy histogram (cells of 90 records at ``sigma`` 38 weigh from 15
 to 165), and one whose values sit in a few cells draws values across all of them.
 
-Two post-processing steps of released values answer the two cases:
+Post-processing steps of released values answer them:
 
 1. **Smoothing.** The ordered cells (equal intervals, or the values of a grid) are
    averaged with a Gaussian kernel of ``h`` cells, rows normalised, never over an atom (a
@@ -24,9 +24,19 @@ Two post-processing steps of released values answer the two cases:
    noise far out pools with its empty neighbours and is floored, instead of drawing
    values where there are none.
 2. **Floor.** A cell whose smoothed count is at most :data:`DECODE_FLOOR` times its
-   noise scale (``sigma ||S_i||_2``) weighs nothing; a bin whose cells all do falls back
-   to equal weights. Otherwise the clipped noise of empty cells draws values where there
-   are none, most visibly in a wide tail bin of moved bins.
+   noise scale (``sigma ||S_i||_2``) weighs nothing. Otherwise the clipped noise of
+   empty cells draws values where there are none, most visibly in a wide tail bin of
+   moved bins.
+3. **Support.** Beyond the lowest and the highest cell whose released count passes
+   :data:`SUPPORT` noise scales, the counts are fitted non-decreasing towards those
+   cells, as in a moved column's tails, and a pooled run weighs something only where
+   its mean passes :data:`SUPPORT` times its noise scale ``sigma / sqrt(run)``: noise
+   out where the released histogram shows no data pools with its empty neighbours and
+   weighs nothing, a thin real tail pools into runs that pass. A bin
+   whose cells then all weigh nothing, beyond every cell that weighs something, draws
+   from the nearest such cell
+   (:meth:`~dpevolve.engine.discretise.Discretiser.decode`), so no value lands far
+   beyond the data.
 """
 
 from __future__ import annotations
@@ -42,6 +52,10 @@ BANDWIDTHS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
 
 #: A bin at either end of a moved column wider than this many median bins is a tail.
 TAIL_WIDTH = 2.0
+
+#: Noise scales a released cell must pass to bound the support, and a pooled run
+#: beyond it to weigh anything (an empty cell passes 4 by chance about once in 30,000).
+SUPPORT = 4.0
 
 #: Noise scales at or below which a (smoothed) cell weighs nothing when decoding
 #: (measured with the floor alone: Person Activity with moved bins, tv_all 0.033 -> 0.027).
@@ -143,7 +157,32 @@ def decode_weights(
     for tail in _tail_cells(cells) if tails else []:
         fit, pooled = monotone(counts[tail])
         smoothed[tail], scale[tail] = fit, sigma / np.sqrt(pooled)
-    return np.where(smoothed > DECODE_FLOOR * scale, smoothed, 0.0)
+    floor = np.full(cells.size, DECODE_FLOOR)
+    for tail in _outer_cells(cells, counts > SUPPORT * sigma):
+        fit, pooled = monotone(counts[tail])
+        smoothed[tail], scale[tail] = fit, sigma / np.sqrt(pooled)
+        floor[tail] = SUPPORT  # out there, a pooled run must stand out as a cell would
+    return np.where(smoothed > floor * scale, smoothed, 0.0)
 
 
-__all__ = ["BANDWIDTHS", "DECODE_FLOOR", "decode_weights", "smoothable", "smoother", "sure"]
+def _outer_cells(cells: FineCells, certain: np.ndarray) -> list[np.ndarray]:
+    """The value cells beyond the lowest and the highest ``certain`` cell, each run
+    ordered towards the centre (none where no cell is sure)."""
+    stop = cells.size - int(cells.nullable)
+    order = np.lexsort((np.arange(stop) >= cells.atoms, cells.lo[:stop]))
+    marked = np.flatnonzero(certain[order])
+    if marked.size == 0:
+        return []
+    below, above = order[: marked[0]], order[marked[-1] + 1 :][::-1]
+    return [run for run in (below, above) if run.size]
+
+
+__all__ = [
+    "BANDWIDTHS",
+    "DECODE_FLOOR",
+    "SUPPORT",
+    "decode_weights",
+    "smoothable",
+    "smoother",
+    "sure",
+]

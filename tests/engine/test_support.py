@@ -1,0 +1,66 @@
+"""Decoding within the released support: nothing drawn far beyond where the released fine
+histogram shows data, however much mass the model gives an empty bin."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
+from dpevolve.engine.discretise import MARGIN, Discretiser
+from dpevolve.engine.smoothing import decode_weights
+
+SCHEMA = Schema(
+    (
+        NumericColumn("v", 0.0, 100.0),
+        NumericColumn("k", 0, 110, integer=True),
+        CategoricalColumn("y", ("no", "yes")),
+    ),
+    label="y",
+)
+
+
+def _histogram(cells, lo: float, hi: float, n: int, sigma: float, seed: int) -> np.ndarray:
+    """A seeded twin of a released fine histogram: ``n`` values spread over [lo, hi]."""
+    rng = np.random.default_rng(seed)
+    centre = np.where(np.arange(cells.size) < cells.atoms, cells.lo, 0.5 * (cells.lo + cells.hi))
+    inside = (centre >= lo) & (centre <= hi) & (np.arange(cells.size) >= cells.atoms)
+    if cells.grid:
+        inside = (cells.lo >= lo) & (cells.lo <= hi)
+    truth = np.where(inside, n / max(1, inside.sum()), 0.0)
+    return truth + rng.normal(0.0, sigma, cells.size)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), name=st.sampled_from(["v", "k"]))
+def test_an_empty_bin_decodes_next_to_the_data(seed: int, name: str) -> None:
+    """Data in [40, 60]; the model draws every bin equally. With the row count given,
+    no value lands beyond the data by more than ``MARGIN`` of their width (5) and one
+    bin (10: a bin reaching into the margin decodes within it)."""
+    disc = Discretiser(SCHEMA, 10, 96)
+    cells = disc.fine[name]
+    n, sigma = 5000, 20.0
+    weights = decode_weights(_histogram(cells, 40.0, 60.0, n, sigma, seed), sigma, cells)
+    codes = np.zeros((2000, 3), dtype=np.int64)
+    codes[:, 0 if name == "v" else 1] = np.arange(2000) % 10  # every bin, as noise would
+    out = disc.decode(codes, np.random.default_rng(seed), {name: weights}, n)[name]
+    assert MARGIN == 0.25
+    beyond = ((out < 40.0 - 5.0 - 10.0) | (out > 60.0 + 5.0 + 10.0)).mean()
+    assert beyond <= 0.001
+    before = disc.decode(codes, np.random.default_rng(seed), {name: weights})[name]
+    assert ((before < 25.0) | (before > 75.0)).mean() > 0.3  # without it: bins as drawn
+
+
+def test_a_noisy_histogram_keeps_the_models_bins() -> None:
+    """Where the cells above the noise hold too little of the rows to say where the data
+    are, a bin of floored cells decodes within itself (equal weights), as before."""
+    disc = Discretiser(SCHEMA, 10, 96)
+    cells = disc.fine["v"]
+    n, sigma = 500, 60.0  # about 4 rows a cell against noise of 60
+    weights = decode_weights(_histogram(cells, 0.0, 100.0, n, sigma, 1), sigma, cells)
+    codes = np.zeros((1000, 3), dtype=np.int64)
+    codes[:, 0] = np.arange(1000) % 10
+    out = disc.decode(codes, np.random.default_rng(0), {"v": weights}, n)["v"].to_numpy()
+    bins = np.minimum((out // 10).astype(int), 9)
+    assert np.array_equal(bins, codes[:, 0])
