@@ -33,7 +33,7 @@ from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine
 from dpevolve.privacy import Budget
-from dpevolve.release.noise import make_noise
+from dpevolve.privacy.noise import make_noise
 
 
 def _fair() -> tuple[pd.DataFrame, str]:

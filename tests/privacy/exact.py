@@ -233,6 +233,8 @@ def first_difference(a: Any, b: Any, path: str = "", seen: set[int] | None = Non
         return None if a.equals(b) else f"{path}: frames differ"
     if isinstance(a, np.random.Generator):
         return first_difference(a.bit_generator.state, b.bit_generator.state, path, seen)
+    if isinstance(a, np.random.SeedSequence):  # no __eq__: compared by what it seeds
+        return first_difference(a.state, b.state, path, seen)
     if isinstance(a, dict):
         if list(a) != list(b):
             return f"{path}: keys {sorted(map(str, a))} vs {sorted(map(str, b))}"
