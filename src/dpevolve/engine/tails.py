@@ -15,7 +15,8 @@ beyond a bin the model gives no mass are *inward* when
 
 - their total model mass is at most :data:`~dpevolve.engine.smoothing.DECODE_FLOOR`
   noise scales of one released 1-way cell (what one empty bin's noise can leave), and
-- the fine histogram's weights show no data in any of them;
+- the fine histogram's weights show no data in any of them the model gives mass
+  (a floored histogram's false cell, where the model holds nothing, protects nothing);
 
 the innermost such gap is taken. Rows the model draws in an inward bin are decoded as
 rows of the nearest bin inside the gap (:class:`~dpevolve.engine.model.EngineModel`):
@@ -53,18 +54,19 @@ def inward(mass: np.ndarray, sigma: float, shown: np.ndarray) -> np.ndarray:
     mass = np.asarray(mass, dtype=np.float64)
     shown = np.asarray(shown, dtype=bool)
     target = np.arange(mass.size)
+    held = mass >= HELD
     for order in (np.arange(mass.size), np.arange(mass.size)[::-1]):
-        held = np.flatnonzero(mass[order] >= HELD)
-        if held.size == 0:
+        if not held.any():
             return target
         # gaps: empty bins with mass further in; the innermost one whose outer part is noise
         for k in range(order.size - 1, 0, -1):
             outer, rest = order[:k], order[k:]
-            if mass[order[k - 1]] >= HELD or not (mass[rest] >= HELD).any():
+            if held[order[k - 1]] or not held[rest].any():
                 continue
-            if mass[outer].sum() <= DECODE_FLOOR * sigma and not shown[outer].any():
-                inner = rest[int(np.flatnonzero(mass[rest] >= HELD)[0])]
+            if mass[outer].sum() <= DECODE_FLOOR * sigma and not (shown & held)[outer].any():
+                inner = rest[int(np.flatnonzero(held[rest])[0])]
                 target[outer] = inner
+                held[outer] = False  # the other end's gaps are sought among the rest
                 break
     return target
 
