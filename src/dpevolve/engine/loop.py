@@ -52,6 +52,7 @@ from dpevolve.engine.select import (
 )
 from dpevolve.engine.smoothing import decode_weights
 from dpevolve.engine.spec import EngineSpec
+from dpevolve.engine.tails import released_inward
 from dpevolve.measurements import (
     Clique,
     Domain,
@@ -130,7 +131,8 @@ class EngineResult:
             )
             for name, m in self.fine.items()
         }
-        return EngineModel(self.discretiser, fine, self.model, self.rows, self.refinement)
+        inward = released_inward(self.discretiser, self.model, self.measurements, fine)
+        return EngineModel(self.discretiser, fine, self.model, self.rows, self.refinement, inward)
 
 
 @dataclass

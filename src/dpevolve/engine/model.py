@@ -8,7 +8,7 @@ with a model file and sampled at no privacy cost.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -32,6 +32,9 @@ class EngineModel:
         The estimator fitted to the released measurements.
     rows
         The private row count ``n`` (public under replace-one), the default row count.
+    inward
+        Per numeric column, the bin each of its cells decodes as: end bins the model
+        gives noise mass past a gap decode inward (:mod:`~dpevolve.engine.tails`).
     refinement
         The PE stage's reweighting of the model's rows (:mod:`~dpevolve.engine.refine`).
     """
@@ -41,6 +44,7 @@ class EngineModel:
     model: Estimator
     rows: int
     refinement: Refinement | None = None
+    inward: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     def sample(self, rows: int | None, rng: np.random.Generator) -> pd.DataFrame:
         """``rows`` (default ``n``) fresh rows drawn from the model (post-processing):
@@ -65,4 +69,8 @@ class EngineModel:
     def draw(self, count: int, rng: np.random.Generator) -> pd.DataFrame:
         """``count`` rows of the model itself (before any PE reweighting)."""
         codes = np.asarray(self.model.sample(count, rng), dtype=np.int64)
+        names = [c.name for c in self.discretiser.schema.columns]
+        for name, target in self.inward.items():
+            j = names.index(name)
+            codes[:, j] = np.asarray(target, dtype=np.int64)[codes[:, j]]
         return self.discretiser.decode(codes, rng, dict(self.fine), self.rows)
