@@ -246,6 +246,19 @@ def test_create_fit_sample_save_load(small_schema, small_table, tmp_path) -> Non
         Synthesizer.create("nope", schema=small_schema, epsilon=1.0)
 
 
+def test_a_model_file_of_another_format_is_refused_by_name(tmp_path) -> None:
+    import pickle
+
+    from dpevolve.model_io import FORMAT
+
+    for old, message in [("dpevolve-model/2", "another dpevolve version"), ("x", "not a")]:
+        path = tmp_path / f"{old.replace('/', '_')}.pkl"
+        path.write_bytes(pickle.dumps({"format": old, "params": {}, "released": {}}))
+        with pytest.raises(InputError, match=message) as info:
+            Synthesizer.load(path)
+        assert FORMAT in str(info.value)
+
+
 def test_fitting_twice_warns_and_the_ledger_says_so(small_schema, small_table) -> None:
     model = Synthesizer(small_schema, epsilon=1.0, random_state=0, **FAST).fit(small_table)
     assert model.ledger_.to_dict()["fit_number"] == 1

@@ -26,7 +26,9 @@ from dpevolve.privacy.ledger import SharedLedger
 # The facade's class, passed in: this module never imports the facade.
 Model = TypeVar("Model", bound=EstimatorParams)
 
-FORMAT = "dpevolve-model/2"
+#: Bumped whenever a saved model's pickled classes change shape (3: the engine model's
+#: inward decoding, the synthetic table's seed), so an older file is refused by name.
+FORMAT = "dpevolve-model/3"
 
 #: Fitted attributes that are released values or public facts (``n`` under replace-one).
 RELEASED = (
@@ -87,8 +89,15 @@ def load_model(path: str | Path, cls: type[Model]) -> Model:
         payload: dict[str, Any] = pickle.loads(source.read_bytes())
     except (pickle.UnpicklingError, EOFError, AttributeError, ImportError) as exc:
         raise InputError(f"{source} is not a dpevolve model ({type(exc).__name__})") from None
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+    if not isinstance(payload, dict) or not str(payload.get("format", "")).startswith(
+        "dpevolve-model/"
+    ):
         raise InputError(f"{source} is not a dpevolve model (format {FORMAT})")
+    if payload["format"] != FORMAT:
+        raise InputError(
+            f"{source} was saved by another dpevolve version ({payload['format']}; this one "
+            f"reads {FORMAT}): fit and save it again"
+        )
     model = cls(**payload["params"])
     for key, value in payload["released"].items():
         setattr(model, key, value)
