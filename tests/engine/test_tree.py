@@ -117,8 +117,8 @@ def test_the_plan_states_the_tree_and_keeps_the_rounds_noise(columns: int, share
     assert plan.tree <= (columns - 1) * per_round * (1 + 1e-12)
     assert plan.tree_edges == (columns - 1 if share > 0 else 0)
     if plan.tree_edges:
-        sigma, epsilon = plan.tree_round()
-        first_sigma, first_epsilon = before.first_round()
+        sigma, _ = plan.tree_round()
+        first_sigma, _ = before.first_round()
         assert sigma >= first_sigma * (1 - 1e-9)  # a pair costs at most a planned round
     assert plan.rounds / plan.planned_rounds >= per_round * (1 - 1e-9) or plan.planned_rounds == 1
 
