@@ -9,11 +9,13 @@ One run, as in AIM (McKenna et al. 2022, Alg. 2), under replace-one adjacency:
    post-processing, :mod:`~dpevolve.engine.bins`);
 3. a second pass counts every 1-way and 2-way marginal on those bins (private: none of
    it leaves unreleased), every 1-way is released and the estimator is fitted to them;
-4. each round draws a clique by the exponential mechanism on where the model is most
+4. the tree phase (:mod:`~dpevolve.engine.tree`, ``tree_share``) picks and releases
+   ``d - 1`` pairs joining every column, one exponential-mechanism draw each;
+5. each round draws a clique by the exponential mechanism on where the model is most
    wrong (:mod:`~dpevolve.engine.select`), releases it, refits (warm start), and anneals;
-5. the PE stage (:mod:`~dpevolve.engine.refine`, ``pe_share``) releases nearest-candidate
+6. the PE stage (:mod:`~dpevolve.engine.refine`, ``pe_share``) releases nearest-candidate
    votes over the model's draws, which reweight the rows the model draws;
-6. :meth:`EngineResult.sample` draws fresh rows from the model and decodes them.
+7. :meth:`EngineResult.sample` draws fresh rows from the model and decodes them.
 
 Every release is charged to a :class:`~dpevolve.engine.plan.Spend` before its noise is
 drawn, appended to the measurement list and recorded in the ledger. Everything after a
@@ -46,6 +48,7 @@ from dpevolve.engine.select import (
     coarse_candidates,
     coarse_pairs,
     draw,
+    quality,
     scores,
     selection_event,
     weight,
@@ -53,6 +56,7 @@ from dpevolve.engine.select import (
 from dpevolve.engine.smoothing import decode_weights
 from dpevolve.engine.spec import EngineSpec
 from dpevolve.engine.tails import released_inward
+from dpevolve.engine.tree import Forest, independent
 from dpevolve.measurements import (
     Clique,
     Domain,
@@ -282,7 +286,10 @@ def fit_engine(
             run.prior = prior.measurements
             model = warm_start(model, prior)
     model = model.fit(run.fitted())
-    history = _rounds(run, plan, model)
+    history: list[dict[str, Any]] = []
+    if plan.tree_edges:
+        model, history = _tree(run, plan, model)
+    history += _rounds(run, plan, model, start=plan.tree_edges)
     model = _final_fit(model, run.fitted(), chosen.final_iters)
     result = EngineResult(
         schema, run.discretiser, run.measurements, fine, ledger, model, n, history
@@ -334,14 +341,46 @@ def _release_ones(run: _Run, plan: Plan) -> None:
         run.measure(MarginalQuery(clique), sigma, 0, "marginal")
 
 
-def _rounds(run: _Run, plan: Plan, model: Estimator) -> list[dict[str, Any]]:
-    """AIM's adaptive rounds until the plan's rho is spent."""
+def _tree(run: _Run, plan: Plan, model: Estimator) -> tuple[Estimator, list[dict[str, Any]]]:
+    """The spanning-tree phase (:mod:`~dpevolve.engine.tree`): ``d - 1`` charged,
+    recorded draws among the pairs joining two components, each pair then released;
+    the model is refitted once at the end (the scores read only the 1-ways), so the
+    history entries have no ``moved``."""
+    domain = run.discretiser.domain
+    label = run.discretiser.schema.label
+    pairs: list[Clique] = [c for c in candidates(domain, (), 2) if len(c) == 2]
+    ones = {a: np.asarray(model.answer((a,))).ravel() for a in domain.names}
+    sigma, epsilon = plan.tree_round()
+    weights = np.array([weight(c, label, run.spec.label_weight) for c in pairs])
+    values = np.empty(len(pairs))
+    for i, c in enumerate(pairs):
+        exact = run.counts(MarginalQuery(c))
+        expected = independent(ones[c[0]], ones[c[1]], run.source.n).reshape(exact.shape)
+        values[i] = quality(exact, expected, sigma, float(weights[i]))  # private
+    forest = Forest(domain.names)
+    history: list[dict[str, Any]] = []
+    for round_ in range(1, plan.tree_edges + 1):
+        open_ = np.flatnonzero(forest.open_mask(pairs))
+        event = selection_event(epsilon, list(weights[open_]))
+        run.spend.charge(event)
+        pick = pairs[int(open_[draw(values[open_], event, run.noise)])]
+        run.ledger.record(event, round=round_, clique=list(pick), stage="tree")
+        forest.join(pick)
+        run.measure(MarginalQuery(pick), sigma, round_, "marginal")
+        history.append({"round": round_, "clique": pick, "groups": None, "sigma": sigma,
+                        "moved": None, "model_mb": None, "stage": "tree"})  # fmt: skip
+    run.say(f"tree: {plan.tree_edges} pairs, sigma {sigma:.3g}")
+    return model.fit(run.fitted()), history
+
+
+def _rounds(run: _Run, plan: Plan, model: Estimator, start: int = 0) -> list[dict[str, Any]]:
+    """AIM's adaptive rounds until the plan's rho is spent (numbered after ``start``)."""
     label = run.discretiser.schema.label
     sigma, epsilon = plan.first_round()
     limit = plan.total - plan.pe  # the PE stage's share is kept for after the rounds
     history: list[dict[str, Any]] = []
     done = False
-    round_ = 0
+    round_ = start
     while not done:
         left = run.spend.left(limit)
         if left < 2.0 * round_cost(sigma, epsilon):

@@ -11,6 +11,10 @@ the budget's ``rho`` (given, or the largest whose CKS conversion meets
 * ``pe_share`` of the whole for the PE stage's votes (:mod:`~dpevolve.engine.refine`),
   on tables of at most ``pe_max_columns`` columns, at least ``pe_min_numeric`` of
   them numeric (:meth:`~dpevolve.engine.spec.EngineSpec.runs_pe`);
+* for the spanning-tree phase (:mod:`~dpevolve.engine.tree`), ``d - 1`` picks each
+  with its measurement, at most ``tree_share`` of what the rounds have and at most one
+  planned round's cost per pair (``tree``); the planned rounds shrink by as many rounds'
+  worth, so the adaptive rounds keep the planned round's noise;
 * the rest for the adaptive rounds, planned as ``T`` equal rounds of which
   ``select_share`` selects and the rest measures (AIM, McKenna et al. 2022, Alg. 2).
   Annealing halves ``sigma`` and doubles ``epsilon`` when a refit barely moved the
@@ -48,6 +52,8 @@ class Plan:
     planned_rounds: int
     select_share: float
     pe: float = 0.0
+    tree: float = 0.0
+    tree_edges: int = 0
 
     @classmethod
     def of(cls, budget: Budget, spec: EngineSpec, columns: int, numeric: int) -> Plan:
@@ -55,20 +61,33 @@ class Plan:
         fine = spec.fine_share * total if numeric else 0.0
         oneway = spec.oneway_share * (total - fine)
         pe = spec.pe_share * total if spec.runs_pe(columns, numeric) else 0.0
+        rounds = total - fine - oneway - pe
+        planned = spec.planned_rounds(columns)
+        per_round = rounds / planned
+        edges = max(0, columns - 1) if spec.tree_share > 0 else 0
+        tree = min(spec.tree_share * rounds, edges * per_round)
+        # the tree took ``tree / per_round`` rounds' worth: the rounds keep their noise
+        left = max(1, planned - math.ceil(tree / per_round - 1e-9))
         return cls(
             total=total,
             fine=fine,
             oneway=oneway,
-            rounds=total - fine - oneway - pe,
+            rounds=rounds - tree,
             pe=pe,
-            planned_rounds=spec.planned_rounds(columns),
+            planned_rounds=left,
             select_share=spec.select_share,
+            tree=tree,
+            tree_edges=edges,
         )
 
     def first_round(self) -> tuple[float, float]:
         """``(sigma, epsilon)`` of a planned round: ``rounds / T`` split select/measure."""
         per_round = self.rounds / self.planned_rounds
         return self.round_parameters(per_round)
+
+    def tree_round(self) -> tuple[float, float]:
+        """``(sigma, epsilon)`` of one pick of the tree phase and its measurement."""
+        return self.round_parameters(self.tree / self.tree_edges)
 
     def round_parameters(self, rho: float) -> tuple[float, float]:
         """``(sigma, epsilon)`` of a round spending ``rho`` in total."""

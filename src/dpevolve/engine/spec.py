@@ -51,6 +51,11 @@ class EngineSpec:
         See ``rounds`` (AIM plans 16 per column).
     select_share
         Share of each round's ``rho`` spent on selection (AIM: 0.1); the rest measures.
+    tree_share
+        Most share of the rounds' ``rho`` for the spanning-tree phase before the
+        adaptive rounds (:mod:`~dpevolve.engine.tree`): ``d - 1`` pairs joining every
+        column, each pick and measurement costing at most one planned round. ``0``: no
+        tree phase.
     anneal
         When a refit barely moved the chosen marginal, the next rounds divide ``sigma``
         and multiply ``epsilon`` by this (AIM: 2).
@@ -151,6 +156,7 @@ class EngineSpec:
     rounds_per_column: int = 16
     max_rounds: int = 120
     select_share: float = 0.1
+    tree_share: float = 0.5
     anneal: float = 2.0
     max_model_mb: float = 2.0
     max_candidates: int = 600
@@ -186,7 +192,7 @@ class EngineSpec:
             _at_least("rounds", self.rounds, 1)
         for name in ("pe_rounds", "pe_candidates", "pe_pool", "pe_max_columns"):
             _at_least(name, getattr(self, name), 1)
-        for name in ("fine_share", "oneway_share", "pe_share"):
+        for name in ("fine_share", "oneway_share", "pe_share", "tree_share"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and 0.0 <= value < 1.0):
                 raise InputError(f"engine spec: {name} must lie in [0, 1), got {value!r}")

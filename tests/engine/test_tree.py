@@ -1,0 +1,149 @@
+"""The spanning-tree phase (docs/engine.md, "Selection: a spanning tree first")."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpevolve.data.schema import CategoricalColumn, Schema
+from dpevolve.data.sources import FrameSource
+from dpevolve.engine import EngineSpec, fit_engine
+from dpevolve.engine.plan import Plan
+from dpevolve.engine.tree import Forest, independent
+from dpevolve.measurements import Clique, Domain, Measurement
+from dpevolve.privacy import Budget, zcdp_budget
+from dpevolve.privacy.noise import SeededNoise
+
+
+class OneWays:
+    """A stand-in estimator for wide tests: the product of the released 1-ways."""
+
+    def __init__(self, domain: Domain, total: int) -> None:
+        self.domain = domain
+        self.total = float(total)
+        self.p = {
+            a: np.full(domain.shape((a,))[0], 1.0 / domain.shape((a,))[0]) for a in domain.names
+        }
+        self.iterations = 1
+
+    def fit(self, measurements: Sequence[Measurement]) -> OneWays:
+        for m in measurements:
+            if len(m.clique) == 1 and not m.query.coarse:
+                share = np.maximum(np.asarray(m.noisy, dtype=float).ravel(), 1e-9)
+                self.p[m.clique[0]] = share / share.sum()
+        return self
+
+    def answer(self, clique: Clique) -> np.ndarray:
+        out = np.ones(())
+        for a in clique:
+            out = np.multiply.outer(out, self.p[a])
+        return self.total * out
+
+
+def _wide(d: int, n: int, seed: int) -> tuple[pd.DataFrame, Schema]:
+    rng = np.random.default_rng(seed)
+    base = rng.integers(0, 2, n)
+    columns = {
+        f"c{j}": np.where(rng.random(n) < 0.8, base, rng.integers(0, 2, n)).astype(str)
+        for j in range(d - 1)
+    }
+    columns["y"] = base.astype(str)
+    schema = Schema(tuple(CategoricalColumn(a, ("0", "1")) for a in columns), label="y")
+    return pd.DataFrame(columns), schema
+
+
+def _fit(d: int, seed: int, spec: EngineSpec):
+    table, schema = _wide(d, 400, seed)
+    return fit_engine(
+        FrameSource(table, schema),
+        schema,
+        Budget(epsilon=1.0, delta=1e-5),
+        spec,
+        noise=SeededNoise(seed),
+        rng=np.random.default_rng(seed),
+        estimator=lambda domain, total, _: OneWays(domain, total),
+        model_size=lambda domain, cliques: 0.0,
+    )
+
+
+@settings(max_examples=3, deadline=None)
+@given(seed=st.integers(0, 2**16))
+def test_every_column_is_in_a_measured_pair_at_d_40(seed: int) -> None:
+    d = 40
+    result = _fit(d, seed, EngineSpec(rounds=80, max_candidates=100))
+    cliques = result.measurements.cliques()
+    covered = {a for c in cliques if len(c) > 1 for a in c}
+    assert covered == set(result.schema.names)
+    tree = [h["clique"] for h in result.history if h.get("stage") == "tree"]
+    assert len(tree) == d - 1
+    forest = Forest(result.schema.names)
+    for pair in tree:  # d - 1 pairs, each joining two components: a spanning tree
+        assert forest.open_mask([pair])[0]
+        forest.join(pair)
+    assert forest.joined()
+    # the ledger composes to exactly the budget, and records each tree pick
+    events = result.ledger.to_dict()["events"]
+    assert sum(1 for e in events if e.get("stage") == "tree") == d - 1
+    total = sum(e.rho for e in result.events)
+    assert total == pytest.approx(zcdp_budget(Budget(epsilon=1.0, delta=1e-5)), rel=1e-8)
+
+
+def test_without_the_tree_phase_a_wide_run_may_leave_columns_alone() -> None:
+    """The tree is what connects every column: ``tree_share = 0`` keeps the old rounds
+    (the check that the property above can fail)."""
+    result = _fit(40, 1, EngineSpec(rounds=10, max_candidates=100, tree_share=0.0))
+    assert not any(h.get("stage") == "tree" for h in result.history)
+    covered = {a for c in result.measurements.cliques() if len(c) > 1 for a in c}
+    assert covered != set(result.schema.names)
+
+
+@settings(max_examples=30, deadline=None)
+@given(columns=st.integers(1, 300), share=st.sampled_from([0.0, 0.1, 0.5, 0.9]))
+def test_the_plan_states_the_tree_and_keeps_the_rounds_noise(columns: int, share: float) -> None:
+    spec = EngineSpec(tree_share=share)
+    plan = Plan.of(Budget(epsilon=1.0, delta=1e-5), spec, columns, columns // 2)
+    parts = plan.fine + plan.oneway + plan.tree + plan.rounds + plan.pe
+    assert parts == pytest.approx(plan.total, rel=1e-12)
+    before = Plan.of(
+        Budget(epsilon=1.0, delta=1e-5), EngineSpec(tree_share=0.0), columns, columns // 2
+    )
+    per_round = before.rounds / before.planned_rounds
+    assert plan.tree <= share * before.rounds * (1 + 1e-12)
+    assert plan.tree <= (columns - 1) * per_round * (1 + 1e-12)
+    assert plan.tree_edges == (columns - 1 if share > 0 else 0)
+    if plan.tree_edges:
+        sigma, _ = plan.tree_round()
+        first_sigma, _ = before.first_round()
+        assert sigma >= first_sigma * (1 - 1e-9)  # a pair costs at most a planned round
+    assert plan.rounds / plan.planned_rounds >= per_round * (1 - 1e-9) or plan.planned_rounds == 1
+
+
+@given(
+    pairs=st.lists(
+        st.tuples(st.integers(0, 7), st.integers(0, 7)).filter(lambda p: p[0] != p[1]), max_size=20
+    )
+)
+def test_the_forest_joins_as_a_union_find(pairs: list[tuple[int, int]]) -> None:
+    names = [f"x{i}" for i in range(8)]
+    forest = Forest(names)
+    groups = [{a} for a in names]
+    for i, j in pairs:
+        pair = (names[i], names[j])
+        apart = not any(names[i] in g and names[j] in g for g in groups)
+        assert bool(forest.open_mask([pair])[0]) == apart
+        forest.join(pair)
+        merged = set().union(*(g for g in groups if names[i] in g or names[j] in g))
+        groups = [g for g in groups if not g & merged] + [merged]
+    assert forest.joined() == (len(groups) == 1)
+
+
+def test_independent_is_the_outer_product_over_n() -> None:
+    first, second = np.array([30.0, 70.0]), np.array([50.0, 25.0, 25.0])
+    pair = independent(first, second, 100)
+    assert pair.shape == (2, 3) and pair.sum() == pytest.approx(100.0)
+    assert pair[1, 0] == pytest.approx(35.0)
