@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,12 +54,21 @@ def run(key: str, seed: int, options: dict[str, Any], epsilon: float = 1.0) -> d
     }
 
 
-def main() -> None:
-    keys, seeds = sys.argv[1].split(","), [int(s) for s in sys.argv[2].split(",")]
+def paired_grid(
+    run: Callable[[Any, int, dict[str, Any]], dict[str, Any]],
+    key: Callable[[str], Any] = str,
+) -> None:
+    """``argv``: KEYS SEEDS [OPTIONS]: every ``run(key, seed, options)`` as a JSON line
+    (KEYS and SEEDS comma-separated, OPTIONS a JSON object of ``EngineSpec`` fields)."""
+    keys, seeds = [key(k) for k in sys.argv[1].split(",")], [int(s) for s in sys.argv[2].split(",")]
     options = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
-    for key in keys:
+    for k in keys:
         for seed in seeds:
-            print(json.dumps(run(key, seed, options)), flush=True)
+            print(json.dumps(run(k, seed, options)), flush=True)
+
+
+def main() -> None:
+    paired_grid(run)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ accuracy on the same test rows, CPU seconds and peak memory.
 
 from __future__ import annotations
 
-import json
 import resource
 import sys
 import time
@@ -24,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
 import pandas as pd
+from quality_paired import paired_grid
 
 from dpevolve.data.sources import FrameSource
 from dpevolve.datasets.suite import inferred_schema
@@ -102,11 +102,7 @@ def run(d: int, seed: int, options: dict[str, Any], n: int = 20_000) -> dict[str
 
 
 def main() -> None:
-    ds, seeds = [int(x) for x in sys.argv[1].split(",")], [int(s) for s in sys.argv[2].split(",")]
-    options = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
-    for d in ds:
-        for seed in seeds:
-            print(json.dumps(run(d, seed, options)), flush=True)
+    paired_grid(run, key=int)
 
 
 if __name__ == "__main__":

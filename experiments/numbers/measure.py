@@ -15,7 +15,6 @@ more than 10% of its width), atom (largest TV of P(label | value) over values ho
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from itertools import combinations
@@ -27,6 +26,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import fidelity_metrics
+from quality_paired import paired_grid
 
 from dpevolve.data.infer import infer_schema
 from dpevolve.data.schema import NumericColumn, Schema
@@ -134,11 +134,7 @@ def run(key: str, seed: int, options: dict[str, Any], epsilon: float = 1.0) -> d
 
 
 def main() -> None:
-    keys, seeds = sys.argv[1].split(","), [int(s) for s in sys.argv[2].split(",")]
-    options = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
-    for key in keys:
-        for seed in seeds:
-            print(json.dumps(run(key, seed, options)), flush=True)
+    paired_grid(run)
 
 
 if __name__ == "__main__":

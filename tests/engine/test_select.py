@@ -13,8 +13,8 @@ from collections import Counter
 import numpy as np
 import pytest
 from scipy import special
+from tests.privacy.exact import TINY as SCHEMA
 
-from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.select import (
     ABS_NOISE,
@@ -29,16 +29,6 @@ from dpevolve.engine.select import (
 )
 from dpevolve.measurements import Domain
 from dpevolve.privacy.noise import SeededNoise
-
-SCHEMA = Schema(
-    (
-        NumericColumn("x", 0, 3, integer=True),
-        CategoricalColumn("c", ("p", "q", "r"), nullable=True),
-        CategoricalColumn("y", ("0", "1")),
-    ),
-    label="y",
-)
-CELLS = list(itertools.product([0, 1, 2, 3], ["p", "q", None], ["0", "1"]))
 
 
 def test_candidates_are_pairs_and_triples_grown_from_selected_pairs() -> None:
