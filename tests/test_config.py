@@ -22,9 +22,9 @@ from dpevolve.config import (
     resolve,
 )
 from dpevolve.errors import InputError
-from dpevolve.pilot.choice import choose_vote
-from dpevolve.pilot.run import PilotRun, VoteArm, run_pilot
-from dpevolve.pool.hybrid import MarginalOptions
+from dpevolve.pe.hybrid.tail import MarginalOptions
+from dpevolve.pe.pilot.choice import choose_vote
+from dpevolve.pe.pilot.run import PilotRun, VoteArm, run_pilot
 from dpevolve.presets import Preset, get_preset
 from dpevolve.privacy import Budget
 

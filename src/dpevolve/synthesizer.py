@@ -23,17 +23,17 @@ from dpevolve.engine import EngineModel, fit_engine
 from dpevolve.engine.refine import SAMPLE_ROWS, block_sizes
 from dpevolve.errors import InputError
 from dpevolve.estimator import EstimatorParams
-from dpevolve.evolve import evolve
 from dpevolve.fit_plan import FitPlan, open_ledger, plan_fit
-from dpevolve.pilot.run import PilotFit, PilotRun
+from dpevolve.pe.evolve import evolve
+from dpevolve.pe.pilot.run import PilotFit, PilotRun
+from dpevolve.pe.release.build import ReleaseInputs
 from dpevolve.presets import Preset, get_preset
 from dpevolve.privacy import Ledger, default_delta
 from dpevolve.privacy.interrupt import Interrupted, Spending, spending
 from dpevolve.privacy.noise import NoiseSource, make_noise
-from dpevolve.release.build import ReleaseInputs
 
 if TYPE_CHECKING:
-    from dpevolve.pool.hybrid import WeightedSupport
+    from dpevolve.pe.hybrid.tail import WeightedSupport
 
 
 def package_version() -> str:
@@ -84,7 +84,7 @@ class Synthesizer(EstimatorParams):
         :class:`~dpevolve.config.MarginalSpec` (``share``, ``options`` laid over the
         preset's); ``None``: the preset's (PE alone but for ``hybrid``). The rounds get
         the rest of ``rho``; both are Gaussian, so the run composes exactly to the target
-        (see :mod:`dpevolve.pool.hybrid`). The released population is then grown and
+        (see :mod:`dpevolve.pe.hybrid.tail`). The released population is then grown and
         weighted to match the noisy marginals (post-processing) and :meth:`sample` draws
         rows from that weighted support.
     policy
@@ -190,7 +190,7 @@ class Synthesizer(EstimatorParams):
     def _policy(self, schema: Schema) -> Any:
         if self.policy is None:
             return None
-        from dpevolve.policy.blowfish import Policy
+        from dpevolve.pe.policy.blowfish import Policy
 
         if isinstance(self.policy, Policy):
             return self.policy
@@ -198,7 +198,7 @@ class Synthesizer(EstimatorParams):
 
     @classmethod
     def pilot_fit(cls, schema: Schema | str | Path, **params: Any) -> PilotFit:
-        """A public pilot's ``fit`` callback (:data:`~dpevolve.pilot.run.PilotFit`): each
+        """A public pilot's ``fit`` callback (:data:`~dpevolve.pe.pilot.run.PilotFit`): each
         call fits ``Synthesizer(schema, **params)`` with the run's vote arm, budget,
         public seed and random state on its table, and returns the synthetic table."""
         base = {k: v for k, v in params.items() if k not in ("epsilon", "delta", "rho")}
@@ -304,7 +304,7 @@ class Synthesizer(EstimatorParams):
         final, history = evolve(plan, schema, source, release, backend, ledger, rng, self.progress)
         self.support_: WeightedSupport | None = None
         if plan.marginal_rho is not None and config.marginals is not None:
-            from dpevolve.pool.hybrid import fit_and_record
+            from dpevolve.pe.hybrid.tail import fit_and_record
 
             self.support_ = fit_and_record(
                 source.batches(), schema, final, plan.marginal_rho, plan.marginal_share,

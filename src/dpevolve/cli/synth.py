@@ -467,7 +467,7 @@ def _temperature(text: str | None) -> float | Literal["auto"] | None:
 def _say_policy_warnings(policy: Path, schema: Any, distance: str, quiet: bool) -> None:
     """The policy's warnings, said before any table is read."""
     from dpevolve.pe.distance import make_distance
-    from dpevolve.policy.blowfish import Policy
+    from dpevolve.pe.policy.blowfish import Policy
 
     for warning in Policy.load(policy, schema).warnings(make_distance(distance, schema)):
         say(quiet, f"warning: {warning}")
