@@ -127,7 +127,7 @@ def test_counting_slices_stay_within_the_index_budget(tiny_schema, monkeypatch) 
 
     monkeypatch.setattr(CellIndex, "index", spy)
     for backend in (None, LocalBackend()):
-        got, rows = marginals.count_marginals(domain, index, backend=backend)
+        got, rows = marginals.count_workload(domain, index, backend=backend)
         np.testing.assert_array_equal(got, want)
         assert rows == len(domain)
     assert seen and max(seen) <= 2 * len(workload.sets)

@@ -282,14 +282,17 @@ class WorkloadCounts:
         return np.bincount(idx.ravel(), minlength=self.size).astype(np.int64)
 
 
-def count_marginals(
+def count_workload(
     private: PrivateRecords,
     index: CellIndex,
     batch_rows: int | None = None,
     backend: Backend | None = None,
 ) -> tuple[np.ndarray, int]:
     """Exact stacked counts and the row count, streaming over record batches (a
-    callable ``private`` is called once for them).
+    callable ``private`` is called once for them). Like the engine's marginals
+    (:func:`~dpevolve.engine.measure.count_marginals`), the counts are one
+    :class:`~dpevolve.backends.base.CountQuery` read through ``Backend.count``, the one
+    counting path; the workload's binning is the hybrid's own.
 
     Each batch is cut into slices of at most ``batch_rows`` rows (default: as many as
     keep ``sets x rows`` cell indices within :data:`INDEX_CELLS`), so memory stays
@@ -336,7 +339,7 @@ def measure_marginals(
         they count in no cell, an empty vote).
     backend
         Where the records are counted (default: this process; see
-        :func:`count_marginals`).
+        :func:`count_workload`).
 
     Returns
     -------
@@ -347,7 +350,7 @@ def measure_marginals(
         raise InputError(f"the marginal release needs rho > 0, got {rho!r}")
     index = CellIndex(schema, workload)
     # The count of valid rows is private: only ``rows`` (public) leaves this function.
-    exact, _ = count_marginals(private, index, backend=backend)
+    exact, _ = count_workload(private, index, backend=backend)
     sensitivity = workload.sensitivity
     sigma = gaussian_sigma(sensitivity, rho)
     noisy = np.asarray(noise.gaussian(exact, sigma), dtype=np.float64)
@@ -370,7 +373,7 @@ __all__: Sequence[str] = [
     "NoisyMarginals",
     "Workload",
     "WorkloadCounts",
-    "count_marginals",
+    "count_workload",
     "l2_change",
     "measure_marginals",
 ]
