@@ -125,3 +125,110 @@ def test_a_data_set_is_its_schema_and_one_module() -> None:
             declared |= {spec.name for spec in module.SPECS}
     assert len(declared) >= 5
     assert declared == set(datasets.names())
+
+
+# A whole data set family: its schema and one module declaring ``SPECS`` (the two files
+# docs/architecture.md counts), written into a folder the package searches.
+TOY_SCHEMA = """\
+label: kind
+columns:
+  size: {type: numeric, lo: 0, hi: 9, integer: true}
+  kind: {type: categorical, values: [a, b]}
+"""
+TOY_FAMILY = '''\
+"""A toy data set family (a test writes it)."""
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dpevolve.data.schema import Schema
+from dpevolve.datasets._base import Dataset
+from dpevolve.datasets._spec import Spec
+
+SCHEMA = Schema.load(Path(__file__).with_name("toyset.yaml"))
+
+
+def _generate(split: str) -> Dataset:
+    rng = np.random.default_rng(0 if split == "train" else 1)
+    frame = pd.DataFrame({"size": rng.integers(0, 10, 50), "kind": rng.choice(["a", "b"], 50)})
+    return Dataset("toyset", frame, SCHEMA, "kind", "toy")
+
+
+SPECS = (
+    Spec("toyset", "A toy table (generated).", "train", {"train": (), "test": ()},
+         schema=lambda: SCHEMA, generator=_generate),
+)
+'''
+
+
+def test_a_data_set_added_as_two_files_is_loaded_by_name(tmp_path: Path) -> None:
+    import importlib
+
+    from dpevolve import datasets
+    from dpevolve.datasets import registry
+
+    (tmp_path / "toyset.yaml").write_text(TOY_SCHEMA, encoding="utf-8")
+    (tmp_path / "toyset.py").write_text(TOY_FAMILY, encoding="utf-8")
+    datasets.__path__.append(str(tmp_path))
+    try:
+        importlib.reload(registry)
+        assert "toyset" in datasets.names()
+        loaded = datasets.load("toyset", "test")
+        assert list(loaded.schema.names) == ["size", "kind"] and len(loaded) == 50
+        model = Synthesizer(loaded.schema, epsilon=1.0, random_state=0).fit(loaded.frame)
+        assert list(model.sample(10).columns) == ["size", "kind"]
+    finally:
+        datasets.__path__.remove(str(tmp_path))
+        importlib.reload(registry)
+    assert "toyset" not in datasets.names()
+
+
+# ---------------------------------------------------------------- a private source
+class RowsSource:
+    """A complete private source (here rows from SQLite, read in batches): the public
+    ``n``, the validation ``report`` and ``batches()``; ``fit_source`` takes it as is."""
+
+    def __init__(self, path: Path, schema, rows: int = 64) -> None:
+        import sqlite3
+
+        self.path, self.schema, self.rows = path, schema, rows
+        with sqlite3.connect(path) as db:
+            self._n = int(db.execute("SELECT COUNT(*) FROM private").fetchone()[0])
+
+    @property
+    def n(self) -> int:
+        return self._n
+
+    @property
+    def report(self) -> None:
+        return None
+
+    def batches(self) -> Iterator[Records]:
+        import sqlite3
+
+        from dpevolve.data.encoding import encode
+
+        with sqlite3.connect(self.path) as db:
+            for start in range(0, self._n, self.rows):
+                query = f"SELECT * FROM private ORDER BY rowid LIMIT {self.rows} OFFSET {start}"
+                frame = pd.read_sql_query(query, db)
+                clean, _ = self.schema.validate(frame, on_invalid="error")
+                yield encode(clean, self.schema)
+
+
+@pytest.mark.parametrize("preset", ["adaptive", "tabpe"])
+def test_a_private_source_is_one_class_the_fit_takes(
+    tmp_path: Path, small_schema, small_table: pd.DataFrame, preset: str
+) -> None:
+    import sqlite3
+
+    table = small_table.iloc[:150].reset_index(drop=True)
+    with sqlite3.connect(tmp_path / "private.db") as db:
+        table.to_sql("private", db, index=False)
+    chosen = get_preset("tabpe", population=30, rounds=2) if preset == "tabpe" else preset
+    settings = dict(epsilon=1.0, delta=1e-5, random_state=0, noise_seed=5, backend="local")
+    source = RowsSource(tmp_path / "private.db", small_schema)
+    got = Synthesizer(small_schema, preset=chosen, **settings).fit_source(source)
+    want = Synthesizer(small_schema, preset=chosen, **settings).fit(table)
+    pd.testing.assert_frame_equal(got.sample(60), want.sample(60))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import math
 import pkgutil
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
@@ -26,9 +27,10 @@ from dpevolve.errors import InputError
 
 
 def _families() -> tuple[ModuleType, ...]:
-    """Every module of this package that declares ``SPECS``, in name order."""
+    """Every module of this package that declares ``SPECS``, in name order (the
+    package's search path: a family is found wherever the package is laid out)."""
     found = []
-    here = [str(Path(__file__).parent)]
+    here = list(sys.modules[__name__.rpartition(".")[0]].__path__)
     for info in sorted(pkgutil.iter_modules(here), key=lambda m: m.name):
         if info.name.startswith("_") or info.name == "registry":
             continue
