@@ -212,13 +212,47 @@ def sample_discrete(
     noise_source = make_noise(noise_seed)
     counts = domain.source_counts(source)
     delta = budget.delta if budget.delta is not None else default_delta(n)
+    ledger = _open_ledger(source, schema, domain, delta, seed.entropy, m, noise, noise_source)
+    # An interrupt from here on carries the ledger (dpevolve.privacy.interrupt).
+    with spending() as spend:
+        spend.ledger = ledger
+        details: dict[str, Any] = {"cells": domain.cells}
+
+        if noise == "gaussian":
+            cells = _gaussian_cells(counts, m, budget, noise_source, rng, ledger, details)
+        else:
+            beta, p_noise, epsilon = _mixture_weights(
+                counts, public, schema, domain, m, budget, noise,
+                {"floor": floor, "gamma": gamma, "gamma_epsilon": gamma_epsilon,
+                 "floor_epsilon": floor_epsilon},
+                noise_source, rng, ledger, details,
+            )  # fmt: skip
+            ledger.record(ApproxDPEvent(epsilon, delta, label=noise), round=1, beta=beta)
+            cells = pubmix_sample(counts, p_noise, beta, m, noise_source)
+            details.update(beta=beta)
+        ledger.add_metadata(details=details)
+        return DiscreteRelease(domain.decode(cells, rng), ledger, details)
+
+
+def _open_ledger(
+    source: PrivateSource,
+    schema: Schema,
+    domain: ProductDomain,
+    delta: float,
+    entropy: Any,
+    m: int,
+    noise: str,
+    noise_source: NoiseSource,
+) -> Ledger:
+    """The release's ledger before anything is spent: its public facts and, in the full
+    ledger only, what validation changed."""
     report = source.report
     ledger = Ledger(
         delta,
         metadata={
             "tool": "dpevolve pubmix",
-            "seed": seed.entropy,
-            "private_rows": n,
+            "seed": entropy,
+            "private_rows": source.n,
             "samples": m,
             "mechanism": noise,
             "noise": noise_source.name,
@@ -233,39 +267,29 @@ def sample_discrete(
     if report is not None:
         # Counts from the private table: the full ledger only (not on the allow-list).
         ledger.add_metadata(validation=report.to_dict())
-    # An interrupt from here on carries the ledger (dpevolve.privacy.interrupt).
-    with spending() as spend:
-        spend.ledger = ledger
-        details: dict[str, Any] = {"cells": domain.cells}
+    return ledger
 
-        if noise == "gaussian":
-            # Integer counts lie on the noise grid: no rounding slack to add.
-            multiplier = calibrate_gaussian(1, budget, discrete=True)
-            sigma = multiplier * math.sqrt(2.0)
-            # Recorded before the noise is drawn: an interrupt can only over-count.
-            ledger.record(
-                GaussianEvent(sensitivity=math.sqrt(2.0), sigma=sigma, discrete=True), round=1
-            )
-            noisy = np.maximum(noise_source.gaussian(counts, sigma), 0.0)
-            weights = (
-                noisy / noisy.sum()
-                if noisy.sum() > 0
-                else np.full(domain.cells, 1.0 / domain.cells)
-            )
-            cells = rng.choice(domain.cells, size=m, p=weights)  # post-processing
-            details.update(sigma=sigma)
-        else:
-            beta, p_noise, epsilon = _mixture_weights(
-                counts, public, schema, domain, m, budget, noise,
-                {"floor": floor, "gamma": gamma, "gamma_epsilon": gamma_epsilon,
-                 "floor_epsilon": floor_epsilon},
-                noise_source, rng, ledger, details,
-            )  # fmt: skip
-            ledger.record(ApproxDPEvent(epsilon, delta, label=noise), round=1, beta=beta)
-            cells = pubmix_sample(counts, p_noise, beta, m, noise_source)
-            details.update(beta=beta)
-        ledger.add_metadata(details=details)
-        return DiscreteRelease(domain.decode(cells, rng), ledger, details)
+
+def _gaussian_cells(
+    counts: np.ndarray,
+    m: int,
+    budget: Budget,
+    noise_source: NoiseSource,
+    rng: np.random.Generator,
+    ledger: Ledger,
+    details: dict[str, Any],
+) -> np.ndarray:
+    """``m`` cells drawn from the clipped noisy histogram (the ``gaussian`` baseline)."""
+    # Integer counts lie on the noise grid: no rounding slack to add.
+    multiplier = calibrate_gaussian(1, budget, discrete=True)
+    sigma = multiplier * math.sqrt(2.0)
+    # Recorded before the noise is drawn: an interrupt can only over-count.
+    ledger.record(GaussianEvent(sensitivity=math.sqrt(2.0), sigma=sigma, discrete=True), round=1)
+    noisy = np.maximum(noise_source.gaussian(counts, sigma), 0.0)
+    cells = len(counts)
+    weights = noisy / noisy.sum() if noisy.sum() > 0 else np.full(cells, 1.0 / cells)
+    details.update(sigma=sigma)
+    return rng.choice(cells, size=m, p=weights)  # post-processing
 
 
 def exact_tv(public_counts: np.ndarray, private_counts: np.ndarray) -> float:
