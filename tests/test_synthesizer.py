@@ -295,7 +295,7 @@ def test_the_default_is_the_adaptive_engine(small_schema, small_table, tmp_path)
     """No preset named: the engine runs, its releases compose to the budget in the
     ledger, rows are fresh draws of any number, and a saved model samples the same."""
     model = Synthesizer(small_schema, epsilon=1.0, random_state=3, noise_seed=4)
-    assert model.resolved_preset() == "adaptive"
+    assert model.resolved_method().name == "adaptive"
     model.fit(small_table)
     ledger = model.ledger_.to_dict()
     assert ledger["preset"] == "adaptive" and ledger["config"]["preset"]["engine"]
