@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -25,17 +26,35 @@ import pytest
 
 from dpevolve import Synthesizer, datasets
 from dpevolve.config import VoteSpec
+from dpevolve.presets import get_preset
 
 PINS = Path(__file__).resolve().parent / "pins" / "outputs.json"
 WRITE = os.environ.get("DPEVOLVE_WRITE_PINS") == "1"
 # Ledger keys that name the software, not what it computed.
 UNPINNED = frozenset({"dpevolve_version"})
 
+# A Blowfish policy on the demo schema (YAML, so the pins import no algorithm's module).
+POLICY = "attributes:\n  age: {threshold: 5}\n  hours-per-week: {threshold: 4}\n"
+# The vote ``auto`` (policy and public data) is left out: its pilot draws its simulated
+# noise from the OS whatever ``noise_seed`` says, so its ledger differs run to run.
+# ``public: True`` stands for public rows of the demo table (disjoint from the private).
 CASES: dict[str, dict[str, Any]] = {
+    "default": {},
     "adaptive": {"preset": "adaptive"},
+    "adaptive-public": {
+        "preset": get_preset("adaptive").with_engine({"public_prior": "tree"}),
+        "public": True,
+    },
     "tabpe": {"preset": "tabpe"},
     "tabpe-soft": {"preset": "tabpe", "vote": VoteSpec(kind="soft", temperature=0.05)},
+    "tabpe-marginals": {"preset": "tabpe", "marginals": 0.5},
+    "pubmix": {"preset": "bfsoft", "mechanism": "pubmix", "public": True},
     "bfsoft": {"preset": "bfsoft"},
+    "bfsoft-policy": {
+        "preset": "bfsoft",
+        "policy": POLICY,
+        "vote": VoteSpec(kind="soft", temperature=0.05),
+    },
     "hybrid": {"preset": "hybrid"},
 }
 
@@ -51,11 +70,19 @@ def _table_sha(frame: pd.DataFrame) -> str:
 def fingerprint(settings: dict[str, Any]) -> dict[str, str]:
     """sha256 of the fitted table, of a fresh sample and of the ledger (version apart)."""
     demo = datasets.load("demo")
-    model = Synthesizer(
-        demo.schema, epsilon=1.0, delta=1e-5, random_state=0, noise_seed=1, backend="local",
-        **settings,
-    )  # fmt: skip
-    model.fit(demo.frame.iloc[:400])
+    settings = dict(settings)
+    if settings.get("public"):
+        settings["public"] = demo.frame.iloc[400:800].reset_index(drop=True)
+    with tempfile.TemporaryDirectory() as folder:
+        if "policy" in settings:
+            path = Path(folder) / "policy.yaml"
+            path.write_text(settings["policy"], encoding="utf-8")
+            settings["policy"] = path
+        model = Synthesizer(
+            demo.schema, epsilon=1.0, delta=1e-5, random_state=0, noise_seed=1, backend="local",
+            **settings,
+        )  # fmt: skip
+        model.fit(demo.frame.iloc[:400])
     ledger = {k: v for k, v in model.ledger_.to_dict().items() if k not in UNPINNED}
     return {
         "synthetic": _table_sha(model.synthetic_),
