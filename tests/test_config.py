@@ -256,7 +256,7 @@ def test_the_synthesizer_takes_few_parameters_and_only_stores_them() -> None:
     assert model.get_params()["method"] == "nope"
     with pytest.raises(InputError, match="epsilon must be > 0"):
         model.budget()
-    with pytest.raises(InputError, match="unknown preset 'nope'"):
+    with pytest.raises(InputError, match="unknown method 'nope'"):
         model.resolved_method()
 
 

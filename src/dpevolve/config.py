@@ -83,9 +83,9 @@ class VoteSpec:
 
     def _check_combination(self) -> None:
         if self.kind == "soft" and self.temperature is None:
-            raise InputError("vote soft needs a temperature (--temperature TAU, or auto)")
+            raise InputError("vote soft needs a temperature (a number TAU, or auto)")
         if self.kind == "hard" and self.temperature not in (None, "auto"):
-            raise InputError("a temperature is for vote soft: drop it or use --vote soft")
+            raise InputError("a temperature is for vote soft: drop it or ask for kind soft")
         if self.kind == "auto" and self.temperature is not None:
             raise InputError("vote auto chooses the temperature itself: drop the temperature")
         shaped = [n for n, on in (("sharpen", self.sharpen != 1), ("debias", self.debias)) if on]

@@ -121,6 +121,11 @@ class Method(Protocol):
         """The settings in the words of a run file (a ledger's ``config`` block)."""
         ...  # pragma: no cover
 
+    def check_inputs(self, *, policy: bool, public: bool) -> None:
+        """Refuse, by name, an input this method cannot use (``fit`` calls it first; a
+        caller may call it earlier, before reading any table)."""
+        ...  # pragma: no cover
+
 
 def refuse_inputs(method: str, given: Mapping[str, bool], mend: str) -> None:
     """One line naming every input ``method`` cannot use (``given``: input -> given)."""

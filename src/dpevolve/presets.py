@@ -52,6 +52,8 @@ def get_method(name: str, **settings: Any) -> Method:
     :class:`~dpevolve.engine.spec.EngineSpec`) or a Private Evolution preset (settings:
     ``vote``, ``mechanism``, ``marginals``, ``population``, ``rounds``, ``distance``).
     A setting the method does not take is refused by name."""
+    if name not in PRESETS:
+        raise InputError(f"unknown method '{name}' (choose {', '.join(PRESETS)}, or a run file)")
     preset = get_preset(name)
     if preset.engine is not None:
         refused = sorted(k for k, v in settings.items() if k != "engine" and v is not None)

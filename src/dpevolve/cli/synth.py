@@ -217,6 +217,7 @@ def synth(
     overrides = {"engine": _engine_options(engine_options), "population": population,
                  "rounds": rounds}  # fmt: skip
     run = RunSettings.of(config, flags, overrides)
+    run.check_inputs(policy is not None, public is not None)
     rerun = rerun_of(config)  # a ledger: its rows and seed, unless given
     rows, seed = (rows, seed) if rerun is None else rerun.keep(rows, seed)
     table_schema = Schema.load(schema)
@@ -336,6 +337,11 @@ class RunSettings:
         on_invalid = OnInvalid(words.get("on_invalid") or flags["on_invalid"] or "error")
         backend = words.get("backend") or flags["backend"] or "auto"
         return cls(method, Budget(**budget), str(backend), on_invalid.value)
+
+    def check_inputs(self, policy: bool, public: bool) -> None:
+        """What the method will decide from the inputs, checked now, before any table is
+        read (its fit checks it again before it spends)."""
+        self.method.check_inputs(policy=policy, public=public)
 
 
 def _run_file_words(config: Path) -> dict[str, Any]:

@@ -49,6 +49,14 @@ class AdaptiveMethod:
             "marginals": None,
         }
 
+    def check_inputs(self, *, policy: bool, public: bool) -> None:
+        """Public data is a free prior; a policy is refused by name (the engine protects
+        whole records: it would be silently ignored)."""
+        del public
+        refuse_inputs(self.name, {"policy": policy},
+                      "a policy is a Private Evolution input: choose method tabpe, "
+                      "hybrid or bfsoft")  # fmt: skip
+
     def fit(
         self, source: PrivateSource, schema: Schema, budget: Budget, context: FitContext
     ) -> EngineModel:
@@ -58,9 +66,7 @@ class AdaptiveMethod:
         from dpevolve.engine.loop import fit_engine
         from dpevolve.privacy import Ledger, default_delta
 
-        refuse_inputs(self.name, {"policy": context.policy is not None},
-                      "a policy is a Private Evolution input: choose method tabpe, "
-                      "hybrid or bfsoft")  # fmt: skip
+        self.check_inputs(policy=context.policy is not None, public=context.public is not None)
         n = source.n
         ledger = context.open(
             Ledger(

@@ -105,6 +105,10 @@ class PEMethod:
             raise InputError("temperature 'auto' needs public data (--public) for the pilot")
         return PEMethod(preset, vote, mechanism, marginals)
 
+    def check_inputs(self, *, policy: bool, public: bool) -> None:
+        """Every setting decidable from the inputs, decided (:meth:`resolved`)."""
+        self.resolved(public=public, policy=policy)
+
     def to_dict(self) -> dict[str, Any]:
         """The run-file words (a ledger's ``config`` block)."""
         return {
