@@ -66,7 +66,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = folder / "synthetic.csv"
     code = main(
         [str(a) for a in ["synth", private, "-s", schema, "-e", "1", "-o", out, "--seed", "0",
-         "--population", "40", "--rounds", "2", "--rows", "150", "-q",
+         "--engine-options", "{max_rounds: 4}", "--rows", "150", "-q",
          "--report", folder / "owner.html", "--share-report", folder / "public.html"]]
     )  # fmt: skip
     assert code == 0
@@ -326,7 +326,7 @@ def test_synth_stream_report_reads_a_bounded_sample(
     f = run["folder"]
     code, err = _cli(
         ["synth", run["private"], "-s", run["schema"], "-e", "1", "-o", f / "streamed.csv",
-         "--seed", "0", "--population", "40", "--rounds", "2", "--stream", "--batch-rows",
+         "--seed", "0", "--engine-options", "{max_rounds: 4}", "--stream", "--batch-rows",
          "64", "-q", "--report", f / "streamed-owner.html"], capsys,
     )  # fmt: skip
     assert code == 0, err

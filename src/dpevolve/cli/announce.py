@@ -101,7 +101,7 @@ def rerun_warning(config: Path | None, rerun: Rerun) -> str:
 def small_table_warning(n: int, budget: Budget) -> str | None:
     """One line when ``n`` private rows are too few for ``budget`` (see
     :data:`ROWS_PER_SIGMA`), else ``None``."""
-    from dpevolve.privacy import default_delta
+    from dpevolve.privacy import default_delta, gaussian_sigma
     from dpevolve.privacy.conversions import rho_for_epsilon
 
     if n < 1:
@@ -112,8 +112,8 @@ def small_table_warning(n: int, budget: Budget) -> str | None:
         assert budget.epsilon is not None
         delta = budget.delta if budget.delta is not None else default_delta(max(n, 2))
         rho = rho_for_epsilon(budget.epsilon, delta)
-    # One replace-one count (L2 sensitivity sqrt 2) with all of rho: sigma = 1 / sqrt(rho).
-    sigma = 1.0 / math.sqrt(rho)
+    # One replace-one count (L2 sensitivity sqrt 2) with all of rho.
+    sigma = gaussian_sigma(math.sqrt(2.0), rho)
     needed = math.ceil(ROWS_PER_SIGMA * sigma)
     if n >= needed:
         return None

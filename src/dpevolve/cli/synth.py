@@ -235,10 +235,11 @@ def synth(
         _say_policy_warnings(policy, table_schema, run.method, quiet)
     on_disk = isinstance(run.method, AdaptiveMethod) and (stream or location is not None)
     chosen_backend, backend_line = choose_backend(run.backend, engine_on_disk=on_disk)
-    stake = at_stake(ledger_out, share_ledger, (output, report, share_report), run.budget.epsilon)
+    stake = at_stake(ledger_out, share_ledger, (output, report, share_report),
+                     run.budget["epsilon"])  # fmt: skip
     model = Synthesizer(
-        table_schema, method=run.method, epsilon=run.budget.epsilon, delta=run.budget.delta,
-        rho=run.budget.rho, policy=policy, public=public_table, random_state=seed,
+        table_schema, method=run.method, **run.budget, policy=policy, public=public_table,
+        random_state=seed,
         on_invalid=run.on_invalid, noise_seed=noise_seed, progress=not quiet,
         backend=run.backend if run.backend == "auto" else chosen_backend,
     )  # fmt: skip
@@ -301,11 +302,12 @@ def _engine_options(text: str | None) -> dict[str, Any] | None:
 
 @dataclass(frozen=True)
 class RunSettings:
-    """What the flags and the run file decide: the method, the budget (as given), the
+    """What the flags and the run file decide: the method, the budget (the keywords as
+    given, checked), the
     backend's name and ``on_invalid``; checked before any table is read."""
 
     method: Any
-    budget: Any
+    budget: dict[str, float | None]
     backend: str
     on_invalid: str
 
@@ -334,9 +336,11 @@ class RunSettings:
         budget = words.get("budget") or budget_flags
         if not isinstance(budget, dict) or set(budget) - {"epsilon", "delta", "rho"}:
             raise InputError(f"run file {config}: budget must be a mapping of epsilon, delta, rho")
+        budget = {k: budget.get(k) for k in ("epsilon", "delta", "rho")}
+        Budget(**budget)  # checked now, before any table is read
         on_invalid = OnInvalid(words.get("on_invalid") or flags["on_invalid"] or "error")
         backend = words.get("backend") or flags["backend"] or "auto"
-        return cls(method, Budget(**budget), str(backend), on_invalid.value)
+        return cls(method, budget, str(backend), on_invalid.value)
 
     def check_inputs(self, policy: bool, public: bool) -> None:
         """What the method will decide from the inputs, checked now, before any table is
