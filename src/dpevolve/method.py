@@ -138,11 +138,11 @@ def refuse_inputs(method: str, given: Mapping[str, bool], mend: str) -> None:
         )
 
 
-def config_words(method: Method, budget: Budget, context: FitContext) -> dict[str, Any]:
+def config_words(method: Method, context: FitContext) -> dict[str, Any]:
     """A ledger's ``config`` block: the method's words, the backend's name and
-    ``on_invalid``, beside the budget (a run file's words: ``--config LEDGER`` re-runs)."""
+    ``on_invalid`` (a run file's words: ``--method LEDGER`` re-runs it, with the budget
+    the ledger records once, under ``budget``)."""
     return {
-        "budget": budget.to_dict(),
         **method.to_dict(),
         "backend": context.backend_name,
         "on_invalid": context.on_invalid,

@@ -75,7 +75,7 @@ class AdaptiveMethod:
                     **context.run,
                     "budget": budget.to_dict(),
                     "preset": self.name,
-                    "config": config_words(self, budget, context),
+                    "config": config_words(self, context),
                     "schema": schema.to_dict(),
                     "validation": None if source.report is None else source.report.to_dict(),
                 },

@@ -144,7 +144,7 @@ class PEMethod:
         ledger = context.open(open_ledger(
             plan, schema, calibration=calibration, run=context.run,
             backend=type(backend).__name__, report=source.report,
-            config=config_words(config, budget, context),
+            config=config_words(config, context),
         ))  # fmt: skip
         # 3. The rounds, then the optional marginal release (both spend the budget).
         final, history = evolve(
