@@ -242,7 +242,7 @@ def test_create_fit_sample_save_load(small_schema, small_table, tmp_path) -> Non
     assert len(loaded.sample(5)) == 5
     # A saved model holds released values only: no attribute beyond the fitted ones.
     assert set(vars(loaded)) - set(vars(model)) == set()
-    with pytest.raises(InputError, match="preset"):
+    with pytest.raises(InputError, match="unknown method 'nope'"):
         Synthesizer.create("nope", schema=small_schema, epsilon=1.0)
 
 

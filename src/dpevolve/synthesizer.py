@@ -303,7 +303,12 @@ class Synthesizer(EstimatorParams):
         """A model saved by :meth:`save`, ready to :meth:`sample` (no privacy cost)."""
         from dpevolve.model_io import load_model
 
-        return load_model(path, cls)
+        model = load_model(path, cls)
+        if "generator_" not in vars(model) and getattr(model, "population_", None) is not None:
+            # Private Evolution's generator is saved as its parts (model_io.RELEASED).
+            model.generator_ = PEGenerator(model.population_, model.__dict__["synthetic_"],
+                                           model.support_, model.schema_)  # fmt: skip
+        return model
 
     # ------------------------------------------------------------------ sample
     @property

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from dpevolve.config import (
     GaussianSpec,
@@ -176,6 +176,10 @@ class PEGenerator:
     table: pd.DataFrame
     support: WeightedSupport | None
     schema: Schema
+
+    #: A model file holds its parts under their own names (``population_``,
+    #: ``synthetic_``, ``support_``), not the generator: loading builds it again.
+    saved_as_parts: ClassVar[bool] = True
 
     def sample(self, rows: int, rng: np.random.Generator) -> pd.DataFrame:
         """``rows`` rows: the blocks of :meth:`blocks`, joined."""
