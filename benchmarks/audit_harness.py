@@ -22,10 +22,10 @@ from unittest import mock
 import numpy as np
 from scipy import stats
 
+from dpevolve.pe.pubmix.noise import pubmix_sample
+from dpevolve.pe.release.gaussian import GaussianRelease
 from dpevolve.privacy.audit import clopper_pearson, eps_lower_bound, exact_epsilon
 from dpevolve.privacy.noise import SeededNoise
-from dpevolve.pubmix.noise import pubmix_sample
-from dpevolve.release.gaussian import GaussianRelease
 
 #: Every audit case by name: one function of ``trials`` each (see :func:`case`).
 CASES: dict[str, Callable[[int], dict[str, Any]]] = {}

@@ -85,7 +85,7 @@ def _setup(backend: str = "fused") -> dict[str, Any]:
         return _STATE
     from dpevolve import datasets
     from dpevolve.pe.distance import make_distance
-    from dpevolve.policy.blowfish import Policy
+    from dpevolve.pe.policy.blowfish import Policy
 
     os.environ.setdefault("DPEVOLVE_DATA", "/work/shared/data")
     train = datasets.load("adult", columns="adult5")
@@ -143,7 +143,7 @@ def _fit(rho: float, method: str, seed: int) -> Any:
 def task_fit(args: tuple[str, str, int, str]) -> dict[str, Any]:
     budget, method, seed, backend = args
     _setup(backend)
-    from dpevolve.pilot.run import pilot_error
+    from dpevolve.pe.pilot.run import pilot_error
 
     start = time.perf_counter()
     model = _fit(ALL_BUDGETS[budget], method, seed)
@@ -168,7 +168,7 @@ def task_fit(args: tuple[str, str, int, str]) -> dict[str, Any]:
 def task_pilot(args: tuple[str, int, tuple[int, ...], str]) -> dict[str, Any]:
     budget, rep, seeds, backend = args
     s = _setup(backend)
-    from dpevolve.pilot.run import run_pilot
+    from dpevolve.pe.pilot.run import run_pilot
     from dpevolve.presets import get_preset
     from dpevolve.privacy import Budget
     from dpevolve.synthesizer import Synthesizer
@@ -203,7 +203,7 @@ def task_calibration(args: tuple[int, str]) -> dict[str, Any]:
     """Closed-form vs exact calibration on the final population of one hard run."""
     seed, backend = args
     s = _setup(backend)
-    from dpevolve.policy.sensitivity import (
+    from dpevolve.pe.policy.sensitivity import (
         exact_hard_sensitivity,
         exact_soft_sensitivity,
         numeric_grid,
@@ -307,7 +307,7 @@ def task_snr(args: tuple[int, str]) -> dict[str, Any]:
     reach = s["policy"].reach(s["distance"])
     out: dict[str, Any] = {"n_private": len(private), "mean_count": len(private) / 512}
     from dpevolve.data.encoding import decode
-    from dpevolve.pilot.run import pilot_error
+    from dpevolve.pe.pilot.run import pilot_error
 
     variation = Variation(Layout.of(s["schema"]))
     out["baseline_errors"] = {

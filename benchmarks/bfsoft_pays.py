@@ -8,7 +8,7 @@ x30 with 20 debias steps. ``--arms JSON`` replaces them (hard is always kept).
 
 Part ``auto``: Adult-5, Bank-5, XOR-3 over rho in 1e-5..1e-1, population seeded from
 public data (what ``vote="auto"`` needs for its pilot anyway). Arms: hard, the default
-soft arms of :func:`dpevolve.pilot.choice.default_arms`, and ``auto``. Public data:
+soft arms of :func:`dpevolve.pe.pilot.choice.default_arms`, and ``auto``. Public data:
 Adult's test split, XOR-3's test split; Bank has none, so a fixed 20% of bank-full is
 held out as public and the other 80% is the private table.
 
@@ -100,8 +100,8 @@ def tables(dataset: str) -> tuple[Any, Any, Any]:
 def fit_error(dataset: str, rho: float, arm: dict[str, Any], seed: int, public: bool) -> float:
     from dpevolve import Synthesizer
     from dpevolve.backends import make_backend
-    from dpevolve.pilot.run import pilot_error
-    from dpevolve.policy.blowfish import Policy
+    from dpevolve.pe.pilot.run import pilot_error
+    from dpevolve.pe.policy.blowfish import Policy
 
     private, public_frame, schema = tables(dataset)
     model = Synthesizer(
@@ -127,8 +127,8 @@ def fit_error(dataset: str, rho: float, arm: dict[str, Any], seed: int, public: 
 def auto_choice(dataset: str, rho: float) -> Any:
     """The arm the public pilot of ``vote="auto"`` picks (no private data read)."""
     from dpevolve.backends import make_backend
-    from dpevolve.pilot.choice import choose_vote
-    from dpevolve.policy.blowfish import Policy
+    from dpevolve.pe.pilot.choice import choose_vote
+    from dpevolve.pe.policy.blowfish import Policy
     from dpevolve.presets import get_preset
     from dpevolve.privacy import Budget
     from dpevolve.synthesizer import Synthesizer
@@ -210,8 +210,8 @@ def part_auto(
     on_row: Any = None,
 ) -> dict[str, Any]:
     """Fill ``out`` (dataset -> rho -> row) and call ``on_row()`` after every row."""
-    from dpevolve.pilot.choice import default_arms
-    from dpevolve.policy.blowfish import Policy
+    from dpevolve.pe.pilot.choice import default_arms
+    from dpevolve.pe.policy.blowfish import Policy
 
     for dataset in datasets:
         schema = tables(dataset)[2]

@@ -62,10 +62,11 @@ from dpevolve.config import MarginalSpec, VoteSpec
 from dpevolve.data.encoding import Records, encode
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.pe.distance import make_distance
+from dpevolve.pe.invalid_rows import calibrate as calibrate_invalid_rows
+from dpevolve.pe.policy.blowfish import Policy
+from dpevolve.pe.policy.sensitivity import enumerate_domain, per_round_hard_sensitivity, reach_edge
+from dpevolve.pe.release.gaussian import GaussianRelease
 from dpevolve.pe.votes import HardVote, SoftVote
-from dpevolve.policy.blowfish import Policy
-from dpevolve.policy.invalid_rows import calibrate as calibrate_invalid_rows
-from dpevolve.policy.sensitivity import enumerate_domain, per_round_hard_sensitivity, reach_edge
 from dpevolve.presets import get_preset
 from dpevolve.privacy import Budget, GaussianEvent, calibrate_gaussian
 from dpevolve.privacy.audit import (
@@ -75,7 +76,6 @@ from dpevolve.privacy.audit import (
     independent_epsilon,
 )
 from dpevolve.privacy.noise import SeededNoise
-from dpevolve.release.gaussian import GaussianRelease
 
 SCHEMA = Schema(
     (NumericColumn("age", 17, 90, integer=True), CategoricalColumn("sex", ("Female", "Male")))
@@ -308,7 +308,7 @@ def standalone(
     **options: Any,
 ) -> tuple[list, list, Any]:
     """``sample_discrete`` on both neighbours, its noise and mixture draws recorded."""
-    from dpevolve.release import discrete
+    from dpevolve.pe.pubmix import discrete
 
     spies, mixes, ledger = [], [], None
     for table in pair():
@@ -317,7 +317,7 @@ def standalone(
         record = recorder(calls)
 
         with (
-            spying("dpevolve.release.discrete") as made,
+            spying("dpevolve.pe.pubmix.discrete") as made,
             mock.patch.object(discrete, "pubmix_sample", record),
         ):
             release = discrete.sample_discrete(
@@ -438,8 +438,8 @@ def pe_pubmix_case(name: str, accounting: str, rounds: int, trials: int) -> dict
     """PubMix as PE's selection over 3 candidates, ``rounds`` rounds of m = 4 parents
     on the worst-case pair (the record alone in either of the two smallest public
     bins); the claim is the composition of the rounds' recorded events."""
-    import dpevolve.release.pubmix as pe_pubmix
-    from dpevolve.release.pubmix import PubMixRelease
+    import dpevolve.pe.pubmix.release as pe_pubmix
+    from dpevolve.pe.pubmix.release import PubMixRelease
 
     schema = DISCRETE
     distance = make_distance("gower", schema)

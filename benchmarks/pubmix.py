@@ -111,7 +111,7 @@ def _backend() -> Any:
 @functools.cache
 def nist() -> dict[str, Any]:
     from dpevolve import datasets
-    from dpevolve.release.discrete import ProductDomain
+    from dpevolve.pe.pubmix.discrete import ProductDomain
 
     prv = datasets.load(PRIVATE, columns=COLUMNS)
     domain = ProductDomain.of(prv.schema)
@@ -144,10 +144,10 @@ def person_activity() -> dict[str, Any]:
 # ------------------------------------------------------------------ part 1 tasks
 def tv_task(public: str, epsilon: float, m: int, seed: int) -> list[dict[str, Any]]:
     """Every method at one (public, eps, m, seed); one row per method."""
+    from dpevolve.pe.pubmix import deficit, max_invariance_fill, pubmix_sample, water_fill
+    from dpevolve.pe.pubmix.discrete import sample_discrete
     from dpevolve.privacy import Budget
     from dpevolve.privacy.noise import SeededNoise
-    from dpevolve.pubmix import deficit, max_invariance_fill, pubmix_sample, water_fill
-    from dpevolve.release.discrete import sample_discrete
 
     data = nist()
     domain, n, p_prv = data["domain"], data["n"], data["p_private"]
@@ -232,7 +232,7 @@ def oracle_floor(
     p_pub: np.ndarray, p_prv: np.ndarray, n: int, m: int, epsilon: float, delta: float
 ) -> tuple[float, float, np.ndarray, float]:
     """argmin over a grid of t in [0, 1/d] of beta_min(z1, z2) * TV(WF(P_pub, t), P_prv)."""
-    from dpevolve.pubmix import beta_min, water_fill
+    from dpevolve.pe.pubmix import beta_min, water_fill
 
     d = p_pub.size
     best: tuple[float, float, np.ndarray, float] | None = None
@@ -249,8 +249,8 @@ def oracle_floor(
 
 def timing_task(ms: tuple[int, ...]) -> dict[str, Any]:
     """Cold-cache costs at d = 14,742: beta_min, the floor search, WF and MIFR fills."""
-    from dpevolve.pubmix import choose_floor, max_invariance_fill, water_fill
-    from dpevolve.pubmix.beta import _beta_min_cached, beta_min
+    from dpevolve.pe.pubmix import choose_floor, max_invariance_fill, water_fill
+    from dpevolve.pe.pubmix.beta import _beta_min_cached, beta_min
 
     data = nist()
     n, d = data["n"], data["domain"].cells

@@ -4,7 +4,7 @@ Everything here runs inside worker processes; loaded tables are cached per proce
 
 The error measure
 -----------------
-"Mean error" is :func:`dpevolve.pilot.run.pilot_error`: the mean over ``k = 1, 2, 3`` of
+"Mean error" is :func:`dpevolve.pe.pilot.run.pilot_error`: the mean over ``k = 1, 2, 3`` of
 the mean ``k``-way marginal total variation distance between the private training table
 and the released synthetic table (spec §7: numeric columns in 20 equal-width bins over
 the declared range, ``TV = 1/2 ||p - q||_1`` per ``k``-set of columns, averaged over all
@@ -32,7 +32,7 @@ DELTA = 1e-5
 XOR_THETA = 1.5
 """Threshold (raw units, range [-10, 10]) of the XOR-3 policy on each feature."""
 
-# Policies per data set, in the YAML form of dpevolve.policy.blowfish (spec §2). The first one
+# Policies per data set, in the YAML form of dpevolve.pe.policy.blowfish (spec §2). The first one
 # of each data set is its default in the budget and temperature studies.
 POLICIES: dict[str, dict[str, dict[str, Any]]] = {
     "adult5": {
@@ -111,9 +111,9 @@ def has_test(dataset: str) -> bool:
 
 @functools.lru_cache(maxsize=64)
 def policy(dataset: str, name: str) -> Any:
-    """The :class:`dpevolve.policy.blowfish.Policy` named ``name`` of ``dataset``."""
+    """The :class:`dpevolve.pe.policy.blowfish.Policy` named ``name`` of ``dataset``."""
     from dpevolve.datasets import WORKCLASS_BLOCKS
-    from dpevolve.policy.blowfish import Policy
+    from dpevolve.pe.policy.blowfish import Policy
 
     spec = POLICIES[base_dataset(dataset)][name]
     attributes = {}

@@ -9,9 +9,9 @@
     (eps, delta) with L2 sensitivity sqrt 2 (replace-one), clipped at 0, normalised;
     then m samples of it (post-processing).
   - LinMix: ``P_syn = (1 - beta) P_prv + beta U`` with ``beta = beta_min(1/d, 1/d)``
-    (spec §5, ``dpevolve.pubmix.beta.beta_min``); m samples of it.
+    (spec §5, ``dpevolve.pe.pubmix.beta.beta_min``); m samples of it.
   - PubMix: the public histogram water-filled to the floor t and its beta, both chosen
-    by ``dpevolve.pubmix.choose_floor`` (spec §5) with gamma from 5 public folds (the
+    by ``dpevolve.pe.pubmix.choose_floor`` (spec §5) with gamma from 5 public folds (the
     default); ``pubmix-oracle-gamma`` uses the true TV(P_pub, P_prv) as gamma instead
     (not privatised: a reference for what a better gamma buys).
 
@@ -99,7 +99,7 @@ def pubmix_choice(m: int, epsilon: float, gamma_kind: str) -> tuple[Any, float]:
     folds) or ``oracle`` (the true TV(P_pub, P_prv): not privatised, a reference for
     what a good gamma would give).
     """
-    import dpevolve.pubmix as pubmix
+    import dpevolve.pe.pubmix as pubmix
 
     counts, public, n = nist_histograms()
     public_counts = nist_public_counts()
@@ -132,9 +132,9 @@ def run_tv(config: TVConfig) -> dict[str, Any]:
         info.update({"sigma": sigma, "rho": rho})
     elif config.mechanism == "linmix":
         try:
-            from dpevolve.pubmix.beta import beta_min
+            from dpevolve.pe.pubmix.beta import beta_min
         except ImportError as exc:
-            raise Unavailable(f"dpevolve.pubmix.beta not importable: {exc}") from None
+            raise Unavailable(f"dpevolve.pe.pubmix.beta not importable: {exc}") from None
         beta = beta_min(
             n=n, m=config.m, epsilon=config.epsilon, delta=delta, z1=1.0 / d, z2=1.0 / d
         )

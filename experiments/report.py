@@ -1234,7 +1234,7 @@ Written by `python -m experiments report` from the study store; do not edit by h
 
 **Mean error** = the mean over k = 1, 2, 3 of the mean k-way marginal total variation
 distance between the private training table and the synthetic release
-(`dpevolve.pilot.run.pilot_error`; spec §7): for every set S of k columns,
+(`dpevolve.pe.pilot.run.pilot_error`; spec §7): for every set S of k columns,
 TV_S = 1/2 sum_cells |p_S - q_S| over the k-way contingency tables (numeric columns in
 20 equal-width bins over the declared range), averaged over all k-sets, then over k.
 It lies in [0, 1]; lower is better. Every BF-Soft number below is this measure on the

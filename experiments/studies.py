@@ -118,7 +118,7 @@ def run_fit(config: FitConfig) -> dict[str, Any]:
 
 def run_pilot_config(config: PilotConfig) -> dict[str, Any]:
     """The public pilot of one setting: hard and per-temperature errors on public data."""
-    from dpevolve.pilot.run import run_pilot
+    from dpevolve.pe.pilot.run import run_pilot
     from dpevolve.presets import get_preset
     from dpevolve.privacy import Budget
     from dpevolve.synthesizer import Synthesizer

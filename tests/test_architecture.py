@@ -175,8 +175,8 @@ def test_no_function_over_the_line_limit() -> None:
 def test_the_guard_sees_the_package() -> None:
     # A guard that parsed nothing would pass everything.
     assert "dpevolve.privacy.noise" in MODULES
-    assert "dpevolve.policy.blowfish" in MODULES
-    assert "dpevolve.pilot.run" in MODULES
+    assert "dpevolve.pe.policy.blowfish" in MODULES
+    assert "dpevolve.pe.pilot.run" in MODULES
     assert len(MODULES) > 40
 
 

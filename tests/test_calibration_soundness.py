@@ -21,9 +21,9 @@ from dpevolve.backends.local import LocalBackend
 from dpevolve.data.encoding import Records
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.pe.distance import Gower, TabPEEmbedding
+from dpevolve.pe.policy.blowfish import Complete, Policy, Threshold
+from dpevolve.pe.policy.sensitivity import enumerate_domain, per_round_hard_sensitivity
 from dpevolve.pe.votes import HardVote
-from dpevolve.policy.blowfish import Complete, Policy, Threshold
-from dpevolve.policy.sensitivity import enumerate_domain, per_round_hard_sensitivity
 
 AGE_SEX = Schema(
     (NumericColumn("age", 17, 90, integer=True), CategoricalColumn("sex", ("Male", "Female")))

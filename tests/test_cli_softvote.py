@@ -129,7 +129,7 @@ def test_default_auto_under_a_non_gower_distance_does_not_sharpen(
     small_schema, small_table
 ) -> None:
     policy = {"attributes": {"age": {"threshold": 5}}}
-    from dpevolve.policy.blowfish import Policy
+    from dpevolve.pe.policy.blowfish import Policy
 
     model = Synthesizer(
         small_schema,

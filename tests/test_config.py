@@ -21,10 +21,10 @@ from dpevolve.config import (
 )
 from dpevolve.engine.method import AdaptiveMethod
 from dpevolve.errors import InputError
+from dpevolve.pe.hybrid.tail import MarginalOptions
 from dpevolve.pe.method import PEMethod
-from dpevolve.pilot.choice import choose_vote
-from dpevolve.pilot.run import PilotRun, VoteArm, run_pilot
-from dpevolve.pool.hybrid import MarginalOptions
+from dpevolve.pe.pilot.choice import choose_vote
+from dpevolve.pe.pilot.run import PilotRun, VoteArm, run_pilot
 from dpevolve.presets import Preset, from_settings, get_method, get_preset, method_from_dict
 from dpevolve.privacy import Budget
 
@@ -106,13 +106,13 @@ def test_methods_fill_in_from_the_preset_and_never_switch() -> None:
     assert method_from_dict(default.to_dict()) == default  # its ledger block re-runs it
     # A Private Evolution setting given to the engine is refused by name, not obeyed by
     # switching to Private Evolution.
-    for settings, words in (({"vote": "hard"}, "takes no vote"),
-                            ({"mechanism": "pubmix"}, "takes no mechanism"),
-                            ({"marginals": 0.5}, "takes no marginals")):  # fmt: skip
+    for asked, words in (({"vote": "hard"}, "takes no vote"),
+                         ({"mechanism": "pubmix"}, "takes no mechanism"),
+                         ({"marginals": 0.5}, "takes no marginals")):  # fmt: skip
         with pytest.raises(InputError, match=words):
-            from_settings(None, settings)
+            from_settings(None, asked)
         with pytest.raises(InputError, match=words):
-            Synthesizer("schema.yaml", epsilon=1.0, **settings)
+            Synthesizer("schema.yaml", epsilon=1.0, **asked)
     with pytest.raises(InputError, match="takes no population"):
         get_method("adaptive", population=40)
     with pytest.raises(InputError, match="PE settings"):

@@ -428,7 +428,7 @@ def test_hybrid_marginals_counted_on_the_workers(
 ) -> None:
     """The ``hybrid`` preset's marginal release: the workers count and reduce, the driver
     gets one vector, and the model is the local one, bit for bit."""
-    import dpevolve.release.marginals as marginals
+    import dpevolve.pe.hybrid.marginals as marginals
     from dpevolve.presets import get_preset
 
     settings = {"epsilon": 1.0, "random_state": 2, "noise_seed": 2,

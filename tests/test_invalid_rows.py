@@ -26,15 +26,15 @@ from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.errors import InputError
 from dpevolve.pe.distance import make_distance
-from dpevolve.pe.variation import Variation
-from dpevolve.pe.votes import HardVote, SoftVote
-from dpevolve.policy.blowfish import Policy
-from dpevolve.policy.invalid_rows import (
+from dpevolve.pe.invalid_rows import (
     EMPTY_VOTE_L2,
     calibrate,
     fill_empty_votes,
     stand_in_record,
 )
+from dpevolve.pe.policy.blowfish import Policy
+from dpevolve.pe.variation import Variation
+from dpevolve.pe.votes import HardVote, SoftVote
 from dpevolve.presets import get_preset
 
 FAST: dict[str, Any] = {

@@ -17,12 +17,12 @@ from dpevolve.config import MarginalSpec
 from dpevolve.data.encoding import Layout, Records, encode
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.errors import InputError
+from dpevolve.pe.hybrid.fit import MarginalFit, allocate, draw_rows, project_simplex
+from dpevolve.pe.hybrid.marginals import CellIndex, Workload, l2_change, measure_marginals
+from dpevolve.pe.hybrid.tail import MarginalOptions, split_budget
 from dpevolve.pe.variation import Variation
-from dpevolve.pool.fit import MarginalFit, allocate, draw_rows, project_simplex
-from dpevolve.pool.hybrid import MarginalOptions, split_budget
 from dpevolve.presets import get_preset
 from dpevolve.privacy import Accountant, Budget
-from dpevolve.release.marginals import CellIndex, Workload, l2_change, measure_marginals
 
 
 class _NoNoise:
@@ -109,7 +109,7 @@ def test_counting_streams_over_batches(tiny_schema: Schema) -> None:
 def test_counting_slices_stay_within_the_index_budget(tiny_schema, monkeypatch) -> None:
     """However many sets, one slice holds at most INDEX_CELLS cell indices; the counts
     are those of one pass over every record, locally and through a backend."""
-    import dpevolve.release.marginals as marginals
+    import dpevolve.pe.hybrid.marginals as marginals
     from dpevolve.backends import LocalBackend
 
     workload = Workload.all_up_to(tiny_schema)

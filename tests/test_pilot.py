@@ -5,8 +5,8 @@ import pytest
 from dpevolve import Synthesizer
 from dpevolve.config import GaussianSpec, VoteSpec
 from dpevolve.errors import InputError
-from dpevolve.pilot.run import run_pilot
-from dpevolve.policy.blowfish import Policy
+from dpevolve.pe.pilot.run import run_pilot
+from dpevolve.pe.policy.blowfish import Policy
 from dpevolve.presets import get_preset
 from dpevolve.privacy import Budget
 

@@ -15,8 +15,7 @@ from dpevolve.data.encoding import Records
 from dpevolve.data.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
 from dpevolve.errors import InputError
 from dpevolve.pe.distance import Gower, TabPEEmbedding
-from dpevolve.pe.votes import noise_ratio
-from dpevolve.policy.blowfish import (
+from dpevolve.pe.policy.blowfish import (
     Complete,
     HierarchyGraph,
     Partition,
@@ -25,6 +24,7 @@ from dpevolve.policy.blowfish import (
     load_policy,
     summarize,
 )
+from dpevolve.pe.votes import noise_ratio
 
 WORKCLASS = (
     "Private",

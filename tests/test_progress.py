@@ -13,11 +13,11 @@ from dpevolve import Synthesizer
 from dpevolve.config import MarginalSpec
 from dpevolve.data.encoding import Layout, encode
 from dpevolve.data.schema import Schema
+from dpevolve.pe.hybrid.fit import MarginalFit
+from dpevolve.pe.hybrid.marginals import CellIndex, Workload, measure_marginals
 from dpevolve.pe.variation import Variation
-from dpevolve.pool.fit import MarginalFit
 from dpevolve.presets import get_preset
 from dpevolve.privacy.noise import SeededNoise
-from dpevolve.release.marginals import CellIndex, Workload, measure_marginals
 
 HYBRID = {"grow_rounds": 1, "children": 50, "iterations": 20}
 

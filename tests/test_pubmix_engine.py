@@ -13,11 +13,11 @@ from dpevolve.cli import main
 from dpevolve.config import PubMixSpec, VoteSpec
 from dpevolve.data.schema import CategoricalColumn, Schema
 from dpevolve.errors import InputError
+from dpevolve.pe.pubmix import beta_min, pubmix_delta
+from dpevolve.pe.pubmix.discrete import ProductDomain, sample_discrete
 from dpevolve.presets import get_preset
 from dpevolve.privacy import Budget
 from dpevolve.privacy.noise import SeededNoise
-from dpevolve.pubmix import beta_min, pubmix_delta
-from dpevolve.release.discrete import ProductDomain, sample_discrete
 
 FAST = {"preset": get_preset("tabpe", population=30, rounds=3), "random_state": 0}
 
@@ -177,7 +177,7 @@ def test_private_gamma_estimate_is_charged() -> None:
 
 
 def test_private_floor_choice_is_charged_and_picks_the_best_floor() -> None:
-    from dpevolve.pubmix import choose_floor_privately, water_fill
+    from dpevolve.pe.pubmix import choose_floor_privately, water_fill
 
     rng = np.random.default_rng(0)
     A = rng.dirichlet(np.full(40, 0.3))

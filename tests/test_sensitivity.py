@@ -15,8 +15,8 @@ from dpevolve.data.encoding import Records
 from dpevolve.data.schema import CategoricalColumn, Hierarchy, NumericColumn, Schema
 from dpevolve.errors import InputError
 from dpevolve.pe.distance import Gower, TabPEEmbedding
-from dpevolve.policy.blowfish import Complete, HierarchyGraph, Partition, Policy, Threshold
-from dpevolve.policy.sensitivity import (
+from dpevolve.pe.policy.blowfish import Complete, HierarchyGraph, Partition, Policy, Threshold
+from dpevolve.pe.policy.sensitivity import (
     enumerate_domain,
     exact_hard_sensitivity,
     exact_soft_sensitivity,

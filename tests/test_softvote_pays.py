@@ -17,11 +17,11 @@ from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.errors import InputError
 from dpevolve.pe.debias import SoftDebias, candidate_kernel, richardson_lucy
 from dpevolve.pe.distance import make_distance
+from dpevolve.pe.pilot.choice import choose_vote, default_arms
+from dpevolve.pe.pilot.run import PilotResult, VoteArm
+from dpevolve.pe.policy.blowfish import Policy
+from dpevolve.pe.policy.sharpen import sharpen_unprotected
 from dpevolve.pe.votes import SoftVote
-from dpevolve.pilot.choice import choose_vote, default_arms
-from dpevolve.pilot.run import PilotResult, VoteArm
-from dpevolve.policy.blowfish import Policy
-from dpevolve.policy.sharpen import sharpen_unprotected
 from dpevolve.presets import get_preset
 from dpevolve.privacy import Budget
 

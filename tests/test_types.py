@@ -212,8 +212,8 @@ def test_a_run_synthesizes_missing_cells_and_dates(schema: Schema, table) -> Non
 
 
 def test_marginals_measure_missing_numeric_cells_in_their_own_cell() -> None:
-    from dpevolve.pool.fit import draw_rows
-    from dpevolve.release.marginals import Binning, CellIndex, Workload
+    from dpevolve.pe.hybrid.fit import draw_rows
+    from dpevolve.pe.hybrid.marginals import Binning, CellIndex, Workload
 
     schema = Schema((NumericColumn("x", 0, 10, nullable=True), CategoricalColumn("c", ("a", "b"))))
     binning = Binning(schema, bins=5)

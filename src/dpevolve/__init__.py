@@ -15,7 +15,7 @@ from dpevolve.errors import DPEvolveError, InputError
 
 if TYPE_CHECKING:
     from dpevolve.data.schema import Schema, load_schema
-    from dpevolve.policy.blowfish import Policy
+    from dpevolve.pe.policy.blowfish import Policy
     from dpevolve.synthesizer import Synthesizer
 
 try:
@@ -36,7 +36,7 @@ __all__ = [
 
 def load_policy(path: str, schema: Schema) -> Policy:
     """Read a Blowfish policy YAML file, validated against ``schema``."""
-    from dpevolve.policy.blowfish import load_policy as _load
+    from dpevolve.pe.policy.blowfish import load_policy as _load
 
     return _load(path, schema)
 

@@ -29,13 +29,13 @@ if TYPE_CHECKING:
     from dpevolve.data.encoding import Records
     from dpevolve.data.schema import Schema
     from dpevolve.pe.distance import Distance
+    from dpevolve.pe.hybrid.tail import MarginalOptions
+    from dpevolve.pe.pilot.choice import ChosenVote
+    from dpevolve.pe.pilot.run import PilotFit
+    from dpevolve.pe.release.base import Release
+    from dpevolve.pe.release.build import Calibration, ReleaseInputs
     from dpevolve.pe.votes import Vote
-    from dpevolve.pilot.choice import ChosenVote
-    from dpevolve.pilot.run import PilotFit
-    from dpevolve.pool.hybrid import MarginalOptions
     from dpevolve.privacy import Budget
-    from dpevolve.release.base import Release
-    from dpevolve.release.build import Calibration, ReleaseInputs
 
 VOTES = ("hard", "soft", "auto")
 ON_INVALID = ("error", "drop", "clip")
@@ -125,13 +125,13 @@ class VoteSpec:
 
         ``public`` is needed by the pilot only; ``n``, ``budget`` and ``rounds`` set its
         noise-to-signal ratio; ``policy`` and ``distance`` its default arms; ``fit`` is one
-        pilot run on public data (:data:`~dpevolve.pilot.run.PilotFit`). With
+        pilot run on public data (:data:`~dpevolve.pe.pilot.run.PilotFit`). With
         ``announce`` an automatic choice is said on stderr (the ledger always has it).
         """
         # Imported here: the specs are read at start-up (the command line's help).
+        from dpevolve.pe.pilot.choice import ChosenVote, choose_vote
+        from dpevolve.pe.pilot.run import run_pilot
         from dpevolve.pe.votes import make_vote
-        from dpevolve.pilot.choice import ChosenVote, choose_vote
-        from dpevolve.pilot.run import run_pilot
 
         if self.kind == "auto":
             if public is None:
@@ -151,7 +151,7 @@ class VoteSpec:
         if announce:
             import sys
 
-            said = (f"soft vote at tau={tau}" if vote.name == "soft" else "hard vote")
+            said = f"soft vote at tau={tau}" if vote.name == "soft" else "hard vote"
             print(f"temperature auto: {said} (the public pilot's forecast; no private "
                   "budget spent)", file=sys.stderr)  # fmt: skip
         return ChosenVote(vote, self.sharpen, self.debias, pilot=result)
@@ -178,7 +178,7 @@ class GaussianSpec:
 
     def build(self, inputs: ReleaseInputs) -> tuple[Release, Calibration]:
         """The noisy vote histogram, with ``sigma`` calibrated for the rounds' budget."""
-        from dpevolve.release.build import gaussian_release
+        from dpevolve.pe.release.build import gaussian_release
 
         threshold = 0.0 if self.threshold is None else self.threshold
         return gaussian_release(threshold, inputs)
@@ -189,7 +189,7 @@ class GaussianSpec:
         """The per-round exact sensitivity search when asked for (else ``None``)."""
         if self.calibration == "bound":
             return None
-        from dpevolve.release.build import exact_sensitivity
+        from dpevolve.pe.release.build import exact_sensitivity
 
         return exact_sensitivity(vote, policy, distance, backend)
 
@@ -217,7 +217,7 @@ class PubMixSpec:
 
     def build(self, inputs: ReleaseInputs) -> tuple[Release, Calibration]:
         """Parents from a public/private mixture (hard votes, an (epsilon, delta) budget)."""
-        from dpevolve.release.build import pubmix_release
+        from dpevolve.pe.release.build import pubmix_release
 
         return pubmix_release(self.accounting, self.fill, self.gamma, inputs)
 
@@ -248,7 +248,7 @@ def mechanism_spec(value: Any) -> MechanismSpec:
 class MarginalSpec:
     """One Gaussian release of low-order marginals after the rounds: its ``share`` of
     the budget (zCDP rho, in (0, 1]; ``None``: the preset's) and ``options``, fields of
-    :class:`~dpevolve.pool.hybrid.MarginalOptions` that :func:`resolve` lays over the
+    :class:`~dpevolve.pe.hybrid.tail.MarginalOptions` that :func:`resolve` lays over the
     preset's (``{"grow_rounds": 2}`` keeps the hybrid preset's 4-way sets)."""
 
     share: float | None = None
@@ -261,7 +261,7 @@ class MarginalSpec:
                 raise InputError(f"the marginal share must lie in (0, 1], got {share!r}")
             if not 0.0 < share <= 1.0:
                 raise InputError(f"the marginal share must lie in (0, 1], got {share!r}")
-        from dpevolve.pool.hybrid import MarginalOptions
+        from dpevolve.pe.hybrid.tail import MarginalOptions
 
         if isinstance(self.options, MarginalOptions):
             object.__setattr__(self, "options", self.options.to_dict())
@@ -269,7 +269,7 @@ class MarginalSpec:
 
     def build(self) -> MarginalOptions:
         """The options of the release and the pool fit."""
-        from dpevolve.pool.hybrid import MarginalOptions
+        from dpevolve.pe.hybrid.tail import MarginalOptions
 
         return MarginalOptions.from_any(dict(self.options))
 

@@ -21,13 +21,13 @@ from dpevolve.data.schema import Schema
 from dpevolve.data.validation import ValidationReport
 from dpevolve.errors import InputError
 from dpevolve.pe.distance import Distance, make_distance
-from dpevolve.pilot.choice import ChosenVote
-from dpevolve.pilot.run import PilotFit
-from dpevolve.policy.invalid_rows import InvalidRowCalibration
-from dpevolve.policy.invalid_rows import calibrate as calibrate_invalid
+from dpevolve.pe.invalid_rows import InvalidRowCalibration
+from dpevolve.pe.invalid_rows import calibrate as calibrate_invalid
+from dpevolve.pe.pilot.choice import ChosenVote
+from dpevolve.pe.pilot.run import PilotFit
+from dpevolve.pe.release.build import ReleaseInputs
 from dpevolve.privacy import Budget, Ledger
 from dpevolve.privacy.noise import NoiseSource
-from dpevolve.release.build import ReleaseInputs
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def plan_fit(
     :class:`~dpevolve.pe.method.PEMethod`; ``budget`` the run's, delta resolved."""
     run_budget, marginal_rho = budget, None
     if config.marginals is not None and config.marginals.share is not None:
-        from dpevolve.pool.hybrid import split_budget
+        from dpevolve.pe.hybrid.tail import split_budget
 
         pe_budget, marginal_rho = split_budget(budget, config.marginals.share)
         run_budget = budget if pe_budget is None else pe_budget
@@ -100,7 +100,7 @@ def plan_fit(
         announce=announce,
     )
     if pick.sharpen != 1.0:
-        from dpevolve.policy.sharpen import sharpen_unprotected
+        from dpevolve.pe.policy.sharpen import sharpen_unprotected
 
         if policy is None:
             raise InputError("sharpening needs a Blowfish policy (--policy)")

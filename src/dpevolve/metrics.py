@@ -5,8 +5,8 @@ synthetic ``k``-way contingency tables, ``TV_S = 1/2 * sum_cells |p_S(cell) - q_
 averaged over all sets. Numeric columns are cut into 20 equal-width bins over their
 *declared* range.
 
-A measure, not a report: the public pilot's forecast (:mod:`dpevolve.pilot.run`), the
-standalone PubMix sampler's cell coding (:mod:`dpevolve.release.discrete`) and the
+A measure, not a report: the public pilot's forecast (:mod:`dpevolve.pe.pilot.run`), the
+standalone PubMix sampler's cell coding (:mod:`dpevolve.pe.pubmix.discrete`) and the
 reports (:mod:`dpevolve.reporting`) all use it, and it uses nothing but the schema.
 """
 

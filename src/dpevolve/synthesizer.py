@@ -27,7 +27,7 @@ from dpevolve.errors import InputError
 from dpevolve.estimator import EstimatorParams
 from dpevolve.method import FitContext, Generator, Method, blocks_of
 from dpevolve.pe.method import PEGenerator, pilot_fit
-from dpevolve.pilot.run import PilotFit
+from dpevolve.pe.pilot.run import PilotFit
 from dpevolve.presets import PE_SETTINGS, from_settings, get_method, method_of
 from dpevolve.privacy import Budget
 from dpevolve.privacy.interrupt import Interrupted, Spending, spending
@@ -152,7 +152,7 @@ class Synthesizer(EstimatorParams):
 
     @classmethod
     def pilot_fit(cls, schema: Schema | str | Path, **params: Any) -> PilotFit:
-        """A public pilot's ``fit`` callback (:data:`~dpevolve.pilot.run.PilotFit`) for
+        """A public pilot's ``fit`` callback (:data:`~dpevolve.pe.pilot.run.PilotFit`) for
         the Private Evolution method of ``params`` (``method`` or ``preset``; ``policy``,
         ``backend``): see :func:`dpevolve.pe.method.pilot_fit`."""
         settings = {k: params[k] for k in ("preset", *PE_SETTINGS) if k in params}

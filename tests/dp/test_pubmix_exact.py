@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from dpevolve.pubmix import beta_min
+from dpevolve.pe.pubmix import beta_min
 
 NOISE = {
     "d3": np.array([0.15, 0.25, 0.60]),

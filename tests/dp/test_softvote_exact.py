@@ -29,9 +29,9 @@ from scipy.stats import norm
 from dpevolve.data.encoding import Records
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.pe.distance import Gower
+from dpevolve.pe.policy.blowfish import Policy, Threshold
+from dpevolve.pe.policy.sensitivity import exact_soft_sensitivity, soft_bound
 from dpevolve.pe.votes import SoftVote
-from dpevolve.policy.blowfish import Policy, Threshold
-from dpevolve.policy.sensitivity import exact_soft_sensitivity, soft_bound
 
 SCHEMA = Schema((NumericColumn("a", 0, 4, integer=True), CategoricalColumn("b", ("no", "yes"))))
 POLICY = Policy({"a": Threshold(1)})

@@ -28,11 +28,11 @@ from dpevolve.engine.refine import (
 )
 from dpevolve.errors import InputError
 from dpevolve.pe.distance import make_distance
+from dpevolve.pe.release.gaussian import GaussianRelease
 from dpevolve.pe.votes import HardVote
 from dpevolve.privacy import Budget, GaussianEvent, zcdp_budget
 from dpevolve.privacy.audit import cks_epsilon
 from dpevolve.privacy.noise import SeededNoise
-from dpevolve.release.gaussian import GaussianRelease
 from dpevolve.reporting.sections import engine_summary
 
 SCHEMA = Schema(

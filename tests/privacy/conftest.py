@@ -23,9 +23,9 @@ from dpevolve.backends import make_backend
 from dpevolve.data.encoding import Records
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.pe.distance import Distance
+from dpevolve.pe.release.gaussian import GaussianRelease
 from dpevolve.pe.votes import Vote
 from dpevolve.privacy.noise import SeededNoise
-from dpevolve.release.gaussian import GaussianRelease
 
 DELTA = 1e-5
 BATCH = 50_000  # noisy cells per batch; each batch draws from a fresh seed

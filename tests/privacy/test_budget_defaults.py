@@ -28,11 +28,11 @@ from dpevolve.data.encoding import Records, encode
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.validation import ValidationReport
 from dpevolve.errors import InputError
+from dpevolve.pe.pubmix.discrete import sample_discrete
 from dpevolve.presets import get_preset
 from dpevolve.privacy import Budget, GaussianEvent, Ledger, default_delta
 from dpevolve.privacy.audit import independent_epsilon
 from dpevolve.privacy.budget import MAX_EPSILON, MAX_RHO, MIN_EPSILON, MIN_RHO
-from dpevolve.release.discrete import sample_discrete
 
 SCHEMA = Schema((NumericColumn("age", 17, 90, integer=True), CategoricalColumn("sex", ("F", "M"))))
 DETERMINISTIC = settings(derandomize=True, deadline=None)

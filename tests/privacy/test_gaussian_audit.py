@@ -24,9 +24,10 @@ from dpevolve.config import GaussianSpec, VoteSpec
 from dpevolve.data.encoding import Records, encode
 from dpevolve.errors import InputError
 from dpevolve.pe.distance import make_distance
+from dpevolve.pe.policy.blowfish import Policy
+from dpevolve.pe.policy.sensitivity import reach_edge
+from dpevolve.pe.release.gaussian import GaussianRelease
 from dpevolve.pe.votes import HardVote, SoftVote
-from dpevolve.policy.blowfish import Policy
-from dpevolve.policy.sensitivity import reach_edge
 from dpevolve.presets import get_preset
 from dpevolve.privacy import Budget, calibrate_gaussian
 from dpevolve.privacy.audit import (
@@ -37,7 +38,6 @@ from dpevolve.privacy.audit import (
     independent_epsilon,
 )
 from dpevolve.privacy.noise import SeededNoise, make_noise
-from dpevolve.release.gaussian import GaussianRelease
 
 from .conftest import DELTA, fit_spied, noisy_trials, projection_event
 

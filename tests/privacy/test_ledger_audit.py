@@ -23,11 +23,11 @@ from hypothesis import strategies as st
 
 from dpevolve.config import GaussianSpec, PubMixSpec, VoteSpec
 from dpevolve.errors import InputError
-from dpevolve.policy.blowfish import Policy
+from dpevolve.pe.policy.blowfish import Policy
+from dpevolve.pe.pubmix.discrete import sample_discrete
 from dpevolve.presets import get_preset
 from dpevolve.privacy import ApproxDPEvent, Budget, GaussianEvent
 from dpevolve.privacy.audit import cks_epsilon, eps_lower_bound, independent_epsilon
-from dpevolve.release.discrete import sample_discrete
 
 from .conftest import DELTA, fit_spied
 

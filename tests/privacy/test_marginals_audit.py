@@ -22,10 +22,10 @@ from dpevolve import Synthesizer
 from dpevolve.config import MarginalSpec
 from dpevolve.data.encoding import Records, encode
 from dpevolve.data.schema import Schema
+from dpevolve.pe.hybrid.marginals import CellIndex, Workload, l2_change, measure_marginals
 from dpevolve.presets import get_preset
 from dpevolve.privacy.audit import independent_epsilon
 from dpevolve.privacy.noise import SeededNoise
-from dpevolve.release.marginals import CellIndex, Workload, l2_change, measure_marginals
 
 FAST = {"grow_rounds": 1, "children": 60, "iterations": 20}
 

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-import dpevolve.release.pubmix as pubmix_module
+import dpevolve.pe.pubmix.release as pubmix_module
 from dpevolve.config import PubMixSpec
 from dpevolve.presets import get_preset
 from dpevolve.privacy.audit import exact_epsilon, hockey_stick

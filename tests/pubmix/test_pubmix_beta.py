@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpevolve.errors import InputError
-from dpevolve.pubmix import (
+from dpevolve.pe.pubmix import (
     beta_min,
     beta_min_zero_floor,
     h1,

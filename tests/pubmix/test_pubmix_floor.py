@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from scipy.optimize import minimize
 
 from dpevolve.errors import InputError
-from dpevolve.pubmix import (
+from dpevolve.pe.pubmix import (
     FEASIBILITY_RTOL,
     deficit,
     invariant_mass,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from dpevolve.pubmix import (
+from dpevolve.pe.pubmix import (
     TAIL_P,
     TAIL_Q,
     beta_min,
@@ -53,7 +53,7 @@ def test_one_release_pld_gives_max_h1_h2(m: int, eps: float, z1: float, z2: floa
 
 
 def test_pld_directions_are_h1_and_h2() -> None:
-    from dpevolve.pubmix import h1, h2
+    from dpevolve.pe.pubmix import h1, h2
 
     m, eps, z1, z2, beta = 200, 1.0, 1e-4, 2e-3, 0.3
     pld = worst_case_pld(N, m, beta, z1, z2, value_discretization_interval=1e-5)

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from dpevolve.errors import InputError
-from dpevolve.privacy.noise import SeededNoise
-from dpevolve.pubmix import (
+from dpevolve.pe.pubmix import (
     beta_min,
     choose_floor,
     deficit,
@@ -23,6 +22,7 @@ from dpevolve.pubmix import (
     pubmix_sample,
     water_fill,
 )
+from dpevolve.privacy.noise import SeededNoise
 
 N, M, EPS = 1200, 300, 5.0
 DELTA = 1.0 / N

@@ -16,9 +16,9 @@ from dpevolve.data.encoding import Layout, decode
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.data.streaming import StreamedTable
-from dpevolve.policy.invalid_rows import stand_in_record
+from dpevolve.pe.invalid_rows import stand_in_record
+from dpevolve.pe.pubmix.discrete import ProductDomain, sample_discrete
 from dpevolve.privacy import Budget, default_delta
-from dpevolve.release.discrete import ProductDomain, sample_discrete
 
 SCHEMA = Schema(
     (

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from dpevolve.data.encoding import Records
+from dpevolve.pe.release.gaussian import GaussianRelease
 from dpevolve.privacy.noise import SecureNoise, SeededNoise
-from dpevolve.release.gaussian import GaussianRelease
 
 
 class KnownNormal:

@@ -15,21 +15,21 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-import dpevolve.release.pubmix as pubmix_module
+import dpevolve.pe.pubmix.release as pubmix_module
 from dpevolve import Synthesizer
 from dpevolve.backends import make_backend
 from dpevolve.config import PubMixSpec
 from dpevolve.data.encoding import encode
 from dpevolve.data.schema import CategoricalColumn, Schema
 from dpevolve.pe.distance import make_distance
+from dpevolve.pe.invalid_rows import fill_empty_votes
+from dpevolve.pe.pubmix import water_fill
+from dpevolve.pe.pubmix.discrete import sample_discrete
+from dpevolve.pe.pubmix.release import PubMixRelease
 from dpevolve.pe.votes import HardVote
-from dpevolve.policy.invalid_rows import fill_empty_votes
 from dpevolve.presets import get_preset
 from dpevolve.privacy import Budget
 from dpevolve.privacy.noise import SeededNoise
-from dpevolve.pubmix import water_fill
-from dpevolve.release.discrete import sample_discrete
-from dpevolve.release.pubmix import PubMixRelease
 
 FAST = {
     "preset": get_preset("tabpe", population=30, rounds=2),
@@ -122,7 +122,7 @@ def test_sample_discrete_is_fresh_unless_noise_seeded(options, key) -> None:
 
 def test_sample_discrete_refuses_a_generator_as_noise() -> None:
     from dpevolve.errors import InputError
-    from dpevolve.pubmix import choose_floor_privately
+    from dpevolve.pe.pubmix import choose_floor_privately
 
     with pytest.raises(InputError, match="NoiseSource"):
         choose_floor_privately(
@@ -170,7 +170,7 @@ def test_pubmix_release_parents_follow_the_stated_mixture(accounting, fill, miss
     elif fill == "wf":
         p_noise = water_fill(public_hist, info["floor"])
     else:
-        from dpevolve.pubmix import max_invariance_fill
+        from dpevolve.pe.pubmix import max_invariance_fill
 
         p_noise = max_invariance_fill(public_hist, info["floor"], counts=votes.astype(np.int64))
     counts = fill_empty_votes(valid, n, population, distance)
@@ -250,8 +250,8 @@ class Recording:
 def test_private_steps_are_calibrated_for_their_epsilon(monkeypatch) -> None:
     """The gamma estimate's Laplace scale and the floor choice's Gumbel scale give at
     most the epsilon the ledger charges, covering grid and floating-point slack."""
-    import dpevolve.release.discrete as discrete
-    from dpevolve.pubmix import score_sensitivity
+    import dpevolve.pe.pubmix.discrete as discrete
+    from dpevolve.pe.pubmix import score_sensitivity
 
     private, public = _discrete_tables()
     n, budget = len(private), Budget(epsilon=1.0, delta=1e-5)
@@ -277,7 +277,7 @@ def test_private_steps_are_calibrated_for_their_epsilon(monkeypatch) -> None:
     assert kind == "argmax" and scores.size == 41 and np.all(scores <= 0)
     # epsilon = 2 Delta / scale, Delta the largest beta over the candidate floors / n
     # (the release keeps epsilon - floor_epsilon), widened by the scores' float error
-    from dpevolve.pubmix import beta_min
+    from dpevolve.pe.pubmix import beta_min
 
     betas = []
     for t in np.linspace(0.0, 1.0 / domain.cells, 41):

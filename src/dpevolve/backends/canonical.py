@@ -1,6 +1,6 @@
 """The one arithmetic of the vote: per-pair distances, tie rule, soft weights, sums.
 
-The exact per-round calibration (:mod:`dpevolve.policy.sensitivity`) decides that a
+The exact per-round calibration (:mod:`dpevolve.pe.policy.sensitivity`) decides that a
 round is free when no protected edge changes any vote. That is only sound if the edge
 search evaluates *the very function* the backends evaluate, bit for bit: two float
 formulas for the same distance disagree in the last digits, and on a near tie they

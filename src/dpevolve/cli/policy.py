@@ -43,7 +43,7 @@ def policy_show(
 ) -> None:
     from dpevolve.data.schema import Schema
     from dpevolve.pe.distance import make_distance
-    from dpevolve.policy.blowfish import Policy, summarize
+    from dpevolve.pe.policy.blowfish import Policy, summarize
 
     table_schema = Schema.load(schema)
     temperatures = tuple(temperature) if temperature else DEFAULT_TAUS
@@ -93,8 +93,8 @@ def policy_audit(
     from dpevolve.data.encoding import encode
     from dpevolve.data.schema import Schema
     from dpevolve.pe.distance import make_distance
-    from dpevolve.policy.blowfish import Policy
-    from dpevolve.policy.sensitivity import (
+    from dpevolve.pe.policy.blowfish import Policy
+    from dpevolve.pe.policy.sensitivity import (
         exact_hard_sensitivity,
         exact_soft_sensitivity,
         soft_bound,

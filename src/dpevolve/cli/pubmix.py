@@ -92,8 +92,8 @@ def pubmix(
 ) -> None:
     from dpevolve.data.schema import Schema
     from dpevolve.data.sources import FrameSource
+    from dpevolve.pe.pubmix.discrete import sample_discrete
     from dpevolve.privacy.budget import DEFAULT_DELTA_RULE, Budget, default_delta
-    from dpevolve.release.discrete import sample_discrete
 
     ledger_out = check_outputs(output, force)
     require_budget(epsilon, rho, delta)

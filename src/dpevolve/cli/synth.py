@@ -170,6 +170,7 @@ ShareLedgerOpt = Annotated[
     ),
 ]
 
+
 @app.command(
     help="Synthesize a DP table from PRIVATE; the ledger goes to OUT.ledger.json." + EXAMPLES
 )
@@ -363,7 +364,7 @@ def _say_policy_warnings(policy: Path, schema: Any, method: Any, quiet: bool) ->
     """A Private Evolution method's policy warnings, said before any table is read (the
     adaptive method refuses a policy when its fit starts, before it spends)."""
     from dpevolve.pe.distance import make_distance
-    from dpevolve.policy.blowfish import Policy
+    from dpevolve.pe.policy.blowfish import Policy
 
     preset = getattr(method, "preset", None)
     if preset is None:

@@ -9,7 +9,7 @@ correct the fitted model, and the model keeps drawing the rows:
 1. ``M`` candidates are drawn from the current sampler (the model, corrected by the
    earlier rounds of this stage): post-processing of released values;
 2. the backend sums the hard votes of the private records over the candidates, and the
-   existing Gaussian release of PE (:class:`~dpevolve.release.gaussian.GaussianRelease`,
+   existing Gaussian release of PE (:class:`~dpevolve.pe.release.gaussian.GaussianRelease`,
    sensitivity ``sqrt(2)`` under replace-one: a record moves its one vote from one
    candidate to another) adds discrete Gaussian noise from the one noise source, after
    the event is charged to the plan's :class:`~dpevolve.engine.plan.Spend`;
@@ -47,10 +47,10 @@ from dpevolve.pe.distance import (
     TabPEEmbedding,
     make_distance,
 )
+from dpevolve.pe.release.gaussian import GaussianRelease
 from dpevolve.pe.votes import HardVote
 from dpevolve.privacy import Ledger, gaussian_sigma
 from dpevolve.privacy.noise import NoiseSource
-from dpevolve.release.gaussian import GaussianRelease
 
 #: Draws ``(rows, rng) -> table`` from a sampler (the model, or a corrected one).
 Draw = Callable[[int, np.random.Generator], pd.DataFrame]

@@ -17,10 +17,10 @@ from dpevolve.backends.base import Backend
 from dpevolve.data.encoding import Records
 from dpevolve.data.sources import PrivateSource
 from dpevolve.pe.distance import Distance
+from dpevolve.pe.release.base import Release, Selection
 from dpevolve.pe.schedule import Schedule, Stage
 from dpevolve.pe.variation import Variation, mutation_rate
 from dpevolve.pe.votes import Vote
-from dpevolve.release.base import Release, Selection
 
 RoundCallback = Callable[[int, Selection, Records], None]
 

@@ -2,8 +2,8 @@
 
 A thin adapter over the PE fit path: the plan from public facts
 (:func:`~dpevolve.fit_plan.plan_fit`), one calibrated release, the rounds
-(:func:`~dpevolve.evolve.evolve`) and, with a marginal share, the hybrid tail
-(:func:`~dpevolve.pool.hybrid.fit_and_record`). Its settings are a preset (schedule,
+(:func:`~dpevolve.pe.evolve.evolve`) and, with a marginal share, the hybrid tail
+(:func:`~dpevolve.pe.hybrid.tail.fit_and_record`). Its settings are a preset (schedule,
 distance, defaults), a vote (hard, soft or a public pilot's choice), a mechanism (the
 Gaussian vote histogram or PubMix) and the optional marginal release; it takes a
 Blowfish policy and public data.
@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from dpevolve.data.encoding import Records
     from dpevolve.data.schema import Schema
     from dpevolve.data.sources import PrivateSource
-    from dpevolve.pilot.run import PilotFit, PilotRun
-    from dpevolve.pool.hybrid import WeightedSupport
+    from dpevolve.pe.hybrid.tail import WeightedSupport
+    from dpevolve.pe.pilot.run import PilotFit, PilotRun
     from dpevolve.privacy import Budget
 
 
@@ -123,8 +123,8 @@ class PEMethod:
     ) -> PEGenerator:
         """The PE rounds (and the marginal tail) on ``source`` within ``budget``."""
         from dpevolve.data.encoding import decode
-        from dpevolve.evolve import evolve
         from dpevolve.fit_plan import open_ledger, plan_fit, release_inputs
+        from dpevolve.pe.evolve import evolve
 
         config = self.resolved(public=context.public is not None,
                                policy=context.policy is not None)  # fmt: skip
@@ -152,7 +152,7 @@ class PEMethod:
         )
         support = None
         if plan.marginal_rho is not None and config.marginals is not None:
-            from dpevolve.pool.hybrid import fit_and_record
+            from dpevolve.pe.hybrid.tail import fit_and_record
 
             support = fit_and_record(
                 source.batches(), schema, final, plan.marginal_rho, plan.marginal_share,
@@ -211,7 +211,7 @@ def load_policy(policy: Any, schema: Schema) -> Any:
     """A Blowfish policy from its object or YAML path (``None``: whole records)."""
     if policy is None:
         return None
-    from dpevolve.policy.blowfish import Policy
+    from dpevolve.pe.policy.blowfish import Policy
 
     return policy if isinstance(policy, Policy) else Policy.load(policy, schema)
 
@@ -228,7 +228,7 @@ def backend_of(backend: Backend | str | None) -> Backend:
 def pilot_fit(
     schema: Schema, method: PEMethod, policy: Any, backend: Backend | str | None
 ) -> PilotFit:
-    """A public pilot's ``fit`` callback (:data:`~dpevolve.pilot.run.PilotFit`): each
+    """A public pilot's ``fit`` callback (:data:`~dpevolve.pe.pilot.run.PilotFit`): each
     call runs ``method`` (its preset and threshold; the preset's marginal release) with
     the run's vote arm, budget, public seed and random state on its public table, with
     fresh noise, and returns the fit's own table."""

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from dpevolve.errors import InputError
 
 if TYPE_CHECKING:
-    from dpevolve.release.base import SelectionMode
+    from dpevolve.pe.release.base import SelectionMode
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ class HardVote:
 
     Sensitivity: L1 = 2 and L2 = sqrt(2) whenever a substitution can change an argmin,
     which any reach > 0 can on some population; exact per-population checks live in
-    :mod:`dpevolve.policy.sensitivity`.
+    :mod:`dpevolve.pe.policy.sensitivity`.
     """
 
     name = "hard"

@@ -28,10 +28,10 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import minimize_scalar
 
 from dpevolve.errors import InputError
-from dpevolve.pubmix.beta import beta_min
-from dpevolve.pubmix.floor import as_histogram, deficit, max_invariance_fill, water_fill
+from dpevolve.pe.pubmix.beta import beta_min
+from dpevolve.pe.pubmix.floor import as_histogram, deficit, max_invariance_fill, water_fill
 
-if TYPE_CHECKING:  # the runtime import would run dpevolve.release's package init
+if TYPE_CHECKING:  # the runtime import would run dpevolve.pe.release's package init
     from dpevolve.privacy.noise import NoiseSource
 
 __all__ = [

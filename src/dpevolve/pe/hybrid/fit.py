@@ -30,8 +30,8 @@ import numpy as np
 
 from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
+from dpevolve.pe.hybrid.marginals import CellIndex, NoisyMarginals
 from dpevolve.pe.variation import Variation
-from dpevolve.release.marginals import CellIndex, NoisyMarginals
 
 NumericMode = Literal["keep", "jitter"]
 Solver = Literal["fista", "mw"]

@@ -18,15 +18,15 @@ from dpevolve.backends.canonical import soft_quantisation_slack
 from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
 from dpevolve.pe.distance import Distance
+from dpevolve.pe.release.base import Release
+from dpevolve.pe.release.gaussian import GaussianRelease
 from dpevolve.pe.schedule import Schedule
 from dpevolve.pe.votes import SoftVote, Vote
 from dpevolve.privacy import Budget, calibrate_gaussian
 from dpevolve.privacy.noise import NoiseSource
-from dpevolve.release.base import Release
-from dpevolve.release.gaussian import GaussianRelease
 
 if TYPE_CHECKING:
-    from dpevolve.release.pubmix import Accounting, Fill
+    from dpevolve.pe.pubmix.release import Accounting, Fill
 
 #: What a release's builder says about its calibration, for the ledger.
 Calibration = dict[str, Any]
@@ -97,7 +97,7 @@ def pubmix_release(
 ) -> tuple[Release, Calibration]:
     """Parents from a public/private mixture (hard votes, an (epsilon, delta) budget):
     per-round ``accounting``, the ``fill`` distribution and the TV bound ``gamma``."""
-    from dpevolve.release.pubmix import PubMixRelease
+    from dpevolve.pe.pubmix.release import PubMixRelease
 
     if inputs.public is None:
         raise InputError("mechanism 'pubmix' needs public data (--public)")
@@ -134,7 +134,7 @@ def exact_sensitivity(
     if getattr(backend, "exact", True) is False:
         # The search assumes the canonical vote arithmetic; a BLAS argmin is another.
         raise InputError("exact calibration needs a backend with exact=True")
-    from dpevolve.policy.sensitivity import enumerate_domain, per_round_hard_sensitivity
+    from dpevolve.pe.policy.sensitivity import enumerate_domain, per_round_hard_sensitivity
 
     domain = enumerate_domain(distance.layout, None, 1_000_000)
     return lambda population: per_round_hard_sensitivity(policy, distance, population, domain)

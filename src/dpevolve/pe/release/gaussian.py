@@ -14,10 +14,10 @@ from collections.abc import Callable
 import numpy as np
 
 from dpevolve.data.encoding import Records
+from dpevolve.pe.release.base import Selection, SelectionMode
 from dpevolve.privacy import GaussianEvent
 from dpevolve.privacy.ledger import EXACT_SENSITIVITY
 from dpevolve.privacy.noise import NoiseSource
-from dpevolve.release.base import Selection, SelectionMode
 
 
 class GaussianRelease:

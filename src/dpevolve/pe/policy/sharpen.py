@@ -28,7 +28,7 @@ from dpevolve.errors import InputError
 from dpevolve.pe.distance import Distance, Gower
 
 if TYPE_CHECKING:
-    from dpevolve.policy.blowfish import Policy
+    from dpevolve.pe.policy.blowfish import Policy
 
 # Relative tolerance for "the reach did not change" (products of weights and ranges).
 _REACH_TOLERANCE = 1e-12

@@ -41,11 +41,8 @@ from dpevolve.backends.base import Backend
 from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
 from dpevolve.pe.distance import Distance
-from dpevolve.pe.votes import HardVote
-from dpevolve.policy.invalid_rows import fill_empty_votes
-from dpevolve.privacy import ApproxDPEvent, Budget, PrivacyLossPairEvent
-from dpevolve.privacy.noise import NoiseSource
-from dpevolve.pubmix import (
+from dpevolve.pe.invalid_rows import fill_empty_votes
+from dpevolve.pe.pubmix import (
     beta_min,
     choose_floor,
     fold_spread,
@@ -56,7 +53,10 @@ from dpevolve.pubmix import (
     worst_case_pair,
     worst_case_pld,
 )
-from dpevolve.release.base import Selection, SelectionMode
+from dpevolve.pe.release.base import Selection, SelectionMode
+from dpevolve.pe.votes import HardVote
+from dpevolve.privacy import ApproxDPEvent, Budget, PrivacyLossPairEvent
+from dpevolve.privacy.noise import NoiseSource
 
 Accounting = Literal["basic", "tight"]
 Fill = Literal["wf", "mifr", "linmix"]

@@ -19,7 +19,7 @@ one door). ``n`` is the source's row count, every row read, public under replace
 adjacency: it sets ``beta``, the default delta and the ledger's ``private_rows``. With
 ``on_invalid="drop"`` or ``"clip"`` a row that breaks the schema is not removed: it
 counts as one fixed, data-independent record
-(:func:`~dpevolve.policy.invalid_rows.stand_in_record`), as in ``synth``, so replacing a
+(:func:`~dpevolve.pe.invalid_rows.stand_in_record`), as in ``synth``, so replacing a
 valid row by an invalid one is an ordinary replacement, covered by PubMix's analysis
 and by the Gaussian's ``sqrt(2)``.
 
@@ -46,7 +46,8 @@ from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.sources import FrameSource, PrivateSource
 from dpevolve.errors import InputError
 from dpevolve.metrics import bin_codes, bin_count
-from dpevolve.policy.invalid_rows import stand_in_record
+from dpevolve.pe.invalid_rows import stand_in_record
+from dpevolve.pe.pubmix.noise import choose_floor, choose_floor_privately, linmix, pubmix_sample
 from dpevolve.privacy import (
     ApproxDPEvent,
     Budget,
@@ -57,7 +58,6 @@ from dpevolve.privacy import (
 )
 from dpevolve.privacy.interrupt import spending
 from dpevolve.privacy.noise import NoiseSource, make_noise
-from dpevolve.pubmix.noise import choose_floor, choose_floor_privately, linmix, pubmix_sample
 
 MAX_CELLS = 20_000_000  # float64 histograms of this size take 160 MB each
 
@@ -189,7 +189,7 @@ def sample_discrete(
     below ``1e-9``); that share is taken from ``epsilon`` and recorded in the ledger.
     With ``floor_epsilon`` the floor itself is chosen privately, by the mixture's actual
     distance from the private histogram
-    (:func:`~dpevolve.pubmix.noise.choose_floor_privately`), and gamma is not needed.
+    (:func:`~dpevolve.pe.pubmix.noise.choose_floor_privately`), and gamma is not needed.
 
     ``random_state`` seeds only public and post-processing randomness. The privacy
     noise is secure (the operating system's generator) unless ``noise_seed`` is given:
@@ -360,7 +360,7 @@ def _mixture_weights(
             details.update(gamma_epsilon=gamma_epsilon)
         if floor_epsilon is None:
             if gamma is None:
-                from dpevolve.pubmix.noise import gamma_from_fold_counts
+                from dpevolve.pe.pubmix.noise import gamma_from_fold_counts
 
                 gamma = gamma_from_fold_counts(public_counts, rng=rng)
             choice = choose_floor(

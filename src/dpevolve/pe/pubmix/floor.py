@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dpevolve.errors import InputError
-from dpevolve.pubmix.donors import (
+from dpevolve.pe.pubmix.donors import (
     FEASIBILITY_RTOL,
     donors_by_bnb,
     donors_by_count_dp,

@@ -10,7 +10,7 @@ graph                       a ~ b (a != b)                        columns
 ==========================  ====================================  ======================
 
 Each graph knows its reach on a column, ``r_k = max over edges (a, b) of
-distance.edge_length(k, a, b)``; :class:`dpevolve.policy.blowfish.Policy` combines them.
+distance.edge_length(k, a, b)``; :class:`dpevolve.pe.policy.blowfish.Policy` combines them.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from scipy.special import xlogy
 
-from dpevolve.pubmix._pair import (
+from dpevolve.pe.pubmix._pair import (
     LOG_PRUNE,
     binom_logpmf,
     cell_masses,

@@ -1,7 +1,7 @@
 """Blowfish policies (docs/math.md §2): which substitutions of one record are secrets.
 
 A policy names, per protected attribute, a *secret graph* over that attribute's values
-(the four kinds and their edges: :mod:`dpevolve.policy.graphs`).
+(the four kinds and their edges: :mod:`dpevolve.pe.policy.graphs`).
 
 Unnamed attributes are unprotected. A *protected substitution* replaces a record ``x`` by
 ``x'`` that differs in exactly one protected attribute ``k``, along an edge of graph
@@ -44,8 +44,7 @@ from dpevolve.data.io import read_yaml
 from dpevolve.data.schema import Column, NumericColumn, Schema
 from dpevolve.errors import InputError
 from dpevolve.pe.distance import Distance, Gower
-from dpevolve.pe.votes import SoftVote, noise_ratio
-from dpevolve.policy.graphs import (
+from dpevolve.pe.policy.graphs import (
     GRAPH_KINDS,
     Complete,
     HierarchyGraph,
@@ -56,6 +55,7 @@ from dpevolve.policy.graphs import (
     fmt_number,
     graph_from_spec,
 )
+from dpevolve.pe.votes import SoftVote, noise_ratio
 
 
 # --------------------------------------------------------------------------- policy

@@ -3,7 +3,7 @@
 The donors of MIFR solve a covering knapsack: among the entries above the floor, choose
 S minimising ``sum_S A_i`` subject to ``sum_S (A_i - t) >= D(t)``. Three exact solvers:
 an integer DP when A is counts / N, branch and bound on value classes, and HiGHS' MILP.
-:func:`dpevolve.pubmix.floor.max_invariance_donors` picks one.
+:func:`dpevolve.pe.pubmix.floor.max_invariance_donors` picks one.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from scipy.special import xlogy
 from scipy.stats import binom
 
 from dpevolve.errors import InputError
-from dpevolve.pubmix._pair import (
+from dpevolve.pe.pubmix._pair import (
     PRUNE_MASS,
     Grid,
     binom_logpmf,

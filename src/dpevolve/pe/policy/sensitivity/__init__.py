@@ -1,13 +1,13 @@
 """Vote sensitivity (docs/math.md §3): closed-form bounds and an exact search for audits.
 
-:mod:`~dpevolve.policy.sensitivity.bounds` holds the closed forms used for calibration,
-:mod:`~dpevolve.policy.sensitivity.domain` the record domain, and
-:mod:`~dpevolve.policy.sensitivity.search` the exact search over it.
+:mod:`~dpevolve.pe.policy.sensitivity.bounds` holds the closed forms used for calibration,
+:mod:`~dpevolve.pe.policy.sensitivity.domain` the record domain, and
+:mod:`~dpevolve.pe.policy.sensitivity.search` the exact search over it.
 """
 
-from dpevolve.policy.sensitivity.bounds import Norm, hard_bound, soft_bound
-from dpevolve.policy.sensitivity.domain import DEFAULT_MAX_DOMAIN, enumerate_domain, numeric_grid
-from dpevolve.policy.sensitivity.search import (
+from dpevolve.pe.policy.sensitivity.bounds import Norm, hard_bound, soft_bound
+from dpevolve.pe.policy.sensitivity.domain import DEFAULT_MAX_DOMAIN, enumerate_domain, numeric_grid
+from dpevolve.pe.policy.sensitivity.search import (
     SearchResult,
     exact_hard_sensitivity,
     exact_soft_sensitivity,

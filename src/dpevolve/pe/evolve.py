@@ -16,9 +16,9 @@ from dpevolve.data.schema import Schema
 from dpevolve.data.sources import PrivateSource
 from dpevolve.fit_plan import FitPlan
 from dpevolve.pe.evolution import Evolution
+from dpevolve.pe.release.base import Release, Selection
 from dpevolve.pe.variation import Variation
 from dpevolve.privacy import Ledger
-from dpevolve.release.base import Release, Selection
 
 __all__ = ["evolve", "rounds_progress"]
 

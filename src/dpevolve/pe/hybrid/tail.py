@@ -30,12 +30,8 @@ from dpevolve.data.encoding import Records
 from dpevolve.data.schema import Schema
 from dpevolve.errors import InputError
 from dpevolve.options import options_of
-from dpevolve.pe.variation import Variation
-from dpevolve.pool.fit import FitResult, MarginalFit, NumericMode, Solver, draw_rows
-from dpevolve.privacy import Budget, Ledger, zcdp_budget
-from dpevolve.privacy.noise import NoiseSource
-from dpevolve.progress import phase
-from dpevolve.release.marginals import (
+from dpevolve.pe.hybrid.fit import FitResult, MarginalFit, NumericMode, Solver, draw_rows
+from dpevolve.pe.hybrid.marginals import (
     DEFAULT_BINS,
     CellIndex,
     NoisyMarginals,
@@ -43,6 +39,10 @@ from dpevolve.release.marginals import (
     Workload,
     measure_marginals,
 )
+from dpevolve.pe.variation import Variation
+from dpevolve.privacy import Budget, Ledger, zcdp_budget
+from dpevolve.privacy.noise import NoiseSource
+from dpevolve.progress import phase
 
 # Keeps the composed epsilon at or below the target despite rounding in the split.
 _SPLIT_SLACK = 1.0 - 1e-9
@@ -77,7 +77,7 @@ class MarginalOptions:
     iterations
         Solver iterations per fit.
     solver
-        ``fista`` or ``mw`` (see :class:`~dpevolve.pool.fit.MarginalFit`).
+        ``fista`` or ``mw`` (see :class:`~dpevolve.pe.hybrid.fit.MarginalFit`).
     """
 
     order: int = 2

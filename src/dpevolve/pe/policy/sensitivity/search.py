@@ -34,10 +34,9 @@ from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import NumericColumn
 from dpevolve.errors import InputError
 from dpevolve.pe.distance import Distance
-from dpevolve.pe.votes import SoftVote
-from dpevolve.policy.blowfish import Policy, SecretGraph, Threshold
-from dpevolve.policy.sensitivity.bounds import Norm, check_norm
-from dpevolve.policy.sensitivity.domain import (
+from dpevolve.pe.policy.blowfish import Policy, SecretGraph, Threshold
+from dpevolve.pe.policy.sensitivity.bounds import Norm, check_norm
+from dpevolve.pe.policy.sensitivity.domain import (
     DEFAULT_MAX_DOMAIN,
     Slot,
     build_records,
@@ -47,6 +46,7 @@ from dpevolve.policy.sensitivity.domain import (
     raw_values,
     replace_values,
 )
+from dpevolve.pe.votes import SoftVote
 
 # Floats per working block of the search: keeps memory near 32 MB whatever the domain.
 _BLOCK_CELLS = 1 << 22

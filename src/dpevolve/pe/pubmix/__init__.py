@@ -3,13 +3,13 @@
 ``P_syn = (1-beta) Pbar_prv + beta P_nse`` over d bins; only m i.i.d. samples of P_syn
 are released.
 
-* :mod:`~dpevolve.pubmix.beta` -- h1, h2 and beta_min, the smallest private-enough beta.
-* :mod:`~dpevolve.pubmix.floor` -- raising the public histogram to a floor t (WF, MIFR).
-* :mod:`~dpevolve.pubmix.noise` -- choosing t (and so P_nse), gamma, LinMix, sampling.
-* :mod:`~dpevolve.pubmix.loss` -- the worst-case pair of distributions, for PLD accounting.
+* :mod:`~dpevolve.pe.pubmix.beta` -- h1, h2 and beta_min, the smallest private-enough beta.
+* :mod:`~dpevolve.pe.pubmix.floor` -- raising the public histogram to a floor t (WF, MIFR).
+* :mod:`~dpevolve.pe.pubmix.noise` -- choosing t (and so P_nse), gamma, LinMix, sampling.
+* :mod:`~dpevolve.pe.pubmix.loss` -- the worst-case pair of distributions, for PLD accounting.
 """
 
-from dpevolve.pubmix.beta import (
+from dpevolve.pe.pubmix.beta import (
     PRUNE_MASS,
     beta_min,
     beta_min_zero_floor,
@@ -18,7 +18,7 @@ from dpevolve.pubmix.beta import (
     h2,
     pubmix_delta,
 )
-from dpevolve.pubmix.floor import (
+from dpevolve.pe.pubmix.floor import (
     FEASIBILITY_RTOL,
     DonorChoice,
     deficit,
@@ -27,8 +27,8 @@ from dpevolve.pubmix.floor import (
     max_invariance_fill,
     water_fill,
 )
-from dpevolve.pubmix.loss import TAIL_P, TAIL_Q, WorstCasePair, worst_case_pair, worst_case_pld
-from dpevolve.pubmix.noise import (
+from dpevolve.pe.pubmix.loss import TAIL_P, TAIL_Q, WorstCasePair, worst_case_pair, worst_case_pld
+from dpevolve.pe.pubmix.noise import (
     FloorChoice,
     LinMix,
     as_counts,

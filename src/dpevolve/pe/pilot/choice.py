@@ -2,10 +2,10 @@
 public data alone.
 
 Each *arm* is a vote configuration: the hard vote, or a soft vote at a temperature,
-with the distance sharpened on unprotected attributes (:mod:`dpevolve.policy.sharpen`)
+with the distance sharpened on unprotected attributes (:mod:`dpevolve.pe.policy.sharpen`)
 and optionally debiased after release (:mod:`dpevolve.pe.debias`). The public pilot
 runs the synthesizer on public data standing in for the private table, at the private
-run's noise-to-signal ratio (see :mod:`dpevolve.pilot.run`), once per arm and seed, and
+run's noise-to-signal ratio (see :mod:`dpevolve.pe.pilot.run`), once per arm and seed, and
 picks the arm with the lowest mean pilot error, unless that arm is soft and loses to the
 hard vote on some seed (then it is within the pilot's noise of hard, and hard is kept).
 Nothing here reads private records, so the choice costs no private budget.
@@ -23,8 +23,8 @@ from typing import Any
 import pandas as pd
 
 from dpevolve.data.schema import Schema
+from dpevolve.pe.pilot.run import PilotFit, PilotResult, VoteArm, run_arms
 from dpevolve.pe.votes import Vote, make_vote
-from dpevolve.pilot.run import PilotFit, PilotResult, VoteArm, run_arms
 from dpevolve.privacy import Budget, Ledger, ZeroCostEvent
 
 
@@ -32,7 +32,7 @@ def default_arms(policy: Any, distance: Any = "gower") -> tuple[VoteArm, ...]:
     """Hard; soft at tau in {0.015, 0.03, 0.06}; soft at tau 0.06 with 20 debias steps.
 
     Under a Blowfish policy without participation and the Gower ``distance`` the soft
-    arms are sharpened (:mod:`dpevolve.policy.sharpen`: the reach, hence the noise, is
+    arms are sharpened (:mod:`dpevolve.pe.policy.sharpen`: the reach, hence the noise, is
     unchanged): x10, and x30 for the debiased arm, the configuration that cut the error
     most at small budgets on Adult and Bank (debiasing is post-processing: no budget).
     Otherwise every soft arm is plain.
@@ -74,7 +74,7 @@ def choose_vote(
         Whether the private run seeds its population from public data; the pilot then
         splits the public table into a stand-in private half and a seed half.
     fit, rounds
-        One pilot run (:data:`~dpevolve.pilot.run.PilotFit`) and the private run's
+        One pilot run (:data:`~dpevolve.pe.pilot.run.PilotFit`) and the private run's
         number of rounds; ``policy`` and ``distance`` pick the default arms.
     """
     chosen = tuple(arms) if arms is not None else default_arms(policy, distance)
