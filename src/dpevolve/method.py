@@ -108,7 +108,10 @@ class FitContext:
 class Method(Protocol):
     """A synthesis algorithm as a typed spec (see the module)."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The method's name (the ledger's ``preset``)."""
+        ...  # pragma: no cover
 
     def fit(
         self, source: PrivateSource, schema: Schema, budget: Budget, context: FitContext

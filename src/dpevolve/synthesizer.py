@@ -304,10 +304,12 @@ class Synthesizer(EstimatorParams):
         from dpevolve.model_io import load_model
 
         model = load_model(path, cls)
-        if "generator_" not in vars(model) and getattr(model, "population_", None) is not None:
+        population = vars(model).get("population_")
+        if "generator_" not in vars(model) and population is not None:
             # Private Evolution's generator is saved as its parts (model_io.RELEASED).
-            model.generator_ = PEGenerator(model.population_, model.__dict__["synthetic_"],
-                                           model.support_, model.schema_)  # fmt: skip
+            model.generator_ = PEGenerator(
+                population, vars(model)["synthetic_"], model.support_, model.schema_
+            )
         return model
 
     # ------------------------------------------------------------------ sample

@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -310,7 +310,7 @@ class RunSettings:
     method: Any
     budget: dict[str, float | None]
     backend: str
-    on_invalid: str
+    on_invalid: Literal["error", "drop", "clip"]
 
     @classmethod
     def of(
