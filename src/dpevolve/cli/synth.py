@@ -57,6 +57,8 @@ Examples:
       # run.yaml: {method: bfsoft, vote: {kind: soft, temperature: 0.06, sharpen: 30}}
   dpevolve synth private.csv -s schema.yaml --config old.ledger.json -o synthetic.csv
       # a ledger: its config block (and budget, rows, seed) re-runs the same run
+
+--show-values (any command): let error messages quote private cells.
 """
 
 # ------------------------------------------------------------------ the run's settings
