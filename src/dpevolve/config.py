@@ -54,8 +54,9 @@ def _fields_of(cls: type, data: Mapping[str, Any], what: str) -> dict[str, Any]:
 class VoteSpec:
     """How records vote for candidates.
 
-    ``kind``: ``hard``, ``soft`` or ``auto`` (``None``: decided by :func:`resolve`: ``auto``
-    where the public pilot can run, else the preset's); ``temperature``: the soft vote's
+    ``kind``: ``hard``, ``soft`` or ``auto`` (``None``: decided when the method is
+    resolved, :meth:`~dpevolve.pe.method.PEMethod.resolved`: ``auto`` where the public
+    pilot can run, else the preset's); ``temperature``: the soft vote's
     tau or ``"auto"`` (a public pilot picks it); ``sharpen``: the Gower weight factor of
     attributes a policy leaves unprotected (1: off); ``debias``: Richardson-Lucy steps
     after release (0: off).
@@ -248,8 +249,9 @@ def mechanism_spec(value: Any) -> MechanismSpec:
 class MarginalSpec:
     """One Gaussian release of low-order marginals after the rounds: its ``share`` of
     the budget (zCDP rho, in (0, 1]; ``None``: the preset's) and ``options``, fields of
-    :class:`~dpevolve.pe.hybrid.tail.MarginalOptions` that :func:`resolve` lays over the
-    preset's (``{"grow_rounds": 2}`` keeps the hybrid preset's 4-way sets)."""
+    :class:`~dpevolve.pe.hybrid.tail.MarginalOptions` laid over the preset's
+    (:meth:`~dpevolve.pe.method.PEMethod.resolved`; ``{"grow_rounds": 2}`` keeps the
+    hybrid preset's 4-way sets)."""
 
     share: float | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
