@@ -25,6 +25,7 @@ a run file's words.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from dpevolve.config import PRESETS, Preset, get_preset
@@ -71,6 +72,32 @@ def get_method(name: str, **settings: Any) -> Method:
                          f"for method {DEFAULT_METHOD}")  # fmt: skip
     settings = {k: v for k, v in settings.items() if k != "engine"}
     return PEMethod.named(name, **settings)
+
+
+def overlaid(
+    method: Method,
+    *,
+    engine: Mapping[str, Any] | None = None,
+    population: int | None = None,
+    rounds: int | None = None,
+) -> Method:
+    """``method`` with engine options, or a Private Evolution population or rounds, laid
+    over it (``--engine-options``, ``--population``, ``--rounds`` over a run file's
+    method); one it does not take is refused by name."""
+    if isinstance(method, AdaptiveMethod):
+        refused = [k for k, v in (("population", population), ("rounds", rounds)) if v]
+        if refused:
+            raise InputError(f"the {method.name} method takes no {', '.join(refused)}: "
+                             "Private Evolution setting(s)")  # fmt: skip
+        return method if engine is None else method.with_options(engine)
+    if isinstance(method, PEMethod):
+        if engine is not None:
+            raise InputError(f"the {method.name} method runs Private Evolution: engine "
+                             f"options are for method {DEFAULT_METHOD}")  # fmt: skip
+        return replace(method, preset=method.preset.with_overrides(population, rounds))
+    if (engine, population, rounds) != (None, None, None):
+        raise InputError(f"the {method.name} method takes no engine options, population or rounds")
+    return method
 
 
 def method_of(value: Method | str | Mapping[str, Any] | None) -> Method:
@@ -149,4 +176,5 @@ __all__ = [
     "get_preset",
     "method_from_dict",
     "method_of",
+    "overlaid",
 ]

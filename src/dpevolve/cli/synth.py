@@ -320,22 +320,21 @@ class RunSettings:
     ) -> RunSettings:
         """From the flags, and the run file ``config`` (a YAML mapping or a ledger) for
         what they leave out; a setting in both is an error. ``overrides`` (engine
-        options, PE's population and rounds) are laid over a method named by flag."""
-        from dpevolve.presets import DEFAULT_METHOD, get_method, method_from_dict
+        options, PE's population and rounds) are laid over the method."""
+        from dpevolve.presets import DEFAULT_METHOD, get_method, method_from_dict, overlaid
         from dpevolve.privacy import Budget
 
         words = {} if config is None else _run_file_words(config)
         budget_flags = {k: flags[k] for k in ("epsilon", "delta", "rho")}
         both = [k for k, v in budget_flags.items() if v is not None and "budget" in words]
         both += [k for k in ("backend", "on_invalid") if flags[k] is not None and k in words]
-        both += [k for k, v in overrides.items() if v is not None and config is not None]
         if both:
             names = ", ".join(f"--{n.replace('_', '-')}" for n in sorted(both))
             raise InputError(f"{names}: give the run's settings in {config} or as flags, not both")
         if config is None:
             method = get_method(flags["method"] or DEFAULT_METHOD, **overrides)
         else:
-            method = method_from_dict(words)
+            method = overlaid(method_from_dict(words), **overrides)
         budget = words.get("budget") or budget_flags
         if not isinstance(budget, dict) or set(budget) - {"epsilon", "delta", "rho"}:
             raise InputError(f"run file {config}: budget must be a mapping of epsilon, delta, rho")
