@@ -166,11 +166,11 @@ def test_budget_validation() -> None:
     assert Budget.from_args(epsilon=2, delta=1e-6) == Budget(2.0, 1e-6)
     with pytest.raises(InputError, match=r"^epsilon must be > 0 and finite, got -1$"):
         Budget(-1, 1e-5)
-    with pytest.raises(InputError, match="delta is required"):
-        Budget(epsilon=1.0)
+    # One budget type: delta left out is resolved for n (the row count is public).
+    assert Budget(epsilon=1.0).delta is None and Budget(epsilon=1.0).for_rows(10).delta == 1e-5
     with pytest.raises(InputError, match="not both"):
         Budget(epsilon=1.0, delta=1e-5, rho=0.1)
-    with pytest.raises(InputError, match="needs epsilon and delta, or rho"):
+    with pytest.raises(InputError, match="give a budget: epsilon"):
         Budget()
     with pytest.raises(InputError, match="delta must be in"):
         Budget(1.0, 1.0)

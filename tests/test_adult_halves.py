@@ -15,7 +15,7 @@ from dpevolve.cli import main
 from dpevolve.data.schema import OTHER, CategoricalColumn, NumericColumn, Schema
 from dpevolve.errors import InputError
 
-FAST = ["--population", "40", "--rounds", "2", "--quiet"]
+FAST = ["--engine-options", "{max_rounds: 4}", "--quiet"]
 
 
 @pytest.fixture

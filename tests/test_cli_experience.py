@@ -15,10 +15,8 @@ from dpevolve.cli import main
 from dpevolve.errors import InputError
 from dpevolve.extras import require
 
-# The command line's default path: the default method (the adaptive engine) as it
-# comes; PE only where a check is about PE (a small population, two rounds).
-FAST: list[str] = []
-PE = ["--population", "30", "--rounds", "2"]
+# The default method (the adaptive engine), in a few rounds.
+FAST = ["--engine-options", "{max_rounds: 4}"]
 COMMANDS = [
     ["synth"],
     ["pubmix"],
@@ -81,19 +79,29 @@ def test_usage_error_names_the_command_help(capsys) -> None:
 
 
 @pytest.mark.parametrize(
-    ("extra", "needle"),
+    ("words", "needle"),
     [
-        (["--vote", "soft"], "vote soft needs a temperature (--temperature TAU"),
-        (["--temperature", "auto"], "temperature 'auto' needs public data (--public)"),
-        (["--vote", "hard", "--temperature", "0.1"], "a temperature is for vote soft"),
-        (["--temperature", "abc"], "--temperature must be a number"),
+        ({"method": "tabpe", "vote": {"kind": "soft"}}, "vote soft needs a temperature"),
+        ({"method": "tabpe", "vote": {"temperature": "auto"}},
+         "temperature 'auto' needs public data (--public)"),
+        ({"method": "tabpe", "vote": {"kind": "hard", "temperature": 0.1}},
+         "a temperature is for vote soft"),
+        ({"method": "tabpe", "vote": {"kind": "soft", "temperature": "abc"}},
+         "temperature must be a number"),
+        # The default method casts no vote: it refuses one by name, never switches.
+        ({"vote": {"kind": "soft", "temperature": 0.1}}, "the adaptive method takes no vote"),
+        ({"method": "tabpe", "engine": {"bins": 8}}, "runs Private Evolution"),
+        ({"method": "tabpe", "votes": "hard"}, "unknown settings ['votes']"),
     ],
-)
-def test_vote_messages_speak_in_flags(files, capsys, extra, needle) -> None:
+)  # fmt: skip
+def test_run_file_messages_name_the_setting(files, capsys, words, needle) -> None:
     folder, schema, private = files
-    argv = ["synth", private, "-s", schema, "-e", "1", "-o", folder / "o.csv", *extra]
-    code, _, err = run(argv, capsys)
-    assert code == 2 and needle in err and "temperature=" not in err
+    run_file = folder / "run.yaml"
+    run_file.write_text(yaml.safe_dump(words))
+    argv = ["synth", private, "-s", schema, "-e", "1", "-o", folder / "o.csv"]
+    code, _, err = run([*argv, "--method", run_file], capsys)
+    assert code == 2 and needle in err and err.count("\n") == 1, err
+    assert not (folder / "o.csv").exists()
 
 
 def test_rows_share_report_and_automatic_choices(files, capsys) -> None:
@@ -106,9 +114,6 @@ def test_rows_share_report_and_automatic_choices(files, capsys) -> None:
     # every automatic choice is said, with its reason
     assert "backend: " in err and "--backend auto" in err
     assert "delta: " in err and "1/(n ln n)" in err
-    pe = [*argv[:7], folder / "pe.csv", "--temperature", "0.05", *PE]
-    code, _, pe_err = run(pe, capsys)
-    assert code == 0 and "vote: soft (--temperature 0.05 given without --vote)" in pe_err
     page = share.read_text()
     ledger = json.loads((folder / "s.ledger.json").read_text())
     assert str(ledger["seed"]) not in page  # the public-safe report withholds the seed

@@ -1,5 +1,5 @@
-"""``dpevolve synth --sharpen/--debias`` and ``vote auto`` as the default with a policy
-and public data."""
+"""Soft votes from a run file (``--method RUN.yaml``) and ``vote auto`` as the default of a
+Private Evolution method with a policy and public data."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import yaml
 from dpevolve import Synthesizer
 from dpevolve.cli import ledger_path, main
 from dpevolve.config import GaussianSpec, VoteSpec
-from dpevolve.presets import get_preset
+from dpevolve.presets import from_settings, get_preset
 
 FAST = ["--population", "30", "--rounds", "2", "--preset", "bfsoft", "--rho", "1e-3"]
 
@@ -34,6 +34,16 @@ def _synth(files, *extra: str) -> list[str]:
     return [str(a) for a in ("synth", private, "-s", schema, "-o", folder / "out.csv", *FAST)] + [
         *extra
     ]
+
+
+def _with_vote(files, vote: dict, *extra: str) -> list[str]:
+    """``synth`` with bfsoft (30 records, 2 rounds) and ``vote`` from a run file."""
+    folder, schema, private, _, _ = files
+    run_file = folder / "run.yaml"
+    words = {"method": {"name": "bfsoft", "population": 30, "rounds": 2}, "vote": vote}
+    run_file.write_text(yaml.safe_dump(words))
+    argv = ("synth", private, "-s", schema, "-o", folder / "out.csv", "--method", run_file)
+    return [str(a) for a in (*argv, "--rho", "1e-3", *extra)]
 
 
 def _ledger(files) -> dict:
@@ -70,8 +80,8 @@ def test_quiet_says_nothing_and_hard_without_public(files, capsys) -> None:
 
 def test_sharpen_and_debias_reach_the_ledger(files, capsys) -> None:
     _, _, _, _, policy = files
-    extra = ["--policy", str(policy), "--vote", "soft", "-t", "0.05", "--quiet"]
-    code = main(_synth(files, *extra, "--sharpen", "10", "--debias", "2"))
+    vote = {"kind": "soft", "temperature": 0.05, "sharpen": 10, "debias": 2}
+    code = main(_with_vote(files, vote, "--policy", str(policy), "--quiet"))
     assert code == 0, capsys.readouterr().err
     ledger = _ledger(files)
     vote = ledger["vote"]
@@ -79,40 +89,40 @@ def test_sharpen_and_debias_reach_the_ledger(files, capsys) -> None:
 
 
 @pytest.mark.parametrize(
-    ("extra", "needle"),
+    ("vote", "extra", "needle"),
     [
-        (["--sharpen", "10"], "vote soft needs a temperature"),
-        (["--debias", "3", "--vote", "hard"], "soft vote"),
-        (["--sharpen", "0.5", "--vote", "soft", "-t", "0.05"], "sharpen"),
-        (["--vote", "auto"], "--public"),
-        (["--vote", "auto", "--public", "PUBLIC", "-t", "0.03"], "temperature"),
-        (["--vote", "auto", "--public", "PUBLIC", "--debias", "2"], "debias"),
-        (["--vote", "soft", "-t", "0.05", "--sharpen", "10"], "policy"),
+        ({"sharpen": 10}, [], "vote soft needs a temperature"),
+        ({"debias": 3, "kind": "hard"}, [], "soft vote"),
+        ({"sharpen": 0.5, "kind": "soft", "temperature": 0.05}, [], "sharpen"),
+        ({"kind": "auto"}, [], "--public"),
+        ({"kind": "auto", "temperature": 0.03}, ["--public", "PUBLIC"], "temperature"),
+        ({"kind": "auto", "debias": 2}, ["--public", "PUBLIC"], "debias"),
+        ({"kind": "soft", "temperature": 0.05, "sharpen": 10}, [], "policy"),
     ],
 )
-def test_bad_soft_options_fail_in_one_line(files, capsys, extra, needle) -> None:
+def test_bad_soft_options_fail_in_one_line(files, capsys, vote, extra, needle) -> None:
     folder, _, _, public, _ = files
-    argv = _synth(files, *[str(public) if a == "PUBLIC" else a for a in extra], "--quiet")
-    assert main(argv) == 2
+    extra = [str(public) if a == "PUBLIC" else a for a in extra]
+    assert main(_with_vote(files, vote, *extra, "--quiet")) == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1, err
     assert not (folder / "out.csv").exists()
 
 
 def test_default_vote_rule(small_schema, small_table) -> None:
-    policy = {"attributes": {"age": {"threshold": 5}}}
+    def vote(public: bool = False, policy: bool = False, **settings) -> str | None:
+        return from_settings("bfsoft", settings).resolved(public=public, policy=policy).vote.kind
 
-    def vote(**options) -> str | None:
-        return Synthesizer(small_schema, rho=1e-3, **options).config().vote.kind
-
-    assert vote(policy=policy, public=small_table) == "auto"
-    assert vote(policy=policy) == "hard"
-    assert vote(public=small_table) is None  # the adaptive engine casts no vote
-    assert vote(policy=policy, public=small_table, mechanism="pubmix") == "hard"
+    assert vote(policy=True, public=True) == "auto"
+    assert vote(policy=True) == "hard"
+    assert vote(public=True) == "hard"  # no policy: no soft vote has the smaller sensitivity
+    assert vote(policy=True, public=True, mechanism="pubmix") == "hard"
     exact = GaussianSpec(calibration="exact")
-    assert vote(policy=policy, public=small_table, mechanism=exact) == "hard"
+    assert vote(policy=True, public=True, mechanism=exact) == "hard"
     soft = VoteSpec(temperature=0.03)
-    assert vote(policy=policy, public=small_table, vote=soft) == "soft"  # chosen by hand
+    assert vote(policy=True, public=True, vote=soft) == "soft"  # chosen by hand
+    # The default method casts no vote at all.
+    assert not hasattr(Synthesizer(small_schema, public=small_table).resolved_method(), "vote")
 
 
 def test_default_auto_under_a_non_gower_distance_does_not_sharpen(

@@ -1,9 +1,10 @@
-"""The run's specs (dpevolve.config): checks, defaults from the preset, the round trip
-through plain values, and the pilot callback."""
+"""The methods and their specs (dpevolve.config, dpevolve.presets): checks, defaults from
+the preset, the round trip through plain values, and the pilot callback."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pandas as pd
 import pytest
@@ -12,23 +13,31 @@ from hypothesis import strategies as st
 
 from dpevolve import Synthesizer
 from dpevolve.config import (
-    BudgetSpec,
     GaussianSpec,
     MarginalSpec,
     PubMixSpec,
-    RunSpec,
     VoteSpec,
     mechanism_spec,
-    resolve,
 )
+from dpevolve.engine.method import AdaptiveMethod
 from dpevolve.errors import InputError
 from dpevolve.pe.hybrid.tail import MarginalOptions
+from dpevolve.pe.method import PEMethod
 from dpevolve.pe.pilot.choice import choose_vote
 from dpevolve.pe.pilot.run import PilotRun, VoteArm, run_pilot
-from dpevolve.presets import Preset, get_preset
+from dpevolve.presets import Preset, from_settings, get_method, get_preset, method_from_dict
 from dpevolve.privacy import Budget
 
 FAST = get_preset("tabpe", population=30, rounds=2)
+
+
+def resolve(params: dict) -> PEMethod:
+    """The Private Evolution method ``params`` name, resolved as a fit resolves it."""
+    params = dict(params)
+    public, policy = params.pop("public", None), params.pop("policy", None)
+    method = from_settings(params.pop("preset", "tabpe"), params)
+    assert isinstance(method, PEMethod)
+    return method.resolved(public=public is not None, policy=policy is not None)
 
 
 def test_specs_are_frozen_and_keyword_only() -> None:
@@ -54,15 +63,12 @@ def test_specs_are_frozen_and_keyword_only() -> None:
         ({"marginals": {"options": {"bins": 8}}}, "needs its share"),
         ({"mechanism": "pubmix", "vote": "auto"}, "pubmix needs hard votes"),
         ({"preset": "nope"}, "unknown preset 'nope'"),
-        ({"on_invalid": "ignore"}, "on_invalid must be error, drop or clip"),
-        ({"epsilon": None}, "give a budget"),
-        ({"epsilon": -1.0}, "epsilon must be > 0"),
-        ({"rho": 1e-3}, "either epsilon and delta, or rho"),
+        ({"vote": "auto"}, "vote 'auto' needs public data"),
     ],
 )
-def test_resolve_says_what_is_wrong(params: dict, message: str) -> None:
+def test_a_method_says_what_is_wrong(params: dict, message: str) -> None:
     with pytest.raises(InputError, match=message):
-        resolve({"epsilon": 1.0, **params})
+        resolve(params)
 
 
 @pytest.mark.parametrize(
@@ -75,7 +81,10 @@ def test_resolve_says_what_is_wrong(params: dict, message: str) -> None:
         (lambda: VoteSpec(sharpen=0.5), "sharpen must be a number >= 1"),
         (lambda: VoteSpec(debias=1.5), "debias must be a whole number"),
         (lambda: MarginalSpec(share=1.0, options={"binz": 8}), "unknown marginal options"),
-        (lambda: BudgetSpec(epsilon=1.0, delta=2.0), "delta"),
+        (lambda: Budget(epsilon=1.0, delta=2.0), "delta"),
+        (lambda: Budget(), "give a budget"),
+        (lambda: Budget(epsilon=-1.0), "epsilon must be > 0"),
+        (lambda: Budget(epsilon=1.0, rho=1e-3), "either epsilon and delta, or rho"),
     ],
 )
 def test_specs_say_what_is_wrong(make, message: str) -> None:
@@ -83,40 +92,57 @@ def test_specs_say_what_is_wrong(make, message: str) -> None:
         make()
 
 
-def test_resolve_fills_in_from_the_preset() -> None:
-    default = resolve({"epsilon": 1.0})
-    assert default.preset.name == "adaptive" and default.preset.engine is not None
-    assert RunSpec.from_dict(default.to_dict()) == default  # its ledger block re-runs it
-    # A Private Evolution setting with no preset named picks Tab-PE's, which it shapes...
-    assert resolve({"epsilon": 1.0, "policy": "p.yaml"}).preset.name == "tabpe"
-    assert resolve({"epsilon": 1.0, "vote": "hard"}).preset.name == "tabpe"
-    # ...and is refused, naming itself, when the adaptive preset is asked for.
-    with pytest.raises(InputError, match="policy is a PE setting"):
-        resolve({"epsilon": 1.0, "preset": "adaptive", "policy": "p.yaml"})
+def test_one_budget_type_resolves_its_delta_for_n() -> None:
+    given = Budget(epsilon=1.0)
+    n = 10**6
+    assert given.delta is None and given.for_rows(n).delta == pytest.approx(1 / (n * math.log(n)))
+    assert Budget(epsilon=1.0, delta=1e-6).for_rows(1000).delta == 1e-6
+    assert Budget(rho=1e-3).for_rows(10).delta == 1e-5
+
+
+def test_methods_fill_in_from_the_preset_and_never_switch() -> None:
+    default = get_method("adaptive")
+    assert isinstance(default, AdaptiveMethod)
+    assert method_from_dict(default.to_dict()) == default  # its ledger block re-runs it
+    # A Private Evolution setting given to the engine is refused by name, not obeyed by
+    # switching to Private Evolution.
+    for asked, words in (({"vote": "hard"}, "takes no vote"),
+                         ({"mechanism": "pubmix"}, "takes no mechanism"),
+                         ({"marginals": 0.5}, "takes no marginals")):  # fmt: skip
+        with pytest.raises(InputError, match=words):
+            from_settings(None, asked)
+        with pytest.raises(InputError, match=words):
+            Synthesizer("schema.yaml", epsilon=1.0, **asked)
+    with pytest.raises(InputError, match="takes no population"):
+        get_method("adaptive", population=40)
     with pytest.raises(InputError, match="PE settings"):
         get_preset("adaptive", population=40)
-    config = resolve({"epsilon": 1.0, "preset": "hybrid"})
+    config = resolve({"preset": "hybrid"})
     assert config.preset.name == "hybrid" and config.marginals is not None
     assert isinstance(config.mechanism, GaussianSpec)
     assert config.mechanism.threshold == config.preset.threshold
     assert config.vote.kind == config.preset.vote
-    pe = resolve({"epsilon": 1.0, "vote": VoteSpec(temperature=0.03), "preset": FAST})
+    pe = resolve({"vote": VoteSpec(temperature=0.03), "preset": FAST})
     assert pe.vote.kind == "soft"  # a temperature asks for the soft vote
     assert pe.preset.name == "tabpe" and pe.preset.schedule.rounds == 2
-    assert resolve({"epsilon": 1.0, "mechanism": PubMixSpec()}).preset.name == "tabpe"
-    l2 = resolve({"epsilon": 1.0, "preset": get_preset("tabpe", distance="l2")})
+    l2 = resolve({"preset": get_preset("tabpe", distance="l2")})
     assert l2.preset.distance == "l2"
-    assert resolve({"epsilon": 1.0, "preset": "hybrid", "marginals": 0.25}).marginals == (
+    assert resolve({"preset": "hybrid", "marginals": 0.25}).marginals == (
         MarginalSpec(share=0.25, options=dict(config.preset.marginal_options))
     )
+
+
+def test_the_engine_refuses_a_policy_by_name(small_schema, small_table) -> None:
+    model = Synthesizer(small_schema, epsilon=1.0, policy="policy.yaml")
+    with pytest.raises(InputError, match="the adaptive method cannot use policy"):
+        model.fit(small_table)
+    assert not hasattr(model, "ledger_")  # refused before anything was spent
 
 
 def test_marginal_options_are_laid_over_the_presets() -> None:
     # Issue 16: {"grow_rounds": 2} must keep the hybrid preset's 4-way label sets.
     hybrid = get_preset("hybrid")
-    spec = resolve(
-        {"epsilon": 1.0, "preset": "hybrid", "marginals": {"options": {"grow_rounds": 2}}}
-    )
+    spec = resolve({"preset": "hybrid", "marginals": {"options": {"grow_rounds": 2}}})
     assert spec.marginals is not None and spec.marginals.share == hybrid.marginals
     options = spec.marginals.build()
     assert options.grow_rounds == 2
@@ -125,17 +151,17 @@ def test_marginal_options_are_laid_over_the_presets() -> None:
     )  # fmt: skip
     assert MarginalOptions().coarse_order == 0  # so the 4-way sets came from the preset
     # Without a preset's marginals the options stand alone.
-    alone = resolve({"epsilon": 1.0, "marginals": MarginalSpec(share=0.5, options={"bins": 4})})
+    alone = resolve({"marginals": MarginalSpec(share=0.5, options={"bins": 4})})
     assert alone.marginals is not None and alone.marginals.build().coarse_order == 0
 
 
 def test_a_default_vote_is_auto_only_where_the_pilot_can_run() -> None:
     def kind(**params: object) -> str | None:
-        return resolve({"rho": 1e-3, **params}).vote.kind
+        return resolve(params).vote.kind
 
     assert kind(policy="p.yaml", public="table") == "auto"
     assert kind(policy="p.yaml") == "hard"
-    assert kind(public="table") is None  # the adaptive engine casts no vote
+    assert kind(public="table") == "hard"  # no policy: no soft vote pays
     assert kind(policy="p.yaml", public="table", mechanism="pubmix") == "hard"
     exact = GaussianSpec(calibration="exact")
     assert kind(policy="p.yaml", public="table", mechanism=exact) == "hard"
@@ -150,9 +176,7 @@ def test_a_default_vote_is_auto_only_where_the_pilot_can_run() -> None:
 )
 def test_a_mechanism_reads_back_from_its_words(accounting: str, fill: str, gamma: float) -> None:
     spec = PubMixSpec(accounting=accounting, fill=fill, gamma=gamma)  # type: ignore[arg-type]
-    words = RunSpec(
-        budget=BudgetSpec(epsilon=1.0), preset=FAST, vote=VoteSpec(kind="hard"), mechanism=spec
-    ).to_dict()["mechanism"]
+    words = PEMethod(FAST, VoteSpec(kind="hard"), spec).to_dict()["mechanism"]
     assert mechanism_spec(words) == spec
     assert mechanism_spec("pubmix") == PubMixSpec()
 
@@ -179,12 +203,12 @@ def test_a_run_spec_survives_its_plain_values(vote, preset, population, rounds, 
         options = {} if grow is None else {"grow_rounds": grow}
         marginals = MarginalSpec(share=share if share is not None else 0.5, options=options)
     spec = resolve(
-        {"rho": 1e-3, "vote": vote, "marginals": marginals,
+        {"vote": vote, "marginals": marginals, "public": "table",
          "preset": get_preset(preset, population=population, rounds=rounds)}
     )  # fmt: skip
-    again = RunSpec.from_dict(spec.to_dict())
+    again = method_from_dict(spec.to_dict())
     assert again == spec
-    assert resolve(again.params()) == spec  # resolving is idempotent
+    assert again.resolved(public=True, policy=False) == spec  # resolving is idempotent
 
 
 def test_a_preset_reads_back_by_name_or_in_full() -> None:
@@ -203,7 +227,7 @@ def test_a_spec_runs_like_its_name(small_schema, small_table) -> None:
     pd.testing.assert_frame_equal(a.synthetic_, b.synthetic_)
     assert a.ledger_.to_dict()["sigma"] == b.ledger_.to_dict()["sigma"]
     assert b.ledger_.to_dict()["mechanism"] == "gaussian"
-    assert "GaussianSpec" in repr(by_spec)
+    assert "PEMethod" in repr(by_spec) and by_spec.method.mechanism == GaussianSpec(threshold=0)
 
 
 def test_the_ledger_config_re_runs_the_same_run(small_schema, small_table) -> None:
@@ -214,9 +238,9 @@ def test_the_ledger_config_re_runs_the_same_run(small_schema, small_table) -> No
         on_invalid="drop",
     ).fit(small_table)  # fmt: skip
     config = model.ledger_.to_dict()["config"]
-    assert config == model.config().to_dict()
-    again = Synthesizer.from_spec(small_schema, RunSpec.from_dict(config), noise_seed=1,
-                                  random_state=0).fit(small_table)  # fmt: skip
+    assert method_from_dict(config) == model.resolved_method().resolved(public=False, policy=False)
+    again = Synthesizer(small_schema, method=method_from_dict(config), rho=1e-3, noise_seed=1,
+                        random_state=0, on_invalid="drop").fit(small_table)  # fmt: skip
     assert again.ledger_.to_dict()["config"] == config
     pd.testing.assert_frame_equal(again.synthetic_, model.synthetic_)
 
@@ -224,12 +248,16 @@ def test_the_ledger_config_re_runs_the_same_run(small_schema, small_table) -> No
 def test_the_synthesizer_takes_few_parameters_and_only_stores_them() -> None:
     import inspect
 
-    names = list(inspect.signature(Synthesizer.__init__).parameters)[1:]
-    assert len(names) <= 15, names
-    model = Synthesizer("schema.yaml", epsilon=-5.0, vote="median")  # nothing checked yet
-    assert model.get_params()["vote"] == "median"
+    named = [p for p in inspect.signature(Synthesizer.__init__).parameters.values()
+             if p.kind is not p.VAR_KEYWORD][1:]  # fmt: skip
+    assert len(named) <= 12, named
+    assert len(Synthesizer("schema.yaml").get_params()) == len(named)
+    model = Synthesizer("schema.yaml", epsilon=-5.0, method="nope")  # nothing checked yet
+    assert model.get_params()["method"] == "nope"
     with pytest.raises(InputError, match="epsilon must be > 0"):
-        model.config()
+        model.budget()
+    with pytest.raises(InputError, match="unknown method 'nope'"):
+        model.resolved_method()
 
 
 def test_the_pilot_runs_through_its_callback(small_schema, small_table) -> None:
@@ -286,25 +314,30 @@ def test_a_ledger_re_runs_from_the_command_line(tmp_path, small_schema, small_ta
         assert main([*argv, "--seed", "1", *extra]) == 0, capsys.readouterr().err
         return json.loads(ledger_path(tmp_path / out).read_text())
 
-    first = synth(
-        "a.csv", "--rho", "1e-3", "--preset", "hybrid", "--population", "30", "--rounds", "2",
-        "--distance", "gower", "--threshold", "0.5", "--on-invalid", "drop",
-        "--marginal-options", "{grow_rounds: 1, children: 60, iterations: 20}",
-    )  # fmt: skip
+    words = {
+        "method": {"name": "hybrid", "population": 30, "rounds": 2, "distance": "gower"},
+        "mechanism": {"name": "gaussian", "threshold": 0.5}, "on_invalid": "drop",
+        "marginals": {"options": {"grow_rounds": 1, "children": 60, "iterations": 20}},
+        "budget": {"rho": 1e-3},
+    }  # fmt: skip
+    short = tmp_path / "short.yaml"
+    short.write_text(yaml.safe_dump(words))
+    first = synth("a.csv", "--config", str(short))
     config = first["config"]
-    spec = RunSpec.from_dict(config)
+    spec = method_from_dict(config)
+    assert isinstance(spec, PEMethod) and config["on_invalid"] == "drop"
     assert spec.preset.distance == "gower" and spec.preset.schedule.population == 30
-    assert spec.mechanism == GaussianSpec(threshold=0.5) and spec.on_invalid == "drop"
+    assert spec.mechanism == GaussianSpec(threshold=0.5)
     assert spec.marginals is not None and spec.marginals.build().coarse_order == 4  # kept
     assert spec.marginals.build().grow_rounds == 1
     run_file = tmp_path / "run.yaml"
-    run_file.write_text(yaml.safe_dump(config))
+    run_file.write_text(yaml.safe_dump({**config, "budget": {"rho": 1e-3}}))
     assert synth("b.csv", "--config", str(run_file))["config"] == config
-    # A ledger itself is a run file: its config block.
-    assert synth("c.csv", "--config", str(ledger_path(tmp_path / "a.csv")))["config"] == config
+    # A ledger itself is a run file: its config block (and its budget).
+    assert synth("c.csv", "--method", str(ledger_path(tmp_path / "a.csv")))["config"] == config
     argv = ["synth", str(private), "-s", str(schema), "-o", str(tmp_path / "d.csv")]
-    assert main([*argv, "--config", str(run_file), "--vote", "hard"]) == 2
-    assert "--vote: give the run's settings in" in capsys.readouterr().err
+    assert main([*argv, "--config", str(run_file), "--rho", "1"]) == 2
+    assert "--rho: give the run's settings in" in capsys.readouterr().err
 
 
 def test_engine_options_from_the_command_line_to_the_ledger(
@@ -328,8 +361,8 @@ def test_engine_options_from_the_command_line_to_the_ledger(
 
     assert synth("a.csv", "-e", "1", "--engine-options", "{max_rounds: 3, bins: 8}") == 0
     config = json.loads(ledger_path(tmp_path / "a.csv").read_text())["config"]
-    engine = RunSpec.from_dict(config).preset.engine
-    assert engine == EngineSpec(max_rounds=3, bins=8)  # laid over the defaults
+    engine = method_from_dict(config)
+    assert engine == AdaptiveMethod(EngineSpec(max_rounds=3, bins=8))  # over the defaults
     # A short run file names the preset and its engine options only.
     run_file = tmp_path / "run.yaml"
     short = {"budget": {"epsilon": 1.0}, "preset": {"name": "adaptive", "engine": {"bins": 8}}}

@@ -397,7 +397,7 @@ def _spy_dask_counts(monkeypatch) -> list[DaskBackend]:
 def test_default_engine_counts_on_the_workers(client, monkeypatch, small_schema, small_table):
     settings = {"epsilon": 1.0, "random_state": 5, "noise_seed": 5}
     local = Synthesizer(small_schema, **settings, backend="local").fit(small_table)
-    assert local.resolved_preset() == "adaptive"  # the default engine
+    assert local.resolved_method().name == "adaptive"  # the default engine
     _no_local_counting(monkeypatch)
     seen = _spy_dask_counts(monkeypatch)
     votes: list[int] = []

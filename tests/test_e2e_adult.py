@@ -14,7 +14,8 @@ from dpevolve.errors import InputError
 
 REPO = Path(__file__).resolve().parents[1]
 POLICY = REPO / "docs" / "examples" / "adult5-policy.yaml"
-FAST = ["--population", "40", "--rounds", "2", "--quiet"]
+SOFT = REPO / "docs" / "examples" / "bfsoft-soft.yaml"  # the README's run file
+FAST = ["--engine-options", "{max_rounds: 4}", "--quiet"]
 
 
 def _adult_available() -> bool:
@@ -51,9 +52,8 @@ def test_readme_flow_on_adult(tmp_path: Path, capsys) -> None:
     assert "TSTR" in out and "held-out real rows" in out and "real table itself" not in out
     cli("policy", "show", POLICY, "-s", schema)
     assert "r = 0.0191781" in capsys.readouterr().out  # age within 7 years: 0.2 * 7 / 73
-    cli("synth", adult, "-s", schema, "--policy", POLICY, "--preset", "bfsoft",
-        "--vote", "soft", "--temperature", 0.03, "--rho", 1e-3,
-        "-o", tmp_path / "policy.csv", *FAST)  # fmt: skip
+    cli("synth", adult, "-s", schema, "--policy", POLICY, "--method", SOFT, "--rho", 1e-3,
+        "-o", tmp_path / "policy.csv", "--population", 40, "--rounds", 2, "-q")  # fmt: skip
     ledger = json.loads((tmp_path / "policy.ledger.json").read_text())
     assert ledger["vote"] == {"name": "soft", "temperature": 0.03, "sharpen": 1.0, "debias": 0}
     assert abs(ledger["reach"] - 0.2 * 7 / 73) < 1e-12

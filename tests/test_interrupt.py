@@ -210,7 +210,7 @@ def test_sigterm_takes_the_same_path(monkeypatch, small_schema, small_table) -> 
 
 def test_fit_interrupted_before_its_ledger_spent_nothing(monkeypatch, small_schema) -> None:
     model = Synthesizer(small_schema, epsilon=1.0, delta=1e-5)
-    monkeypatch.setattr(Synthesizer, "_noise", lambda self: _keyboard())
+    monkeypatch.setattr("dpevolve.synthesizer.make_noise", lambda seed: _keyboard())
     table = pd.DataFrame({"age": [30], "job": ["admin"], "hours": [40], "income": [">50K"]})
     with pytest.raises(Interrupted) as caught:
         model.fit(table)

@@ -167,7 +167,8 @@ def test_cli_share_ledgers_of_neighbours_match(
         private = tmp_path / f"private{k}.csv"
         table.to_csv(private, index=False)
         argv = ["synth", private, "-s", schema, "-o", tmp_path / f"out{k}.csv", "-e", "1"]
-        argv += ["--population", "32", "--rounds", "2", "--seed", "3", "--on-invalid", "drop"]
+        argv += ["-p", "tabpe", "--population", "32", "--rounds", "2", "--seed", "3"]
+        argv += ["--on-invalid", "drop"]
         argv += ["--share-ledger", tmp_path / f"share{k}.json", "-q", "--stream"]
         assert main([str(a) for a in argv]) == 0
         shared.append(json.loads((tmp_path / f"share{k}.json").read_text()))

@@ -66,7 +66,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = folder / "synthetic.csv"
     code = main(
         [str(a) for a in ["synth", private, "-s", schema, "-e", "1", "-o", out, "--seed", "0",
-         "--rows", "150", "-q",
+         "--engine-options", "{max_rounds: 4}", "--rows", "150", "-q",
          "--report", folder / "owner.html", "--share-report", folder / "public.html"]]
     )  # fmt: skip
     assert code == 0
@@ -79,7 +79,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_synth_report_with_nullable_and_date_columns(run: dict[str, Path]) -> None:
     owner = (run["folder"] / "owner.html").read_text()
     public = (run["folder"] / "public.html").read_text()
-    # The rows written (150), not the n private rows (300), are scored.
+    # The rows written (150), not the candidate population (40), are scored.
     assert "150" in owner and "synthetic rows" in owner
     assert 'id="dcr"' in owner and "Distance to the closest private record" in owner
     assert 'id="dcr"' not in public and "closest private" not in public
@@ -326,7 +326,7 @@ def test_synth_stream_report_reads_a_bounded_sample(
     f = run["folder"]
     code, err = _cli(
         ["synth", run["private"], "-s", run["schema"], "-e", "1", "-o", f / "streamed.csv",
-         "--seed", "0", "--stream", "--batch-rows",
+         "--seed", "0", "--engine-options", "{max_rounds: 4}", "--stream", "--batch-rows",
          "64", "-q", "--report", f / "streamed-owner.html"], capsys,
     )  # fmt: skip
     assert code == 0, err

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dpevolve.engine.model as engine_model
-import dpevolve.synthesizer as synthesizer_module
+import dpevolve.engine.refine as refine_module
 from dpevolve import Synthesizer
 from dpevolve.cli import main
 from dpevolve.data.writer import write_blocks
@@ -58,7 +58,7 @@ def test_blocks_join_to_the_sample(adaptive, monkeypatch, rows) -> None:
 
 @pytest.mark.parametrize("preset", ["tabpe", "hybrid"])
 def test_pe_blocks_join_to_the_sample(small_schema, small_table, monkeypatch, preset) -> None:
-    monkeypatch.setattr(synthesizer_module, "SAMPLE_ROWS", 32)
+    monkeypatch.setattr(refine_module, "SAMPLE_ROWS", 32)  # PE's generator reads it here
     model = Synthesizer(
         small_schema, epsilon=1.0, delta=1e-5, random_state=1, noise_seed=2,
         preset=get_preset(preset, population=40, rounds=2), backend="local",

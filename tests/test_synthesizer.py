@@ -242,7 +242,7 @@ def test_create_fit_sample_save_load(small_schema, small_table, tmp_path) -> Non
     assert len(loaded.sample(5)) == 5
     # A saved model holds released values only: no attribute beyond the fitted ones.
     assert set(vars(loaded)) - set(vars(model)) == set()
-    with pytest.raises(InputError, match="preset"):
+    with pytest.raises(InputError, match="unknown method 'nope'"):
         Synthesizer.create("nope", schema=small_schema, epsilon=1.0)
 
 
@@ -295,7 +295,7 @@ def test_the_default_is_the_adaptive_engine(small_schema, small_table, tmp_path)
     """No preset named: the engine runs, its releases compose to the budget in the
     ledger, rows are fresh draws of any number, and a saved model samples the same."""
     model = Synthesizer(small_schema, epsilon=1.0, random_state=3, noise_seed=4)
-    assert model.resolved_preset() == "adaptive"
+    assert model.resolved_method().name == "adaptive"
     model.fit(small_table)
     ledger = model.ledger_.to_dict()
     assert ledger["preset"] == "adaptive" and ledger["config"]["preset"]["engine"]

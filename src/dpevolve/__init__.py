@@ -1,9 +1,16 @@
-"""dpevolve: differentially private synthetic tables by Private Evolution.
+"""dpevolve: differentially private synthetic tables.
+
+The facade (:class:`Synthesizer`) runs a method (:mod:`dpevolve.method`): by default the
+adaptive engine (:mod:`dpevolve.engine`: marginals chosen where the model is most wrong,
+one graphical model, fresh rows); or, by name, the Private Evolution family
+(:mod:`dpevolve.pe`: votes, Blowfish policies, PubMix, the public pilot, the hybrid tail).
+Presets are named methods (:mod:`dpevolve.presets`); docs/architecture.md maps the rest.
 
 >>> from dpevolve import Synthesizer, load_schema
 >>> model = Synthesizer(load_schema("schema.yaml"), epsilon=1.0, delta=1e-5)  # doctest: +SKIP
 >>> synthetic = model.fit(private_df).sample()                                 # doctest: +SKIP
 >>> model.ledger_.to_dict()["epsilon"]                                         # doctest: +SKIP
+>>> Synthesizer(load_schema("schema.yaml"), method="bfsoft", rho=1e-3)         # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -1,21 +1,15 @@
-"""The run's configuration: a small tree of frozen specs, each building its own part.
+"""The settings of a run's methods: small frozen specs, each checked when made.
 
-A run is a :class:`RunSpec`: the budget, the preset (schedule, distance, defaults), the
-vote, the mechanism, the optional marginal release, the backend's name and what to do
-with invalid rows. The :class:`~dpevolve.synthesizer.Synthesizer` stores its arguments as
-given (the scikit-learn contract); :func:`resolve` turns them into a ``RunSpec`` when a
-fit starts, so every check on the configuration (and its message) lives here, before any
-record is read. The command line reads the same specs from flags or from a run file, and
-the ledger writes :meth:`RunSpec.to_dict` verbatim, so :meth:`RunSpec.from_dict` re-runs
-any released table (docs/architecture.md):
+A :class:`Preset` names a Private Evolution setting (schedule, distance, default vote
+and threshold, optional marginal release) or, with ``engine`` set, the adaptive engine's
+:class:`~dpevolve.engine.spec.EngineSpec`; :class:`VoteSpec`, :class:`GaussianSpec`,
+:class:`PubMixSpec` and :class:`MarginalSpec` are Private Evolution's settings. The
+methods (:mod:`dpevolve.presets`) hold them; a ledger's ``config`` block writes them in
+the words their ``from_dict``/``to_dict`` read (docs/architecture.md):
 
->>> from dpevolve.config import RunSpec, VoteSpec, resolve
->>> soft = VoteSpec(kind="soft", temperature=0.03)
->>> spec = resolve({"epsilon": 1.0, "delta": 1e-6, "vote": soft})
->>> spec.preset.name, spec.vote.kind, spec.mechanism.name
-('tabpe', 'soft', 'gaussian')
->>> RunSpec.from_dict(spec.to_dict()) == spec
-True
+>>> from dpevolve.config import VoteSpec, get_preset
+>>> get_preset("bfsoft", rounds=3).schedule.rounds, VoteSpec(kind="soft", temperature=0.03).kind
+(3, 'soft')
 """
 
 from __future__ import annotations
@@ -25,10 +19,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
 
+from dpevolve.engine.spec import EngineSpec
 from dpevolve.errors import InputError
-from dpevolve.presets import DEFAULT_PRESET, PE_PRESET, Preset, get_preset
-from dpevolve.privacy import Budget, default_delta
-from dpevolve.privacy.checks import open_unit, positive
+from dpevolve.pe.schedule import Schedule, Stage
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -42,6 +35,7 @@ if TYPE_CHECKING:
     from dpevolve.pe.release.base import Release
     from dpevolve.pe.release.build import Calibration, ReleaseInputs
     from dpevolve.pe.votes import Vote
+    from dpevolve.privacy import Budget
 
 VOTES = ("hard", "soft", "auto")
 ON_INVALID = ("error", "drop", "clip")
@@ -57,40 +51,12 @@ def _fields_of(cls: type, data: Mapping[str, Any], what: str) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class BudgetSpec:
-    """The guarantee of the whole run: ``epsilon`` with ``delta``, or zCDP ``rho``.
-
-    ``delta`` may be left out: :meth:`build` then uses ``min(1e-5, 1 / (n ln n))``, as
-    the private row count ``n`` is public under replace-one adjacency.
-    """
-
-    epsilon: float | None = None
-    delta: float | None = None
-    rho: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.epsilon is None and self.rho is None:
-            raise InputError("give a budget: epsilon (with delta) or rho")
-        if self.epsilon is not None and self.rho is not None:
-            raise InputError("give either epsilon and delta, or rho, not both")
-        for name in ("epsilon", "rho"):
-            if getattr(self, name) is not None:
-                positive(name, getattr(self, name))
-        if self.delta is not None:
-            open_unit("delta", self.delta)
-
-    def build(self, n: int) -> Budget:
-        """The run's :class:`~dpevolve.privacy.Budget` for ``n`` private rows."""
-        delta = default_delta(n) if self.delta is None else self.delta
-        return Budget.from_args(epsilon=self.epsilon, delta=delta, rho=self.rho)
-
-
-@dataclass(frozen=True, kw_only=True)
 class VoteSpec:
     """How records vote for candidates.
 
-    ``kind``: ``hard``, ``soft`` or ``auto`` (``None``: decided by :func:`resolve`: ``auto``
-    where the public pilot can run, else the preset's); ``temperature``: the soft vote's
+    ``kind``: ``hard``, ``soft`` or ``auto`` (``None``: decided when the method is
+    resolved, :meth:`~dpevolve.pe.method.PEMethod.resolved`: ``auto`` where the public
+    pilot can run, else the preset's); ``temperature``: the soft vote's
     tau or ``"auto"`` (a public pilot picks it); ``sharpen``: the Gower weight factor of
     attributes a policy leaves unprotected (1: off); ``debias``: Richardson-Lucy steps
     after release (0: off).
@@ -118,9 +84,9 @@ class VoteSpec:
 
     def _check_combination(self) -> None:
         if self.kind == "soft" and self.temperature is None:
-            raise InputError("vote soft needs a temperature (--temperature TAU, or auto)")
+            raise InputError("vote soft needs a temperature (a number TAU, or auto)")
         if self.kind == "hard" and self.temperature not in (None, "auto"):
-            raise InputError("a temperature is for vote soft: drop it or use --vote soft")
+            raise InputError("a temperature is for vote soft: drop it or ask for kind soft")
         if self.kind == "auto" and self.temperature is not None:
             raise InputError("vote auto chooses the temperature itself: drop the temperature")
         shaped = [n for n, on in (("sharpen", self.sharpen != 1), ("debias", self.debias)) if on]
@@ -128,6 +94,10 @@ class VoteSpec:
             raise InputError(f"vote auto chooses {' and '.join(shaped)} itself: drop it")
         if shaped and self.kind == "hard":
             raise InputError(f"{' and '.join(shaped)} shape a soft vote: give a temperature")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The run-file words (:func:`vote_spec` reads them)."""
+        return asdict(self)
 
     @property
     def asks_soft(self) -> bool:
@@ -179,6 +149,12 @@ class VoteSpec:
         result = run_pilot(schema, public, n, budget, public_init=True, fit=fit, rounds=rounds)
         tau = result.best_temperature
         vote = make_vote("soft", tau) if result.soft_wins and tau else make_vote("hard")
+        if announce:
+            import sys
+
+            said = f"soft vote at tau={tau}" if vote.name == "soft" else "hard vote"
+            print(f"temperature auto: {said} (the public pilot's forecast; no private "
+                  "budget spent)", file=sys.stderr)  # fmt: skip
         return ChosenVote(vote, self.sharpen, self.debias, pilot=result)
 
 
@@ -196,6 +172,10 @@ class GaussianSpec:
             raise InputError(f"calibration must be bound or exact, got '{self.calibration}'")
         if self.threshold is not None and not math.isfinite(self.threshold):
             raise InputError(f"threshold must be a finite number, got {self.threshold!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The run-file words (:func:`mechanism_spec` reads them)."""
+        return {"name": self.name, **asdict(self)}
 
     def build(self, inputs: ReleaseInputs) -> tuple[Release, Calibration]:
         """The noisy vote histogram, with ``sigma`` calibrated for the rounds' budget."""
@@ -232,6 +212,10 @@ class PubMixSpec:
         if self.fill not in ("wf", "mifr", "linmix"):
             raise InputError(f"PubMix fill must be wf, mifr or linmix, got '{self.fill}'")
 
+    def to_dict(self) -> dict[str, Any]:
+        """The run-file words (:func:`mechanism_spec` reads them)."""
+        return {"name": self.name, **asdict(self)}
+
     def build(self, inputs: ReleaseInputs) -> tuple[Release, Calibration]:
         """Parents from a public/private mixture (hard votes, an (epsilon, delta) budget)."""
         from dpevolve.pe.release.build import pubmix_release
@@ -265,8 +249,9 @@ def mechanism_spec(value: Any) -> MechanismSpec:
 class MarginalSpec:
     """One Gaussian release of low-order marginals after the rounds: its ``share`` of
     the budget (zCDP rho, in (0, 1]; ``None``: the preset's) and ``options``, fields of
-    :class:`~dpevolve.pe.hybrid.tail.MarginalOptions` that :func:`resolve` lays over the
-    preset's (``{"grow_rounds": 2}`` keeps the hybrid preset's 4-way sets)."""
+    :class:`~dpevolve.pe.hybrid.tail.MarginalOptions` laid over the preset's
+    (:meth:`~dpevolve.pe.method.PEMethod.resolved`; ``{"grow_rounds": 2}`` keeps the
+    hybrid preset's 4-way sets)."""
 
     share: float | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
@@ -303,85 +288,13 @@ def marginal_spec(value: Any) -> MarginalSpec | None:
     return MarginalSpec(share=value)
 
 
-@dataclass(frozen=True, kw_only=True)
-class RunSpec:
-    """A run's configuration, resolved: the budget, the preset (with its overrides), the
-    vote, the mechanism, the marginal release, the backend's name and ``on_invalid``.
-
-    Public inputs (the schema, the policy, the public table), seeds and output paths are
-    not part of it: they come with the data.
-    """
-
-    budget: BudgetSpec
-    preset: Preset
-    vote: VoteSpec
-    mechanism: MechanismSpec
-    marginals: MarginalSpec | None = None
-    backend: str = "auto"
-    on_invalid: str = "error"
-
-    def __post_init__(self) -> None:
-        if self.on_invalid not in ON_INVALID:
-            raise InputError(f"on_invalid must be error, drop or clip, got '{self.on_invalid}'")
-        if self.marginals is not None and not isinstance(self.mechanism, GaussianSpec):
-            raise InputError("the marginal release composes with the gaussian mechanism only")
-        if isinstance(self.mechanism, PubMixSpec) and self.vote.kind in ("soft", "auto"):
-            raise InputError(f"mechanism pubmix needs hard votes: drop vote {self.vote.kind}")
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain values (a run file, the ledger's ``config``); :meth:`from_dict` reads them."""
-        return {
-            "budget": asdict(self.budget),
-            "preset": self.preset.to_dict(),
-            "vote": asdict(self.vote),
-            "mechanism": {"name": self.mechanism.name, **asdict(self.mechanism)},
-            "marginals": None if self.marginals is None else self.marginals.to_dict(),
-            "backend": self.backend,
-            "on_invalid": self.on_invalid,
-        }
-
-    def params(self) -> dict[str, Any]:
-        """The Synthesizer's arguments that give this run (inputs and seeds apart)."""
-        return {
-            **asdict(self.budget),
-            "preset": self.preset,
-            "vote": self.vote,
-            "mechanism": self.mechanism,
-            "marginals": self.marginals,
-            "backend": self.backend,
-            "on_invalid": self.on_invalid,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RunSpec:
-        """A run from :meth:`to_dict`'s words (a ledger's ``config`` block, a run file),
-        resolved as :func:`resolve` resolves the Synthesizer's arguments."""
-        data = _fields_of(cls, data, "run file")
-        budget = data.get("budget") or {}
-        preset = data.get("preset")
-        vote = data.get("vote")
-        return resolve(
-            {
-                **_fields_of(BudgetSpec, budget, "budget"),
-                "preset": Preset.from_dict(preset) if isinstance(preset, Mapping) else preset,
-                "vote": VoteSpec(**_fields_of(VoteSpec, vote, "vote"))
-                if isinstance(vote, Mapping)
-                else vote,
-                "mechanism": data.get("mechanism", "gaussian"),
-                "marginals": data.get("marginals"),
-                "backend": data.get("backend", "auto"),
-                "on_invalid": data.get("on_invalid", "error"),
-            }
-        )
-
-
 def default_vote(spec: VoteSpec, mechanism: MechanismSpec, public: bool, policy: bool) -> str:
     """The vote when none is named: ``auto`` where the pilot can run and pays.
 
     ``auto`` needs public data for its pilot and a policy, without which no soft vote
     has a smaller sensitivity than the hard one; PubMix and exact calibration need hard
     votes; a temperature, sharpening or debiasing given by hand is a soft configuration
-    the user chose (``soft``). Otherwise ``None``: the preset's vote.
+    the user chose (``soft``). Otherwise ``""``: the preset's vote.
     """
     if spec.asks_soft:
         return "soft"
@@ -391,96 +304,14 @@ def default_vote(spec: VoteSpec, mechanism: MechanismSpec, public: bool, policy:
     return ""
 
 
-def resolve(params: Mapping[str, Any]) -> RunSpec:
-    """A :class:`RunSpec` from a Synthesizer's parameters (``get_params()``).
-
-    The only place the parameters are interpreted: the preset (a name or a
-    :class:`~dpevolve.presets.Preset`), the vote, the mechanism and the marginal release
-    (specs, or their names and shares), and the defaults each takes from the preset.
-    With ``public`` among the parameters (a Synthesizer's always are), an automatic vote
-    without public data fails here, before any record is read.
-    """
-    budget = BudgetSpec(epsilon=params.get("epsilon"), delta=params.get("delta"),
-                        rho=params.get("rho"))  # fmt: skip
-    preset = params.get("preset") or default_preset(params)
-    preset = get_preset(preset) if isinstance(preset, str) else preset
-    if not isinstance(preset, Preset):
-        raise InputError(f"preset must be a name or a Preset, got {type(preset).__name__}")
-    backend = params.get("backend")
-    backend = backend if isinstance(backend, str) else backend_name(backend)
-    on_invalid = params.get("on_invalid") or "error"
-    if not preset.runs_pe:
-        _no_pe_settings(preset.name, params)
-        return RunSpec(budget=budget, preset=preset, vote=VoteSpec(), mechanism=GaussianSpec(),
-                       backend=backend, on_invalid=on_invalid)  # fmt: skip
-    vote = params.get("vote")
-    vote = VoteSpec(kind=vote) if vote is None or isinstance(vote, str) else vote
-    mechanism = mechanism_spec(params.get("mechanism") or "gaussian")
-    if vote.kind is None:
-        chosen = default_vote(vote, mechanism, params.get("public") is not None,
-                              params.get("policy") is not None)  # fmt: skip
-        vote = replace(vote, kind=chosen or preset.vote)
-    if isinstance(mechanism, GaussianSpec) and mechanism.threshold is None:
-        mechanism = replace(mechanism, threshold=preset.threshold)
-    marginals = marginal_spec(params.get("marginals"))
-    if marginals is not None or preset.marginals is not None:
-        given = marginals or MarginalSpec()
-        share = preset.marginals if given.share is None else given.share
-        if share is None:
-            raise InputError("a marginal release needs its share of the budget (0 < share <= 1)")
-        marginals = MarginalSpec(share=share,
-                                 options={**preset.marginal_options, **given.options})  # fmt: skip
-    if "public" in params and params["public"] is None:
-        _needs_no_public(vote)
-    return RunSpec(
-        budget=budget,
-        preset=preset,
-        vote=vote,
-        mechanism=mechanism,
-        marginals=marginals,
-        backend=backend,
-        on_invalid=on_invalid,
-    )
-
-
-def pe_settings(params: Mapping[str, Any]) -> list[str]:
-    """The Private Evolution settings among ``params``: a policy, a vote, a mechanism
-    other than the plain Gaussian vote histogram, a marginal share."""
-    asked = []
-    if params.get("policy") is not None:
-        asked.append("policy")
-    vote = params.get("vote")
-    if vote is not None and vote != VoteSpec():
-        asked.append("vote")
-    if mechanism_spec(params.get("mechanism") or "gaussian") != GaussianSpec():
-        asked.append("mechanism")
-    if params.get("marginals") is not None:
-        asked.append("marginals")
-    return asked
-
-
-def default_preset(params: Mapping[str, Any]) -> str:
-    """The preset of a run that names none: the adaptive engine, unless a Private
-    Evolution setting is asked for (then Tab-PE's, which that setting shapes)."""
-    return PE_PRESET if pe_settings(params) else DEFAULT_PRESET
-
-
-def _no_pe_settings(name: str, params: Mapping[str, Any]) -> None:
-    asked = pe_settings(params)
-    if asked:
-        raise InputError(
-            f"the {name} preset runs no Private Evolution: {', '.join(asked)} "
-            f"{'is a PE setting' if len(asked) == 1 else 'are PE settings'} "
-            f"(choose --preset {PE_PRESET}, hybrid or bfsoft, or drop {asked[0]})"
-        )
-
-
-def _needs_no_public(vote: VoteSpec) -> None:
-    """An automatic vote runs a pilot on public data: without it, fail before the run."""
-    if vote.kind == "auto":
-        raise InputError("vote 'auto' needs public data (--public) for the pilot")
-    if vote.temperature == "auto":
-        raise InputError("temperature 'auto' needs public data (--public) for the pilot")
+def vote_spec(value: Any) -> VoteSpec:
+    """A vote from its spec, its kind's name, ``None`` (decided by the method) or a dict
+    of the spec's fields."""
+    if isinstance(value, VoteSpec):
+        return value
+    if value is None or isinstance(value, str):
+        return VoteSpec(kind=value)
+    return VoteSpec(**_fields_of(VoteSpec, value, "vote"))
 
 
 def backend_name(backend: Any) -> str:
@@ -488,3 +319,129 @@ def backend_name(backend: Any) -> str:
     if backend is None:
         return "auto"
     return type(backend).__name__.removesuffix("Backend").lower() or "auto"
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named configuration: the PE schedule, the record distance, the default vote and
+    threshold, and the optional marginal release (its share and options); or, with
+    ``engine`` set, the adaptive engine's spec (then no PE round runs and the PE fields
+    are unused)."""
+
+    name: str
+    schedule: Schedule
+    distance: str
+    vote: str
+    threshold: float = 0.0
+    #: Share of the budget (zCDP rho) for the marginal release; ``None``: PE alone.
+    marginals: float | None = None
+    marginal_options: Mapping[str, Any] = field(default_factory=dict)
+    engine: EngineSpec | None = None
+
+    @property
+    def runs_pe(self) -> bool:
+        """Private Evolution rounds (or PE's population for the marginal pool) run."""
+        return self.engine is None
+
+    def with_overrides(
+        self, population: int | None = None, rounds: int | None = None, distance: str | None = None
+    ) -> Preset:
+        """Change N, the number of rounds (the last stage absorbs the change) or the
+        distance."""
+        if not self.runs_pe and (population, rounds, distance) != (None, None, None):
+            raise InputError(
+                f"the {self.name} preset runs no Private Evolution: population, rounds and "
+                f"distance are PE settings (choose --method tabpe, hybrid or bfsoft)"
+            )
+        stages = list(self.schedule.stages)
+        if rounds is not None:
+            before = sum(s.rounds for s in stages[:-1])
+            if rounds <= before:
+                stages = [replace(stages[0], rounds=rounds)]
+            else:
+                stages[-1] = replace(stages[-1], rounds=rounds - before)
+        size = self.schedule.population if population is None else population
+        return replace(
+            self,
+            schedule=Schedule(size, tuple(stages)),
+            distance=self.distance if distance is None else distance,
+        )
+
+    def with_engine(self, options: Mapping[str, Any]) -> Preset:
+        """This preset with engine ``options`` laid over its :class:`EngineSpec`
+        (``--engine-options``, a run file's ``preset: {name: adaptive, engine: ...}``)."""
+        if self.engine is None:
+            raise InputError(
+                f"the {self.name} preset runs Private Evolution: engine options are for "
+                "--method adaptive"
+            )
+        if not isinstance(options, Mapping):
+            raise InputError("engine options must be a mapping, e.g. '{rounds: 40}'")
+        return replace(self, engine=EngineSpec.from_any({**self.engine.to_dict(), **options}))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, in the words of :meth:`from_dict` (a run file, the ledger)."""
+        out = asdict(self)
+        out["schedule"]["stages"] = list(out["schedule"]["stages"])
+        out["marginal_options"] = dict(self.marginal_options)
+        out["engine"] = None if self.engine is None else self.engine.to_dict()
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Preset:
+        """A preset from :meth:`to_dict`'s words, or ``{"name": ...}`` and overrides
+        (``population``, ``rounds``, ``distance``) of a named one."""
+        data = dict(data)
+        overrides = {k: data.pop(k) for k in ("population", "rounds") if k in data}
+        if "schedule" not in data:
+            engine = data.pop("engine", None)
+            unknown = sorted(set(data) - {"name", "distance"})
+            if unknown or "name" not in data:
+                raise InputError(f"a preset needs a name and takes no {unknown}")
+            named = get_preset(data["name"], distance=data.get("distance"), **overrides)
+            return named if engine is None else named.with_engine(engine)
+        if data.get("engine") is not None:
+            data["engine"] = EngineSpec.from_any(data["engine"])
+        schedule = dict(data.pop("schedule"))
+        stages = tuple(Stage(**stage) for stage in schedule.pop("stages"))
+        try:
+            preset = cls(schedule=Schedule(stages=stages, **schedule), **data)
+        except TypeError as exc:
+            raise InputError(f"preset: {exc}") from None
+        return preset.with_overrides(**overrides)
+
+
+_TABPE_SCHEDULE = Schedule(
+    1000, (Stage("sample", 4), Stage("rank", 25, keep_selected=True, mutations=3))
+)
+
+PRESETS: dict[str, Preset] = {
+    "adaptive": Preset(
+        "adaptive", _TABPE_SCHEDULE, distance="tabpe", vote="hard", engine=EngineSpec()
+    ),
+    "tabpe": Preset("tabpe", _TABPE_SCHEDULE, distance="tabpe", vote="hard"),
+    "hybrid": Preset(
+        "hybrid",
+        _TABPE_SCHEDULE,
+        distance="tabpe",
+        vote="hard",
+        marginals=1.0,
+        marginal_options={"coarse_order": 4, "coarse_bins": 2},
+    ),
+    "bfsoft": Preset("bfsoft", Schedule(512, (Stage("sample", 8),)), distance="gower", vote="hard"),
+}
+
+
+def get_preset(
+    name: str,
+    *,
+    population: int | None = None,
+    rounds: int | None = None,
+    distance: str | None = None,
+) -> Preset:
+    """The preset ``name``, with N, the rounds or the distance overridden if given."""
+    try:
+        preset = PRESETS[name]
+    except KeyError:
+        raise InputError(f"unknown preset '{name}' (choose {', '.join(PRESETS)})") from None
+    return preset.with_overrides(population, rounds, distance)

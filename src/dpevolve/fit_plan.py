@@ -1,6 +1,6 @@
 """What a fit decides before it reads a private record, and the ledger it opens.
 
-:func:`plan_fit` turns a resolved :class:`~dpevolve.config.RunSpec` and public facts
+:func:`plan_fit` turns a resolved :class:`~dpevolve.pe.method.PEMethod` and public facts
 (the schema, the policy, the public table, the private row count ``n``, public under
 replace-one adjacency) into a :class:`FitPlan`: the budget split, the distance, the
 vote (a public pilot may choose it), the reach and the sensitivity. :func:`open_ledger`
@@ -16,7 +16,6 @@ from typing import Any
 
 import pandas as pd
 
-from dpevolve.config import RunSpec
 from dpevolve.data.encoding import Records, encode
 from dpevolve.data.schema import Schema
 from dpevolve.data.validation import ValidationReport
@@ -26,7 +25,9 @@ from dpevolve.pe.invalid_rows import InvalidRowCalibration
 from dpevolve.pe.invalid_rows import calibrate as calibrate_invalid
 from dpevolve.pe.pilot.choice import ChosenVote
 from dpevolve.pe.pilot.run import PilotFit
+from dpevolve.pe.release.build import ReleaseInputs
 from dpevolve.privacy import Budget, Ledger
+from dpevolve.privacy.noise import NoiseSource
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class FitPlan:
     """A fit's public decisions. ``run_budget`` is what the PE rounds spend; with a
     marginal release, ``marginal_rho`` is its share (zCDP)."""
 
-    config: RunSpec
+    config: Any  # the resolved PEMethod (which imports this module)
     budget: Budget
     run_budget: Budget
     marginal_rho: float | None
@@ -65,9 +66,10 @@ class FitPlan:
 
 
 def plan_fit(
-    config: RunSpec,
+    config: Any,
     schema: Schema,
     n: int,
+    budget: Budget,
     *,
     policy: Any,
     public: pd.DataFrame | None,
@@ -77,8 +79,8 @@ def plan_fit(
     announce: bool = False,
 ) -> FitPlan:
     """Every decision of a fit that needs no private record (see the module); with
-    ``announce`` an automatic vote choice is said on stderr."""
-    budget = config.budget.build(n)
+    ``announce`` an automatic vote choice is said on stderr. ``config`` is the resolved
+    :class:`~dpevolve.pe.method.PEMethod`; ``budget`` the run's, delta resolved."""
     run_budget, marginal_rho = budget, None
     if config.marginals is not None and config.marginals.share is not None:
         from dpevolve.pe.hybrid.tail import split_budget
@@ -144,11 +146,13 @@ def open_ledger(
     run: dict[str, Any],
     backend: str,
     report: ValidationReport | None,
+    config: dict[str, Any],
 ) -> Ledger:
     """The run's ledger: its configuration, calibration and the pilot's free events.
 
     ``run`` holds the facts the facade owns (version, seed, noise, n, fit number),
-    written first; ``backend`` names where votes are computed.
+    written first; ``backend`` names where votes are computed; ``config`` is the run's
+    settings in run-file words (:func:`dpevolve.method.config_words`).
     """
     budget, preset, pick = plan.budget, plan.config.preset, plan.pick
     ledger = Ledger(
@@ -176,8 +180,8 @@ def open_ledger(
             "invalid_rows": plan.invalid.to_dict(),
             "mechanism": plan.config.mechanism.name,
             **calibration,
-            # The run's specs verbatim: RunSpec.from_dict(ledger["config"]) re-runs it.
-            "config": plan.config.to_dict(),
+            # The run's settings verbatim: ``--config LEDGER`` re-runs it.
+            "config": config,
             "schema": schema.to_dict(),
             "validation": None if report is None else report.to_dict(),
         },
@@ -193,3 +197,20 @@ def open_ledger(
             "privatised: keep this ledger with the data."
         )
     return ledger
+
+
+def release_inputs(plan: FitPlan, noise: NoiseSource, backend: Any, n: int) -> ReleaseInputs:
+    """The public facts the plan's release is calibrated from."""
+    return ReleaseInputs(
+        noise=noise,
+        schedule=plan.config.preset.schedule,
+        budget=plan.run_budget,
+        sensitivity=plan.sensitivity,
+        vote=plan.pick.vote,
+        distance=plan.distance,
+        backend=backend,
+        public=plan.public,
+        n=n,
+        sensitivity_of=plan.sensitivity_of,
+        debias=plan.pick.debias,
+    )

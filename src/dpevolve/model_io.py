@@ -27,8 +27,9 @@ from dpevolve.privacy.ledger import SharedLedger
 Model = TypeVar("Model", bound=EstimatorParams)
 
 #: Bumped whenever a saved model's pickled classes change shape (3: the engine model's
-#: inward decoding, the synthetic table's seed), so an older file is refused by name.
-FORMAT = "dpevolve-model/3"
+#: inward decoding, the synthetic table's seed; 4: every method's generator in
+#: ``generator_``, the ``method`` parameter), so an older file is refused by name.
+FORMAT = "dpevolve-model/4"
 
 #: Fitted attributes that are released values or public facts (``n`` under replace-one).
 RELEASED = (
@@ -63,7 +64,13 @@ def save_model(model: EstimatorParams, path: str | Path, *, force: bool = False)
         "params": params,
         # The instance's own values: an adaptive model's synthetic_ is saved only if it
         # was drawn (else it is drawn again from synthetic_seed_ when read).
-        "released": {k: vars(model)[k] for k in RELEASED if k in vars(model)},
+        "released": {
+            k: vars(model)[k]
+            for k in RELEASED
+            if k in vars(model)
+            # A generator made of the other released values is held as those alone.
+            and not (k == "generator_" and getattr(vars(model)[k], "saved_as_parts", False))
+        },
         "ledger": SharedLedger.of(model.ledger_).to_dict(),
     }
     # Where sampling has got to (post-processing, seeded by the public random_state):

@@ -1,163 +1,180 @@
-"""Named configurations (docs/guide.md, "Presets"; docs/math.md §6).
+"""Named methods: a preset is a method instance (docs/guide.md, "Presets"; docs/math.md §6).
 
 * ``adaptive`` (the default): the select-measure-estimate-generate engine
-  (:mod:`dpevolve.engine`): marginals chosen round by round by the exponential mechanism
-  where the model is most wrong (AIM's shape), reconciled by a graphical model
-  (:mod:`dpevolve.estimate`) from which fresh rows are drawn. No Private Evolution round.
-* ``tabpe``: Tab-PE's released Adult setting. N = 1000, 30 generations (29 DP rounds;
-  the random generation 0 costs nothing): rounds 1-4 sample parents in proportion to
-  the clipped noisy count with one mutation each; from round 5 keep the top N by noisy
-  count plus 3 mutations of each (pool 4N) and rank-select N. One-hot/L2 distance,
-  hard votes, threshold H = 0.
-* ``bfsoft``: the BF-Soft study setting. 512-record releases, 8 rounds of sampling
-  selection, Gower distance; hard votes unless a soft vote is asked for.
-* ``hybrid``: the whole budget measures the 2-way marginals, the 3-way ones holding the
-  label and, at two bins per number, the 4-way ones holding the label, in one Gaussian
-  release; a pool grown from the initial population is weighted to match them and rows
-  are drawn from it (docs/guide.md, "Presets"). Far better marginals on Adult and XOR-3,
-  worse TSTR on Person Activity (benchmarks/FIDELITY.md).
+  (:class:`~dpevolve.engine.method.AdaptiveMethod`): marginals chosen round by round by
+  the exponential mechanism where the model is most wrong (AIM's shape), reconciled by a
+  graphical model (:mod:`dpevolve.estimate`) from which fresh rows are drawn.
+* ``tabpe``: Private Evolution (:class:`~dpevolve.pe.method.PEMethod`) in Tab-PE's
+  released Adult setting. N = 1000, 30 generations (29 DP rounds; the random generation
+  0 costs nothing): rounds 1-4 sample parents in proportion to the clipped noisy count
+  with one mutation each; from round 5 keep the top N by noisy count plus 3 mutations of
+  each (pool 4N) and rank-select N. One-hot/L2 distance, hard votes, threshold H = 0.
+* ``bfsoft``: Private Evolution in the BF-Soft study setting. 512-record releases, 8
+  rounds of sampling selection, Gower distance; hard votes unless a soft vote is asked.
+* ``hybrid``: Private Evolution's population as a pool: the whole budget measures the
+  2-way marginals, the 3-way ones holding the label and, at two bins per number, the
+  4-way ones holding the label, in one Gaussian release; the pool is weighted to match
+  them and rows are drawn from it. Far better marginals on Adult and XOR-3, worse TSTR
+  on Person Activity (benchmarks/FIDELITY.md).
+
+Each preset's settings (:class:`~dpevolve.config.Preset`) are in :mod:`dpevolve.config`;
+:func:`get_method` names the method, :func:`method_of` reads one from a name, a method or
+a run file's words.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
-from dpevolve.engine.spec import EngineSpec
+from dpevolve.config import PRESETS, Preset, get_preset
+from dpevolve.engine.method import AdaptiveMethod
 from dpevolve.errors import InputError
-from dpevolve.pe.schedule import Schedule, Stage
+from dpevolve.method import Method
+from dpevolve.pe.method import PEMethod, pe_method
+
+#: The method of a run that names none (benchmarks/FIDELITY.md).
+DEFAULT_METHOD = "adaptive"
+
+#: The named methods, in the order the help lists them.
+METHODS: tuple[str, ...] = tuple(PRESETS)
+
+#: Private Evolution's settings, which only a PE method takes.
+PE_SETTINGS = ("vote", "mechanism", "marginals")
+
+#: A run file's words that are not the method's (the budget, where to count, what to do
+#: with invalid rows).
+RUN_WORDS = ("budget", "backend", "on_invalid")
 
 
-@dataclass(frozen=True)
-class Preset:
-    """A named configuration: the PE schedule, the record distance, the default vote and
-    threshold, and the optional marginal release (its share and options); or, with
-    ``engine`` set, the adaptive engine's spec (then no PE round runs and the PE fields
-    are unused)."""
-
-    name: str
-    schedule: Schedule
-    distance: str
-    vote: str
-    threshold: float = 0.0
-    #: Share of the budget (zCDP rho) for the marginal release; ``None``: PE alone.
-    marginals: float | None = None
-    marginal_options: Mapping[str, Any] = field(default_factory=dict)
-    engine: EngineSpec | None = None
-
-    @property
-    def runs_pe(self) -> bool:
-        """Private Evolution rounds (or PE's population for the marginal pool) run."""
-        return self.engine is None
-
-    def with_overrides(
-        self, population: int | None = None, rounds: int | None = None, distance: str | None = None
-    ) -> Preset:
-        """Change N, the number of rounds (the last stage absorbs the change) or the
-        distance."""
-        if not self.runs_pe and (population, rounds, distance) != (None, None, None):
+def get_method(name: str, **settings: Any) -> Method:
+    """The method ``name``: ``adaptive`` (settings: ``engine``, options laid over the
+    :class:`~dpevolve.engine.spec.EngineSpec`) or a Private Evolution preset (settings:
+    ``vote``, ``mechanism``, ``marginals``, ``population``, ``rounds``, ``distance``).
+    A setting the method does not take is refused by name."""
+    if name not in PRESETS:
+        raise InputError(f"unknown method '{name}' (choose {', '.join(PRESETS)}, or a run file)")
+    preset = get_preset(name)
+    if preset.engine is not None:
+        refused = sorted(k for k, v in settings.items() if k != "engine" and v is not None)
+        if refused:
             raise InputError(
-                f"the {self.name} preset runs no Private Evolution: population, rounds and "
-                f"distance are PE settings (choose --preset {PE_PRESET})"
+                f"the {name} method takes no {', '.join(refused)}: "
+                f"{'it is a' if len(refused) == 1 else 'they are'} Private Evolution "
+                "setting(s) (choose method tabpe, hybrid or bfsoft)"
             )
-        stages = list(self.schedule.stages)
-        if rounds is not None:
-            before = sum(s.rounds for s in stages[:-1])
-            if rounds <= before:
-                stages = [replace(stages[0], rounds=rounds)]
-            else:
-                stages[-1] = replace(stages[-1], rounds=rounds - before)
-        size = self.schedule.population if population is None else population
-        return replace(
-            self,
-            schedule=Schedule(size, tuple(stages)),
-            distance=self.distance if distance is None else distance,
-        )
-
-    def with_engine(self, options: Mapping[str, Any]) -> Preset:
-        """This preset with engine ``options`` laid over its :class:`EngineSpec`
-        (``--engine-options``, a run file's ``preset: {name: adaptive, engine: ...}``)."""
-        if self.engine is None:
-            raise InputError(
-                f"the {self.name} preset runs Private Evolution: engine options are for "
-                f"--preset {DEFAULT_PRESET}"
-            )
-        if not isinstance(options, Mapping):
-            raise InputError("engine options must be a mapping, e.g. '{rounds: 40}'")
-        return replace(self, engine=EngineSpec.from_any({**self.engine.to_dict(), **options}))
-
-    def to_dict(self) -> dict[str, Any]:
-        """Every field, in the words of :meth:`from_dict` (a run file, the ledger)."""
-        out = asdict(self)
-        out["schedule"]["stages"] = list(out["schedule"]["stages"])
-        out["marginal_options"] = dict(self.marginal_options)
-        out["engine"] = None if self.engine is None else self.engine.to_dict()
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Preset:
-        """A preset from :meth:`to_dict`'s words, or ``{"name": ...}`` and overrides
-        (``population``, ``rounds``, ``distance``) of a named one."""
-        data = dict(data)
-        overrides = {k: data.pop(k) for k in ("population", "rounds") if k in data}
-        if "schedule" not in data:
-            engine = data.pop("engine", None)
-            unknown = sorted(set(data) - {"name", "distance"})
-            if unknown or "name" not in data:
-                raise InputError(f"a preset needs a name and takes no {unknown}")
-            named = get_preset(data["name"], distance=data.get("distance"), **overrides)
-            return named if engine is None else named.with_engine(engine)
-        if data.get("engine") is not None:
-            data["engine"] = EngineSpec.from_any(data["engine"])
-        schedule = dict(data.pop("schedule"))
-        stages = tuple(Stage(**stage) for stage in schedule.pop("stages"))
-        try:
-            preset = cls(schedule=Schedule(stages=stages, **schedule), **data)
-        except TypeError as exc:
-            raise InputError(f"preset: {exc}") from None
-        return preset.with_overrides(**overrides)
+        method = AdaptiveMethod(preset.engine, name)
+        engine = settings.get("engine")
+        return method if engine is None else method.with_options(engine)
+    if settings.get("engine") is not None:
+        raise InputError(f"the {name} method runs Private Evolution: engine options are "
+                         f"for method {DEFAULT_METHOD}")  # fmt: skip
+    settings = {k: v for k, v in settings.items() if k != "engine"}
+    return PEMethod.named(name, **settings)
 
 
-_TABPE_SCHEDULE = Schedule(
-    1000, (Stage("sample", 4), Stage("rank", 25, keep_selected=True, mutations=3))
-)
-
-PRESETS: dict[str, Preset] = {
-    "adaptive": Preset(
-        "adaptive", _TABPE_SCHEDULE, distance="tabpe", vote="hard", engine=EngineSpec()
-    ),
-    "tabpe": Preset("tabpe", _TABPE_SCHEDULE, distance="tabpe", vote="hard"),
-    "hybrid": Preset(
-        "hybrid",
-        _TABPE_SCHEDULE,
-        distance="tabpe",
-        vote="hard",
-        marginals=1.0,
-        marginal_options={"coarse_order": 4, "coarse_bins": 2},
-    ),
-    "bfsoft": Preset("bfsoft", Schedule(512, (Stage("sample", 8),)), distance="gower", vote="hard"),
-}
-
-
-#: The preset of a run that names none: the adaptive engine (benchmarks/FIDELITY.md).
-DEFAULT_PRESET = "adaptive"
-
-#: The preset of a run that names none but asks for a Private Evolution setting (a
-#: policy, a vote, PubMix, a marginal share, a population or rounds).
-PE_PRESET = "tabpe"
-
-
-def get_preset(
-    name: str,
+def overlaid(
+    method: Method,
     *,
+    engine: Mapping[str, Any] | None = None,
     population: int | None = None,
     rounds: int | None = None,
-    distance: str | None = None,
-) -> Preset:
-    """The preset ``name``, with N, the rounds or the distance overridden if given."""
-    try:
-        preset = PRESETS[name]
-    except KeyError:
-        raise InputError(f"unknown preset '{name}' (choose {', '.join(PRESETS)})") from None
-    return preset.with_overrides(population, rounds, distance)
+) -> Method:
+    """``method`` with engine options, or a Private Evolution population or rounds, laid
+    over it (``--engine-options``, ``--population``, ``--rounds`` over a run file's
+    method); one it does not take is refused by name."""
+    if isinstance(method, AdaptiveMethod):
+        refused = [k for k, v in (("population", population), ("rounds", rounds)) if v]
+        if refused:
+            raise InputError(f"the {method.name} method takes no {', '.join(refused)}: "
+                             "Private Evolution setting(s)")  # fmt: skip
+        return method if engine is None else method.with_options(engine)
+    if isinstance(method, PEMethod):
+        if engine is not None:
+            raise InputError(f"the {method.name} method runs Private Evolution: engine "
+                             f"options are for method {DEFAULT_METHOD}")  # fmt: skip
+        return replace(method, preset=method.preset.with_overrides(population, rounds))
+    if (engine, population, rounds) != (None, None, None):
+        raise InputError(f"the {method.name} method takes no engine options, population or rounds")
+    return method
+
+
+def method_of(value: Method | str | Mapping[str, Any] | None) -> Method:
+    """A method from itself, its name (``None``: the default) or run-file words: a
+    ledger's ``config`` block or ``{"preset": ..., "vote": ..., ...}``."""
+    if value is None:
+        return get_method(DEFAULT_METHOD)
+    if isinstance(value, str):
+        return get_method(value)
+    if isinstance(value, Mapping):
+        return method_from_dict(value)
+    if isinstance(value, Method):
+        return value
+    raise InputError(f"method must be a name or a method, got {type(value).__name__}")
+
+
+def method_from_dict(data: Mapping[str, Any]) -> Method:
+    """A method from run-file words: what :meth:`Method.to_dict` writes (a ledger's
+    ``config`` block), or ``{"method": NAME, ...}`` with the method's settings (``vote``,
+    ``mechanism``, ``marginals`` for Private Evolution; ``engine`` for the engine).
+    The run's other words (``budget``, ``backend``, ``on_invalid``) are passed over."""
+    unknown = sorted(set(data) - {"method", "preset", "engine", *PE_SETTINGS, *RUN_WORDS})
+    if unknown:
+        raise InputError(f"run file: unknown settings {unknown} (known: method, preset, "
+                         f"engine, {', '.join(PE_SETTINGS)}, {', '.join(RUN_WORDS)})")  # fmt: skip
+    if "method" in data and "preset" in data:
+        raise InputError("run file: give the method or the preset, not both")
+    preset = data.get("preset") or data.get("method") or DEFAULT_METHOD
+    chosen = Preset.from_dict(preset) if isinstance(preset, Mapping) else get_preset(preset)
+    if data.get("engine") is not None:
+        chosen = chosen.with_engine(data["engine"])
+    settings = {k: data.get(k) for k in PE_SETTINGS}
+    return from_settings(chosen, settings)
+
+
+def from_settings(preset: Preset | str | None, settings: Mapping[str, Any]) -> Method:
+    """The method that a preset and Private Evolution settings name (the keywords
+    ``preset``, ``vote``, ``mechanism``, ``marginals`` of earlier versions).
+
+    A Private Evolution setting given to the adaptive engine (the default) is refused
+    by name: the run never switches algorithm on its own.
+    """
+    chosen = get_preset(preset or DEFAULT_METHOD) if not isinstance(preset, Preset) else preset
+    if chosen.engine is None:
+        return pe_method(chosen, settings)
+    default = {"mechanism": (None, "gaussian")}
+    asked = [k for k, v in settings.items() if not _default(k, v, default.get(k, (None,)))]
+    if asked:
+        raise InputError(
+            f"the {chosen.name} method takes no {', '.join(asked)}: Private Evolution "
+            f"setting(s); name a PE method (method='tabpe', 'hybrid' or 'bfsoft')"
+        )
+    return AdaptiveMethod(chosen.engine, chosen.name)
+
+
+def _default(name: str, value: Any, plain: tuple[Any, ...]) -> bool:
+    """``value`` is the setting left as a run that asks nothing of it leaves it."""
+    from dpevolve.config import GaussianSpec, VoteSpec
+
+    if value in plain:
+        return True
+    if name == "vote" and isinstance(value, (VoteSpec, Mapping)):
+        return value in (VoteSpec(), VoteSpec().to_dict())
+    if name == "mechanism" and isinstance(value, (GaussianSpec, Mapping)):
+        return value in (GaussianSpec(), GaussianSpec().to_dict())
+    return False
+
+
+__all__ = [
+    "DEFAULT_METHOD",
+    "METHODS",
+    "PRESETS",
+    "Preset",
+    "from_settings",
+    "get_method",
+    "get_preset",
+    "method_from_dict",
+    "method_of",
+    "overlaid",
+]

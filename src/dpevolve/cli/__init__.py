@@ -38,8 +38,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("dpevolve: interrupted", file=sys.stderr)
         return 130
+    # Read here, before the command runs, so every message of the run can see it (and
+    # taken out: a command need not declare it).
+    shown = "--show-values" in args
+    args = [a for a in args if a != "--show-values"]
     # Every table a command reads comes from a file: rows are named by their line.
-    with show_values("--show-values" in args), rows_as_file_lines():
+    with show_values(shown), rows_as_file_lines():
         return run(args)
 
 

@@ -14,12 +14,12 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from dpevolve.cli.common import say
-from dpevolve.config import BudgetSpec
 from dpevolve.data.io import read_yaml
 from dpevolve.errors import InputError
+from dpevolve.privacy.budget import Budget
 
 __all__ = [
     "ROWS_PER_SIGMA",
@@ -66,7 +66,7 @@ class Rerun:
 def rerun_of(config: Path | None) -> Rerun | None:
     """The rows and seed of the ledger ``config`` (``None``: not a ledger, or no config).
 
-    A run file (``RunSpec`` words alone) is a recipe, not a run: it gives no rows or seed.
+    A run file (a method's words alone) is a recipe, not a run: it gives no rows or seed.
     """
     if config is None:
         return None
@@ -98,10 +98,10 @@ def rerun_warning(config: Path | None, rerun: Rerun) -> str:
     )
 
 
-def small_table_warning(n: int, budget: BudgetSpec) -> str | None:
+def small_table_warning(n: int, budget: Budget) -> str | None:
     """One line when ``n`` private rows are too few for ``budget`` (see
     :data:`ROWS_PER_SIGMA`), else ``None``."""
-    from dpevolve.privacy import default_delta
+    from dpevolve.privacy import default_delta, gaussian_sigma
     from dpevolve.privacy.conversions import rho_for_epsilon
 
     if n < 1:
@@ -112,8 +112,8 @@ def small_table_warning(n: int, budget: BudgetSpec) -> str | None:
         assert budget.epsilon is not None
         delta = budget.delta if budget.delta is not None else default_delta(max(n, 2))
         rho = rho_for_epsilon(budget.epsilon, delta)
-    # One replace-one count (L2 sensitivity sqrt 2) with all of rho: sigma = 1 / sqrt(rho).
-    sigma = 1.0 / math.sqrt(rho)
+    # One replace-one count (L2 sensitivity sqrt 2) with all of rho.
+    sigma = gaussian_sigma(math.sqrt(2.0), rho)
     needed = math.ceil(ROWS_PER_SIGMA * sigma)
     if n >= needed:
         return None
@@ -151,43 +151,18 @@ def closing_line(
     )
 
 
-def say_choices(
-    ledger: dict[str, Any], tau: float | Literal["auto"] | None, budget: BudgetSpec, quiet: bool
-) -> None:
-    """Automatic choices made inside the run, one line each."""
-    if tau == "auto":
-        vote = _find(ledger, "vote") or {}
-        if vote.get("name") == "soft":
-            say(
-                quiet,
-                f"temperature auto: soft vote at tau={vote.get('temperature')} (the public "
-                "pilot forecast it beats the hard vote; no private budget spent)",
-            )
-        else:
-            say(
-                quiet,
-                "temperature auto: hard vote (the public pilot forecast no soft-vote "
-                "temperature beats it at this budget; no private budget spent)",
-            )
-    validation = _find(ledger, "validation")
-    if isinstance(validation, dict) and validation.get("rows_in") != validation.get("rows_out"):
+def say_choices(model: Any, quiet: bool) -> None:
+    """What the run decided from facts it learnt (the private row count, the invalid
+    rows), one line each, from the fitted model, never from its ledger."""
+    validation = getattr(model, "validation_", None)
+    if validation is not None and validation.rows_in != validation.rows_out:
         say(
             quiet,
-            f"private table: --on-invalid {validation.get('on_invalid')} kept "
-            f"{validation.get('rows_out')} of {validation.get('rows_in')} rows "
-            "(counts from the private data: in the ledger, not in --share-ledger)",
+            f"private table: --on-invalid {validation.mode} kept {validation.rows_out} of "
+            f"{validation.rows_in} rows (counts from the private data: in the ledger, not "
+            "in --share-ledger)",
         )
-    if budget.delta is None and budget.epsilon is not None:
-        say(
-            quiet,
-            f"delta: {ledger.get('delta', float('nan')):.3g} = min(1e-5, 1/(n ln n)) "
-            "(--delta not given)",
-        )
-
-
-def _find(ledger: dict[str, Any], key: str) -> Any:
-    """A metadata entry of the ledger, top level or under ``metadata``."""
-    if key in ledger:
-        return ledger[key]
-    meta = ledger.get("metadata")
-    return meta.get(key) if isinstance(meta, dict) else None
+    given = model.budget()
+    if given.delta is None and given.epsilon is not None:
+        delta = given.for_rows(model.n_private_).delta
+        say(quiet, f"delta: {delta:.3g} = min(1e-5, 1/(n ln n)) (--delta not given)")

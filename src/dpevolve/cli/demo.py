@@ -32,10 +32,13 @@ def demo(
     ] = "demo",
     epsilon: Annotated[float, typer.Option("--epsilon", "-e", help="Privacy budget.")] = 1.0,
     delta: Annotated[float, typer.Option("--delta", "-d", help="Privacy budget delta.")] = 1e-5,
-    preset: Annotated[
+    method: Annotated[
         str | None,
         typer.Option(
-            "--preset", "-p", help="tabpe (default), bfsoft or hybrid (see the user guide)."
+            "--method",
+            "--preset",
+            "-p",
+            help="adaptive (default), tabpe, bfsoft or hybrid (see the user guide).",
         ),
     ] = None,
     seed: Seed = 0,
@@ -75,7 +78,7 @@ def demo(
         data.schema,
         epsilon=epsilon,
         delta=delta,
-        preset=preset,
+        method=method,
         random_state=seed,
         progress=not quiet,
         public=public,
@@ -83,7 +86,7 @@ def demo(
     say(
         quiet,
         f"{data.name}: {len(data.frame)} private rows, {len(data.schema)} columns; "
-        f"epsilon={epsilon}, delta={delta}, preset={model.resolved_preset()}"
+        f"epsilon={epsilon}, delta={delta}, method={model.resolved_method().name}"
         + ("" if public is None else f"; public table: {len(public)} rows of the same kind"),
     )
     model.fit(data.frame)
@@ -116,10 +119,10 @@ def demo(
     say(quiet, format_report(result))
     say(quiet, f"wrote {table_out}, {ledger_out}, {eval_out}, {report_out} and {public_out}")
     say(quiet, "")
-    say(quiet, headline(result, model.resolved_preset()))
+    say(quiet, headline(result, model.resolved_method().name))
 
 
-def headline(result: dict[str, Any], preset: str) -> str:
+def headline(result: dict[str, Any], method: str) -> str:
     """The demo's last line: TSTR beside the majority class and the real table's model,
     and whether it beats the majority class."""
     from dpevolve.reporting.evaluation import verdict
@@ -127,11 +130,11 @@ def headline(result: dict[str, Any], preset: str) -> str:
     tstr = result.get("tstr") or {}
     accuracy, majority = tstr.get("accuracy"), tstr.get("baseline_accuracy")
     if accuracy is None or majority is None:
-        return f"headline ({preset}): {verdict(result)}"
+        return f"headline ({method}): {verdict(result)}"
     real = (tstr.get("real") or {}).get("accuracy")
     where = "held-out" if tstr.get("test") == "held-out" else "private (optimistic)"
     text = (
-        f"headline ({preset}): TSTR accuracy {accuracy:.3f} on {where} rows; "
+        f"headline ({method}): TSTR accuracy {accuracy:.3f} on {where} rows; "
         f"majority class {majority:.3f}"
     )
     if real is not None:

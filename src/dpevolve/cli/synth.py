@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import typer
 
-from dpevolve.backends import BACKENDS
 from dpevolve.cli.announce import (
     closing_line,
     read_run_file,
@@ -23,14 +23,12 @@ from dpevolve.cli.common import (
     Delta,
     Epsilon,
     Force,
-    InvalidOption,
     NoiseSeed,
     OnInvalid,
     Quiet,
     Rho,
     SchemaPath,
     Seed,
-    ShowValues,
     app,
     check_outputs,
     read_valid,
@@ -38,21 +36,11 @@ from dpevolve.cli.common import (
 )
 from dpevolve.cli.interrupt import accounted, at_stake
 from dpevolve.cli.report import write_reports
-from dpevolve.config import (
-    MECHANISMS,
-    VOTES,
-    GaussianSpec,
-    MarginalSpec,
-    PubMixSpec,
-    RunSpec,
-    VoteSpec,
-    resolve,
-)
 from dpevolve.data.io import DEFAULT_BATCH_ROWS, read_table
 from dpevolve.data.writer import write_blocks
 from dpevolve.errors import InputError
 from dpevolve.extras import require
-from dpevolve.presets import DEFAULT_PRESET, PE_PRESET, PRESETS, get_preset
+from dpevolve.presets import METHODS
 
 EXAMPLES = """
 
@@ -62,116 +50,34 @@ Examples:
   dpevolve synth private.csv -s schema.yaml -e 1 -o synthetic.csv
   dpevolve synth private.csv -s schema.yaml -e 1 --rows 5000 -o synthetic.csv \\
       --report report.html --share-report report-public.html
-  dpevolve synth private.csv -s schema.yaml --policy policy.yaml --preset bfsoft \\
-      --vote soft --temperature 0.06 --sharpen 30 --debias 20 --rho 1e-4 -o synthetic.csv
-  dpevolve synth private.csv -s schema.yaml --policy policy.yaml --preset bfsoft \\
+  dpevolve synth private.csv -s schema.yaml --method bfsoft --policy policy.yaml \\
       --public public.csv --rho 1e-4 -o synthetic.csv   # vote auto (the default here)
-  dpevolve synth private.csv -s schema.yaml --config run.yaml -o synthetic.csv
-      # run.yaml: a run file, or a ledger (its "config" block re-runs the same run)
+  dpevolve synth private.csv -s schema.yaml --policy policy.yaml --config run.yaml \\
+      --rho 1e-4 -o synthetic.csv
+      # run.yaml: {method: bfsoft, vote: {kind: soft, temperature: 0.06, sharpen: 30}}
+  dpevolve synth private.csv -s schema.yaml --config old.ledger.json -o synthetic.csv
+      # a ledger: its config block (and budget, rows, seed) re-runs the same run
+
+--show-values (any command): let error messages quote private cells.
 """
 
 # ------------------------------------------------------------------ the run's settings
-# Each maps to one field of the run's specs (dpevolve.config); with --config they come
-# from the run file instead, and giving one as a flag too is an error.
-RunFile = Annotated[
-    Path | None,
-    typer.Option(
-        "--config",
-        metavar="RUN.yaml",
-        help="The run's settings from a YAML run file (RunSpec.to_dict's words) or a "
-        "ledger (its config block): any configuration the Python API can express.",
-    ),
-]
-PresetOpt = Annotated[
+# The method and its settings: a name, or a run file (YAML, or a ledger). Everything a
+# method takes beyond its name (votes, PubMix, marginal shares) is in the run file's
+# words (docs/guide.md, "Run files"); a flag never switches the method.
+MethodOpt = Annotated[
     str | None,
     typer.Option(
+        "--method",
+        "--config",
         "--preset",
         "-p",
-        help=f"{' | '.join(PRESETS)}. adaptive (default): marginals chosen round by round, "
-        "a graphical model, fresh rows; tabpe or bfsoft: Private Evolution (the default "
-        "when a policy, vote, PubMix or marginal share is given); hybrid: one release of "
-        "low-order marginals and a weighted pool.",
-    ),
-]
-VoteOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--vote",
-        help=f"{' | '.join(VOTES)}. auto: a pilot on --public picks hard or a soft "
-        "configuration (no private budget) and says which and why. Default: auto with "
-        "--policy and --public (and no soft setting or --calibration exact), else hard.",
-    ),
-]
-TemperatureOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--temperature",
-        "-t",
-        help="Soft-vote temperature TAU, or 'auto' (a pilot on --public picks hard or soft).",
-    ),
-]
-SharpenOpt = Annotated[
-    float,
-    typer.Option(
-        "--sharpen",
-        metavar="FACTOR",
-        help="Soft vote under --policy: multiply the Gower weights of unprotected "
-        "attributes by FACTOR (1: off). Same noise; the vote blurs only protected ones.",
-    ),
-]
-DebiasOpt = Annotated[
-    int,
-    typer.Option(
-        "--debias",
-        metavar="STEPS",
-        help="Soft vote: STEPS of Richardson-Lucy undoing its blur on the released "
-        "histogram (0: off; post-processing, no privacy cost).",
-    ),
-]
-DistanceOpt = Annotated[
-    str | None, typer.Option("--distance", help="gower | tabpe: override the preset's.")
-]
-ThresholdOpt = Annotated[
-    float | None,
-    typer.Option("--threshold", help="Gaussian: threshold on the noisy counts (preset's)."),
-]
-MechanismOpt = Annotated[
-    str,
-    typer.Option(
-        "--mechanism", help=f"{' | '.join(c.name for c in MECHANISMS)} (pubmix needs --public)."
-    ),
-]
-AccountingOpt = Annotated[
-    str,
-    typer.Option("--pubmix-accounting", help="PubMix: tight PLD composition or a basic split."),
-]
-FillOpt = Annotated[
-    str, typer.Option("--pubmix-fill", help="PubMix fill: wf | mifr (floor raising) | linmix.")
-]
-GammaOpt = Annotated[
-    float | None,
-    typer.Option("--gamma", help="PubMix: bound on TV(public, private); default from folds."),
-]
-CalibrationOpt = Annotated[
-    str,
-    typer.Option(
-        "--calibration", help="bound | exact (hard votes under a policy search small domains)."
-    ),
-]
-MarginalsOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--marginals",
-        metavar="SHARE",
-        help="Share of the budget for one release of low-order marginals after the rounds.",
-    ),
-]
-MarginalOptionsOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--marginal-options",
-        metavar="YAML",
-        help="Marginal options laid over the preset's, e.g. '{grow_rounds: 2, bins: 8}'.",
+        metavar="NAME|RUN.yaml",
+        help=f"{' | '.join(METHODS)}, or a run file. adaptive (default): marginals chosen "
+        "round by round, a graphical model, fresh rows; tabpe or bfsoft: Private Evolution "
+        "(takes --policy); hybrid: PE's pool weighted to one release of low-order "
+        "marginals. A run file: YAML ({method: bfsoft, vote: {kind: soft, temperature: "
+        "0.06}}; docs/guide.md) or a ledger (its config block re-runs that run).",
     ),
 ]
 EngineOptionsOpt = Annotated[
@@ -179,23 +85,32 @@ EngineOptionsOpt = Annotated[
     typer.Option(
         "--engine-options",
         metavar="YAML",
-        help="The adaptive engine's options laid over its defaults, e.g. "
+        help="The adaptive engine's options laid over the method's, e.g. "
         "'{max_rounds: 60, bins: 16}' (docs/engine.md lists them).",
     ),
 ]
-BackendOpt = Annotated[
-    str,
-    typer.Option(
-        "--backend",
-        help=f"{' | '.join(BACKENDS)}: where votes and counts are computed (dask: "
-        "DASK_SCHEDULER_ADDRESS or local; duckdb: the engine's counts as GROUP BY queries).",
-    ),
-]
 PopulationOpt = Annotated[
-    int | None, typer.Option("--population", min=1, help="Override the preset's N.")
+    int | None, typer.Option("--population", min=1, help="Private Evolution: override N.")
 ]
 RoundsOpt = Annotated[
-    int | None, typer.Option("--rounds", min=1, help="Override the preset's rounds.")
+    int | None, typer.Option("--rounds", min=1, help="Private Evolution: override the rounds.")
+]
+OnInvalidOpt = Annotated[
+    OnInvalid | None,
+    typer.Option(
+        "--on-invalid",
+        help="Cells outside the schema: stop with an error (default), drop their rows, or "
+        "clip numbers to the declared range (rows that cannot be clipped are dropped).",
+    ),
+]
+BackendOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--backend",
+        help="auto | local | fused | gpu | dask | duckdb: where the records are counted "
+        "(dask: DASK_SCHEDULER_ADDRESS or local; duckdb: the engine's counts as GROUP BY "
+        "queries). Default auto.",
+    ),
 ]
 
 # ----------------------------------------------------------------- inputs and outputs
@@ -257,63 +172,40 @@ ShareLedgerOpt = Annotated[
     ),
 ]
 
-#: The flags that set a field of the run's specs (the rest are inputs and outputs).
-RUN_FLAGS = (
-    "epsilon", "delta", "rho", "preset", "vote", "temperature", "sharpen", "debias",
-    "distance", "threshold", "mechanism", "pubmix_accounting", "pubmix_fill", "gamma",
-    "calibration", "marginals", "marginal_options", "engine_options", "backend",
-    "population", "rounds", "on_invalid",
-)  # fmt: skip
-
 
 @app.command(
     help="Synthesize a DP table from PRIVATE; the ledger goes to OUT.ledger.json." + EXAMPLES
 )
 @accounted
 def synth(
-    ctx: typer.Context,
     private: PrivateArg,
     schema: SchemaPath,
     output: OutputOpt,
-    config: RunFile = None,
+    method: MethodOpt = None,
     epsilon: Epsilon = None,
     delta: Delta = None,
     rho: Rho = None,
     rows: RowsOpt = None,
-    preset: PresetOpt = None,
-    vote: VoteOpt = None,
-    temperature: TemperatureOpt = None,
-    sharpen: SharpenOpt = 1.0,
-    debias: DebiasOpt = 0,
-    distance: DistanceOpt = None,
-    threshold: ThresholdOpt = None,
     policy: PolicyOpt = None,
     public: PublicOpt = None,
-    mechanism: MechanismOpt = "gaussian",
-    pubmix_accounting: AccountingOpt = "tight",
-    pubmix_fill: FillOpt = "wf",
-    gamma: GammaOpt = None,
-    calibration: CalibrationOpt = "bound",
-    marginals: MarginalsOpt = None,
-    marginal_options: MarginalOptionsOpt = None,
     engine_options: EngineOptionsOpt = None,
-    stream: StreamOpt = False,
-    batch_rows: BatchRowsOpt = DEFAULT_BATCH_ROWS,
-    backend: BackendOpt = "auto",
     population: PopulationOpt = None,
     rounds: RoundsOpt = None,
-    on_invalid: InvalidOption = OnInvalid.error,
+    stream: StreamOpt = False,
+    batch_rows: BatchRowsOpt = DEFAULT_BATCH_ROWS,
+    backend: BackendOpt = None,
+    on_invalid: OnInvalidOpt = None,
     report: ReportOpt = None,
     test: TestOpt = None,
     share_report: ShareReportOpt = None,
     share_ledger: ShareLedgerOpt = None,
     seed: Seed = None,
     noise_seed: NoiseSeed = None,
-    show_values: ShowValues = False,
     force: Force = False,
     quiet: Quiet = False,
 ) -> None:
     from dpevolve.data.schema import Schema
+    from dpevolve.engine.method import AdaptiveMethod
     from dpevolve.synthesizer import Synthesizer
 
     location, private_file = _duckdb_table(private, report)
@@ -322,8 +214,13 @@ def synth(
         require("matplotlib", "--report and --share-report")
     if stream:
         require("pyarrow", "--stream")
-    flags = {name: ctx.params[name] for name in RUN_FLAGS}
-    spec = run_spec(config, flags, _given(ctx), policy is not None, public is not None, quiet)
+    config = run_file(method)
+    flags = {"method": method, "epsilon": epsilon, "delta": delta, "rho": rho,
+             "backend": backend, "on_invalid": on_invalid}  # fmt: skip
+    overrides = {"engine": _engine_options(engine_options), "population": population,
+                 "rounds": rounds}  # fmt: skip
+    run = RunSettings.of(config, flags, overrides)
+    run.check_inputs(policy is not None, public is not None)
     rerun = rerun_of(config)  # a ledger: its rows and seed, unless given
     rows, seed = (rows, seed) if rerun is None else rerun.keep(rows, seed)
     table_schema = Schema.load(schema)
@@ -336,23 +233,27 @@ def synth(
     )  # fmt: skip
     public_table = read_table(public, "public table") if public is not None else None
     if test is not None:
-        _check_test(test, report, table_schema, spec)
+        _check_test(test, report, table_schema, run.on_invalid)
     if policy is not None:
-        _say_policy_warnings(policy, table_schema, spec.preset.distance, quiet)
-    on_disk = not spec.preset.runs_pe and (stream or location is not None)
-    chosen_backend, backend_line = choose_backend(spec.backend, engine_on_disk=on_disk)
-    stake = at_stake(ledger_out, share_ledger, (output, report, share_report), spec.budget.epsilon)
-    model = Synthesizer.from_spec(
-        table_schema, spec, policy=policy, public=public_table, random_state=seed,
-        noise_seed=noise_seed, progress=not quiet,
-        backend=None if spec.backend == "auto" else chosen_backend,
+        _say_policy_warnings(policy, table_schema, run.method, quiet)
+    on_disk = isinstance(run.method, AdaptiveMethod) and (stream or location is not None)
+    chosen_backend, backend_line = choose_backend(run.backend, engine_on_disk=on_disk)
+    stake = at_stake(ledger_out, share_ledger, (output, report, share_report),
+                     run.budget["epsilon"])  # fmt: skip
+    model = Synthesizer(
+        table_schema, method=run.method, **run.budget, policy=policy, public=public_table,
+        random_state=seed,
+        on_invalid=run.on_invalid, noise_seed=noise_seed, progress=not quiet,
+        backend=run.backend if run.backend == "auto" else chosen_backend,
     )  # fmt: skip
-    rerun_line = None if rerun is None else rerun_warning(config, rerun)
-    _say_before_run(spec, backend_line, noise_seed is not None, rerun_line, quiet)
-    _fit(model, private, stream, batch_rows, quiet, spec)
+    say(quiet, backend_line)
+    if noise_seed is not None:
+        typer.echo(NOISE_SEED_WARNING, err=True)
+    if rerun is not None:
+        say(quiet, rerun_warning(config, rerun))
+    _fit(model, private, stream, batch_rows, quiet)
     stake.ledger = model.ledger_
-    ledger = model.ledger_.to_dict()
-    say_choices(ledger, spec.vote.temperature, spec.budget, quiet)
+    say_choices(model, quiet)
     synthetic, written = _write_table(model, rows, output, bool(report or share_report))
     # The rows written: what --config LEDGER draws again (public: the table is released).
     model.ledger_.add_metadata(rows_written=written)
@@ -360,88 +261,37 @@ def synth(
     if share_ledger is not None:
         model.ledger_.write(share_ledger, shareable=True)
     if report is not None or share_report is not None:
-        invalid = OnInvalid(spec.on_invalid)
         write_reports(
-            ledger, private, synthetic, table_schema, invalid, report, share_report, force,
-            test=test, stream_rows=batch_rows if stream else None,
+            model.ledger_.to_dict(), private, synthetic, table_schema,
+            OnInvalid(run.on_invalid), report, share_report, force, test=test,
+            stream_rows=batch_rows if stream else None,
         )  # fmt: skip
     say(quiet, closing_line(model.ledger_.result(), output, written, ledger_out,
                             report, share_report, share_ledger))  # fmt: skip
 
 
-def _check_test(test: Path, report: Path | None, schema: Any, spec: RunSpec) -> None:
+def _check_test(test: Path, report: Path | None, schema: Any, on_invalid: str) -> None:
     """``--test`` goes with ``--report``, and is read now: a bad test table must stop
     the run before it spends."""
     if report is None:
         raise InputError("--test is for the owner's report: give --report FILE too")
-    read_valid(test, schema, OnInvalid(spec.on_invalid), "test table", quiet=True)
+    read_valid(test, schema, OnInvalid(on_invalid), "test table", quiet=True)
 
 
-def _given(ctx: typer.Context) -> set[str]:
-    """The run flags given on the command line (not left at their defaults)."""
-    given = {name: ctx.get_parameter_source(name) for name in RUN_FLAGS}
-    return {name for name, source in given.items() if getattr(source, "name", "") == "COMMANDLINE"}
+def run_file(method: str | None) -> Path | None:
+    """``--method``'s value as a run file (``None``: a method's name, or nothing)."""
+    if method is None or method in METHODS:
+        return None
+    path = Path(method)
+    if path.suffix.lower() in (".yaml", ".yml", ".json") or path.exists():
+        return path
+    return None  # an unknown name: the method's own error names the choices
 
 
-def run_spec(
-    config: Path | None,
-    flags: dict[str, Any],
-    given: set[str],
-    policy: bool,
-    public: bool,
-    quiet: bool,
-) -> RunSpec:
-    """The run's specs: from the run file ``config``, or from the flags (``given``: the
-    ones on the command line). ``policy``/``public``: whether those inputs are given (the
-    default vote depends on them). Checked here, before any table is read."""
-    inputs = {"policy": True if policy else None, "public": True if public else None}
-    if config is not None:
-        if given:
-            names = ", ".join(f"--{n.replace('_', '-')}" for n in sorted(given))
-            raise InputError(f"{names}: give the run's settings in {config} or as flags, not both")
-        data = read_run_file(config)
-        if isinstance(data, dict) and isinstance(data.get("config"), dict):
-            data = data["config"]  # a ledger: its config block
-        if not isinstance(data, dict):
-            raise InputError(f"run file {config} must hold a mapping of the run's settings")
-        return resolve({**RunSpec.from_dict(data).params(), **inputs})
-    params = _spec_params(flags)
-    spec = resolve({**params, **inputs})
-    if flags["vote"] is None and isinstance(spec.vote.temperature, float):
-        say(quiet, f"vote: soft (--temperature {spec.vote.temperature:g} given without --vote)")
-    return spec
-
-
-def _spec_params(flags: dict[str, Any]) -> dict[str, Any]:
-    """The Synthesizer's spec arguments from the run flags (each flag to its spec)."""
-    overrides = {k: flags[k] for k in ("population", "rounds", "distance")}
-    preset = flags["preset"]
-    if flags["engine_options"] is not None:
-        options = _yaml_mapping(flags["engine_options"], "--engine-options", "{max_rounds: 60}")
-        preset = get_preset(preset or DEFAULT_PRESET, **overrides).with_engine(options)
-    elif preset is not None or any(v is not None for v in overrides.values()):
-        preset = get_preset(preset or PE_PRESET, **overrides)
-    if flags["mechanism"] == PubMixSpec.name:
-        mechanism: Any = PubMixSpec(accounting=flags["pubmix_accounting"],
-                                    fill=flags["pubmix_fill"], gamma=flags["gamma"])  # fmt: skip
-    elif flags["mechanism"] == GaussianSpec.name:
-        mechanism = GaussianSpec(threshold=flags["threshold"], calibration=flags["calibration"])
-    else:
-        mechanism = flags["mechanism"]  # resolve names the choices
-    marginals = flags["marginals"]
-    if flags["marginal_options"] is not None:
-        options = _yaml_mapping(flags["marginal_options"], "--marginal-options", "{grow_rounds: 2}")
-        marginals = MarginalSpec(share=marginals, options=options)
-    vote = VoteSpec(kind=flags["vote"], temperature=_temperature(flags["temperature"]),
-                    sharpen=flags["sharpen"], debias=flags["debias"])  # fmt: skip
-    return {
-        "epsilon": flags["epsilon"], "delta": flags["delta"], "rho": flags["rho"],
-        "preset": preset, "vote": vote, "mechanism": mechanism, "marginals": marginals,
-        "backend": flags["backend"], "on_invalid": OnInvalid(flags["on_invalid"]).value,
-    }  # fmt: skip
-
-
-def _yaml_mapping(text: str, flag: str, example: str) -> dict[str, Any]:
+def _engine_options(text: str | None) -> dict[str, Any] | None:
+    """``--engine-options``: a YAML mapping."""
+    if text is None:
+        return None
     import yaml
 
     try:
@@ -449,41 +299,79 @@ def _yaml_mapping(text: str, flag: str, example: str) -> dict[str, Any]:
     except yaml.YAMLError:
         value = None
     if not isinstance(value, dict):
-        raise InputError(f"{flag} must be a YAML mapping, e.g. '{example}'")
+        raise InputError("--engine-options must be a YAML mapping, e.g. '{max_rounds: 60}'")
     return value
 
 
-def _temperature(text: str | None) -> float | Literal["auto"] | None:
-    if text is None:
-        return None
-    if text == "auto":
-        return "auto"
-    try:
-        return float(text)
-    except ValueError:
-        raise InputError(f"--temperature must be a number or 'auto', got '{text}'") from None
+@dataclass(frozen=True)
+class RunSettings:
+    """What the flags and the run file decide: the method, the budget (the keywords as
+    given, checked), the
+    backend's name and ``on_invalid``; checked before any table is read."""
+
+    method: Any
+    budget: dict[str, float | None]
+    backend: str
+    on_invalid: Literal["error", "drop", "clip"]
+
+    @classmethod
+    def of(
+        cls, config: Path | None, flags: dict[str, Any], overrides: dict[str, Any]
+    ) -> RunSettings:
+        """From the flags, and the run file ``config`` (a YAML mapping or a ledger) for
+        what they leave out; a setting in both is an error. ``overrides`` (engine
+        options, PE's population and rounds) are laid over the method."""
+        from dpevolve.presets import DEFAULT_METHOD, get_method, method_from_dict, overlaid
+        from dpevolve.privacy import Budget
+
+        words = {} if config is None else _run_file_words(config)
+        budget_flags = {k: flags[k] for k in ("epsilon", "delta", "rho")}
+        both = [k for k, v in budget_flags.items() if v is not None and "budget" in words]
+        both += [k for k in ("backend", "on_invalid") if flags[k] is not None and k in words]
+        if both:
+            names = ", ".join(f"--{n.replace('_', '-')}" for n in sorted(both))
+            raise InputError(f"{names}: give the run's settings in {config} or as flags, not both")
+        if config is None:
+            method = get_method(flags["method"] or DEFAULT_METHOD, **overrides)
+        else:
+            method = overlaid(method_from_dict(words), **overrides)
+        budget = words.get("budget") or budget_flags
+        if not isinstance(budget, dict) or set(budget) - {"epsilon", "delta", "rho"}:
+            raise InputError(f"run file {config}: budget must be a mapping of epsilon, delta, rho")
+        budget = {k: budget.get(k) for k in ("epsilon", "delta", "rho")}
+        Budget(**budget)  # checked now, before any table is read
+        on_invalid = OnInvalid(words.get("on_invalid") or flags["on_invalid"] or "error")
+        backend = words.get("backend") or flags["backend"] or "auto"
+        return cls(method, budget, str(backend), on_invalid.value)
+
+    def check_inputs(self, policy: bool, public: bool) -> None:
+        """What the method will decide from the inputs, checked now, before any table is
+        read (its fit checks it again before it spends)."""
+        self.method.check_inputs(policy=policy, public=public)
 
 
-def _say_policy_warnings(policy: Path, schema: Any, distance: str, quiet: bool) -> None:
-    """The policy's warnings, said before any table is read."""
+def _run_file_words(config: Path) -> dict[str, Any]:
+    """A run file's mapping; a ledger's ``config`` block with its budget."""
+    data = read_run_file(config)
+    if isinstance(data, dict) and isinstance(data.get("config"), dict):
+        budget = data.get("budget")  # a ledger: its settings and the budget it was given
+        data = {**({"budget": budget} if isinstance(budget, dict) else {}), **data["config"]}
+    if not isinstance(data, dict):
+        raise InputError(f"run file {config} must hold a mapping of the run's settings")
+    return data
+
+
+def _say_policy_warnings(policy: Path, schema: Any, method: Any, quiet: bool) -> None:
+    """A Private Evolution method's policy warnings, said before any table is read (the
+    adaptive method refuses a policy when its fit starts, before it spends)."""
     from dpevolve.pe.distance import make_distance
     from dpevolve.pe.policy.blowfish import Policy
 
-    for warning in Policy.load(policy, schema).warnings(make_distance(distance, schema)):
+    preset = getattr(method, "preset", None)
+    if preset is None:
+        return
+    for warning in Policy.load(policy, schema).warnings(make_distance(preset.distance, schema)):
         say(quiet, f"warning: {warning}")
-
-
-def _say_before_run(
-    spec: RunSpec, backend_line: str, noise_seeded: bool, rerun_line: str | None, quiet: bool
-) -> None:
-    """What is said once the arguments are known to be valid, before the (long) run."""
-    say(quiet, backend_line)
-    if isinstance(spec.mechanism, PubMixSpec) and spec.mechanism.gamma is None:
-        say(quiet, "gamma: estimated from folds of the public table (--gamma not given)")
-    if noise_seeded:
-        typer.echo(NOISE_SEED_WARNING, err=True)
-    if rerun_line is not None:
-        say(quiet, rerun_line)
 
 
 def _write_table(model: Any, rows: int | None, output: Path, whole: bool) -> tuple[Any, int]:
@@ -505,9 +393,7 @@ def _duckdb_table(private: Path, report: Path | None) -> tuple[Any, Path]:
     return location, private if location is None else location.path
 
 
-def _fit(
-    model: Any, private: Path, stream: bool, batch_rows: int, quiet: bool, spec: RunSpec
-) -> None:
+def _fit(model: Any, private: Path, stream: bool, batch_rows: int, quiet: bool) -> None:
     """Fit on PRIVATE (a file or a DuckDB table); the run's warnings said once each
     (policy ones were said above)."""
     from dpevolve.data.duckdb_source import DuckDBTable, parse_location
@@ -522,7 +408,7 @@ def _fit(
             model.fit_file(private, batch_rows)
         else:
             table = read_table(private, "private table")
-            small = small_table_warning(len(table), spec.budget)
+            small = small_table_warning(len(table), model.budget())
             if small:
                 say(quiet, small)
             model.fit(table)

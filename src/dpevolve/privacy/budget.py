@@ -37,11 +37,15 @@ def default_delta(n: int) -> float:
 class Budget:
     """A privacy budget: ``(epsilon, delta)``-DP or ``rho``-zCDP (docs/math.md §4).
 
+    The one budget type, from the flag or the keyword to the plan: made once from what
+    the user gave and checked then; :meth:`for_rows` fills the default delta when the
+    private row count ``n`` (public under replace-one) is known.
+
     Parameters
     ----------
     epsilon, delta
-        Approximate DP target; both required together, ``epsilon > 0``,
-        ``0 < delta < 1``.
+        Approximate DP target, ``epsilon > 0``, ``0 < delta < 1``; ``delta`` left out is
+        :func:`default_delta` of ``n`` (:meth:`for_rows`).
     rho
         zCDP target (``rho > 0``), given instead of ``epsilon``. ``delta`` may
         accompany it, only to report an epsilon.
@@ -60,12 +64,11 @@ class Budget:
                 object.__setattr__(self, "delta", open_unit("delta", self.delta))
             return
         if self.epsilon is None:
-            raise InputError("a budget needs epsilon and delta, or rho")
-        if self.delta is None:
-            raise InputError("delta is required with epsilon")
+            raise InputError("give a budget: epsilon (with delta) or rho")
         epsilon = _within("epsilon", self.epsilon, MIN_EPSILON, MAX_EPSILON)
         object.__setattr__(self, "epsilon", epsilon)
-        object.__setattr__(self, "delta", open_unit("delta", self.delta))
+        if self.delta is not None:
+            object.__setattr__(self, "delta", open_unit("delta", self.delta))
 
     @classmethod
     def from_args(
@@ -76,6 +79,13 @@ class Budget:
     ) -> Budget:
         """Build a budget from command-line style optional arguments."""
         return cls(epsilon=epsilon, delta=delta, rho=rho)
+
+    def for_rows(self, n: int) -> Budget:
+        """This budget with ``delta`` resolved for ``n`` private rows: the given one, or
+        :func:`default_delta` (with ``rho`` too, where it only reports an epsilon)."""
+        if self.delta is not None:
+            return self
+        return Budget(epsilon=self.epsilon, delta=default_delta(n), rho=self.rho)
 
     @property
     def is_zcdp(self) -> bool:

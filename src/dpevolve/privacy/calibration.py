@@ -21,8 +21,9 @@ def zcdp_budget(budget: Budget) -> float:
     return rho_for_epsilon(budget.epsilon, budget.delta, "cks")
 
 
-def gaussian_sigma(sensitivity: float, rho: float) -> float:
-    """The Gaussian noise scale at which one release costs ``rho`` (zCDP).
+def gaussian_sigma(sensitivity: float, rho: float, rounds: int | None = None) -> float:
+    """The Gaussian noise scale at which one release costs ``rho`` (zCDP), or, with
+    ``rounds``, at which ``rounds`` equal releases cost ``rho`` together.
 
     docs/math.md, "Gaussian mechanism": a release of L2 sensitivity ``S`` with noise
     ``N(0, sigma^2)`` (or its discrete twin) is ``S^2 / (2 sigma^2)``-zCDP (Bun & Steinke
@@ -35,6 +36,9 @@ def gaussian_sigma(sensitivity: float, rho: float) -> float:
         L2 sensitivity of the release, ``> 0``.
     rho
         Its zCDP cost, ``> 0``.
+    rounds
+        ``rounds`` releases share ``rho`` (zCDP adds): ``sigma = S sqrt(rounds / (2 rho))``,
+        written in that order so a run's noise stays bit for bit what it was.
 
     Returns
     -------
@@ -42,7 +46,10 @@ def gaussian_sigma(sensitivity: float, rho: float) -> float:
         ``sigma``.
     """
     positive("rho", rho)
-    return positive("sensitivity", sensitivity) / math.sqrt(2.0 * rho)
+    scale = positive("sensitivity", sensitivity)
+    if rounds is not None:
+        return scale * math.sqrt(rounds / (2.0 * rho))
+    return scale / math.sqrt(2.0 * rho)
 
 
 def calibrate_gaussian(
@@ -71,7 +78,7 @@ def calibrate_gaussian(
         raise InputError(f"rounds must be an integer >= 1, got {rounds!r}")
     positive("sensitivity", sensitivity)
     if budget.rho is not None or discrete:
-        return math.sqrt(rounds / (2.0 * zcdp_budget(budget)))
+        return gaussian_sigma(1.0, zcdp_budget(budget), rounds=int(rounds))
     assert budget.epsilon is not None and budget.delta is not None
     mu = mu_for_epsilon(budget.epsilon, budget.delta)
     z = math.sqrt(rounds) / mu
