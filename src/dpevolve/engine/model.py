@@ -15,7 +15,6 @@ import pandas as pd
 
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.refine import SAMPLE_ROWS, Refinement, block_sizes
-from dpevolve.engine.tails import redraw_or
 from dpevolve.measurements import Estimator
 
 
@@ -35,8 +34,7 @@ class EngineModel:
         The private row count ``n`` (public under replace-one), the default row count.
     inward
         Per numeric column, the bin each of its cells decodes as: end bins the model
-        gives noise mass past a gap decode inward, and a row in a bin the releases do
-        not support is drawn again (:mod:`~dpevolve.engine.tails`).
+        gives noise mass past a gap decode inward (:mod:`~dpevolve.engine.tails`).
     refinement
         The PE stage's reweighting of the model's rows (:mod:`~dpevolve.engine.refine`).
     """
@@ -70,11 +68,9 @@ class EngineModel:
 
     def draw(self, count: int, rng: np.random.Generator) -> pd.DataFrame:
         """``count`` rows of the model itself (before any PE reweighting)."""
-
-        def sample(rows: int) -> np.ndarray:
-            return np.asarray(self.model.sample(rows, rng), dtype=np.int64)
-
+        codes = np.asarray(self.model.sample(count, rng), dtype=np.int64)
         names = [c.name for c in self.discretiser.schema.columns]
-        targets = {names.index(name): target for name, target in self.inward.items()}
-        codes = redraw_or(sample(count), targets, sample)
+        for name, target in self.inward.items():
+            j = names.index(name)
+            codes[:, j] = np.asarray(target, dtype=np.int64)[codes[:, j]]
         return self.discretiser.decode(codes, rng, dict(self.fine), self.rows)
