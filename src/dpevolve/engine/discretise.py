@@ -125,6 +125,11 @@ class Discretiser:
         partition a fine histogram was released on before the edges were chosen:
         :func:`dpevolve.engine.bins.released_edges`); their edges must be boundaries of
         it, so that every fine cell lies inside one bin.
+    atoms
+        More single values of some numeric columns' fine partitions (public facts, such
+        as a public table's heavy values: :func:`dpevolve.engine.public.public_edges`),
+        so that a value holding a large share decodes to itself, not to a point near it
+        (ignored in a column whose fine partition is a grid: every value is a cell).
     """
 
     def __init__(
@@ -134,6 +139,7 @@ class Discretiser:
         fine_cells: int = 128,
         edges: Mapping[str, np.ndarray] | None = None,
         nested: Collection[str] = (),
+        atoms: Mapping[str, Collection[float]] | None = None,
     ) -> None:
         self.schema = schema
         self.bins = int(bins)
@@ -153,7 +159,11 @@ class Discretiser:
         self.moved = frozenset(edges or {})
         for name, given in (edges or {}).items():
             self._edges[name] = _checked_edges(self._edges[name], np.asarray(given, dtype=float))
-        self.fine = {c.name: self._fine_cells(c, int(fine_cells)) for c in self.layout.numeric}
+        extra = atoms or {}
+        self.fine = {
+            c.name: self._fine_cells(c, int(fine_cells), extra.get(c.name, ()))
+            for c in self.layout.numeric
+        }
         for column in self.layout.numeric:
             if column.name in nested:
                 edges_of, cells = self._edges[column.name], self.fine[column.name]
@@ -190,7 +200,9 @@ class Discretiser:
         return out
 
     # -------------------------------------------------------------------- fine
-    def _fine_cells(self, column: NumericColumn, limit: int) -> FineCells:
+    def _fine_cells(
+        self, column: NumericColumn, limit: int, extra: Collection[float] = ()
+    ) -> FineCells:
         step = value_step(column)
         if step is not None:
             first = math.ceil(column.lo / step - 1e-9)
@@ -200,6 +212,7 @@ class Discretiser:
                 return self._assemble(column, values, values, values.size, 0, step)
         wholes = _whole_numbers(column, step, limit)
         zero = {0.0} if column.lo < 0.0 < column.hi else set()
+        zero |= {float(v) for v in extra if column.lo < float(v) < column.hi}
         atoms = np.array(sorted({float(column.lo), float(column.hi)} | zero | set(wholes)))
         per_bin = max(1, (limit - atoms.size - len(wholes)) // self.bins)
         edges = np.linspace(column.lo, column.hi, self.bins * per_bin + 1)

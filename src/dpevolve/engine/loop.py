@@ -241,7 +241,8 @@ def fit_engine(
     chosen = EngineSpec.from_any(spec)
     given = PublicInputs.of(public, schema, chosen) if public is not None else None
     edges = given.edges if given is not None else {}
-    discretiser = Discretiser(schema, chosen.bins, chosen.fine_cells, edges)
+    atoms = (given.atoms or {}) if given is not None else {}
+    discretiser = Discretiser(schema, chosen.bins, chosen.fine_cells, edges, atoms=atoms)
     domain = discretiser.domain
     n = int(source.n)
     plan = Plan.of(budget, chosen, len(domain.names), len(discretiser.numeric))
@@ -270,8 +271,9 @@ def fit_engine(
         placed = released_edges(discretiser, fine, n, skip=edges)
         if placed:
             run.discretiser = Discretiser(
-                schema, chosen.bins, chosen.fine_cells, {**edges, **placed}, nested=placed
-            )
+                schema, chosen.bins, chosen.fine_cells, {**edges, **placed}, nested=placed,
+                atoms=atoms,
+            )  # fmt: skip
         # post-processing of the released fine histograms: shareable
         about["released_bins"] = {a: [float(e) for e in v] for a, v in placed.items()}
         ledger.add_metadata(engine=about)

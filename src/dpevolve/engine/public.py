@@ -87,18 +87,23 @@ class PublicInputs:
     spec: EngineSpec
     edges: dict[str, np.ndarray]
     counts: dict[Clique, np.ndarray] | None = None
+    #: Every public value holding at least ``ATOM_SHARE`` of the public rows, per
+    #: numeric column: each a cell of its column's fine partition
+    #: (``Discretiser(..., atoms=...)``), so it decodes to itself.
+    atoms: dict[str, list[float]] | None = None
 
     @classmethod
     def of(cls, public: pd.DataFrame, schema: Schema, spec: EngineSpec) -> PublicInputs:
         """Validate ``public`` against ``schema`` (a one-line error names the column)
         and place the numeric bins (:func:`public_edges`, per ``spec.public_bins``)."""
         frame, _ = schema.validate(public, on_invalid="error", what="public table")
+        atoms: dict[str, list[float]] = {}
         edges = (
             {}
             if spec.public_bins == "off"
-            else public_edges(frame, schema, spec.bins, spec.public_bins)
+            else public_edges(frame, schema, spec.bins, spec.public_bins, atoms)
         )
-        return cls(frame, schema, spec, edges)
+        return cls(frame, schema, spec, edges, atoms=atoms)
 
     @property
     def rows(self) -> int:
@@ -137,7 +142,11 @@ class PublicInputs:
 
 
 def public_edges(
-    frame: pd.DataFrame, schema: Schema, bins: int, mode: str = "range"
+    frame: pd.DataFrame,
+    schema: Schema,
+    bins: int,
+    mode: str = "range",
+    atoms_out: dict[str, list[float]] | None = None,
 ) -> dict[str, np.ndarray]:
     """Bin edges of the numeric columns from a (validated) public table.
 
@@ -147,7 +156,8 @@ def public_edges(
     over the central range and one tail bin on each side out to the declared end
     points (crowded bins, or ``quantile``: the inner edges at public quantiles).
     Integer and ``decimals`` columns cut half-way between representable values.
-    Public facts only: free.
+    Public facts only: free. ``atoms_out``, when given, receives each column's heavy
+    values, all of them (not only the ``ATOM_BINS`` share given bins of their own).
     """
     out: dict[str, np.ndarray] = {}
     for column in schema.columns:
@@ -159,6 +169,10 @@ def public_edges(
             continue
         step = value_step(column)
         atoms = public_atoms(values, max(1, int(ATOM_BINS * bins)), step)
+        if atoms_out is not None:
+            heavy = public_atoms(values, round(1.0 / ATOM_SHARE), step)
+            if heavy:
+                atoms_out[column.name] = heavy
         rest = values[~np.isin(values, atoms)]
         rest = rest if rest.size else values
 
