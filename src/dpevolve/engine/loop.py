@@ -350,7 +350,8 @@ def _tree(run: _Run, plan: Plan, model: Estimator) -> tuple[Estimator, list[dict
     domain = run.discretiser.domain
     label = run.discretiser.schema.label
     groups = run.spec.tree_label_groups
-    with_label = label if groups and label is not None and len(domain.names) > 2 else None
+    wide = len(domain.names) >= max(3, run.spec.tree_label_columns)
+    with_label = label if groups and label is not None and wide else None
     names = [a for a in domain.names if a != with_label]
     pairs: list[Clique] = list(combinations(names, 2))
     ones = {a: np.asarray(model.answer((a,))).ravel() for a in domain.names}
