@@ -78,7 +78,10 @@ def test_every_column_is_in_a_measured_pair_at_d_40(seed: int, groups: int) -> N
     least ``tree_label_columns`` columns) a tree of the other columns, each pair
     measured with the label."""
     d = 40
-    result = _fit(d, seed, EngineSpec(rounds=80, max_candidates=100, tree_label_groups=groups))
+    spec = EngineSpec(
+        rounds=80, max_candidates=100, tree_label_groups=groups, tree_label_columns=20
+    )
+    result = _fit(d, seed, spec)
     cliques = result.measurements.cliques()
     covered = {a for c in cliques if len(c) > 1 for a in c}
     assert covered == set(result.schema.names)
