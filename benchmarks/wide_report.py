@@ -2,7 +2,9 @@
 ``quality_paired.py`` JSON lines): per table, the mean TSTR of each setting, the mean
 paired difference against the baseline setting with a t interval, CPU and peak memory.
 
-    python benchmarks/wide_report.py runs.jsonl benchmarks/results/wide_tan.json
+    python benchmarks/wide_report.py runs.jsonl out.json '{"tree_label_groups": 0}'
+
+The third argument names the baseline setting (default ``{}``).
 """
 
 from __future__ import annotations
@@ -26,16 +28,17 @@ def interval(values: list[float]) -> list[float]:
     return [float(a.mean()), float(a.mean() - half), float(a.mean() + half)]
 
 
-def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def summary(rows: list[dict[str, Any]], baseline: str = "{}") -> dict[str, Any]:
     """Per table and setting: TSTR, gap to the real model, CPU; paired differences
-    against the setting named ``{}`` (the default) on the seeds both ran."""
+    against the ``baseline`` setting (its ``extra`` as sorted JSON) on the seeds both
+    ran."""
     runs: dict[str, dict[str, dict[int, dict[str, Any]]]] = defaultdict(lambda: defaultdict(dict))
     for row in rows:
         table = str(row.get("d", row.get("key")))
         runs[table][json.dumps(row["extra"], sort_keys=True)][row["seed"]] = row
     out: dict[str, Any] = {}
     for table, settings in runs.items():
-        base = settings.get("{}", {})
+        base = settings.get(baseline, {})
         out[table] = {}
         for setting, by_seed in settings.items():
             seeds = sorted(by_seed)
@@ -53,12 +56,12 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
             if "tv_all" in by_seed[seeds[0]]:
                 entry["tv_all"] = interval([by_seed[s]["tv_all"] for s in seeds])
             paired = [s for s in seeds if s in base]
-            if setting != "{}" and paired:
-                entry["tstr_minus_default"] = interval(
+            if setting != baseline and paired:
+                entry["tstr_minus_baseline"] = interval(
                     [by_seed[s]["tstr"] - base[s]["tstr"] for s in paired]
                 )
                 if "tv_all" in by_seed[seeds[0]]:
-                    entry["tv_all_minus_default"] = interval(
+                    entry["tv_all_minus_baseline"] = interval(
                         [by_seed[s]["tv_all"] - base[s]["tv_all"] for s in paired]
                     )
             out[table][setting] = entry
@@ -95,7 +98,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
 
 def main() -> None:
     rows = [json.loads(line) for line in Path(sys.argv[1]).read_text().splitlines() if line]
-    result = {"runs": rows, "summary": summary(rows)}
+    baseline = json.dumps(json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}, sort_keys=True)
+    result = {"baseline": baseline, "runs": rows, "summary": summary(rows, baseline)}
     out = Path(sys.argv[2])
     out.write_text(json.dumps(result, indent=1) + "\n")
     plot(result["summary"], out.with_suffix(".png"))
