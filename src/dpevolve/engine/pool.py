@@ -144,11 +144,9 @@ class CandidatePool:
                         self.groupings.append(grouping)
         return table
 
-    def _block(self, rows: np.ndarray, ways: np.ndarray | None) -> _Block:
+    def _block(self, rows: np.ndarray, ways: np.ndarray) -> _Block:
         """The ``(base, way)`` candidates of ``rows``: those with a grouped column, a way
         giving the same groupings as an earlier one for the same base dropped."""
-        if ways is None:
-            return _Block(rows, None, np.arange(len(rows)))
         ids = ways[:, rows]  # (W, m, k)
         valid = np.asarray((ids >= 0).any(axis=2))
         for w in range(1, len(ways)):
