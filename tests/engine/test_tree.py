@@ -14,8 +14,8 @@ from dpevolve.data.schema import CategoricalColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine
 from dpevolve.engine.plan import Plan
-from dpevolve.engine.tree import Forest, independent
-from dpevolve.measurements import Clique, Domain, Measurement
+from dpevolve.engine.tree import Forest, independent, joined
+from dpevolve.measurements import Clique, Domain, MarginalQuery, Measurement, even_grouping
 from dpevolve.privacy import Budget, zcdp_budget
 from dpevolve.privacy.noise import SeededNoise
 
@@ -71,26 +71,54 @@ def _fit(d: int, seed: int, spec: EngineSpec):
     )
 
 
-@settings(max_examples=3, deadline=None)
-@given(seed=st.integers(0, 2**16))
-def test_every_column_is_in_a_measured_pair_at_d_40(seed: int) -> None:
+@settings(max_examples=4, deadline=None)
+@given(seed=st.integers(0, 2**16), groups=st.sampled_from([0, 5]))
+def test_every_column_is_in_a_measured_pair_at_d_40(seed: int, groups: int) -> None:
+    """A spanning tree of measured pairs; with ``tree_label_groups`` (a table of at
+    least ``tree_label_columns`` columns) a tree of the other columns, each pair
+    measured with the label."""
     d = 40
-    result = _fit(d, seed, EngineSpec(rounds=80, max_candidates=100))
+    spec = EngineSpec(
+        rounds=80, max_candidates=100, tree_label_groups=groups, tree_label_columns=20
+    )
+    result = _fit(d, seed, spec)
     cliques = result.measurements.cliques()
     covered = {a for c in cliques if len(c) > 1 for a in c}
     assert covered == set(result.schema.names)
-    tree = [h["clique"] for h in result.history if h.get("stage") == "tree"]
-    assert len(tree) == d - 1
-    forest = Forest(result.schema.names)
-    for pair in tree:  # d - 1 pairs, each joining two components: a spanning tree
+    label = "y" if groups else None
+    others = [a for a in result.schema.names if a != label]
+    entries = [h for h in result.history if h.get("stage") == "tree"]
+    assert len(entries) == len(others) - 1
+    assert all((label in h["clique"]) == bool(groups) for h in entries)
+    forest = Forest(others)
+    for h in entries:  # each pair joins two components: a spanning tree
+        pair = tuple(a for a in h["clique"] if a != label)
         assert forest.open_mask([pair])[0]
         forest.join(pair)
     assert forest.joined()
     # the ledger composes to exactly the budget, and records each tree pick
     events = result.ledger.to_dict()["events"]
-    assert sum(1 for e in events if e.get("stage") == "tree") == d - 1
+    assert sum(1 for e in events if e.get("stage") == "tree") == len(others) - 1
     total = sum(e.rho for e in result.events)
     assert total == pytest.approx(zcdp_budget(Budget(epsilon=1.0, delta=1e-5)), rel=1e-8)
+
+
+def test_narrow_tables_keep_the_fine_pairs() -> None:
+    result = _fit(10, 3, EngineSpec(rounds=20, max_candidates=100))
+    entries = [h for h in result.history if h.get("stage") == "tree"]
+    assert len(entries) == 9 and all(len(h["clique"]) == 2 for h in entries)
+
+
+def test_the_label_tree_groups_numerics_and_keeps_the_others() -> None:
+    domain = Domain(("a", "b", "y", "c"), (21, 3, 2, 20))
+    query = joined(domain, ("a", "c"), "y", {"a": 20, "c": 20}, 5)
+    assert query.clique == ("a", "y", "c")
+    assert query.groups is not None and query.groups[1] is None
+    assert query.groups[0] == (*even_grouping(20, 5), 5)  # the missing cell a group
+    assert query.groups[2] == even_grouping(20, 5)
+    fine = joined(domain, ("a", "b"), "y", {"a": 4}, 5)  # 5 groups of 4 bins: as fine
+    assert fine == MarginalQuery(("a", "b", "y"))
+    assert joined(domain, ("a", "b"), None, {"a": 20}, 5) == MarginalQuery(("a", "b"))
 
 
 def test_without_the_tree_phase_a_wide_run_may_leave_columns_alone() -> None:

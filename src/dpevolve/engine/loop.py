@@ -27,6 +27,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -40,13 +41,12 @@ from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release, sigma_for
 from dpevolve.engine.model import EngineModel
 from dpevolve.engine.plan import Plan, Spend, round_cost
+from dpevolve.engine.pool import CandidatePool
 from dpevolve.engine.public import PublicInputs, warm_start
 from dpevolve.engine.refine import Refinement, StageInputs, refine
 from dpevolve.engine.select import (
     ABS_NOISE,
     candidates,
-    coarse_candidates,
-    coarse_pairs,
     draw,
     quality,
     scores,
@@ -56,7 +56,7 @@ from dpevolve.engine.select import (
 from dpevolve.engine.smoothing import decode_weights
 from dpevolve.engine.spec import EngineSpec
 from dpevolve.engine.tails import released_inward
-from dpevolve.engine.tree import Forest, independent
+from dpevolve.engine.tree import Forest, independent, joined
 from dpevolve.measurements import (
     Clique,
     Domain,
@@ -344,13 +344,18 @@ def _release_ones(run: _Run, plan: Plan) -> None:
 
 
 def _tree(run: _Run, plan: Plan, model: Estimator) -> tuple[Estimator, list[dict[str, Any]]]:
-    """The spanning-tree phase (:mod:`~dpevolve.engine.tree`): ``d - 1`` charged,
-    recorded draws among the pairs joining two components, each pair then released;
+    """The spanning-tree phase (:mod:`~dpevolve.engine.tree`): charged, recorded draws
+    among the pairs joining two components, each pair then released (with the label,
+    numerics grouped, under ``tree_label_groups``: :func:`~dpevolve.engine.tree.joined`);
     the model is refitted once at the end (the scores read only the 1-ways), so the
     history entries have no ``moved``."""
     domain = run.discretiser.domain
     label = run.discretiser.schema.label
-    pairs: list[Clique] = [c for c in candidates(domain, (), 2) if len(c) == 2]
+    groups = run.spec.tree_label_groups
+    wide = len(domain.names) >= max(3, run.spec.tree_label_columns)
+    with_label = label if groups and label is not None and wide else None
+    names = [a for a in domain.names if a != with_label]
+    pairs: list[Clique] = list(combinations(names, 2))
     ones = {a: np.asarray(model.answer((a,))).ravel() for a in domain.names}
     sigma, epsilon = plan.tree_round()
     weights = np.array([weight(c, label, run.spec.label_weight) for c in pairs])
@@ -359,19 +364,30 @@ def _tree(run: _Run, plan: Plan, model: Estimator) -> tuple[Estimator, list[dict
         exact = run.counts(MarginalQuery(c))
         expected = independent(ones[c[0]], ones[c[1]], run.source.n).reshape(exact.shape)
         values[i] = quality(exact, expected, sigma, float(weights[i]))  # private
-    forest = Forest(domain.names)
-    history: list[dict[str, Any]] = []
-    for round_ in range(1, plan.tree_edges + 1):
+    forest = Forest(names)
+    numeric = {c.name: run.discretiser.bins for c in run.discretiser.numeric}
+    picks: list[tuple[int, MarginalQuery]] = []
+    for round_ in range(1, len(names)):
         open_ = np.flatnonzero(forest.open_mask(pairs))
         event = selection_event(epsilon, list(weights[open_]))
         run.spend.charge(event)
         pick = pairs[int(open_[draw(values[open_], event, run.noise)])]
         run.ledger.record(event, round=round_, clique=list(pick), stage="tree")
         forest.join(pick)
-        run.measure(MarginalQuery(pick), sigma, round_, "marginal")
-        history.append({"round": round_, "clique": pick, "groups": None, "sigma": sigma,
-                        "moved": None, "model_mb": None, "stage": "tree"})  # fmt: skip
-    run.say(f"tree: {plan.tree_edges} pairs, sigma {sigma:.3g}")
+        query = joined(domain, pick, with_label, numeric, groups)
+        if with_label is None:
+            run.measure(query, sigma, round_, "marginal")  # counted already
+        picks.append((round_, query))
+    if with_label is not None:
+        run.prefetch([q for _, q in picks])  # one pass for all the tree's cliques
+        for round_, query in picks:
+            run.measure(query, sigma, round_, "marginal")
+    history = [
+        {"round": round_, "clique": q.clique, "groups": None, **grouping_facts(q),
+         "sigma": sigma, "moved": None, "model_mb": None, "stage": "tree"}
+        for round_, q in picks
+    ]  # fmt: skip
+    run.say(f"tree: {len(picks)} pairs, sigma {sigma:.3g}")
     return model.fit(run.fitted()), history
 
 
@@ -381,6 +397,7 @@ def _rounds(run: _Run, plan: Plan, model: Estimator, start: int = 0) -> list[dic
     sigma, epsilon = plan.first_round()
     limit = plan.total - plan.pe  # the PE stage's share is kept for after the rounds
     history: list[dict[str, Any]] = []
+    pool = _pool(run, label)
     done = False
     round_ = start
     while not done:
@@ -391,7 +408,7 @@ def _rounds(run: _Run, plan: Plan, model: Estimator, start: int = 0) -> list[dic
         round_ += 1
         spent_after = run.spend.used + round_cost(sigma, epsilon)
         size_limit = run.spec.max_model_mb * spent_after / limit
-        chosen = _choose(run, model, sigma, epsilon, size_limit, label, round_)
+        chosen = _choose(run, pool, model, sigma, epsilon, size_limit, label, round_)
         before = chosen.project(model.answer(chosen.clique))
         run.measure(chosen, sigma, round_, "marginal")
         model = model.fit(run.fitted())
@@ -435,47 +452,19 @@ def grouping_facts(query: MarginalQuery) -> dict[str, list[Any]]:
     }
 
 
-def _subset(pool: list[MarginalQuery], label: str | None, run: _Run) -> list[MarginalQuery]:
-    """At most ``max_candidates`` (or the 1-ways): the 1-ways and the label's fine
-    cliques first (the 1-ways are always allowed by the size limit), then a public
-    random draw of the others (coarse ones included)."""
-    cap = run.spec.max_candidates
-
-    def first_in(q: MarginalQuery) -> bool:
-        return len(q.clique) == 1 or (label is not None and label in q.clique and not q.coarse)
-
-    if len(pool) <= cap:
-        return pool
-    first = [q for q in pool if first_in(q)]
-    first = first[: max(cap, sum(len(q.clique) == 1 for q in first))]
-    rest = [q for q in pool if not first_in(q)]
-    take = max(0, min(cap - len(first), len(rest)))
-    drawn = np.sort(run.rng.choice(len(rest), size=take, replace=False))
-    return first + [rest[int(i)] for i in drawn]
-
-
-def _pool(run: _Run, label: str | None) -> list[MarginalQuery]:
-    """The round's public candidates: fine cliques, then coarse label cliques."""
-    domain = run.discretiser.domain
-    measured = run.measurements.cliques()
-    fine = [MarginalQuery(c) for c in candidates(domain, measured, run.spec.max_order)]
+def _pool(run: _Run, label: str | None) -> CandidatePool:
+    """The rounds' public candidates (:mod:`~dpevolve.engine.pool`), on the final bins."""
+    spec = run.spec
     numeric = {c.name: run.discretiser.bins for c in run.discretiser.numeric}
-    coarse = coarse_candidates(
-        domain,
-        measured,
-        label,
-        numeric,
-        run.spec.coarse_groups,
-        run.spec.coarse_order,
-        run.spec.coarse_all,
-        run.spec.coarse_splits,
-    )
-    pairs = coarse_pairs(domain, numeric, run.spec.pair_groups)
-    return _subset(fine + pairs + coarse, label, run)
+    return CandidatePool(
+        run.discretiser.domain, label, numeric, spec.max_order, spec.pair_groups,
+        spec.coarse_groups, spec.coarse_order, spec.coarse_all, spec.coarse_splits,
+    )  # fmt: skip
 
 
 def _choose(
     run: _Run,
+    pool: CandidatePool,
     model: Estimator,
     sigma: float,
     epsilon: float,
@@ -493,11 +482,11 @@ def _choose(
     is checked on a candidate's fine clique (the model holds the fine attributes).
     """
     domain = run.discretiser.domain
-    pool = _pool(run, label)
+    kept = pool.draw(run.measurements.cliques(), run.spec.max_candidates, run.rng)
     weights = [
         weight(q.clique, label, run.spec.label_weight)
         * (run.spec.coarse_weight if q.coarse and len(q.clique) > 2 else 1.0)
-        for q in pool
+        for q in kept
     ]
     held = run.model_cliques()
     covered = [frozenset(c) for c in held]
@@ -510,21 +499,25 @@ def _choose(
     event = selection_event(epsilon, weights)
     run.spend.charge(event)
 
-    def answer(q: MarginalQuery) -> np.ndarray:
-        return q.project(model.answer(q.clique))
+    answers: dict[Clique, np.ndarray] = {}  # a clique's coarse candidates share its answer
 
-    run.prefetch(pool)
-    values = scores(pool, run.counts, answer, weights, sigma)
-    pick = pool[draw(values, event, run.noise)]
+    def answer(q: MarginalQuery) -> np.ndarray:
+        if q.clique not in answers:
+            answers[q.clique] = model.answer(q.clique)
+        return q.project(answers[q.clique])
+
+    run.prefetch(kept)
+    values = scores(kept, run.counts, answer, weights, sigma)
+    pick = kept[draw(values, event, run.noise)]
     for _ in range(_LAZY_DRAWS - 1):
         if allowed(pick):
             break
-        pick = pool[draw(values, event, run.noise)]
+        pick = kept[draw(values, event, run.noise)]
     if not allowed(pick):
-        keep = np.array([allowed(q) for q in pool])
+        keep = np.array([allowed(q) for q in kept])
         if not keep.any():
             raise AssertionError("the 1-way cliques are always allowed")
-        pick = [q for q, k in zip(pool, keep, strict=True) if k][
+        pick = [q for q, k in zip(kept, keep, strict=True) if k][
             draw(values[keep], event, run.noise)
         ]
     run.ledger.record(event, round=round_, clique=list(pick.clique), **grouping_facts(pick))

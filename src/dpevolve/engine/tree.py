@@ -22,7 +22,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dpevolve.measurements import Clique
+from dpevolve.engine.select import numeric_grouping
+from dpevolve.measurements import Clique, Domain, MarginalQuery
 
 
 class Forest:
@@ -54,4 +55,22 @@ def independent(first: np.ndarray, second: np.ndarray, total: float) -> np.ndarr
     return np.outer(first, second) / max(total, 1.0)
 
 
-__all__ = ["Forest", "independent"]
+def joined(
+    domain: Domain, pair: Clique, label: str | None, numeric: dict[str, int], groups: int
+) -> MarginalQuery:
+    """What the tree measures for a picked ``pair``: the pair cell by cell, or (``label``
+    given) the pair with the label, each numeric (``numeric`` maps its name to its bins)
+    in ``groups`` equal-width groups of its bins: public, a function of the pick."""
+    if label is None:
+        return MarginalQuery(pair)
+    clique = domain.canonical((*pair, label))
+    grouping = tuple(
+        numeric_grouping(domain.shape((a,))[0], numeric[a], groups)
+        if a in numeric and groups < numeric[a]
+        else None
+        for a in clique
+    )
+    return MarginalQuery(clique, grouping if any(g is not None for g in grouping) else None)
+
+
+__all__ = ["Forest", "independent", "joined"]
