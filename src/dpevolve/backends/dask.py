@@ -72,6 +72,9 @@ import numpy as np
 
 from dpevolve.backends.base import Backend, CountQuery, Distance, PrivateData, Vote
 from dpevolve.backends.dask_worker import (
+    CodedQuery,
+    count_cells,
+    encode_cells,
     load_partition,
     partial_count,
     partial_vote,
@@ -134,6 +137,9 @@ class DaskPrivate:
     client: Client = field(repr=False)
     report: ValidationReport | None = None
     persisted: bool = True
+    #: The partitions' cell codes under one discretiser, kept on the workers and grouped
+    #: by the worker that holds them: ``(discretiser, {worker: [futures]})``.
+    cells: tuple[Any, dict[str, list[Any]]] | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return self.rows
@@ -157,8 +163,46 @@ class DaskPrivate:
             else:
                 yield self.client.compute(part).result()
 
+    def cell_codes(self, query: CodedQuery) -> dict[str, list[Any]] | None:
+        """The partitions' cell codes under ``query``'s discretiser, by worker.
+
+        Encoded on the workers on the first pass with a discretiser and kept there for
+        every later pass with the same one (a record's codes do not depend on the
+        cliques; one or two bytes a cell, against 4 or 8 for the records): a pass then
+        only counts. ``None`` when the partitions are not persisted (read anew each pass).
+        """
+        if not self.persisted:
+            return None
+        if self.cells is not None and self.cells[0] is query.discretiser:
+            return self.cells[1]
+        self._drop_cells()
+        from distributed import wait
+
+        client = self.client
+        [shared] = client.scatter([query], hash=False, broadcast=True)
+        futures = [client.submit(encode_cells, part, shared, pure=False) for part in self.parts]
+        wait(futures)
+        for future in futures:
+            if future.status == "error":
+                future.result()  # raises the worker's error here
+        where = client.who_has(futures)
+        groups: dict[str, list[Any]] = {}
+        for future in futures:
+            owners = sorted(where.get(future.key, ()))
+            groups.setdefault(owners[0] if owners else "", []).append(future)
+        self.cells = (query.discretiser, groups)
+        return groups
+
+    def _drop_cells(self) -> None:
+        if self.cells is not None:
+            for group in self.cells[1].values():
+                for future in group:
+                    future.release()
+        self.cells = None
+
     def release(self) -> None:
-        """Drop the partitions from worker memory."""
+        """Drop the partitions (and their cell codes) from worker memory."""
+        self._drop_cells()
         if self.persisted:
             for part in self.parts:
                 part.release()
@@ -322,8 +366,10 @@ class DaskBackend:
         what
             How error messages name the table.
         **read_kwargs
-            Passed to ``dask.dataframe.read_parquet`` (``split_row_groups``,
-            ``blocksize``, ``storage_options``...).
+            Passed to ``dask.dataframe.read_parquet`` (``storage_options``...). By
+            default every row group is a partition (``split_row_groups=True``), so the
+            workers share even a single file; give ``split_row_groups`` or
+            ``blocksize`` to cut otherwise.
 
         Returns
         -------
@@ -339,6 +385,8 @@ class DaskBackend:
             raise InputError(f"{what} file not found: {path}")
         if local.exists():
             _check_parquet_columns(local, schema, what)
+        if "blocksize" not in read_kwargs:
+            read_kwargs.setdefault("split_row_groups", True)
         try:
             frame = dd.read_parquet(path, columns=schema.names, **read_kwargs)
         except (OSError, ValueError) as exc:
@@ -429,7 +477,11 @@ class DaskBackend:
         if held.rows and not held.parts:
             raise InputError("the private partitions were released from the workers")
         try:
-            counts = _map_reduce(held, partial_count, query)
+            cells = held.cell_codes(query) if _coded(query) else None
+            if cells is not None:
+                counts = _count_cells(held.client, cells, query.on_codes())  # type: ignore[attr-defined]
+            else:
+                counts = _map_reduce(held, partial_count, query)
         finally:
             if temporary:
                 held.release()
@@ -459,6 +511,27 @@ def _map_reduce(held: DaskPrivate, task: Any, payload: Any, *args: Any) -> np.nd
         import dask
 
         futures = client.compute([dask.delayed(task)(part, shared, *args) for part in held.parts])
+    return np.asarray(client.gather(_reduce(client, futures)))
+
+
+def _coded(query: CountQuery) -> bool:
+    """Whether ``query``'s records may be kept as cell codes (:class:`CodedQuery`)."""
+    return all(hasattr(query, name) for name in ("discretiser", "cell_codes", "on_codes"))
+
+
+def _count_cells(client: Client, cells: dict[str, list[Any]], plan: Any) -> np.ndarray:
+    """One task per worker counts all its partitions' kept codes; the sums meet in a tree.
+
+    Each pass ships ``plan`` (the cliques' columns and shapes, a few hundred bytes) in
+    as many tasks as there are workers, whatever the number of partitions.
+    """
+    futures = [
+        client.submit(
+            count_cells, plan, *group, workers=[worker] if worker else None,
+            allow_other_workers=True, pure=False,
+        )  # fmt: skip
+        for worker, group in sorted(cells.items())
+    ]
     return np.asarray(client.gather(_reduce(client, futures)))
 
 
