@@ -176,7 +176,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
     for run in result["runs"]:
         label = {
             "fit_and_write": "fit + write all rows (parquet)",
-            "fit_dataset": f"fit on a dataset of files + write {run.get('rows_written', 0):.0e} rows",
+            "fit_dataset": f"fit on files, {run.get('rows_written', 0):.0e} rows written",
         }.get(run["kind"], f"write from a {result['base_rows']:.0e}-row fit ({run.get('format')})")
         series.setdefault(label, []).append(run)
     for label, runs in series.items():
@@ -201,13 +201,20 @@ def main() -> None:
     parser.add_argument("--fit-rows", type=float, nargs="*", default=[1e6, 1e7])
     parser.add_argument("--write-rows", type=float, nargs="*", default=[1e6, 1e7])
     parser.add_argument("--base-rows", type=float, default=1e5)
-    parser.add_argument("--dataset-rows", type=float, nargs="*", default=[],
-                        help="fit on a dataset of --files Parquet files of these rows")
+    parser.add_argument(
+        "--dataset-rows",
+        type=float,
+        nargs="*",
+        default=[],
+        help="fit on a dataset of --files Parquet files of these rows",
+    )
     parser.add_argument("--files", type=int, default=20)
-    parser.add_argument("--dataset-written", type=float, default=1e6,
-                        help="rows the dataset fits write")
-    parser.add_argument("--merge", action="store_true",
-                        help="keep the runs already in --out (other kinds or rows)")
+    parser.add_argument(
+        "--dataset-written", type=float, default=1e6, help="rows the dataset fits write"
+    )
+    parser.add_argument(
+        "--merge", action="store_true", help="keep the runs already in --out (other kinds or rows)"
+    )
     parser.add_argument("--d", type=int, default=9)
     parser.add_argument("--formats", nargs="*", default=["parquet", "csv"])
     parser.add_argument("--quick", action="store_true", help="10^5 rows only")

@@ -11,7 +11,11 @@ integers and soft votes whole units of the canonical grid (:mod:`dpevolve.backen
 so no partitioning or order of summation changes a bit.
 
 The private data is shipped to the workers once and kept there for every round; each
-round only the population, distance and vote (small) travel.
+round only the population, distance and vote (small) travel. For the adaptive engine's
+counts the workers also keep each partition's cell codes (one or two bytes a cell, made
+on the first pass with a discretiser: :meth:`DaskPrivate.cell_codes`), so a later pass
+only counts: one task per worker and pass, all its partitions and all the pass's
+cliques, with the cliques' columns and shapes (a few hundred bytes) as the only payload.
 
 Using it
 --------
@@ -41,21 +45,26 @@ package installed)::
     model = Synthesizer("schema.yaml", epsilon=1.0, backend=backend)
     fit_parquet(model, "s3://bucket/private/*.parquet")
 
-The workers validate and encode their partitions; only row counts and validation
-counts come back to the driver.
+The workers validate and encode their partitions, one per Parquet row group unless
+``split_row_groups`` or ``blocksize`` says otherwise (so a single file is shared by
+every worker); only row counts and validation counts come back to the driver, which
+never holds the table or a row of it (nor, since ``fit`` draws no table, a synthetic
+one: ``model.sample_blocks`` draws rows when asked).
 
 Spark
 -----
 There is no Spark backend. Dask was chosen because the Python data teams this library
 is for already run it, it needs no JVM, and a worker runs the very NumPy kernel the
 local backend runs (no serialisation through Arrow to the JVM and back). A Spark backend
-would slot in the same way, implementing both methods of the
-:class:`~dpevolve.backends.base.Backend` protocol: for ``vote``, broadcast the
-population, distance and vote, then ``rdd.mapPartitions`` turning each partition into
-Records and yielding one partial histogram, then ``reduce`` with ``+`` (or
-``treeReduce``) to the driver; for ``count``, the same with the
-:class:`~dpevolve.backends.base.CountQuery`'s ``counts`` per slice. The release adds
-noise on the driver, once. A ``persist`` would cache the encoded partitions.
+would slot in the same way, as one module implementing the two methods of the
+:class:`~dpevolve.backends.base.Backend` protocol, ``vote`` and ``count``: for ``vote``,
+broadcast the population, distance and vote, then ``rdd.mapPartitions`` turning each
+partition into Records and yielding one partial histogram, then ``treeReduce`` with
+``+`` to the driver; for ``count``, the same with the
+:class:`~dpevolve.backends.base.CountQuery`'s ``counts`` per slice (or, for the engine's
+queries, its ``cell_codes`` cached once per discretiser and ``on_codes().counts`` per
+pass, as here). The release adds noise on the driver, once. A ``persist`` would cache
+the encoded partitions.
 """
 
 from __future__ import annotations
@@ -66,7 +75,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeGuard, TypeVar
 
 import numpy as np
 
@@ -477,9 +486,8 @@ class DaskBackend:
         if held.rows and not held.parts:
             raise InputError("the private partitions were released from the workers")
         try:
-            cells = held.cell_codes(query) if _coded(query) else None
-            if cells is not None:
-                counts = _count_cells(held.client, cells, query.on_codes())  # type: ignore[attr-defined]
+            if _coded(query) and (cells := held.cell_codes(query)) is not None:
+                counts = _count_cells(held.client, cells, query.on_codes())
             else:
                 counts = _map_reduce(held, partial_count, query)
         finally:
@@ -514,7 +522,7 @@ def _map_reduce(held: DaskPrivate, task: Any, payload: Any, *args: Any) -> np.nd
     return np.asarray(client.gather(_reduce(client, futures)))
 
 
-def _coded(query: CountQuery) -> bool:
+def _coded(query: CountQuery) -> TypeGuard[CodedQuery]:
     """Whether ``query``'s records may be kept as cell codes (:class:`CodedQuery`)."""
     return all(hasattr(query, name) for name in ("discretiser", "cell_codes", "on_codes"))
 
@@ -527,9 +535,13 @@ def _count_cells(client: Client, cells: dict[str, list[Any]], plan: Any) -> np.n
     """
     futures = [
         client.submit(
-            count_cells, plan, *group, workers=[worker] if worker else None,
-            allow_other_workers=True, pure=False,
-        )  # fmt: skip
+            count_cells,
+            plan,
+            *group,
+            workers=[worker] if worker else None,
+            allow_other_workers=True,
+            pure=False,
+        )
         for worker, group in sorted(cells.items())
     ]
     return np.asarray(client.gather(_reduce(client, futures)))

@@ -127,9 +127,7 @@ class ArrowBatches:
         for path in parquet_files(self.path, self.what):
             with pq.ParquetFile(path) as source:
                 # pandas stores a non-default index as extra columns: not part of the table.
-                names = [
-                    n for n in source.schema_arrow.names if not n.startswith("__index_level_")
-                ]
+                names = [n for n in source.schema_arrow.names if not n.startswith("__index_level_")]
                 check_columns(names, self.schema, self.what)
                 yield from source.iter_batches(
                     batch_size=self.batch_rows, columns=self.schema.names

@@ -87,7 +87,9 @@ class MarginalCounts:
     def counts(self, records: Records) -> np.ndarray:
         """The int64 counts of ``records``: every clique's cells, then every fine histogram."""
         fine = [self.discretiser.fine_codes(records, name) for name in self.fine]
-        return _tally(self.discretiser.codes(records), fine, self._where, self._shapes, self._offsets)
+        return _tally(
+            self.discretiser.codes(records), fine, self._where, self._shapes, self._offsets
+        )
 
     def cell_codes(self, records: Records) -> np.ndarray:
         """Every cell code of ``records`` under this query's discretiser, compact:
@@ -250,8 +252,8 @@ def sigma_for(rho: float) -> float:
 __all__ = [
     "BATCH_ROWS",
     "FINE",
-    "CodeCounts",
     "MARGINAL_SENSITIVITY",
+    "CodeCounts",
     "MarginalCounts",
     "count_marginals",
     "marginal_event",
