@@ -24,10 +24,13 @@ does. Steps:
 CPU seconds are those of every process: the driver (with the scheduler, in process)
 and every worker and nanny (``psutil``, user + system). The numba kernels are compiled
 (or loaded from numba's cache) in every process before anything is timed. Ratios are
-Dask / local per repeat; the JSON keeps every repeat.
+Dask / local per repeat; the JSON keeps every repeat. Before the steps, the idle cluster
+is timed for ``--idle`` seconds (its own bookkeeping: ``idle_cpu_per_wall_s``);
+``--lean`` configures the cluster as :data:`LEAN` (the workers' profiler off).
 
     python benchmarks/dask_cost.py [--rows 100000 1000000] [--tabpe-rows 100000]
-                                   [--repeats 3] [--workers 2] [--threads] [--out FILE] [--append]
+                                   [--repeats 3] [--workers 2] [--threads] [--lean]
+                                   [--out FILE] [--append]
 """
 
 from __future__ import annotations
