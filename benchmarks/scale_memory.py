@@ -9,6 +9,9 @@ Two measurements, each a ``dpevolve synth`` child process measured by ``os.wait4
   ``dpevolve synth PRIVATE --stream`` fits the default (adaptive) engine (counting in
   DuckDB when it is installed: ``--backend auto``) and writes ``N`` rows (the default
   ``--rows``) to Parquet.
+* **fit on a dataset** (``--dataset-rows``): the same table generated as a folder of
+  ``--files`` Parquet files (one row group per 500,000 rows), fitted with ``--stream``
+  (the files read in name order) and ``--dataset-written`` rows written.
 * **write** (``--write-rows``): one fit on a small table (``--base-rows``), then
   ``--rows R`` written to CSV and Parquet; the cost of the write is the run's less the
   same fit writing ``--base-rows`` rows.
@@ -19,7 +22,8 @@ no person's record). Writes
 ``benchmarks/results/scale_memory.json`` and ``.png`` (``--out``).
 
     nice python benchmarks/scale_memory.py [--fit-rows 1e6 1e7] [--write-rows 1e6 1e7]
-        [--d 9] [--base-rows 1e5] [--quick]
+        [--dataset-rows 1e8 --files 20 --dataset-written 1e6] [--d 9] [--base-rows 1e5]
+        [--quick] [--merge]
 """
 
 from __future__ import annotations
