@@ -135,8 +135,11 @@ def map_reduce(held: DaskPrivate, task: Any, payload: Any, *args: Any) -> np.nda
 
 
 def coded(query: CountQuery) -> TypeGuard[CodedQuery]:
-    """Whether ``query``'s records may be kept as cell codes (:class:`CodedQuery`)."""
-    return all(hasattr(query, name) for name in ("discretiser", "cell_codes", "on_codes"))
+    """Whether to count ``query`` from kept cell codes (:class:`CodedQuery`): not for a
+    query of fine histograms alone (the engine's first pass, whose discretiser is then
+    replaced by one with bins placed from them: its codes would serve no other pass)."""
+    names = ("discretiser", "cell_codes", "on_codes")
+    return all(hasattr(query, name) for name in names) and bool(getattr(query, "cliques", True))
 
 
 def count_cells_by_worker(client: Client, cells: dict[str, list[Any]], plan: Any) -> np.ndarray:
