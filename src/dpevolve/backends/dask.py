@@ -12,10 +12,11 @@ so no partitioning or order of summation changes a bit.
 
 The private data is shipped to the workers once and kept there for every round; each
 round only the population, distance and vote (small) travel. For the adaptive engine's
-counts the workers also keep each partition's cell codes (one or two bytes a cell, made
-on the first pass with a discretiser: :meth:`DaskPrivate.cell_codes`), so a later pass
-only counts: one task per worker and pass, all its partitions and all the pass's
-cliques, with the cliques' columns and shapes (a few hundred bytes) as the only payload.
+counts the workers also keep each partition's cell codes (one or two bytes a cell,
+made on the first pass of marginals with a discretiser:
+:meth:`~dpevolve.backends.dask_held.DaskPrivate.cell_codes`), so a later pass only
+counts: one task per worker and pass, all its partitions and all the pass's cliques,
+with the cliques' columns and shapes (a few hundred bytes) as the only payload.
 
 Using it
 --------
