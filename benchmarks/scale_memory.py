@@ -9,6 +9,9 @@ Two measurements, each a ``dpevolve synth`` child process measured by ``os.wait4
   ``dpevolve synth PRIVATE --stream`` fits the default (adaptive) engine (counting in
   DuckDB when it is installed: ``--backend auto``) and writes ``N`` rows (the default
   ``--rows``) to Parquet.
+* **fit on a dataset** (``--dataset-rows``): the same table generated as a folder of
+  ``--files`` Parquet files (one row group per 500,000 rows), fitted with ``--stream``
+  (the files read in name order) and ``--dataset-written`` rows written.
 * **write** (``--write-rows``): one fit on a small table (``--base-rows``), then
   ``--rows R`` written to CSV and Parquet; the cost of the write is the run's less the
   same fit writing ``--base-rows`` rows.
@@ -19,7 +22,8 @@ no person's record). Writes
 ``benchmarks/results/scale_memory.json`` and ``.png`` (``--out``).
 
     nice python benchmarks/scale_memory.py [--fit-rows 1e6 1e7] [--write-rows 1e6 1e7]
-        [--d 9] [--base-rows 1e5] [--quick]
+        [--dataset-rows 1e8 --files 20 --dataset-written 1e6] [--d 9] [--base-rows 1e5]
+        [--quick] [--merge]
 """
 
 from __future__ import annotations
@@ -44,8 +48,9 @@ CHUNK_ROWS = 500_000
 GB = 1024.0
 
 
-def generate(path: Path, d: int, rows: int, seed: int = 0) -> None:
-    """``rows`` rows of the ``d``-feature wide table, written chunk by chunk."""
+def generate(path: Path, d: int, rows: int, seed: int | tuple[int, int] = 0) -> None:
+    """``rows`` rows of the ``d``-feature wide table, written chunk by chunk (one row
+    group per chunk), its schema beside it as ``.yaml``."""
     import pandas as pd
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -69,6 +74,20 @@ def generate(path: Path, d: int, rows: int, seed: int = 0) -> None:
     assert writer is not None
     writer.close()
     path.with_suffix(".yaml").write_text(structure.schema().to_yaml())
+
+
+def generate_dataset(folder: Path, d: int, rows: int, files: int) -> None:
+    """A Parquet dataset: a folder of ``files`` files, ``rows`` rows in all (file ``k``
+    drawn from seed ``(0, k)``), its schema beside the folder as ``.yaml``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    bounds = np.linspace(0, rows, files + 1).astype(np.int64)
+    for k in range(files):
+        part = folder / f"part-{k:04d}.parquet"
+        if not part.exists():  # written under another name, renamed when whole
+            partial = part.with_suffix(".partial")
+            generate(partial, d, int(bounds[k + 1] - bounds[k]), seed=(0, k))
+            partial.with_suffix(".yaml").replace(folder.with_suffix(".yaml"))
+            partial.replace(part)
 
 
 def synth(
@@ -117,6 +136,19 @@ def fit_and_write(d: int, rows: int) -> dict[str, Any]:
     return run
 
 
+def fit_dataset(d: int, rows: int, files: int, written: int) -> dict[str, Any]:
+    """Fit on a Parquet dataset of ``files`` files (``--stream``), writing ``written`` rows."""
+    SCRATCH.mkdir(parents=True, exist_ok=True)
+    folder = SCRATCH / f"wide_d{d}_{rows}_{files}files.parquet"
+    generate_dataset(folder, d, rows, files)
+    out = SCRATCH / f"out_{rows}.parquet"
+    run = {"kind": "fit_dataset", "rows": rows, "files": files, "rows_written": written}
+    run.update(synth(folder, out, written))
+    out.unlink()
+    print(json.dumps(run), flush=True)
+    return run
+
+
 def write_only(d: int, base_rows: int, rows: list[int], formats: list[str]) -> list[dict[str, Any]]:
     private = table(d, base_rows)
     runs = []
@@ -146,8 +178,10 @@ def plot(result: dict[str, Any], path: Path) -> None:
     fig, (mem, cpu) = plt.subplots(1, 2, figsize=(10, 4))
     series: dict[str, list[dict[str, Any]]] = {}
     for run in result["runs"]:
-        label = "fit + write (parquet)" if run["kind"] == "fit_and_write" else (
-            f"write from a {result['base_rows']:.0e}-row fit ({run['format']})")  # fmt: skip
+        label = {
+            "fit_and_write": "fit + write all rows (parquet)",
+            "fit_dataset": f"fit on files, {run.get('rows_written', 0):.0e} rows written",
+        }.get(run["kind"], f"write from a {result['base_rows']:.0e}-row fit ({run.get('format')})")
         series.setdefault(label, []).append(run)
     for label, runs in series.items():
         if runs[0]["kind"] == "write":  # the same fit writing its base rows first
@@ -171,6 +205,20 @@ def main() -> None:
     parser.add_argument("--fit-rows", type=float, nargs="*", default=[1e6, 1e7])
     parser.add_argument("--write-rows", type=float, nargs="*", default=[1e6, 1e7])
     parser.add_argument("--base-rows", type=float, default=1e5)
+    parser.add_argument(
+        "--dataset-rows",
+        type=float,
+        nargs="*",
+        default=[],
+        help="fit on a dataset of --files Parquet files of these rows",
+    )
+    parser.add_argument("--files", type=int, default=20)
+    parser.add_argument(
+        "--dataset-written", type=float, default=1e6, help="rows the dataset fits write"
+    )
+    parser.add_argument(
+        "--merge", action="store_true", help="keep the runs already in --out (other kinds or rows)"
+    )
     parser.add_argument("--d", type=int, default=9)
     parser.add_argument("--formats", nargs="*", default=["parquet", "csv"])
     parser.add_argument("--quick", action="store_true", help="10^5 rows only")
@@ -181,6 +229,12 @@ def main() -> None:
     base_rows = int(args.base_rows)
     runs = [fit_and_write(args.d, rows) for rows in fit_rows]
     runs += write_only(args.d, base_rows, write_rows, args.formats) if write_rows else []
+    written = int(args.dataset_written)
+    runs += [fit_dataset(args.d, int(r), args.files, written) for r in args.dataset_rows]
+    if args.merge and args.out.exists():
+        new = {(r["kind"], r["rows"], r.get("format")) for r in runs}
+        old = json.loads(args.out.read_text())["runs"]
+        runs = [r for r in old if (r["kind"], r["rows"], r.get("format")) not in new] + runs
     result = {
         "benchmark": "scale_memory.py",
         "d": args.d,

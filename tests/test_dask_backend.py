@@ -478,3 +478,33 @@ def test_cli_synth_backend_dask_counts_on_the_workers(
         for own in {id(b.client): b.client for b in seen}.values():
             own.close()  # the command's client (a command exits; a test goes on)
     assert seen and "backend: dask (tcp://" in capsys.readouterr().err
+
+
+def test_fit_parquet_cuts_by_row_group_and_never_gathers_rows(
+    client, monkeypatch, tmp_path, small_schema, small_table
+) -> None:
+    """The default engine on a Parquet file the workers read: one partition per row
+    group without being asked, no record ever iterated on the driver, no n-row draw in
+    fit, and the local model's rows, bit for bit."""
+    path = tmp_path / "private.parquet"
+    small_table.to_parquet(path, index=False, row_group_size=100)  # 4 row groups
+    settings = {"epsilon": 1.0, "random_state": 4, "noise_seed": 4}
+    local = Synthesizer(small_schema, **settings, backend="local").fit(small_table)
+    parts: list[int] = []
+    real_read = DaskBackend.read_parquet
+
+    def read(self, *args, **kwargs):
+        held = real_read(self, *args, **kwargs)
+        parts.append(len(held.parts))
+        return held
+
+    def no_rows_here(self):
+        raise AssertionError("the driver gathered private records")
+
+    monkeypatch.setattr(DaskBackend, "read_parquet", read)
+    monkeypatch.setattr(DaskPrivate, "__iter__", no_rows_here)
+    _no_local_counting(monkeypatch)
+    model = fit_parquet(Synthesizer(small_schema, **settings, backend=DaskBackend(client)), path)
+    assert parts == [4]
+    assert "synthetic_" not in vars(model)  # fit drew no table
+    pd.testing.assert_frame_equal(model.sample(len(small_table)), local.sample(len(small_table)))

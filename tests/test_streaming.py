@@ -7,6 +7,7 @@ reports, errors, row counts and a whole fit.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from pathlib import Path
@@ -255,3 +256,29 @@ def test_file_changed_between_rounds(tmp_path, small_schema, small_table):
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
     with pytest.raises(InputError, match="changed since it was first read"):
         next(table.batches())
+
+
+@pytest.mark.parametrize("batch_rows", [37, 5000])
+def test_parquet_folder_streams_as_its_files_joined(
+    tmp_path, small_schema, dirty_table, batch_rows
+) -> None:
+    """A folder named ``*.parquet`` of part files is the table its files make joined in
+    name order: the same records and validation report, and a changed part is caught."""
+    whole = write(dirty_table, tmp_path, "parquet", "whole")
+    table = pd.read_parquet(whole)
+    folder = tmp_path / "private.parquet"
+    folder.mkdir()
+    bounds = [0, 90, 91, 250, len(table)]  # uneven parts, one of a single row
+    for k, (a, b) in enumerate(itertools.pairwise(bounds)):
+        table.iloc[a:b].to_parquet(folder / f"part-{k:02d}.parquet", index=False)
+    parts = StreamedTable(folder, small_schema, batch_rows, on_invalid="drop")
+    joined = StreamedTable(whole, small_schema, batch_rows, on_invalid="drop")
+    assert parts.n == joined.n == len(dirty_table) and parts.report == joined.report
+    assert Records.concat(list(parts.batches())).equals(Records.concat(list(joined.batches())))
+    table.iloc[:5].to_parquet(folder / "part-09.parquet", index=False)
+    with pytest.raises(InputError, match="changed since it was first read"):
+        list(parts.batches())
+    empty = tmp_path / "empty.parquet"
+    empty.mkdir()
+    with pytest.raises(InputError, match=r"holds no \.parquet file"):
+        StreamedTable(empty, small_schema)

@@ -138,3 +138,45 @@ def test_dask_counts_are_the_local_counts_bit_for_bit(
         assert counts.sum() == n
     for name in fine:
         assert got_fine[name].tobytes() == want_fine[name].tobytes()
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 300), rows=st.integers(1, 64),
+       picked=st.lists(st.sampled_from(CLIQUES), max_size=6), bins=st.integers(2, 9))  # fmt: skip
+def test_kept_cell_codes_count_as_the_records(nulls_schema, seed, n, rows, picked, bins) -> None:
+    """Counting the kept codes (what a Dask worker does after the first pass) gives the
+    integers counting the records gives, for any cliques, slice size and table."""
+    records = FrameSource(_table(np.random.default_rng(seed), n), nulls_schema).batches()
+    disc = Discretiser(nulls_schema, bins=bins, fine_cells=3 * bins)
+    query = MarginalCounts(disc, picked, ["spend", "age"], rows=rows)
+    codes = query.cell_codes(records)
+    assert codes.shape == (n, 4 + 2) and codes.dtype == np.uint8 and codes.flags.f_contiguous
+    kept = query.on_codes().counts(codes)
+    assert kept.dtype == np.int64
+    assert kept.tobytes() == LocalBackend().count(records, query).tobytes()
+
+
+def test_dask_keeps_the_codes_per_discretiser(dask_client, nulls_schema) -> None:
+    """The workers encode a table's cells once per discretiser; every later pass with it
+    only counts, and a new discretiser encodes anew (its codes differ)."""
+    from dpevolve.backends.dask import DaskBackend
+
+    table = _table(np.random.default_rng(5), 500)
+    source = FrameSource(table, nulls_schema)
+    backend = DaskBackend(dask_client, partitions=3)
+    coarse, fine = Discretiser(nulls_schema, bins=3), Discretiser(nulls_schema, bins=7)
+    try:
+        seen = []
+        for disc, cliques in ((coarse, CLIQUES[:3]), (coarse, CLIQUES[3:9]), (fine, CLIQUES)):
+            query = MarginalCounts(disc, cliques, ["age"], rows=37)
+            got = backend.count(source.batches(), query)
+            assert got.tobytes() == LocalBackend().count(source.batches(), query).tobytes()
+            held = backend._cached
+            assert held is not None and held.cells is not None and held.cells[0] is disc
+            seen.append(held.cells[1])
+        assert seen[0] is seen[1] and seen[2] is not seen[1]
+        assert sum(len(group) for group in seen[2].values()) == 3  # one per partition
+    finally:
+        backend.release()

@@ -11,7 +11,12 @@ integers and soft votes whole units of the canonical grid (:mod:`dpevolve.backen
 so no partitioning or order of summation changes a bit.
 
 The private data is shipped to the workers once and kept there for every round; each
-round only the population, distance and vote (small) travel.
+round only the population, distance and vote (small) travel. For the adaptive engine's
+counts the workers also keep each partition's cell codes (one or two bytes a cell,
+made on the first pass of marginals with a discretiser:
+:meth:`~dpevolve.backends.dask_held.DaskPrivate.cell_codes`), so a later pass only
+counts: one task per worker and pass, all its partitions and all the pass's cliques,
+with the cliques' columns and shapes (a few hundred bytes) as the only payload.
 
 Using it
 --------
@@ -41,21 +46,26 @@ package installed)::
     model = Synthesizer("schema.yaml", epsilon=1.0, backend=backend)
     fit_parquet(model, "s3://bucket/private/*.parquet")
 
-The workers validate and encode their partitions; only row counts and validation
-counts come back to the driver.
+The workers validate and encode their partitions, one per Parquet row group unless
+``split_row_groups`` or ``blocksize`` says otherwise (so a single file is shared by
+every worker); only row counts and validation counts come back to the driver, which
+never holds the table or a row of it (nor, since ``fit`` draws no table, a synthetic
+one: ``model.sample_blocks`` draws rows when asked).
 
 Spark
 -----
 There is no Spark backend. Dask was chosen because the Python data teams this library
 is for already run it, it needs no JVM, and a worker runs the very NumPy kernel the
 local backend runs (no serialisation through Arrow to the JVM and back). A Spark backend
-would slot in the same way, implementing both methods of the
-:class:`~dpevolve.backends.base.Backend` protocol: for ``vote``, broadcast the
-population, distance and vote, then ``rdd.mapPartitions`` turning each partition into
-Records and yielding one partial histogram, then ``reduce`` with ``+`` (or
-``treeReduce``) to the driver; for ``count``, the same with the
-:class:`~dpevolve.backends.base.CountQuery`'s ``counts`` per slice. The release adds
-noise on the driver, once. A ``persist`` would cache the encoded partitions.
+would slot in the same way, as one module implementing the two methods of the
+:class:`~dpevolve.backends.base.Backend` protocol, ``vote`` and ``count``: for ``vote``,
+broadcast the population, distance and vote, then ``rdd.mapPartitions`` turning each
+partition into Records and yielding one partial histogram, then ``treeReduce`` with
+``+`` to the driver; for ``count``, the same with the
+:class:`~dpevolve.backends.base.CountQuery`'s ``counts`` per slice (or, for the engine's
+queries, its ``cell_codes`` cached once per discretiser and ``on_codes().counts`` per
+pass, as here). The release adds noise on the driver, once. A ``persist`` would cache
+the encoded partitions.
 """
 
 from __future__ import annotations
@@ -63,7 +73,6 @@ from __future__ import annotations
 import warnings
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
@@ -71,18 +80,18 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 import numpy as np
 
 from dpevolve.backends.base import Backend, CountQuery, Distance, PrivateData, Vote
+from dpevolve.backends.dask_held import DaskPrivate, coded, count_cells_by_worker, map_reduce
 from dpevolve.backends.dask_worker import (
     load_partition,
     partial_count,
     partial_vote,
     records_of,
-    sum_partials,
     tally_of,
     worker_kernel,
 )
 from dpevolve.data.encoding import Records
 from dpevolve.data.messages import reader_error
-from dpevolve.data.schema import Schema, ValidationReport
+from dpevolve.data.schema import Schema
 from dpevolve.data.streaming import (
     StreamedTable,
     TableStream,
@@ -108,61 +117,6 @@ class Fittable(Protocol):
 
 
 Model = TypeVar("Model", bound=Fittable)
-
-
-# ------------------------------------------------------------------- on the driver
-@dataclass
-class DaskPrivate:
-    """Private records held by a Dask cluster, partition by partition.
-
-    ``parts`` are futures of :class:`Records` kept in worker memory (``persisted``) or
-    delayed tasks that read and encode a partition again each round (not persisted).
-    Iterating gathers the partitions to the driver one at a time (for checks; voting
-    never does). Calling it returns itself, so it can be given wherever a callable
-    returning the private data is accepted (``Evolution.run``, ``Synthesizer``).
-
-    Attributes
-    ----------
-    rows : int
-        Valid private rows held (private; the run's public ``n`` is ``report.rows_in``).
-    report : ValidationReport or None
-        Validation over all partitions, when the workers validated them.
-    """
-
-    parts: list[Any]
-    rows: int
-    client: Client = field(repr=False)
-    report: ValidationReport | None = None
-    persisted: bool = True
-
-    def __len__(self) -> int:
-        return self.rows
-
-    @property
-    def n(self) -> int:
-        """The row count, invalid rows included (public under replace-one adjacency)."""
-        return self.rows if self.report is None else self.report.rows_in
-
-    def batches(self) -> DaskPrivate:
-        """What the :class:`DaskBackend` votes over: the partitions on the workers."""
-        return self
-
-    def __call__(self) -> DaskPrivate:
-        return self
-
-    def __iter__(self) -> Iterator[Records]:
-        for part in self.parts:
-            if self.persisted:
-                yield part.result()
-            else:
-                yield self.client.compute(part).result()
-
-    def release(self) -> None:
-        """Drop the partitions from worker memory."""
-        if self.persisted:
-            for part in self.parts:
-                part.release()
-        self.parts = []
 
 
 class DaskBackend:
@@ -322,8 +276,10 @@ class DaskBackend:
         what
             How error messages name the table.
         **read_kwargs
-            Passed to ``dask.dataframe.read_parquet`` (``split_row_groups``,
-            ``blocksize``, ``storage_options``...).
+            Passed to ``dask.dataframe.read_parquet`` (``storage_options``...). By
+            default every row group is a partition (``split_row_groups=True``), so the
+            workers share even a single file; give ``split_row_groups`` or
+            ``blocksize`` to cut otherwise.
 
         Returns
         -------
@@ -339,6 +295,8 @@ class DaskBackend:
             raise InputError(f"{what} file not found: {path}")
         if local.exists():
             _check_parquet_columns(local, schema, what)
+        if "blocksize" not in read_kwargs:
+            read_kwargs.setdefault("split_row_groups", True)
         try:
             frame = dd.read_parquet(path, columns=schema.names, **read_kwargs)
         except (OSError, ValueError) as exc:
@@ -410,7 +368,7 @@ class DaskBackend:
             raise InputError("the private partitions were released from the workers")
         try:
             payload = (population, distance, vote)
-            histogram = _map_reduce(held, partial_vote, payload, self.inner)
+            histogram = map_reduce(held, partial_vote, payload, self.inner)
         finally:
             if temporary:
                 held.release()
@@ -429,7 +387,10 @@ class DaskBackend:
         if held.rows and not held.parts:
             raise InputError("the private partitions were released from the workers")
         try:
-            counts = _map_reduce(held, partial_count, query)
+            if coded(query) and (cells := held.cell_codes(query)) is not None:
+                counts = count_cells_by_worker(held.client, cells, query.on_codes())
+            else:
+                counts = map_reduce(held, partial_count, query)
         finally:
             if temporary:
                 held.release()
@@ -446,36 +407,6 @@ class DaskBackend:
             if worker_kernel(self.inner).__class__.__name__ == "FusedBackend"
             else "numpy reference on the workers (numba is not installed)"
         )
-
-
-def _map_reduce(held: DaskPrivate, task: Any, payload: Any, *args: Any) -> np.ndarray:
-    """``task(part, payload, *args)`` on every partition, summed on the workers."""
-    client = held.client
-    # One copy of the round's small objects per worker, not one per partition.
-    [shared] = client.scatter([payload], hash=False, broadcast=True)
-    if held.persisted:
-        futures = [client.submit(task, part, shared, *args, pure=False) for part in held.parts]
-    else:
-        import dask
-
-        futures = client.compute([dask.delayed(task)(part, shared, *args) for part in held.parts])
-    return np.asarray(client.gather(_reduce(client, futures)))
-
-
-def _reduce(client: Client, futures: list[Any], fan_in: int = 8) -> Any:
-    """Sum the partial histograms on the workers, ``fan_in`` at a time (a tree).
-
-    Sums are exact (integer counts or whole grid units), so the tree's shape changes no
-    bit; partition order is kept anyway.
-    """
-    if not futures:
-        raise InputError("the private data has no partitions to vote on")
-    while len(futures) > 1:
-        futures = [
-            client.submit(sum_partials, *futures[k : k + fan_in], pure=False)
-            for k in range(0, len(futures), fan_in)
-        ]
-    return futures[0]
 
 
 def fit_parquet(

@@ -8,7 +8,7 @@ Nothing here adds noise; the release adds it once, on the driver, to the sum.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 
 
 __all__ = [
+    "CodedQuery",
+    "count_cells",
+    "encode_cells",
     "load_partition",
     "partial_count",
     "partial_vote",
@@ -89,6 +92,39 @@ def partial_vote(
 def partial_count(part: Records, query: CountQuery) -> np.ndarray:
     """Exact counts of one partition (int64), slice by slice as on one machine."""
     return stream_counts(part, query)
+
+
+class CodedQuery(Protocol):
+    """A count query whose records a backend may keep as cell codes (the engine's
+    :class:`~dpevolve.engine.measure.MarginalCounts`)."""
+
+    discretiser: Any
+
+    def cell_codes(self, records: Records) -> np.ndarray: ...
+
+    def on_codes(self) -> Any: ...
+
+
+class CodesQuery(Protocol):
+    """What :meth:`CodedQuery.on_codes` gives: the counts of kept codes."""
+
+    size: int
+
+    def counts(self, codes: np.ndarray) -> np.ndarray: ...
+
+
+def encode_cells(part: Records, query: CodedQuery) -> np.ndarray:
+    """One partition's cell codes, kept on the worker for every later pass."""
+    return query.cell_codes(part)
+
+
+def count_cells(plan: CodesQuery, *cells: np.ndarray) -> np.ndarray:
+    """Exact counts (int64) of the kept codes of every partition given (one task per
+    worker and pass: all its partitions and all the pass's cliques)."""
+    total = np.zeros(plan.size, dtype=np.int64)
+    for codes in cells:
+        total += plan.counts(codes)
+    return total
 
 
 def sum_partials(*partials: np.ndarray) -> np.ndarray:

@@ -54,7 +54,8 @@ class ArrowBatches:
     Parameters
     ----------
     path
-        The file (its suffix picks the reader).
+        The file (its suffix picks the reader); for Parquet also a folder named
+        ``*.parquet`` holding the table's files (:func:`parquet_files`).
     schema
         The declared domains: the header must match them; CSV column types follow them.
     batch_rows
@@ -123,11 +124,14 @@ class ArrowBatches:
     def _parquet_batches(self) -> Iterator[pa.RecordBatch]:
         import pyarrow.parquet as pq
 
-        with pq.ParquetFile(self.path) as source:
-            # pandas stores a non-default index as extra columns: not part of the table.
-            names = [n for n in source.schema_arrow.names if not n.startswith("__index_level_")]
-            check_columns(names, self.schema, self.what)
-            yield from source.iter_batches(batch_size=self.batch_rows, columns=self.schema.names)
+        for path in parquet_files(self.path, self.what):
+            with pq.ParquetFile(path) as source:
+                # pandas stores a non-default index as extra columns: not part of the table.
+                names = [n for n in source.schema_arrow.names if not n.startswith("__index_level_")]
+                check_columns(names, self.schema, self.what)
+                yield from source.iter_batches(
+                    batch_size=self.batch_rows, columns=self.schema.names
+                )
 
     def _csv_batches(self) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
@@ -177,4 +181,15 @@ class ArrowBatches:
         return names
 
 
-__all__ = ["ArrowBatches", "rebatch"]
+def parquet_files(path: Path, what: str = "private table") -> list[Path]:
+    """The files of a Parquet table: ``path`` itself, or a folder's ``*.parquet`` files
+    in name order (a dataset written in parts, as Spark and Dask write one)."""
+    if not path.is_dir():
+        return [path]
+    files = sorted(p for p in path.glob("*.parquet") if p.is_file())
+    if not files:
+        raise InputError(f"{what} folder {path} holds no .parquet file")
+    return files
+
+
+__all__ = ["ArrowBatches", "parquet_files", "rebatch"]

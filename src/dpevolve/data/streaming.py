@@ -47,7 +47,7 @@ from dpevolve.data.batches import (
 )
 from dpevolve.data.encoding import Records
 from dpevolve.data.io import DEFAULT_BATCH_ROWS
-from dpevolve.data.readers import ArrowBatches
+from dpevolve.data.readers import ArrowBatches, parquet_files
 from dpevolve.data.schema import Schema
 from dpevolve.data.validation import (
     OnInvalid,
@@ -70,7 +70,8 @@ class StreamedTable:
     Parameters
     ----------
     path
-        A ``.csv``, ``.csv.gz`` or ``.parquet`` file.
+        A ``.csv``, ``.csv.gz`` or ``.parquet`` file, or a folder named ``*.parquet``
+        of Parquet files read in name order (a dataset written in parts).
     schema
         The declared domains (never inferred from the private table).
     batch_rows
@@ -123,7 +124,8 @@ class StreamedTable:
         self.show_values = show_values
         self._reader = ArrowBatches(self.path, schema, self.batch_rows, what, show_values)
         self.format = self._reader.format
-        if not self.path.is_file():
+        folder = self.format == "parquet" and self.path.is_dir()
+        if not (self.path.is_file() or folder):
             raise InputError(f"{what} file not found: {self.path}")
         self._stamp = self._file_stamp()
         self.report = self._scan()
@@ -218,9 +220,10 @@ class StreamedTable:
             yield encode_batch(frame, self.schema, self.on_invalid, self.what)
 
     # -------------------------------------------------------------- integrity
-    def _file_stamp(self) -> tuple[int, int]:
-        stat = os.stat(self.path)
-        return stat.st_size, stat.st_mtime_ns
+    def _file_stamp(self) -> tuple[tuple[str, int, int], ...]:
+        # A folder of Parquet files: every file's name, size and time.
+        files = parquet_files(self.path, self.what) if self.format == "parquet" else [self.path]
+        return tuple((f.name, *_size_and_time(f)) for f in files)
 
     def _check_unchanged(self) -> None:
         try:
@@ -232,6 +235,11 @@ class StreamedTable:
                 f"{self.what} {self.path} changed since it was first read; "
                 "its row count and validation report are stale (start the run again)"
             )
+
+
+def _size_and_time(path: Path) -> tuple[int, int]:
+    stat = os.stat(path)
+    return stat.st_size, stat.st_mtime_ns
 
 
 class TableStream(Iterator[Records]):

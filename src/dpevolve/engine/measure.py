@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -85,18 +86,41 @@ class MarginalCounts:
 
     def counts(self, records: Records) -> np.ndarray:
         """The int64 counts of ``records``: every clique's cells, then every fine histogram."""
-        out = np.zeros(self.size, dtype=np.int64)
-        bounds = self._offsets
-        codes = self.discretiser.codes(records)
-        for k, (shape, where) in enumerate(zip(self._shapes, self._where, strict=True)):
-            flat = np.ravel_multi_index(tuple(codes[:, where].T), shape)
-            out[bounds[k] : bounds[k + 1]] = np.bincount(flat, minlength=bounds[k + 1] - bounds[k])
-        for j, name in enumerate(self.fine, start=len(self.cliques)):
-            cells = np.bincount(
-                self.discretiser.fine_codes(records, name), minlength=bounds[j + 1] - bounds[j]
-            )
-            out[bounds[j] : bounds[j + 1]] = cells
+        fine = [self.discretiser.fine_codes(records, name) for name in self.fine]
+        return _tally(
+            self.discretiser.codes(records), fine, self._where, self._shapes, self._offsets
+        )
+
+    def cell_codes(self, records: Records) -> np.ndarray:
+        """Every cell code of ``records`` under this query's discretiser, compact:
+        ``(rows, d + f)`` in column order (Fortran), the ``d`` coarse codes in schema
+        order then the fine code of each numeric column, in the narrowest unsigned type.
+
+        A record's codes depend on the discretiser alone, not on the cliques, so a
+        backend may keep them for every later pass with the same discretiser
+        (:meth:`on_codes` counts them; :class:`~dpevolve.backends.dask.DaskBackend`
+        keeps them on its workers).
+        """
+        disc = self.discretiser
+        sizes = [*disc.domain.sizes, *(c.size for c in disc.fine.values())]
+        dtype = np.min_scalar_type(max(sizes, default=1) - 1)
+        out = np.empty((len(records), len(sizes)), dtype=dtype, order="F")
+        out[:, : len(disc.domain.names)] = disc.codes(records)
+        for j, name in enumerate(disc.fine, start=len(disc.domain.names)):
+            out[:, j] = disc.fine_codes(records, name)
         return out
+
+    def on_codes(self) -> CodeCounts:
+        """This query over :meth:`cell_codes`' columns, as plain data (small to ship)."""
+        first = len(self.discretiser.domain.names)
+        column = {name: first + j for j, name in enumerate(self.discretiser.fine)}
+        return CodeCounts(
+            tuple(tuple(w) for w in self._where),
+            tuple(tuple(s) for s in self._shapes),
+            tuple(column[f] for f in self.fine),
+            self._offsets,
+            self.rows,
+        )
 
     def split(self, stacked: np.ndarray) -> tuple[dict[Clique, np.ndarray], dict[str, np.ndarray]]:
         """The stacked counts as float64 arrays: each clique in its cell shape, and each
@@ -109,6 +133,61 @@ class MarginalCounts:
             for k, (c, shape) in enumerate(zip(self.cliques, self._shapes, strict=True))
         }
         return exact, dict(zip(self.fine, parts[len(self.cliques) :], strict=True))
+
+
+@dataclass(frozen=True, eq=False)
+class CodeCounts:
+    """A :class:`MarginalCounts` over kept cell codes (:meth:`MarginalCounts.cell_codes`).
+
+    Attributes
+    ----------
+    where, shapes
+        Each clique's code columns and cell shape.
+    fine
+        The code column of each fine histogram.
+    offsets
+        Start of every clique's and fine histogram's counts (the length last).
+    rows
+        Rows counted at once (bounds the temporaries, as :data:`BATCH_ROWS` says).
+    """
+
+    where: tuple[tuple[int, ...], ...]
+    shapes: tuple[tuple[int, ...], ...]
+    fine: tuple[int, ...]
+    offsets: np.ndarray
+    rows: int
+
+    @property
+    def size(self) -> int:
+        return int(self.offsets[-1])
+
+    def counts(self, codes: np.ndarray) -> np.ndarray:
+        """The int64 counts of kept codes, slice by slice: :meth:`MarginalCounts.counts`'
+        integers for the records the codes came from."""
+        total = np.zeros(self.size, dtype=np.int64)
+        for start in range(0, len(codes), self.rows):
+            part = codes[start : start + self.rows]
+            fine = [part[:, j] for j in self.fine]
+            total += _tally(part, fine, self.where, self.shapes, self.offsets)
+        return total
+
+
+def _tally(
+    coarse: np.ndarray,
+    fine: Sequence[np.ndarray],
+    where: Sequence[Sequence[int]],
+    shapes: Sequence[tuple[int, ...]],
+    offsets: np.ndarray,
+) -> np.ndarray:
+    """One slice's counts: each clique's cells from the ``coarse`` code columns in
+    ``where``, then each ``fine`` code vector's histogram."""
+    out = np.zeros(int(offsets[-1]), dtype=np.int64)
+    for k, (shape, cols) in enumerate(zip(shapes, where, strict=True)):
+        flat = np.ravel_multi_index(tuple(coarse[:, c] for c in cols), shape)
+        out[offsets[k] : offsets[k + 1]] = np.bincount(flat, minlength=offsets[k + 1] - offsets[k])
+    for j, codes in enumerate(fine, start=len(where)):
+        out[offsets[j] : offsets[j + 1]] = np.bincount(codes, minlength=offsets[j + 1] - offsets[j])
+    return out
 
 
 def count_marginals(
@@ -174,6 +253,7 @@ __all__ = [
     "BATCH_ROWS",
     "FINE",
     "MARGINAL_SENSITIVITY",
+    "CodeCounts",
     "MarginalCounts",
     "count_marginals",
     "marginal_event",
