@@ -10,6 +10,7 @@ from dpevolve.pe.pubmix import (
     TAIL_P,
     TAIL_Q,
     beta_min,
+    meets_over_rounds,
     pubmix_delta,
     worst_case_pair,
     worst_case_pld,
@@ -88,3 +89,23 @@ def test_pair_cells() -> None:
     assert pair.log_q[(lam, mu)] == pytest.approx(
         coef + lam * np.log(c) + mu * np.log(d) + 2 * np.log(rest), rel=1e-12
     )
+
+
+def test_tight_calibration_at_a_zero_floor_with_few_rows() -> None:
+    # 400 private rows, tabpe's 1000 parents over 29 rounds, a zero floor: the pair shares
+    # one outcome, and below beta ~0.5 its mass composed over the rounds fell under
+    # dp_accounting's tail truncation (an IndexError inside self_compose).
+    n, m, rounds, eps, delta = 400, 1000, 29, 1.0, 1e-5
+    assert not meets_over_rounds(n, m, 0.5, 0.0, rounds, eps, delta)
+    # At z = 0 the composed delta is exactly 1 - (1 - g)^(m T), g = (1 - beta) / n.
+    edge = 1.0 - n * -np.expm1(np.log1p(-delta) / (m * rounds))
+    assert meets_over_rounds(n, m, min(1.0, edge + 1e-9), 0.0, rounds, eps, delta)
+    assert not meets_over_rounds(n, m, edge - 1e-6, 0.0, rounds, eps, delta)
+
+
+@pytest.mark.parametrize("beta", [0.3, 0.9, 0.999])
+def test_meets_over_rounds_is_the_composed_pld(beta: float) -> None:
+    n, m, z, rounds, eps, delta = N, 50, 1e-3, 5, 1.0, 1e-5
+    composed = worst_case_pld(n, m, beta, z, z).self_compose(rounds)
+    expected = composed.get_delta_for_epsilon(eps) <= delta
+    assert meets_over_rounds(n, m, beta, z, rounds, eps, delta) == expected

@@ -138,24 +138,10 @@ def propose_columns(
             continue
         numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
         if numeric and free:
-            as_float = values.to_numpy(dtype=np.float64)
-            if not np.isfinite(as_float).all():
-                raise InputError(
-                    f"public column '{key}' holds infinite values: drop them, or declare "
-                    "the column by hand"
-                )
-            integral = bool(np.all(np.equal(np.round(as_float), as_float)))
-            if values.nunique() > max_categories or not integral or _counts(as_float):
-                lo, hi = float(as_float.min()), float(as_float.max())
-                tails = tail_spreads(as_float)
-                wide = round_outward(lo, hi, margin, lo >= 0, integral, tails)
-                ranges[key] = (lo, hi)
-                decimals = None if integral else decimals_of(as_float)
-                columns.append(
-                    NumericColumn(
-                        key, *wide, integer=integral, nullable=has_missing, decimals=decimals
-                    )
-                )
+            found = _numeric_column(key, values, max_categories, margin, has_missing)
+            if found is not None:
+                columns.append(found[0])
+                ranges[key] = found[1]
                 continue
         uniques = sorted(pd.unique(values), key=lambda v: (str(type(v)), v))
         if len(uniques) > max_categories and not numeric and free:
@@ -173,6 +159,26 @@ def propose_columns(
             )
         )
     return Proposal(tuple(columns), label, tuple(str(v) for v in na_values), ranges, notes)
+
+
+def _numeric_column(
+    key: str, values: pd.Series, max_categories: int, margin: float, nullable: bool
+) -> tuple[NumericColumn, tuple[float, float]] | None:
+    """A numeric declaration of public ``values`` and their public range, or ``None``
+    when they read as categories (few integral values that are not counts)."""
+    as_float = values.to_numpy(dtype=np.float64)
+    if not np.isfinite(as_float).all():
+        raise InputError(
+            f"public column '{key}' holds infinite values: drop them, or declare the column by hand"
+        )
+    integral = bool(np.all(np.equal(np.round(as_float), as_float)))
+    if not (values.nunique() > max_categories or not integral or _counts(as_float)):
+        return None
+    lo, hi = float(as_float.min()), float(as_float.max())
+    wide = round_outward(lo, hi, margin, lo >= 0, integral, tail_spreads(as_float))
+    decimals = None if integral else decimals_of(as_float)
+    column = NumericColumn(key, *wide, integer=integral, nullable=nullable, decimals=decimals)
+    return column, (lo, hi)
 
 
 def _missing_words(

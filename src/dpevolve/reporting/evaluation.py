@@ -146,18 +146,9 @@ def evaluate(
     synth_frame = _valid(synth, schema, "synthetic table", validated)
     test_frame = None if test is None else _valid(test, schema, "real test table", validated)
 
-    names = schema.names
-    real_codes = {n: bin_codes(real_frame, schema[n]) for n in names}
-    synth_codes = {n: bin_codes(synth_frame, schema[n]) for n in names}
-    marginals: dict[str, Any] = {}
-    for k in orders:
-        if k <= len(names):
-            report = marginal_report(schema, names, k, real_codes, synth_codes)
-            marginals[str(k)] = report.to_dict()
-
     result: dict[str, Any] = {
         "rows": {"real": len(real_frame), "synthetic": len(synth_frame)},
-        "marginals": marginals,
+        "marginals": _marginals(real_frame, synth_frame, schema, orders),
     }
     if column is not None:
         split = _split(real_frame, test_frame, random_state)
@@ -175,6 +166,20 @@ def evaluate(
         result["dcr"] = _dcr(real_frame, synth_frame, test_frame, schema, random_state)
         result["columns"] = column_summaries(real_frame, synth_frame, schema)
     return result
+
+
+def _marginals(
+    real: pd.DataFrame, synth: pd.DataFrame, schema: Schema, orders: list[int]
+) -> dict[str, Any]:
+    """The marginal report of every order up to the number of columns."""
+    names = schema.names
+    real_codes = {n: bin_codes(real, schema[n]) for n in names}
+    synth_codes = {n: bin_codes(synth, schema[n]) for n in names}
+    return {
+        str(k): marginal_report(schema, names, k, real_codes, synth_codes).to_dict()
+        for k in orders
+        if k <= len(names)
+    }
 
 
 def _valid(frame: pd.DataFrame, schema: Schema, what: str, validated: bool) -> pd.DataFrame:

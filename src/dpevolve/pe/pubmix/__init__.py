@@ -27,7 +27,14 @@ from dpevolve.pe.pubmix.floor import (
     max_invariance_fill,
     water_fill,
 )
-from dpevolve.pe.pubmix.loss import TAIL_P, TAIL_Q, WorstCasePair, worst_case_pair, worst_case_pld
+from dpevolve.pe.pubmix.loss import (
+    TAIL_P,
+    TAIL_Q,
+    WorstCasePair,
+    meets_over_rounds,
+    worst_case_pair,
+    worst_case_pld,
+)
 from dpevolve.pe.pubmix.noise import (
     FloorChoice,
     LinMix,
@@ -70,6 +77,7 @@ __all__ = [
     "linmix",
     "max_invariance_donors",
     "max_invariance_fill",
+    "meets_over_rounds",
     "pubmix_delta",
     "pubmix_distribution",
     "pubmix_sample",

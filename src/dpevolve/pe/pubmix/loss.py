@@ -31,7 +31,14 @@ from dpevolve.pe.pubmix._pair import (
     grid_for,
 )
 
-__all__ = ["TAIL_P", "TAIL_Q", "WorstCasePair", "worst_case_pair", "worst_case_pld"]
+__all__ = [
+    "TAIL_P",
+    "TAIL_Q",
+    "WorstCasePair",
+    "meets_over_rounds",
+    "worst_case_pair",
+    "worst_case_pld",
+]
 
 TAIL_P = "tail_p"
 """Outcome carrying P's pruned mass; Q gives it probability 0."""
@@ -146,9 +153,12 @@ def worst_case_pld(
     -------
     dp_accounting.pld.privacy_loss_distribution.PrivacyLossDistribution
     """
+    return _pld_of(worst_case_pair(n, m, beta, z1, z2), value_discretization_interval)
+
+
+def _pld_of(pair: WorstCasePair, value_discretization_interval: float) -> Any:
     from dp_accounting.pld import privacy_loss_distribution
 
-    pair = worst_case_pair(n, m, beta, z1, z2)
     return privacy_loss_distribution.from_two_probability_mass_functions(
         pair.log_q,
         pair.log_p,
@@ -156,3 +166,30 @@ def worst_case_pld(
         value_discretization_interval=value_discretization_interval,
         symmetric=False,
     )
+
+
+def _unmatched_mass(pair: WorstCasePair) -> float:
+    """The larger of P's mass where Q is 0 and Q's mass where P is 0: outcomes whose
+    privacy loss is infinite, in either direction."""
+    only_p = [v for k, v in pair.log_p.items() if k not in pair.log_q]
+    only_q = [v for k, v in pair.log_q.items() if k not in pair.log_p]
+    return max(float(np.exp(only_p).sum()), float(np.exp(only_q).sum()))
+
+
+def meets_over_rounds(
+    n: int, m: int, beta: float, z: float, rounds: int, epsilon: float, delta: float
+) -> bool:
+    """Whether ``rounds`` releases at ``(beta, z1 = z2 = z)``, composed by the PLD of their
+    worst-case pair, meet ``(epsilon, delta)`` (docs/math.md §5, tight accounting).
+
+    A mass ``u`` of outcomes that one side never produces composes to
+    ``1 - (1 - u)^rounds`` for every epsilon, a lower bound on the composed delta; when it
+    already exceeds ``delta`` the answer is no without composing. This is the case at a
+    zero floor with few private rows (``u = 1 - (1 - (1-beta)/n)^m``), where nearly all
+    mass is unmatched and dp_accounting's truncation of the composed tails would fail.
+    """
+    pair = worst_case_pair(n, m, beta, z, z)
+    if -math.expm1(rounds * math.log1p(-min(_unmatched_mass(pair), 1.0))) > delta:
+        return False
+    pld = _pld_of(pair, 1e-4).self_compose(rounds)
+    return bool(pld.get_delta_for_epsilon(epsilon) <= delta)

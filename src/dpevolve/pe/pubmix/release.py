@@ -48,10 +48,10 @@ from dpevolve.pe.pubmix import (
     fold_spread,
     linmix,
     max_invariance_fill,
+    meets_over_rounds,
     pubmix_sample,
     water_fill,
     worst_case_pair,
-    worst_case_pld,
 )
 from dpevolve.pe.release.base import Selection, SelectionMode
 from dpevolve.pe.votes import HardVote
@@ -225,8 +225,7 @@ class PubMixRelease:
             z = min(z, 1.0 / self.max_candidates)
 
         def meets(beta: float) -> bool:
-            pld = worst_case_pld(self.n, m, beta, z, z).self_compose(self.rounds)
-            return bool(pld.get_delta_for_epsilon(self.epsilon) <= self.delta)
+            return meets_over_rounds(self.n, m, beta, z, self.rounds, self.epsilon, self.delta)
 
         hi = beta_min(self.n, m, eps_r, delta_r, z, z)  # basic composition meets it
         if not meets(hi):
