@@ -510,14 +510,14 @@ def _fit(
 ) -> None:
     """Fit on PRIVATE (a file or a DuckDB table); the run's warnings said once each
     (policy ones were said above)."""
-    from dpevolve.data.duckdb_source import DuckDBTable, parse_location
+    from dpevolve.data.duckdb_source import duckdb_table, parse_location
 
     location = parse_location(private)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
         if location is not None:  # validated when opened, before anything is spent
             schema = model.schema
-            model.fit_source(DuckDBTable(location, schema, batch_rows, model.on_invalid))
+            model.fit_source(duckdb_table(location, schema, batch_rows, model.on_invalid))
         elif stream:
             model.fit_file(private, batch_rows)
         else:
