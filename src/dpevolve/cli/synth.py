@@ -18,6 +18,7 @@ from dpevolve.cli.announce import (
     small_table_warning,
 )
 from dpevolve.cli.backend import choose_backend
+from dpevolve.cli.private import PrivatePlace, private_place
 from dpevolve.cli.common import (
     NOISE_SEED_WARNING,
     Delta,
@@ -200,11 +201,13 @@ RoundsOpt = Annotated[
 
 # ----------------------------------------------------------------- inputs and outputs
 PrivateArg = Annotated[
-    Path,
+    str,
     typer.Argument(
         metavar="PRIVATE",
-        help="Private table (.csv, .csv.gz or .parquet), or a DuckDB table as "
-        "PATH.duckdb::TABLE (counted in DuckDB; needs dpevolve[duckdb]).",
+        help="Private table (.csv, .csv.gz or .parquet), a DuckDB table as "
+        "PATH.duckdb::TABLE (needs dpevolve[duckdb]), or a PostgreSQL table as "
+        "postgresql://USER@HOST/DATABASE/TABLE (needs dpevolve[postgres]); a database "
+        "validates and counts the table itself.",
     ),
 ]
 OutputOpt = Annotated[Path, typer.Option("--output", "-o", help="Synthetic table to write.")]
@@ -316,7 +319,7 @@ def synth(
     from dpevolve.data.schema import Schema
     from dpevolve.synthesizer import Synthesizer
 
-    location, private_file = _duckdb_table(private, report)
+    place = private_place(private, report)
     ledger_out = check_outputs(output, force, report, share_ledger, share_report)
     if report is not None or share_report is not None:
         require("matplotlib", "--report and --share-report")
@@ -330,7 +333,7 @@ def synth(
     from dpevolve.cli.preflight import preflight  # schema and pandas: not for -h
 
     preflight(
-        inputs=[private_file, schema, policy, public, test], outputs=[output, ledger_out, report,
+        inputs=[place.file, schema, policy, public, test], outputs=[output, ledger_out, report,
         share_report, share_ledger], force=force, schema=table_schema, rows=rows, table=output,
         report=report is not None, share_report=share_report is not None,
     )  # fmt: skip
@@ -339,7 +342,8 @@ def synth(
         _check_test(test, report, table_schema, spec)
     if policy is not None:
         _say_policy_warnings(policy, table_schema, spec.preset.distance, quiet)
-    on_disk = not spec.preset.runs_pe and (stream or location is not None)
+    in_duckdb = place.counted_in_duckdb(spec)
+    on_disk = not spec.preset.runs_pe and (stream or place.kind != "file" or in_duckdb)
     chosen_backend, backend_line = choose_backend(spec.backend, engine_on_disk=on_disk)
     stake = at_stake(ledger_out, share_ledger, (output, report, share_report), spec.budget.epsilon)
     model = Synthesizer.from_spec(
@@ -349,7 +353,7 @@ def synth(
     )  # fmt: skip
     rerun_line = None if rerun is None else rerun_warning(config, rerun)
     _say_before_run(spec, backend_line, noise_seed is not None, rerun_line, quiet)
-    _fit(model, private, stream, batch_rows, quiet, spec)
+    _fit(model, place, stream or in_duckdb, batch_rows, quiet, spec)
     stake.ledger = model.ledger_
     ledger = model.ledger_.to_dict()
     say_choices(ledger, spec.vote.temperature, spec.budget, quiet)
@@ -362,7 +366,7 @@ def synth(
     if report is not None or share_report is not None:
         invalid = OnInvalid(spec.on_invalid)
         write_reports(
-            ledger, private, synthetic, table_schema, invalid, report, share_report, force,
+            ledger, place.file, synthetic, table_schema, invalid, report, share_report, force,
             test=test, stream_rows=batch_rows if stream else None,
         )  # fmt: skip
     say(quiet, closing_line(model.ledger_.result(), output, written, ledger_out,
@@ -494,34 +498,24 @@ def _write_table(model: Any, rows: int | None, output: Path, whole: bool) -> tup
     return synthetic, write_blocks(blocks, output)
 
 
-def _duckdb_table(private: Path, report: Path | None) -> tuple[Any, Path]:
-    """PRIVATE as a DuckDB table (``PATH::TABLE``; ``None`` for a file), and the file
-    it reads."""
-    from dpevolve.data.duckdb_source import parse_location
-
-    location = parse_location(private)
-    if location is not None and report is not None:
-        raise InputError("--report reads PRIVATE as a file: not with a DuckDB table")
-    return location, private if location is None else location.path
-
-
 def _fit(
-    model: Any, private: Path, stream: bool, batch_rows: int, quiet: bool, spec: RunSpec
+    model: Any, place: PrivatePlace, stream: bool, batch_rows: int, quiet: bool, spec: RunSpec
 ) -> None:
-    """Fit on PRIVATE (a file or a DuckDB table); the run's warnings said once each
-    (policy ones were said above)."""
-    from dpevolve.data.duckdb_source import duckdb_table, parse_location
-
-    location = parse_location(private)
+    """Fit on PRIVATE (a file or a database table: :mod:`dpevolve.cli.private`); the
+    run's warnings said once each (policy ones were said above)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
-        if location is not None:  # validated when opened, before anything is spent
-            schema = model.schema
-            model.fit_source(duckdb_table(location, schema, batch_rows, model.on_invalid))
+        # A database table is validated when opened, before anything is spent.
+        source = place.open(model.schema, batch_rows, model.on_invalid, stream)
+        if source is not None:
+            small = small_table_warning(source.n, spec.budget)
+            if small:
+                say(quiet, small)
+            model.fit_source(source)
         elif stream:
-            model.fit_file(private, batch_rows)
+            model.fit_file(place.file, batch_rows)
         else:
-            table = read_table(private, "private table")
+            table = read_table(place.file, "private table")
             small = small_table_warning(len(table), spec.budget)
             if small:
                 say(quiet, small)

@@ -124,7 +124,7 @@ class DuckDBDatabase:
     def load_dates(self, name: str, texts: Sequence[str], units: np.ndarray) -> None:
         import pyarrow as pa
 
-        table = pa.table({"t": pa.array(list(texts), pa.string()), "u": pa.array(units)})
+        table = pa.table({"t": pa.array(list(texts), pa.string()), "u": pa.array(units, from_pandas=True)})
         self._con.register(name, table)
 
     def close(self) -> None:

@@ -231,7 +231,8 @@ def _tokens(sql: Dialect, na_values: Sequence[str]) -> tuple[list[str], list[flo
 
 
 def _in(expr: str, items: Sequence[str]) -> str:
-    return f"({expr} IN ({', '.join(items)}))" if items else "FALSE"
+    """``expr`` is one of ``items``: TRUE or FALSE, never NULL (a NULL ``expr`` is in none)."""
+    return f"COALESCE({expr} IN ({', '.join(items)}), FALSE)" if items else "FALSE"
 
 
 def _cell(
