@@ -60,7 +60,8 @@ TABLE = f"cells_{os.getpid()}"
 
 # How the typed table stores each column (the text table stores every column as text).
 TYPED = {"num": "float", "int": "integer", "dec": "float", "day": "text", "at": "timestamp",
-         "code": "integer", "zero": "text", "flt": "float", "flag": "boolean", "word": "text"}  # fmt: skip
+         "code": "integer", "zero": "text", "flt": "float", "flag": "boolean",
+         "word": "text"}  # fmt: skip
 
 _TEXT = st.characters(
     blacklist_categories=("Cs",), blacklist_characters="\x00", max_codepoint=0x3000
@@ -199,7 +200,9 @@ def _verdict(frame: pd.DataFrame, on_invalid: Any) -> Any:
 
 def _agree(connect: Callable[[], Any], frame: pd.DataFrame, where: str, order: str) -> None:
     for on_invalid in ("error", "drop", "clip"):
-        table = _outcome(lambda: DatabaseTable(connect, TABLE, SCHEMA, 3, on_invalid, "table", order))  # noqa: B023
+        table = _outcome(
+            lambda: DatabaseTable(connect, TABLE, SCHEMA, 3, on_invalid, "table", order)  # noqa: B023
+        )
         python = _outcome(lambda: _verdict(frame, on_invalid))  # noqa: B023
         if isinstance(python, str):
             assert table == python, f"{where} {on_invalid}"
@@ -227,7 +230,9 @@ def tables(draw: st.DrawFn) -> tuple[list[list[Any]], dict[str, str]]:
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=list(HealthCheck),
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
     phases=(Phase.explicit, Phase.reuse, Phase.generate),  # a failure prints as found
 )
 @given(data=tables())
@@ -238,7 +243,9 @@ def test_duckdb_reads_every_cell_as_python(tmp_path: Path, data) -> None:
 
 
 @settings(
-    max_examples=15, deadline=None, suppress_health_check=list(HealthCheck),
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
     phases=(Phase.explicit, Phase.reuse, Phase.generate),  # a failure prints as found
 )
 @given(data=tables())

@@ -36,10 +36,19 @@ def _with_table(url: str, table: str) -> str:
     return url + ("&" if "?" in url else "?") + f"table={table}"
 
 
-def _load(url: str, frame: pd.DataFrame, table: str = TABLE, types: dict[str, str] | None = None) -> None:
+def _load(
+    url: str, frame: pd.DataFrame, table: str = TABLE, types: dict[str, str] | None = None
+) -> None:
     import psycopg
 
-    kinds = {"int64": "int8", "float64": "float8", "object": "text", "bool": "bool"}
+    kinds = {
+        "int64": "int8",
+        "float64": "float8",
+        "object": "text",
+        "str": "text",
+        "string": "text",
+        "bool": "bool",
+    }
     columns = {c: (types or {}).get(c, kinds[str(frame[c].dtype)]) for c in frame.columns}
     with psycopg.connect(url, autocommit=True) as con:
         con.execute(f"DROP TABLE IF EXISTS {table}")  # type: ignore[arg-type]
@@ -125,7 +134,7 @@ def test_failures_before_any_budget(small_schema, small_table, tmp_path, capsys)
     _load(url, extra, f"{TABLE}_extra")
     err = _fails(["synth", _with_table(url, f"{TABLE}_extra"), *common], out, capsys)
     assert "'secret'" in err
-    _load(url, small_table, f"{TABLE}_typed", types={"age": "int8[]"})
+    _load(url, small_table, f"{TABLE}_typed", types={"age": "bytea"})
     err = _fails(["synth", _with_table(url, f"{TABLE}_typed"), *common], out, capsys)
     assert "column 'age'" in err and "stored as" in err
     # A wrong password on a server that asks for none still fails only if it cannot

@@ -18,7 +18,6 @@ from dpevolve.cli.announce import (
     small_table_warning,
 )
 from dpevolve.cli.backend import choose_backend
-from dpevolve.cli.private import PrivatePlace, private_place
 from dpevolve.cli.common import (
     NOISE_SEED_WARNING,
     Delta,
@@ -38,6 +37,7 @@ from dpevolve.cli.common import (
     say,
 )
 from dpevolve.cli.interrupt import accounted, at_stake
+from dpevolve.cli.private import PrivatePlace, private_place
 from dpevolve.cli.report import write_reports
 from dpevolve.config import (
     MECHANISMS,
@@ -513,8 +513,10 @@ def _fit(
                 say(quiet, small)
             model.fit_source(source)
         elif stream:
+            assert place.file is not None  # a database table has a source
             model.fit_file(place.file, batch_rows)
         else:
+            assert place.file is not None
             table = read_table(place.file, "private table")
             small = small_table_warning(len(table), spec.budget)
             if small:

@@ -109,7 +109,9 @@ class DuckDBDatabase:
     def stream(self, sql: str, rows: int) -> Iterator[np.ndarray]:
         reader = self._con.sql(sql).to_arrow_reader(rows)
         for batch in reader:
-            columns = [np.asarray(c.to_numpy(zero_copy_only=False), np.float64) for c in batch.columns]
+            columns = [
+                np.asarray(c.to_numpy(zero_copy_only=False), np.float64) for c in batch.columns
+            ]
             yield np.column_stack(columns) if columns else np.empty((batch.num_rows, 0))
 
     def columns(self, relation: str) -> list[tuple[str, str]]:
@@ -124,7 +126,9 @@ class DuckDBDatabase:
     def load_dates(self, name: str, texts: Sequence[str], units: np.ndarray) -> None:
         import pyarrow as pa
 
-        table = pa.table({"t": pa.array(list(texts), pa.string()), "u": pa.array(units, from_pandas=True)})
+        table = pa.table(
+            {"t": pa.array(list(texts), pa.string()), "u": pa.array(units, from_pandas=True)}
+        )
         self._con.register(name, table)
 
     def close(self) -> None:

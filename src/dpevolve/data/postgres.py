@@ -129,15 +129,17 @@ class PostgresDatabase:
         import psycopg
 
         try:
-            return self._con.execute(sql).fetchall()  # type: ignore[arg-type]
+            return self._con.execute(sql).fetchall()
         except psycopg.Error as exc:
             self._con.rollback()
-            raise InputError(f"{self.what}: the database refused a query ({self._said(exc)})") from None
+            raise InputError(
+                f"{self.what}: the database refused a query ({self._said(exc)})"
+            ) from None
 
     def stream(self, sql: str, rows: int) -> Iterator[np.ndarray]:
         with self._con.cursor(name="dpevolve_rows") as cursor:
             cursor.itersize = rows
-            cursor.execute(sql)  # type: ignore[arg-type]
+            cursor.execute(sql)
             width = len(cursor.description or ())
             while block := cursor.fetchmany(rows):
                 yield np.array(block, dtype=np.float64).reshape(len(block), width)
@@ -146,10 +148,10 @@ class PostgresDatabase:
         import psycopg
 
         try:
-            cursor = self._con.execute(f"SELECT * FROM {relation} LIMIT 0")  # type: ignore[arg-type]
+            cursor = self._con.execute(f"SELECT * FROM {relation} LIMIT 0")
             found = [(c.name, int(c.type_code)) for c in cursor.description or ()]
             oids = sorted({oid for _, oid in found})
-            named = dict(
+            named: dict[int, str] = dict(
                 self._con.execute(
                     "SELECT oid::int, typname FROM pg_type WHERE oid = ANY(%s)", (oids,)
                 ).fetchall()
@@ -165,9 +167,9 @@ class PostgresDatabase:
     def load_dates(self, name: str, texts: Sequence[str], units: np.ndarray) -> None:
         # A temporary table: this session's own, dropped with it; the table read is never
         # written.
-        self._con.execute(f"CREATE TEMP TABLE IF NOT EXISTS {name} (t text, u float8)")  # type: ignore[arg-type]
-        self._con.execute(f"TRUNCATE {name}")  # type: ignore[arg-type]
-        with self._con.cursor().copy(f"COPY {name} (t, u) FROM STDIN") as copy:  # type: ignore[arg-type]
+        self._con.execute(f"CREATE TEMP TABLE IF NOT EXISTS {name} (t text, u float8)")
+        self._con.execute(f"TRUNCATE {name}")
+        with self._con.cursor().copy(f"COPY {name} (t, u) FROM STDIN") as copy:
             for text, unit in zip(texts, units, strict=True):
                 copy.write_row((text, None if np.isnan(unit) else float(unit)))
 

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from typing import Literal
 
+import numpy as np
+
 from dpevolve.data.cells import MISSING_WORDS, text_numbers
 from dpevolve.data.columns import MISSING, OTHER, CategoricalColumn, Column, NumericColumn
 from dpevolve.data.messages import plain_cell
@@ -82,13 +84,13 @@ PROBLEMS = {1: COMMA_NUMBERS, 2: UNLISTED_MISSING, 3: NOT_NUMBERS, 4: MISSING_CE
 
 # Python's str.strip() whitespace (what odd_texts strips) and the ASCII blanks a
 # number may carry (cells.NUMBER's \s under re.ASCII).
-_STRIP = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680" + "".join(
-    chr(c) for c in range(0x2000, 0x200B)
-) + "\u2028\u2029\u202f\u205f\u3000"
-_BLANK = "[\t\n\x0b\x0c\r ]"
-_NUMBER = (
-    rf"{_BLANK}*[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|inf|infinity){_BLANK}*"
+_STRIP = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680"
+    + "".join(chr(c) for c in range(0x2000, 0x200B))
+    + "\u2028\u2029\u202f\u205f\u3000"
 )
+_BLANK = "[\t\n\x0b\x0c\r ]"
+_NUMBER = rf"{_BLANK}*[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|inf|infinity){_BLANK}*"
 _INFINITY = rf"{_BLANK}*[+-]?(inf|infinity){_BLANK}*"
 _COMMA = rf"{_BLANK}*[+-]?[0-9]+(,[0-9]+)+{_BLANK}*"
 _BOOLEAN_WORDS = {True: ("True", "TRUE", "true"), False: ("False", "FALSE", "false")}
@@ -226,7 +228,7 @@ class _Cell:
 
 
 def _tokens(sql: Dialect, na_values: Sequence[str]) -> tuple[list[str], list[float]]:
-    numbers = text_numbers(list(na_values)) if na_values else []
+    numbers = text_numbers(np.array(list(na_values), dtype=object))
     return [sql.text(t) for t in na_values], [float(x) for x in numbers if not math.isnan(x)]
 
 
@@ -266,13 +268,13 @@ def _cell(
     return _Cell(f"({x} IS NULL)", f"floor({sql.seconds(x)} / {UNITS[date.kind]})")
 
 
-def _numeric(
-    sql: Dialect, j: int, column: NumericColumn, cell: _Cell, clip: bool
-) -> list[str]:
+def _numeric(sql: Dialect, j: int, column: NumericColumn, cell: _Cell, clip: bool) -> list[str]:
     """``v``, ``p`` and ``o`` of a numeric column (see ``check_table``)."""
     m, x = cell.missing, cell.number
     lo, hi = sql.double(column.lo), sql.double(column.hi)
-    outside = f"(NOT {m} AND {x} IS NOT NULL AND ({sql.is_infinite(x)} OR {x} < {lo} OR {x} > {hi}))"
+    outside = (
+        f"(NOT {m} AND {x} IS NOT NULL AND ({sql.is_infinite(x)} OR {x} < {lo} OR {x} > {hi}))"
+    )
     value = f"(CASE WHEN {m} THEN NULL ELSE {x} END)"
     if clip:
         low, high = (sql.double(v) for v in column.whole_range)
@@ -310,7 +312,7 @@ def _key_matches(sql: Dialect, x: str, storage: Storage, column: CategoricalColu
         elif storage == "integer" and key == str(_integer(key)):
             out.append(f"WHEN {x} = {key} THEN {k}")  # exact, beyond 2**53 too
         elif storage == "float":
-            number = text_numbers([key])[0]
+            number = float(text_numbers(np.array([key], dtype=object))[0])
             # the stored float whose text (cells._float_text) is the key
             whole = math.isfinite(number) and number.is_integer()
             if not math.isnan(number) and (str(int(number)) if whole else repr(number)) == key:
