@@ -16,7 +16,7 @@ __all__ = ["PrivatePlace", "private_place"]
 _DUCKDB_FILES = (".parquet", ".pq")
 
 
-@dataclass(frozen=True)
+@dataclass
 class PrivatePlace:
     """PRIVATE as given: ``kind``, the file it reads (``None`` for a server) and the
     database location (``None`` for a file)."""
@@ -24,6 +24,8 @@ class PrivatePlace:
     kind: Literal["file", "duckdb", "postgres"]
     file: Path | None
     location: Any = None
+    #: Set by :meth:`counted_in_duckdb`: DuckDB reads this Parquet file.
+    in_duckdb: bool = False
 
     def counted_in_duckdb(self, spec: Any) -> bool:
         """A Parquet or CSV file that DuckDB counts (``--backend auto``, the engine, DuckDB
@@ -36,14 +38,16 @@ class PrivatePlace:
         from dpevolve.data.io import table_suffix
 
         try:
-            suffix = table_suffix(self.file)
+            table_suffix(self.file)  # a CSV or Parquet file (else the reader says why)
         except InputError:
             return False
-        return suffix in (*_DUCKDB_FILES, ".csv", ".csv.gz", ".tsv", ".tsv.gz")
+        self.in_duckdb = True
+        return True
 
-    def open(self, schema: Any, batch_rows: int, on_invalid: Any, in_duckdb: bool) -> Any:
-        """The private source a database validates (checked before anything is spent),
-        or ``None`` where the Python reader reads the file."""
+    def open(self, schema: Any, batch_rows: int, on_invalid: Any, stream: bool) -> Any:
+        """The private source, opened and validated before anything is spent: a database
+        table, a Parquet file DuckDB reads, a file streamed by the Python reader; or
+        ``None`` where the Python reader reads the whole file."""
         if self.kind == "duckdb":
             from dpevolve.data.duckdb_source import duckdb_table
 
@@ -53,13 +57,18 @@ class PrivatePlace:
 
             return postgres_table(self.location, schema, batch_rows, on_invalid)
         assert self.file is not None
-        if in_duckdb and self.file.suffix.lower() in _DUCKDB_FILES and self.file.is_file():
-            from dpevolve.data.duckdb_source import parquet_table
-            from dpevolve.data.identifiers import check_private_id_file
+        if not stream:
+            return None
+        from dpevolve.data.identifiers import check_private_id_file
 
-            check_private_id_file(self.file, schema.identifiers)
+        check_private_id_file(self.file, schema.identifiers)
+        if self.in_duckdb and self.file.suffix.lower() in _DUCKDB_FILES:
+            from dpevolve.data.duckdb_source import parquet_table
+
             return parquet_table(self.file, schema, batch_rows, on_invalid)
-        return None
+        from dpevolve.data.streaming import StreamedTable
+
+        return StreamedTable(self.file, schema, batch_rows, on_invalid)
 
 
 def private_place(text: str, report: Path | None) -> PrivatePlace:

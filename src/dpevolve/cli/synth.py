@@ -512,9 +512,6 @@ def _fit(
             if small:
                 say(quiet, small)
             model.fit_source(source)
-        elif stream:
-            assert place.file is not None  # a database table has a source
-            model.fit_file(place.file, batch_rows)
         else:
             assert place.file is not None
             table = read_table(place.file, "private table")
