@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from dpevolve import Synthesizer
 from dpevolve.backends.duckdb import DuckDBBackend
 from dpevolve.backends.local import LocalBackend
-from dpevolve.data.duckdb_source import DuckDBTable, parse_location
+from dpevolve.data.duckdb_source import duckdb_table, parse_location
 from dpevolve.data.encoding import Records
 from dpevolve.data.sources import FrameSource
 from dpevolve.data.streaming import StreamedTable
@@ -112,7 +112,7 @@ def test_duckdb_table_reads_as_the_python_reader(small_schema, tmp_path, rows, o
     frame = pd.DataFrame(rows, columns=["age", "job", "hours", "income"])
     parquet, location = to_duckdb(frame, tmp_path)
     python = outcome(lambda: StreamedTable(parquet, small_schema, on_invalid=on_invalid))
-    duck = outcome(lambda: DuckDBTable(location, small_schema, on_invalid=on_invalid))
+    duck = outcome(lambda: duckdb_table(location, small_schema, on_invalid=on_invalid))
     assert python[0] == duck[0]
     if python[0] == "error":
         assert duck[1] == python[1]

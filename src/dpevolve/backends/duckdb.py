@@ -15,8 +15,8 @@ Votes (Private Evolution) go to ``auto``'s backend and other counts to the local
 on the same records.
 
 The records reach the codes table through the run's private source, which validates
-them (:class:`~dpevolve.data.duckdb_source.DuckDBTable` reads a DuckDB table; a file is
-read by the Python reader): one pass, in batches, memory bounded.
+them (a :class:`~dpevolve.data.database.DatabaseTable` in its database: DuckDB or
+PostgreSQL; a CSV file by the Python reader): one pass, in batches, memory bounded.
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ def _narrow(codes: np.ndarray, sql_type: str) -> np.ndarray:
 def counts_in_duckdb(private: object) -> DuckDBBackend | None:
     """The backend ``auto`` counts the adaptive engine's marginals with: DuckDB when it
     is installed and ``private`` (a source's :meth:`batches`) is read from disk every
-    pass (a file stream, a DuckDB table), since its codes are then read once instead of
+    pass (a file stream, a database table), since its codes are then read once instead of
     once a pass (docs/scale.md); ``None`` (this process) for records in memory."""
     if isinstance(private, Records) or importlib.util.find_spec("duckdb") is None:
         return None

@@ -35,6 +35,7 @@ from dpevolve.cli.common import (
     say,
 )
 from dpevolve.cli.interrupt import accounted, at_stake
+from dpevolve.cli.private import PrivatePlace, private_place
 from dpevolve.cli.report import write_reports
 from dpevolve.data.io import DEFAULT_BATCH_ROWS, read_table
 from dpevolve.data.writer import write_blocks
@@ -115,11 +116,13 @@ BackendOpt = Annotated[
 
 # ----------------------------------------------------------------- inputs and outputs
 PrivateArg = Annotated[
-    Path,
+    str,
     typer.Argument(
         metavar="PRIVATE",
-        help="Private table (.csv, .csv.gz or .parquet), or a DuckDB table as "
-        "PATH.duckdb::TABLE (counted in DuckDB; needs dpevolve[duckdb]).",
+        help="Private table (.csv, .csv.gz or .parquet), a DuckDB table as "
+        "PATH.duckdb::TABLE (needs dpevolve[duckdb]), or a PostgreSQL table as "
+        "postgresql://USER@HOST/DATABASE/TABLE (needs dpevolve[postgres]); a database "
+        "validates and counts the table itself.",
     ),
 ]
 OutputOpt = Annotated[Path, typer.Option("--output", "-o", help="Synthetic table to write.")]
@@ -208,7 +211,7 @@ def synth(
     from dpevolve.engine.method import AdaptiveMethod
     from dpevolve.synthesizer import Synthesizer
 
-    location, private_file = _duckdb_table(private, report)
+    place = private_place(private, report)
     ledger_out = check_outputs(output, force, report, share_ledger, share_report)
     if report is not None or share_report is not None:
         require("matplotlib", "--report and --share-report")
@@ -227,7 +230,7 @@ def synth(
     from dpevolve.cli.preflight import preflight  # schema and pandas: not for -h
 
     preflight(
-        inputs=[private_file, schema, policy, public, test], outputs=[output, ledger_out, report,
+        inputs=[place.file, schema, policy, public, test], outputs=[output, ledger_out, report,
         share_report, share_ledger], force=force, schema=table_schema, rows=rows, table=output,
         report=report is not None, share_report=share_report is not None,
     )  # fmt: skip
@@ -236,7 +239,9 @@ def synth(
         _check_test(test, report, table_schema, run.on_invalid)
     if policy is not None:
         _say_policy_warnings(policy, table_schema, run.method, quiet)
-    on_disk = isinstance(run.method, AdaptiveMethod) and (stream or location is not None)
+    engine = isinstance(run.method, AdaptiveMethod)
+    in_duckdb = place.counted_in_duckdb(run.backend, engine)
+    on_disk = engine and (stream or place.kind != "file" or in_duckdb)
     chosen_backend, backend_line = choose_backend(run.backend, engine_on_disk=on_disk)
     stake = at_stake(ledger_out, share_ledger, (output, report, share_report),
                      run.budget["epsilon"])  # fmt: skip
@@ -251,7 +256,7 @@ def synth(
         typer.echo(NOISE_SEED_WARNING, err=True)
     if rerun is not None:
         say(quiet, rerun_warning(config, rerun))
-    _fit(model, private, stream, batch_rows, quiet)
+    _fit(model, place, stream or in_duckdb, batch_rows, quiet)
     stake.ledger = model.ledger_
     say_choices(model, quiet)
     synthetic, written = _write_table(model, rows, output, bool(report or share_report))
@@ -262,7 +267,7 @@ def synth(
         model.ledger_.write(share_ledger, shareable=True)
     if report is not None or share_report is not None:
         write_reports(
-            model.ledger_.to_dict(), private, synthetic, table_schema,
+            model.ledger_.to_dict(), place.file, synthetic, table_schema,
             OnInvalid(run.on_invalid), report, share_report, force, test=test,
             stream_rows=batch_rows if stream else None,
         )  # fmt: skip
@@ -382,32 +387,21 @@ def _write_table(model: Any, rows: int | None, output: Path, whole: bool) -> tup
     return synthetic, write_blocks(blocks, output)
 
 
-def _duckdb_table(private: Path, report: Path | None) -> tuple[Any, Path]:
-    """PRIVATE as a DuckDB table (``PATH::TABLE``; ``None`` for a file), and the file
-    it reads."""
-    from dpevolve.data.duckdb_source import parse_location
-
-    location = parse_location(private)
-    if location is not None and report is not None:
-        raise InputError("--report reads PRIVATE as a file: not with a DuckDB table")
-    return location, private if location is None else location.path
-
-
-def _fit(model: Any, private: Path, stream: bool, batch_rows: int, quiet: bool) -> None:
-    """Fit on PRIVATE (a file or a DuckDB table); the run's warnings said once each
-    (policy ones were said above)."""
-    from dpevolve.data.duckdb_source import DuckDBTable, parse_location
-
-    location = parse_location(private)
+def _fit(model: Any, place: PrivatePlace, stream: bool, batch_rows: int, quiet: bool) -> None:
+    """Fit on PRIVATE (a file or a database table: :mod:`dpevolve.cli.private`); the
+    run's warnings said once each (policy ones were said above)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
-        if location is not None:  # validated when opened, before anything is spent
-            schema = model.schema
-            model.fit_source(DuckDBTable(location, schema, batch_rows, model.on_invalid))
-        elif stream:
-            model.fit_file(private, batch_rows)
+        # A database table is validated when opened, before anything is spent.
+        source = place.open(model.schema, batch_rows, model.on_invalid, stream)
+        if source is not None:
+            small = small_table_warning(source.n, model.budget())
+            if small:
+                say(quiet, small)
+            model.fit_source(source)
         else:
-            table = read_table(private, "private table")
+            assert place.file is not None
+            table = read_table(place.file, "private table")
             small = small_table_warning(len(table), model.budget())
             if small:
                 say(quiet, small)

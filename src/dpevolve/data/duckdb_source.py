@@ -1,36 +1,41 @@
-"""A table in a DuckDB database as a private source (docs/scale.md).
+"""A table in a DuckDB database, or a Parquet file read by DuckDB, as a private source
+(docs/scale.md).
 
 ``PATH.duckdb::TABLE`` names table ``TABLE`` (optionally ``schema.table``) of the DuckDB
 database file ``PATH.duckdb`` (:func:`parse_location`); the command line takes it where
 it takes a private file (``dpevolve synth data.duckdb::people ...``).
 
-:class:`DuckDBTable` reads the table read-only, in Arrow batches of ``batch_rows`` rows,
-and validates and encodes every batch with the rules of the Python reader
-(:func:`~dpevolve.data.batches.encode_batch`: invalid rows dropped, clipped or refused
+:func:`duckdb_table` opens such a table read-only, and :func:`parquet_table` a Parquet
+file, as a :class:`~dpevolve.data.database.DatabaseTable`: DuckDB validates every cell
+by the Python reader's rules written as SQL (invalid rows dropped, clipped or refused
 as configured, ``n`` counting them all), so the records are the ones the same table
-read from a Parquet file gives (a test holds them equal, cell for cell). Opening reads
-the table once (its row count and validation report); each round then makes one more
-pass, unless the counts run in DuckDB itself
-(:class:`~dpevolve.backends.duckdb.DuckDBBackend`).
+read by the Python reader gives (a test holds them equal, cell for cell), and streams
+only the valid rows' values.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from dpevolve.data.batches import BatchTally, Tally, encode_batch
-from dpevolve.data.encoding import Records
+import numpy as np
+
+from dpevolve.data.database import DatabaseTable
 from dpevolve.data.io import DEFAULT_BATCH_ROWS
 from dpevolve.data.schema import Schema
-from dpevolve.data.validation import OnInvalid, ValidationReport, check_on_invalid
+from dpevolve.data.sql_cells import Dialect
+from dpevolve.data.validation import OnInvalid
 from dpevolve.errors import InputError
 from dpevolve.extras import require
 
-__all__ = ["SEPARATOR", "DuckDBLocation", "DuckDBTable", "parse_location"]
+__all__ = [
+    "SEPARATOR", "DuckDBDatabase", "DuckDBLocation", "duckdb_table", "parquet_table",
+    "parse_location",
+]  # fmt: skip
 
 #: Between a DuckDB database file and a table name: ``data.duckdb::people``.
 SEPARATOR = "::"
@@ -77,116 +82,100 @@ def parse_location(text: str | os.PathLike[str]) -> DuckDBLocation | None:
     return DuckDBLocation(Path(path), table)
 
 
-class DuckDBTable:
-    """A private table in a DuckDB database, validated and encoded in batches.
+class DuckDBDatabase:
+    """A DuckDB connection as :class:`~dpevolve.data.database.Database`: a database file
+    opened read-only, or (``path=None``) an in-memory one that reads files."""
 
-    Parameters
-    ----------
-    location
-        The database file and table (:func:`parse_location`), or its text.
-    schema
-        The declared domains (never read from the table).
-    batch_rows
-        Rows per batch (memory of a pass).
-    on_invalid
-        ``error``, ``drop`` or ``clip``, as in :meth:`Schema.validate`.
-    what
-        How error messages name the table.
+    dialect = Dialect("duckdb")
 
-    Attributes
-    ----------
-    n : int
-        Rows in the table, valid or not (public under replace-one).
-    rows : int
-        Valid rows (private: integrity checks only).
-    report : ValidationReport
-        Invalid-row and clip counts (private).
-    """
+    def __init__(self, path: Path | None, what: str, threads: int | None = None) -> None:
+        require("duckdb", "reading a table with DuckDB")
+        import duckdb
 
-    def __init__(
-        self,
-        location: DuckDBLocation | str,
-        schema: Schema,
-        batch_rows: int = DEFAULT_BATCH_ROWS,
-        on_invalid: OnInvalid = "error",
-        what: str = "private table",
-    ) -> None:
-        require("duckdb", "reading a DuckDB table")
-        check_on_invalid(on_invalid)
-        found = parse_location(location) if isinstance(location, str) else location
-        if found is None:
-            raise InputError(f"{location}: name a DuckDB table as PATH{SEPARATOR}TABLE")
-        if not found.path.is_file():
-            raise InputError(f"{what} database not found: {found.path}")
-        self.location = found
-        self.schema = schema
-        self.batch_rows = int(batch_rows)
-        self.on_invalid: OnInvalid = on_invalid
-        self.what = f"{what} {found}"
-        self.report = self._scan()
-        self.n = self.report.rows_in
-        self.rows = self.report.rows_out
+        self.what = what
+        try:
+            if path is None:
+                self._con = duckdb.connect()
+            else:
+                self._con = duckdb.connect(str(path), read_only=True)
+        except duckdb.Error:
+            raise InputError(f"{what}: not a readable DuckDB database") from None
+        if threads:
+            self._con.execute(f"SET threads = {int(threads)}")
 
-    def __repr__(self) -> str:
-        return f"DuckDBTable({str(self.location)!r}, n={self.n})"
+    def rows(self, sql: str) -> list[tuple[Any, ...]]:
+        return self._con.execute(sql).fetchall()
 
-    def batches(self) -> DuckDBStream:
-        """A fresh pass over the encoded valid rows (read when first asked for)."""
-        return DuckDBStream(self)
+    def stream(self, sql: str, rows: int) -> Iterator[np.ndarray]:
+        reader = self._con.sql(sql).to_arrow_reader(rows)
+        for batch in reader:
+            columns = [
+                np.asarray(c.to_numpy(zero_copy_only=False), np.float64) for c in batch.columns
+            ]
+            yield np.column_stack(columns) if columns else np.empty((batch.num_rows, 0))
 
-    def records(self) -> Iterator[Records]:
-        """The encoded valid rows, batch by batch (one pass)."""
-        rows = 0
-        for records, _ in self._encoded():
-            rows += len(records)
-            if len(records):
-                yield records
-        if rows != self.rows:
-            raise InputError(
-                f"{self.what} changed while being read: {rows} valid rows now, "
-                f"{self.rows} on the first pass"
-            )
-
-    def _scan(self) -> ValidationReport:
-        tally = Tally(self.schema, self.on_invalid, self.what)
-        for _, batch in self._encoded():
-            tally.add(batch)
-        return tally.report()
-
-    def _encoded(self) -> Iterator[tuple[Records, BatchTally]]:
+    def columns(self, relation: str) -> list[tuple[str, str]]:
         import duckdb
 
         try:
-            con = duckdb.connect(str(self.location.path), read_only=True)
+            found = self._con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()
         except duckdb.Error:
-            raise InputError(f"{self.what}: not a readable DuckDB database") from None
-        try:
-            try:
-                # insertion order kept (DuckDB's default): the first bad row is the
-                # Python reader's.
-                reader = con.sql(f"SELECT * FROM {self.location.sql()}").to_arrow_reader(
-                    self.batch_rows
-                )
-            except duckdb.Error:
-                raise InputError(f"{self.what}: no such table") from None
-            for batch in reader:
-                frame = batch.to_pandas()
-                yield encode_batch(frame, self.schema, self.on_invalid, self.what)
-        finally:
-            con.close()
+            raise InputError(f"{self.what}: no such table, or not readable") from None
+        return [(str(r[0]), str(r[1])) for r in found]
+
+    def load_dates(self, name: str, texts: Sequence[str], units: np.ndarray) -> None:
+        import pyarrow as pa
+
+        table = pa.table(
+            {"t": pa.array(list(texts), pa.string()), "u": pa.array(units, from_pandas=True)}
+        )
+        self._con.register(name, table)
+
+    def close(self) -> None:
+        self._con.close()
 
 
-class DuckDBStream(Iterator[Records]):
-    """One pass over a :class:`DuckDBTable`; ``table`` lets a backend recognise it."""
+def duckdb_table(
+    location: DuckDBLocation | str,
+    schema: Schema,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    on_invalid: OnInvalid = "error",
+    what: str = "private table",
+) -> DatabaseTable:
+    """Table ``location`` (:func:`parse_location`) of a DuckDB database file, validated
+    in DuckDB (see the module).
 
-    def __init__(self, table: DuckDBTable) -> None:
-        self.table = table
-        self._records: Iterator[Records] | None = None
+    Raises
+    ------
+    InputError
+        No such file, not a DuckDB database, no such table, a column missing, undeclared
+        or of a type no cell rule reads, or (``on_invalid="error"``) a bad cell.
+    """
+    found = parse_location(location) if isinstance(location, str) else location
+    if found is None:
+        raise InputError(f"{location}: name a DuckDB table as PATH{SEPARATOR}TABLE")
+    if not found.path.is_file():
+        raise InputError(f"{what} database not found: {found.path}")
+    name = f"{what} {found}"
+    return DatabaseTable(
+        lambda: DuckDBDatabase(found.path, name), found.sql(), schema, batch_rows,
+        on_invalid, name, order="t.rowid",
+    )  # fmt: skip
 
-    def __iter__(self) -> DuckDBStream:
-        return self
 
-    def __next__(self) -> Records:
-        if self._records is None:
-            self._records = self.table.records()
-        return next(self._records)
+def parquet_table(
+    path: str | os.PathLike[str],
+    schema: Schema,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    on_invalid: OnInvalid = "error",
+    what: str = "private table",
+) -> DatabaseTable:
+    """A Parquet file (or a glob of files) read by DuckDB, validated in DuckDB."""
+    text = os.fspath(path)
+    if "*" not in text and not Path(text).is_file():
+        raise InputError(f"{what} not found: {text}")
+    relation = f"read_parquet({Dialect('duckdb').text(text)})"
+    name = f"{what} {text}"
+    return DatabaseTable(
+        lambda: DuckDBDatabase(None, name), relation, schema, batch_rows, on_invalid, name
+    )

@@ -2,10 +2,12 @@
 
 A :class:`PrivateSource` is how private records enter a run: it validates them against
 the schema when it is opened, knows the public row count ``n`` (replace-one adjacency),
-and hands backends a fresh pass of encoded batches each round. Three sources exist: an
+and hands backends a fresh pass of encoded batches each round. Four sources exist: an
 in-memory table (:class:`FrameSource`), a file read in bounded batches
-(:class:`~dpevolve.data.streaming.StreamedTable`) and partitions held by a Dask cluster
-(:class:`~dpevolve.backends.dask.DaskPrivate`). Nothing else reads private records.
+(:class:`~dpevolve.data.streaming.StreamedTable`), a table validated in its database,
+DuckDB or PostgreSQL (:class:`~dpevolve.data.database.DatabaseTable`), and partitions
+held by a Dask cluster (:class:`~dpevolve.backends.dask.DaskPrivate`). Nothing else
+reads private records.
 """
 
 from __future__ import annotations
