@@ -29,8 +29,8 @@ class PrivatePlace:
 
     def counted_in_duckdb(self, backend: str, engine: bool) -> bool:
         """A Parquet or CSV file that DuckDB counts (``--backend auto``, the adaptive
-        engine, DuckDB installed): a Parquet file is also validated in DuckDB, a CSV file is streamed
-        by the Python reader (outputs are the same either way; docs/scale.md)."""
+        engine, DuckDB installed): a Parquet file is also validated in DuckDB, a CSV file
+        is streamed by the Python reader (outputs are the same either way; docs/scale.md)."""
         if self.kind != "file" or self.file is None or backend != "auto":
             return False
         if not engine or importlib.util.find_spec("duckdb") is None:
