@@ -14,6 +14,7 @@ _pg_bin() {
     local found
     found=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
     if [ -z "$found" ] && [ "$(id -u)" = 0 ]; then
+        DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null || true
         DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql >/dev/null
         found=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
     fi
