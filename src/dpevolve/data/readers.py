@@ -160,7 +160,12 @@ class ArrowBatches:
                 raise InputError(f"{self.what} {self.path} is empty") from None
             self._header()  # a header the schema does not match: say that first
             raise
-        check_columns(reader.schema.names, self.schema, self.what)
+        try:
+            names = reader.schema.names
+        except UnicodeDecodeError as exc:  # a header that is not UTF-8 text
+            reader.close()
+            raise unreadable_error(self.path, self.what, exc) from None
+        check_columns(names, self.schema, self.what)
         with reader:
             yield from reader
 
