@@ -34,6 +34,7 @@ from dpevolve.backends.local import LocalBackend
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.errors import InputError
+from dpevolve.measurements import Measurement, WorkloadQuery
 from dpevolve.privacy import GaussianEvent, gaussian_sigma
 from dpevolve.privacy.noise import NoiseSource
 
@@ -246,6 +247,10 @@ class NoisyMarginals:
     @property
     def rho(self) -> float:
         return self.event.rho
+
+    def measurement(self) -> Measurement[WorkloadQuery]:
+        """The release as the run's measurement list holds it (one event)."""
+        return Measurement(WorkloadQuery(self.workload.sets), self.noisy, self.sigma, self.event)
 
     def marginal(self, i: int) -> np.ndarray:
         """Noisy counts of marginal ``i`` (flat, row-major)."""

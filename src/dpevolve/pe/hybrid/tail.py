@@ -29,6 +29,7 @@ from dpevolve.backends.base import Backend
 from dpevolve.data.encoding import Records
 from dpevolve.data.schema import Schema
 from dpevolve.errors import InputError
+from dpevolve.measurements import MeasurementList
 from dpevolve.options import options_of
 from dpevolve.pe.hybrid.fit import FitResult, MarginalFit, NumericMode, Solver, draw_rows
 from dpevolve.pe.hybrid.marginals import (
@@ -234,13 +235,15 @@ def fit_and_record(
     share: float | None,
     options: MarginalOptions | dict[str, Any] | None,
     ledger: Ledger,
+    measurements: MeasurementList,
     rng: np.random.Generator,
     rows: int,
     noise: NoiseSource,
     progress: bool = False,
     backend: Backend | None = None,
 ) -> WeightedSupport:
-    """:func:`release_and_fit`, then the release's event and settings into ``ledger``.
+    """:func:`release_and_fit`, then the release's event and settings into ``ledger``
+    and the release into ``measurements``.
 
     The event is numbered after the last PE round; the noise comes from the run's one
     noise source.
@@ -257,6 +260,7 @@ def fit_and_record(
         numeric_bins=released.workload.bins,
         **support.summary(),
     )
+    measurements.append(released.measurement())
     ledger.add_metadata(
         marginals={"share": share, "pe_rounds_run": share != 1.0, **chosen.to_dict()}
     )
