@@ -271,6 +271,7 @@ def measure_marginals(
     workload: Workload,
     rho: float,
     noise: NoiseSource,
+    *,
     backend: Backend | None = None,
 ) -> Measurement[WorkloadQuery]:
     """Release the workload's marginals of ``private`` as one ``rho``-zCDP Gaussian.
