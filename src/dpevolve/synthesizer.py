@@ -311,8 +311,9 @@ class Synthesizer(EstimatorParams):
         if "generator_" not in vars(model) and population is not None:
             # Private Evolution's generator is saved as its parts (model_io.RELEASED).
             model.generator_ = PEGenerator(
-                population, vars(model)["synthetic_"], model.support_, model.schema_
-            )
+                population, vars(model)["synthetic_"], model.support_, model.schema_,
+                vars(model).get("measurements_"),
+            )  # fmt: skip
         return model
 
     # ------------------------------------------------------------------ sample
