@@ -85,25 +85,24 @@ def test_sensitivity_is_the_brute_forced_max_l2_change(
 def test_release_calibrates_sigma_and_event(tiny_schema: Schema) -> None:
     workload = Workload.all_up_to(tiny_schema)
     noise = _Recorder()
-    released = measure_marginals(_domain(tiny_schema), tiny_schema, workload, 0.05, noise, 24)
+    released = measure_marginals(_domain(tiny_schema), tiny_schema, workload, 0.05, noise)
     assert noise.sigma == pytest.approx(workload.sensitivity / math.sqrt(2 * 0.05))
     assert released.event.rho == pytest.approx(0.05)
-    assert released.rows == 24
+    assert released.sigma == noise.sigma
+    assert released.query.cliques == workload.sets
     assert not released.noisy.flags.writeable
     # Exact counts of the full domain: every 1-way cell of b holds 8 of 24 rows.
-    assert released.marginal(workload.sets.index(("b",))).tolist() == [8.0, 8.0, 8.0]
+    b = workload.sets.index(("b",))
+    assert CellIndex(tiny_schema, workload).part(released.noisy, b).tolist() == [8.0, 8.0, 8.0]
 
 
 def test_counting_streams_over_batches(tiny_schema: Schema) -> None:
     workload = Workload.all_up_to(tiny_schema)
     domain = _domain(tiny_schema)
-    whole = measure_marginals(domain, tiny_schema, workload, 1.0, _NoNoise(), 24)
+    whole = measure_marginals(domain, tiny_schema, workload, 1.0, _NoNoise())
     parts = [domain.take(slice(0, 5)), domain.take(slice(5, 24))]
-    streamed = measure_marginals(lambda: iter(parts), tiny_schema, workload, 1.0, _NoNoise(), 24)
+    streamed = measure_marginals(lambda: iter(parts), tiny_schema, workload, 1.0, _NoNoise())
     np.testing.assert_array_equal(whole.noisy, streamed.noisy)
-    # The public n is what the release reports, never the count of rows it saw.
-    fewer = measure_marginals(domain.take(slice(0, 23)), tiny_schema, workload, 1.0, _NoNoise(), 24)
-    assert fewer.rows == 24
 
 
 def test_counting_slices_stay_within_the_index_budget(tiny_schema, monkeypatch) -> None:
@@ -153,10 +152,10 @@ def test_fit_drives_the_error_to_exact_marginals_down(
     private = encode(small_schema.validate(small_table)[0], small_schema)
     workload = Workload.all_up_to(small_schema)
     index = CellIndex(small_schema, workload)
-    released = measure_marginals(private, small_schema, workload, 1.0, _NoNoise(), len(private))
+    released = measure_marginals(private, small_schema, workload, 1.0, _NoNoise())
     rng = np.random.default_rng(0)
     pool = Variation(Layout.of(small_schema)).random(300, rng)
-    fitter = MarginalFit(index, released, iterations=300, solver=solver)  # type: ignore[arg-type]
+    fitter = MarginalFit(index, released, len(private), iterations=300, solver=solver)  # type: ignore[arg-type]
     uniform = fitter.loss(pool, np.full(len(pool), 1 / len(pool)))
     result = fitter.fit(pool, rng)
     assert result.weights.sum() == pytest.approx(1.0) and (result.weights >= 0).all()

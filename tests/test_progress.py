@@ -77,11 +77,12 @@ def test_quiet_fit_prints_nothing(
 def test_fit_progress_sees_only_counts(small_schema: Schema, small_table: pd.DataFrame) -> None:
     private = encode(small_table, small_schema)
     workload = Workload.all_up_to(small_schema, 2, 4)
-    released = measure_marginals(private, small_schema, workload, 1.0, SeededNoise(0), rows=400)
+    released = measure_marginals(private, small_schema, workload, 1.0, SeededNoise(0))
     calls: list[tuple[int, int]] = []
     fitter = MarginalFit(
         CellIndex(small_schema, workload),
         released,
+        400,
         iterations=15,
         progress=lambda fit, it: calls.append((fit, it)),
     )

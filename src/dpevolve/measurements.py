@@ -15,12 +15,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
 from dpevolve.errors import InputError
-from dpevolve.privacy import GaussianEvent
+from dpevolve.privacy import Event
 
 Clique = tuple[str, ...]
 
@@ -155,39 +155,68 @@ def even_grouping(cells: int, groups: int) -> Grouping:
 
 
 @dataclass(frozen=True)
-class Measurement:
+class VoteQuery:
+    """Private Evolution's vote histogram over ``candidates`` synthetic records: each
+    private record votes for its nearest candidates (docs/math.md, the vote)."""
+
+    candidates: int
+
+
+@dataclass(frozen=True)
+class WorkloadQuery:
+    """A stacked workload of marginals released by one mechanism (the hybrid tail's
+    marginal release: one event for all of ``cliques``)."""
+
+    cliques: tuple[Clique, ...]
+
+
+Query = MarginalQuery | VoteQuery | WorkloadQuery
+Q = TypeVar("Q", MarginalQuery, VoteQuery, WorkloadQuery)
+
+
+@dataclass(frozen=True)
+class Measurement(Generic[Q]):
     """One released answer: ``noisy = answer(query) + N(0, sigma^2)`` per cell.
 
-    ``noisy`` has the clique's cell shape; ``event`` is what the release cost (the
+    ``noisy`` has the query's answer shape (a clique's cells, a vote histogram, a
+    stacked workload); ``sigma`` is ``nan`` for a release that is not Gaussian noise on
+    the answer (PubMix's sampled votes); ``event`` is what the release cost (the
     accountant composes it); ``weight`` is the estimator's confidence relative to
     ``1 / sigma`` (1: as measured).
     """
 
-    query: MarginalQuery
+    query: Q
     noisy: np.ndarray
     sigma: float
-    event: GaussianEvent
+    event: Event
     weight: float = 1.0
 
     @property
     def clique(self) -> Clique:
+        """The marginal's clique (marginal measurements only)."""
+        if not isinstance(self.query, MarginalQuery):
+            raise TypeError(f"a {type(self.query).__name__} measurement has no clique")
         return self.query.clique
 
     @property
     def coarse(self) -> bool:
-        return self.query.coarse
+        return isinstance(self.query, MarginalQuery) and self.query.coarse
+
+
+MarginalMeasurement = Measurement[MarginalQuery]
 
 
 @dataclass
 class MeasurementList:
-    """The run's measurements, in release order (append-only)."""
+    """The run's measurements, in release order (append-only): every release of every
+    method (marginals, PE's votes, the hybrid tail's workload)."""
 
-    items: list[Measurement] = field(default_factory=list)
+    items: list[Measurement[Any]] = field(default_factory=list)
 
-    def append(self, measurement: Measurement) -> None:
+    def append(self, measurement: Measurement[Any]) -> None:
         self.items.append(measurement)
 
-    def __iter__(self) -> Iterator[Measurement]:
+    def __iter__(self) -> Iterator[Measurement[Any]]:
         return iter(self.items)
 
     def __len__(self) -> int:
@@ -195,10 +224,10 @@ class MeasurementList:
 
     def cliques(self) -> list[Clique]:
         """Measured cliques (the fine attributes, for coarse queries too), in release order
-        (repeats kept)."""
-        return [m.clique for m in self.items]
+        (repeats kept); marginal measurements only."""
+        return [m.clique for m in self.items if isinstance(m.query, MarginalQuery)]
 
-    def events(self) -> list[GaussianEvent]:
+    def events(self) -> list[Event]:
         """What each release cost, for the accountant."""
         return [m.event for m in self.items]
 

@@ -102,6 +102,8 @@ class Synthesizer(EstimatorParams):
         Private Evolution's final released population (encoded).
     support_ : WeightedSupport or None
         With a marginal release: the released marginals, the pool and its weights.
+    measurements_ : MeasurementList or None
+        Private Evolution's releases (votes, the marginal tail), in ledger order.
     ledger_ : Ledger
         Every release and the guarantee of the run.
     history_ : list of dict
@@ -269,6 +271,7 @@ class Synthesizer(EstimatorParams):
         pe = generator if isinstance(generator, PEGenerator) else None
         self.population_ = None if pe is None else pe.population
         self.support_ = None if pe is None else pe.support
+        self.measurements_ = None if pe is None else pe.measurements
         if pe is not None:
             self.synthetic_ = pe.table
         # The engine's synthetic_ is drawn from this seed when first read, not here
@@ -308,8 +311,9 @@ class Synthesizer(EstimatorParams):
         if "generator_" not in vars(model) and population is not None:
             # Private Evolution's generator is saved as its parts (model_io.RELEASED).
             model.generator_ = PEGenerator(
-                population, vars(model)["synthetic_"], model.support_, model.schema_
-            )
+                population, vars(model)["synthetic_"], model.support_, model.schema_,
+                vars(model).get("measurements_"),
+            )  # fmt: skip
         return model
 
     # ------------------------------------------------------------------ sample

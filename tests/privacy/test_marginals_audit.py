@@ -56,10 +56,10 @@ def test_replacement_and_invalid_rows_stay_within_the_sensitivity(age_sex) -> No
 def test_the_noise_drawn_matches_the_recorded_sigma(age_sex) -> None:
     workload = Workload.all_up_to(age_sex, one_way=True)
     domain = _domain(age_sex)
-    exact = measure_marginals(domain, age_sex, workload, 1e9, SeededNoise(0), len(domain)).noisy
+    exact = measure_marginals(domain, age_sex, workload, 1e9, SeededNoise(0)).noisy
     draws = np.stack(
         [
-            measure_marginals(domain, age_sex, workload, 0.05, SeededNoise(s), len(domain)).noisy
+            measure_marginals(domain, age_sex, workload, 0.05, SeededNoise(s)).noisy
             for s in range(400)
         ]
     )

@@ -15,6 +15,7 @@ from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import PrivateSource
 from dpevolve.fit_plan import FitPlan
+from dpevolve.measurements import Measurement, MeasurementList, VoteQuery
 from dpevolve.pe.evolution import Evolution
 from dpevolve.pe.release.base import Release, Selection
 from dpevolve.pe.variation import Variation
@@ -30,11 +31,13 @@ def evolve(
     release: Release,
     backend: Backend,
     ledger: Ledger,
+    measurements: MeasurementList,
     rng: np.random.Generator,
     progress: bool,
 ) -> tuple[Records, list[dict[str, Any]]]:
-    """The PE rounds from the initial population; each release goes to the ledger
-    before the next round reads the private table (docs/privacy.md)."""
+    """The PE rounds from the initial population; each release goes to the ledger and
+    to ``measurements`` (its vote histogram) before the next round reads the private
+    table (docs/privacy.md)."""
     schedule = plan.config.preset.schedule
     variation = Variation(Layout.of(schema))
     initial = (
@@ -50,6 +53,11 @@ def evolve(
 
         def on_round(t: int, selection: Selection, population: Records) -> None:
             ledger.record(selection.event, round=t, population=len(population), **selection.info)
+            if selection.noisy is not None:
+                query = VoteQuery(len(population))
+                measurements.append(
+                    Measurement(query, selection.noisy, selection.sigma, selection.event)
+                )
             spent = ledger.spent()
             history.append(
                 {

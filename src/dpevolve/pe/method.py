@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from dpevolve.data.encoding import Records
     from dpevolve.data.schema import Schema
     from dpevolve.data.sources import PrivateSource
+    from dpevolve.measurements import MeasurementList
     from dpevolve.pe.hybrid.tail import WeightedSupport
     from dpevolve.pe.pilot.run import PilotFit, PilotRun
     from dpevolve.privacy import Budget
@@ -147,35 +148,42 @@ class PEMethod:
             config=config_words(config, context),
         ))  # fmt: skip
         # 3. The rounds, then the optional marginal release (both spend the budget).
+        from dpevolve.measurements import MeasurementList
+
+        measurements = MeasurementList()
         final, history = evolve(
-            plan, schema, source, release, backend, ledger, context.rng, context.progress
-        )
+            plan, schema, source, release, backend, ledger, measurements, context.rng,
+            context.progress,
+        )  # fmt: skip
         support = None
         if plan.marginal_rho is not None and config.marginals is not None:
             from dpevolve.pe.hybrid.tail import fit_and_record
 
             support = fit_and_record(
                 source.batches(), schema, final, plan.marginal_rho, plan.marginal_share,
-                config.marginals.build(), ledger, context.rng, n, context.noise,
+                config.marginals.build(), ledger, measurements, context.rng, n, context.noise,
                 progress=context.progress, backend=backend,
             )  # fmt: skip
             final = support.pool
         context.history.extend(history)
         context.warnings.extend(plan.warnings)
-        return PEGenerator(final, decode(final, schema), support, schema)
+        return PEGenerator(final, decode(final, schema), support, schema, measurements)
 
 
 @dataclass(frozen=True)
 class PEGenerator:
     """The released population (and, with a marginal release, its weighted support).
 
-    ``table`` is the population decoded: the fit's own table.
+    ``table`` is the population decoded: the fit's own table; ``measurements`` every
+    release of the fit, in ledger order (``None``: not known, a model file of another
+    kind).
     """
 
     population: Records
     table: pd.DataFrame
     support: WeightedSupport | None
     schema: Schema
+    measurements: MeasurementList | None = None
 
     #: A model file holds its parts under their own names (``population_``,
     #: ``synthetic_``, ``support_``), not the generator: loading builds it again.

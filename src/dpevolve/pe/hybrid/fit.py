@@ -30,7 +30,8 @@ import numpy as np
 
 from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
-from dpevolve.pe.hybrid.marginals import CellIndex, NoisyMarginals
+from dpevolve.measurements import Measurement, WorkloadQuery
+from dpevolve.pe.hybrid.marginals import CellIndex
 from dpevolve.pe.variation import Variation
 
 NumericMode = Literal["keep", "jitter"]
@@ -66,7 +67,10 @@ class MarginalFit:
     index
         The workload's cell index (same workload as ``released``).
     released
-        The noisy marginals.
+        The noisy marginals (:func:`~dpevolve.pe.hybrid.marginals.measure_marginals`).
+    rows
+        The private row count ``n``, public under replace-one (invalid rows included:
+        they count in no cell, an empty vote): the fit matches ``released / rows``.
     iterations
         Solver iterations per fit.
     solver
@@ -83,7 +87,8 @@ class MarginalFit:
     def __init__(
         self,
         index: CellIndex,
-        released: NoisyMarginals,
+        released: Measurement[WorkloadQuery],
+        rows: int,
         iterations: int = 400,
         tol: float = 1e-7,
         solver: Solver = "fista",
@@ -92,7 +97,7 @@ class MarginalFit:
         if index.total_cells != len(released.noisy):
             raise InputError("the cell index and the released marginals disagree in size")
         self.index = index
-        self.target = np.asarray(released.noisy, dtype=np.float64) / released.rows
+        self.target = np.asarray(released.noisy, dtype=np.float64) / rows
         self.iterations = int(iterations)
         self.tol = float(tol)
         if solver not in ("fista", "mw"):

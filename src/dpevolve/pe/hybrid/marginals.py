@@ -34,6 +34,7 @@ from dpevolve.backends.local import LocalBackend
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.errors import InputError
+from dpevolve.measurements import Measurement, WorkloadQuery
 from dpevolve.privacy import GaussianEvent, gaussian_sigma
 from dpevolve.privacy.noise import NoiseSource
 
@@ -204,6 +205,10 @@ class CellIndex:
             out[i] = flat + self.offsets[i]
         return out
 
+    def part(self, stacked: np.ndarray, i: int) -> np.ndarray:
+        """Marginal ``i`` of a stacked count vector (flat, row-major order of its columns)."""
+        return stacked[self.offsets[i] : self.offsets[i + 1]]
+
     def counts(self, records: Records) -> np.ndarray:
         """Stacked marginal counts of ``records`` (float64, length ``total_cells``)."""
         idx = self.index(records)
@@ -211,56 +216,6 @@ class CellIndex:
 
 
 # ------------------------------------------------------------------------- release
-@dataclass(frozen=True)
-class NoisyMarginals:
-    """The released marginals: noisy counts of every set, and what they cost.
-
-    Attributes
-    ----------
-    workload
-        The measured sets and numeric bins.
-    noisy
-        Stacked noisy counts (read-only), marginal ``i`` at
-        ``noisy[offsets[i]:offsets[i + 1]]`` in row-major order of its columns.
-    offsets
-        Start of every marginal in ``noisy`` (length ``sets + 1``).
-    rows
-        The private row count ``n`` (public under replace-one).
-    sigma, sensitivity
-        Noise scale and replace-one L2 sensitivity ``sqrt(2 m)``.
-    """
-
-    workload: Workload
-    noisy: np.ndarray
-    offsets: np.ndarray
-    rows: int
-    sigma: float
-    sensitivity: float
-
-    @property
-    def event(self) -> GaussianEvent:
-        """The privacy event: ``rho = S^2 / (2 sigma^2)``."""
-        # Integer counts plus the noise source's discrete Gaussian: accounted in zCDP.
-        return GaussianEvent(self.sensitivity, self.sigma, label="marginals", discrete=True)
-
-    @property
-    def rho(self) -> float:
-        return self.event.rho
-
-    def marginal(self, i: int) -> np.ndarray:
-        """Noisy counts of marginal ``i`` (flat, row-major)."""
-        return self.noisy[self.offsets[i] : self.offsets[i + 1]]
-
-    def to_dict(self) -> dict[str, object]:
-        """What the ledger says about the release (no counts)."""
-        return {
-            "sets": [list(s) for s in self.workload.sets],
-            "numeric_bins": self.workload.bins,
-            "set_bins": None if self.workload.set_bins is None else list(self.workload.set_bins),
-            "cells": int(self.offsets[-1]),
-        }
-
-
 #: Most cell indices (int64) one counting slice holds: 32 MiB, whatever the workload.
 INDEX_CELLS = 1 << 22
 
@@ -316,9 +271,9 @@ def measure_marginals(
     workload: Workload,
     rho: float,
     noise: NoiseSource,
-    rows: int,
+    *,
     backend: Backend | None = None,
-) -> NoisyMarginals:
+) -> Measurement[WorkloadQuery]:
     """Release the workload's marginals of ``private`` as one ``rho``-zCDP Gaussian.
 
     Parameters
@@ -334,31 +289,30 @@ def measure_marginals(
         zCDP cost of the release, ``> 0``: ``sigma = sqrt(2 m) / sqrt(2 rho)``.
     noise
         The one noise source (:mod:`dpevolve.privacy.noise`).
-    rows
-        The private row count ``n``, public under replace-one (invalid rows included:
-        they count in no cell, an empty vote).
     backend
         Where the records are counted (default: this process; see
         :func:`count_workload`).
 
     Returns
     -------
-    NoisyMarginals
-        The released counts; its ``event`` goes into the ledger.
+    Measurement
+        The released stacked counts (read-only; marginal ``i`` is
+        :meth:`CellIndex.part`), its ``sigma`` and its ``event`` (``sigma`` on the
+        replace-one L2 sensitivity ``sqrt(2 m)``) for the ledger and the run's list.
     """
     if not (isinstance(rho, (int, float)) and math.isfinite(rho) and rho > 0):
         raise InputError(f"the marginal release needs rho > 0, got {rho!r}")
     index = CellIndex(schema, workload)
-    # The count of valid rows is private: only ``rows`` (public) leaves this function.
+    # The count of valid rows is private: it never leaves this function.
     exact, _ = count_workload(private, index, backend=backend)
     sensitivity = workload.sensitivity
     sigma = gaussian_sigma(sensitivity, rho)
     noisy = np.asarray(noise.gaussian(exact, sigma), dtype=np.float64)
     del exact  # only the noisy vector leaves this function
     noisy.setflags(write=False)
-    offsets = index.offsets.copy()
-    offsets.setflags(write=False)
-    return NoisyMarginals(workload, noisy, offsets, rows, sigma, sensitivity)
+    # Integer counts plus the noise source's discrete Gaussian: accounted in zCDP.
+    event = GaussianEvent(sensitivity, sigma, label="marginals", discrete=True)
+    return Measurement(WorkloadQuery(workload.sets), noisy, sigma, event)
 
 
 def l2_change(index: CellIndex, a: Records, b: Records) -> float:
@@ -370,7 +324,6 @@ __all__: Sequence[str] = [
     "DEFAULT_BINS",
     "Binning",
     "CellIndex",
-    "NoisyMarginals",
     "Workload",
     "WorkloadCounts",
     "count_workload",

@@ -29,12 +29,12 @@ from dpevolve.backends.base import Backend
 from dpevolve.data.encoding import Records
 from dpevolve.data.schema import Schema
 from dpevolve.errors import InputError
+from dpevolve.measurements import Measurement, MeasurementList, WorkloadQuery
 from dpevolve.options import options_of
 from dpevolve.pe.hybrid.fit import FitResult, MarginalFit, NumericMode, Solver, draw_rows
 from dpevolve.pe.hybrid.marginals import (
     DEFAULT_BINS,
     CellIndex,
-    NoisyMarginals,
     PrivateRecords,
     Workload,
     measure_marginals,
@@ -132,7 +132,7 @@ class WeightedSupport:
 
     pool: Records
     weights: np.ndarray
-    released: NoisyMarginals
+    released: Measurement[WorkloadQuery]
     index: CellIndex
     fit: FitResult
     numeric: NumericMode
@@ -198,9 +198,7 @@ def release_and_fit(
         options.coarse_bins,
     )
     with phase(progress, f"marginals: count and release {len(workload.sets)} sets", None):
-        released = measure_marginals(
-            private, schema, workload, rho, noise, rows=rows, backend=backend
-        )
+        released = measure_marginals(private, schema, workload, rho, noise, backend=backend)
     index = CellIndex(schema, workload)
     per_fit = options.iterations
     fits = options.grow_rounds + 1
@@ -208,6 +206,7 @@ def release_and_fit(
         fitter = MarginalFit(
             index,
             released,
+            rows,
             iterations=per_fit,
             solver=options.solver,
             progress=lambda fit, iteration: advance(fit * per_fit + iteration),
@@ -234,13 +233,15 @@ def fit_and_record(
     share: float | None,
     options: MarginalOptions | dict[str, Any] | None,
     ledger: Ledger,
+    measurements: MeasurementList,
     rng: np.random.Generator,
     rows: int,
     noise: NoiseSource,
     progress: bool = False,
     backend: Backend | None = None,
 ) -> WeightedSupport:
-    """:func:`release_and_fit`, then the release's event and settings into ``ledger``.
+    """:func:`release_and_fit`, then the release's event and settings into ``ledger``
+    and the release into ``measurements``.
 
     The event is numbered after the last PE round; the noise comes from the run's one
     noise source.
@@ -253,10 +254,11 @@ def fit_and_record(
     released = support.released
     ledger.record(
         released.event,
-        marginal_sets=len(released.workload.sets),
-        numeric_bins=released.workload.bins,
+        marginal_sets=len(support.index.workload.sets),
+        numeric_bins=support.index.workload.bins,
         **support.summary(),
     )
+    measurements.append(released)
     ledger.add_metadata(
         marginals={"share": share, "pe_rounds_run": share != 1.0, **chosen.to_dict()}
     )

@@ -199,7 +199,8 @@ class PubMixRelease:
                 )
                 info.update(beta=beta, floor=z)
         parents = pubmix_sample(private_counts, p_noise, beta, k, self.noise_source)
-        return Selection(parents=parents, event=self._event(beta, k, info), info=info)
+        votes = np.bincount(np.asarray(parents, dtype=np.int64), minlength=d).astype(np.float64)
+        return Selection(parents=parents, event=self._event(beta, k, info), info=info, noisy=votes)
 
     def _event(self, beta: float, m: int, info: dict[str, Any]) -> Any:
         if self.accounting == "basic":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -20,6 +21,11 @@ class Selection:
     parents: np.ndarray
     event: Any
     info: dict[str, Any] = field(default_factory=dict)
+    #: The released answer (the noisy vote histogram; PubMix: its sampled votes per
+    #: candidate) and its Gaussian scale (``nan``: not Gaussian noise on the answer),
+    #: for the run's measurement list.
+    noisy: np.ndarray | None = None
+    sigma: float = math.nan
 
 
 class Release(Protocol):

@@ -80,7 +80,7 @@ class GaussianRelease:
     ) -> Selection:
         if 0 < self.rounding_slack < self.noise.rounding_slack(histogram.size):
             raise AssertionError("rounding slack calibrated for a shorter histogram")
-        noisy = self.noisy(histogram)
+        released = noisy = self.noisy(histogram)
         if self.postprocess is not None:
             noisy = self.postprocess(noisy, population)
         clipped = np.where(noisy >= self.threshold, noisy, 0.0)
@@ -104,4 +104,7 @@ class GaussianRelease:
             slack = self.rounding_slack if exact > 0 else 0.0
             info[EXACT_SENSITIVITY] = exact + slack
             info["calibration_seconds"] = time.perf_counter() - start
-        return Selection(parents=np.asarray(parents, dtype=np.int64), event=self.event(), info=info)
+        return Selection(
+            parents=np.asarray(parents, dtype=np.int64), event=self.event(), info=info,
+            noisy=np.asarray(released, dtype=np.float64), sigma=self.sigma,
+        )  # fmt: skip
