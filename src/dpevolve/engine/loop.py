@@ -9,7 +9,9 @@ One run, as in AIM (McKenna et al. 2022, Alg. 2), under replace-one adjacency:
    post-processing, :mod:`~dpevolve.engine.bins`);
 3. a second pass counts every 1-way and 2-way marginal on those bins (private: none of
    it leaves unreleased), every 1-way is released and the estimator is fitted to them;
-4. the tree phase (:mod:`~dpevolve.engine.tree`, ``tree_share``) picks and releases
+4. the relations phase (:mod:`~dpevolve.engine.relations`, ``relation_share``) picks
+   and releases ``k - 1`` pairs joining the ``k`` numeric columns, on quantile groups;
+   the tree phase (:mod:`~dpevolve.engine.tree`, ``tree_share``) picks and releases
    ``d - 1`` pairs joining every column, one exponential-mechanism draw each;
 5. each round draws a clique by the exponential mechanism on where the model is most
    wrong (:mod:`~dpevolve.engine.select`), releases it, refits (warm start), and anneals;
@@ -42,6 +44,7 @@ from dpevolve.engine.model import EngineModel
 from dpevolve.engine.plan import Plan, Spend, round_cost
 from dpevolve.engine.public import PublicInputs, warm_start
 from dpevolve.engine.refine import Refinement, StageInputs, refine
+from dpevolve.engine.relations import relation_queries
 from dpevolve.engine.select import (
     ABS_NOISE,
     candidates,
@@ -287,9 +290,12 @@ def fit_engine(
             model = warm_start(model, prior)
     model = model.fit(run.fitted())
     history: list[dict[str, Any]] = []
+    if plan.relation_edges:
+        model, history = _relations(run, plan, model)
     if plan.tree_edges:
-        model, history = _tree(run, plan, model)
-    history += _rounds(run, plan, model, start=plan.tree_edges)
+        model, picked = _tree(run, plan, model, start=len(history))
+        history += picked
+    history += _rounds(run, plan, model, start=len(history))
     model = _final_fit(model, run.fitted(), chosen.final_iters)
     result = EngineResult(
         schema, run.discretiser, run.measurements, fine, ledger, model, n, history
@@ -341,35 +347,80 @@ def _release_ones(run: _Run, plan: Plan) -> None:
         run.measure(MarginalQuery(clique), sigma, 0, "marginal")
 
 
-def _tree(run: _Run, plan: Plan, model: Estimator) -> tuple[Estimator, list[dict[str, Any]]]:
+def _tree(
+    run: _Run, plan: Plan, model: Estimator, start: int = 0
+) -> tuple[Estimator, list[dict[str, Any]]]:
     """The spanning-tree phase (:mod:`~dpevolve.engine.tree`): ``d - 1`` charged,
-    recorded draws among the pairs joining two components, each pair then released;
-    the model is refitted once at the end (the scores read only the 1-ways), so the
-    history entries have no ``moved``."""
+    recorded draws among the pairs joining two components, each pair then released."""
     domain = run.discretiser.domain
     label = run.discretiser.schema.label
-    pairs: list[Clique] = [c for c in candidates(domain, (), 2) if len(c) == 2]
-    ones = {a: np.asarray(model.answer((a,))).ravel() for a in domain.names}
+    pairs = [MarginalQuery(c) for c in candidates(domain, (), 2) if len(c) == 2]
     sigma, epsilon = plan.tree_round()
-    weights = np.array([weight(c, label, run.spec.label_weight) for c in pairs])
+    weights = np.array([weight(q.clique, label, run.spec.label_weight) for q in pairs])
+    return _spanning(run, model, pairs, weights, domain.names, sigma, epsilon, start, "tree")
+
+
+def _relations(run: _Run, plan: Plan, model: Estimator) -> tuple[Estimator, list[dict[str, Any]]]:
+    """The relations phase (:mod:`~dpevolve.engine.relations`): ``k - 1`` charged,
+    recorded draws among the numeric pairs on quantile groups of the model's released
+    1-ways, each picked pair then released coarse."""
+    domain = run.discretiser.domain
+    numeric = [c.name for c in run.discretiser.numeric]
+    masses = {a: np.asarray(model.answer((a,))).ravel() for a in numeric}
+    pairs = relation_queries(
+        domain, numeric, masses, run.discretiser.bins, run.spec.relation_groups
+    )
+    if not pairs:
+        return model, []
+    sigma, epsilon = plan.relation_round()
+    weights = np.ones(len(pairs))
+    return _spanning(run, model, pairs, weights, numeric, sigma, epsilon, 0, "relations")
+
+
+def _spanning(
+    run: _Run,
+    model: Estimator,
+    pairs: list[MarginalQuery],
+    weights: np.ndarray,
+    names: Sequence[str],
+    sigma: float,
+    epsilon: float,
+    start: int,
+    stage: str,
+) -> tuple[Estimator, list[dict[str, Any]]]:
+    """Kruskal's picks over ``names`` (:class:`~dpevolve.engine.tree.Forest`): one
+    charged, recorded draw per pick among the ``pairs`` joining two components, scored
+    against the independent model of the released 1-ways (post-processing), each pick
+    then released; the model is refitted once at the end (the scores read only the
+    1-ways), so the history entries have no ``moved``."""
+    ones = {a: np.asarray(model.answer((a,))).ravel() for a in run.discretiser.domain.names}
     values = np.empty(len(pairs))
-    for i, c in enumerate(pairs):
-        exact = run.counts(MarginalQuery(c))
-        expected = independent(ones[c[0]], ones[c[1]], run.source.n).reshape(exact.shape)
+    for i, q in enumerate(pairs):
+        a, b = q.clique
+        exact = run.counts(q)
+        fine = independent(ones[a], ones[b], run.source.n)
+        expected = q.project(fine).reshape(exact.shape)
         values[i] = quality(exact, expected, sigma, float(weights[i]))  # private
-    forest = Forest(domain.names)
+    forest = Forest(names)
     history: list[dict[str, Any]] = []
-    for round_ in range(1, plan.tree_edges + 1):
-        open_ = np.flatnonzero(forest.open_mask(pairs))
+    round_ = start
+    while not forest.joined():
+        open_ = np.flatnonzero(forest.open_mask([q.clique for q in pairs]))
+        if open_.size == 0:
+            break
+        round_ += 1
         event = selection_event(epsilon, list(weights[open_]))
         run.spend.charge(event)
         pick = pairs[int(open_[draw(values[open_], event, run.noise)])]
-        run.ledger.record(event, round=round_, clique=list(pick), stage="tree")
-        forest.join(pick)
-        run.measure(MarginalQuery(pick), sigma, round_, "marginal")
-        history.append({"round": round_, "clique": pick, "groups": None, "sigma": sigma,
-                        "moved": None, "model_mb": None, "stage": "tree"})  # fmt: skip
-    run.say(f"tree: {plan.tree_edges} pairs, sigma {sigma:.3g}")
+        run.ledger.record(
+            event, round=round_, clique=list(pick.clique), stage=stage, **grouping_facts(pick)
+        )
+        forest.join(pick.clique)
+        run.measure(pick, sigma, round_, "marginal")
+        history.append({"round": round_, "clique": pick.clique, "groups": None,
+                        **grouping_facts(pick), "sigma": sigma, "moved": None,
+                        "model_mb": None, "stage": stage})  # fmt: skip
+    run.say(f"{stage}: {round_ - start} pairs, sigma {sigma:.3g}")
     return model.fit(run.fitted()), history
 
 
