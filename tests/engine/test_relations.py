@@ -92,9 +92,10 @@ def test_the_plan_states_the_relations_share(columns: int, numeric: int, share: 
         sigma, epsilon = plan.relation_round()
         rho = plan.relations / plan.relation_edges
         assert 1.0 / sigma**2 + epsilon**2 / 8 == pytest.approx(rho, rel=1e-9)
-    assert plan.rounds / plan.planned_rounds >= (
-        before.rounds / before.planned_rounds * (1 - 1e-9)
-    ) or plan.planned_rounds == 1
+    assert (
+        plan.rounds / plan.planned_rounds >= (before.rounds / before.planned_rounds * (1 - 1e-9))
+        or plan.planned_rounds == 1
+    )
 
 
 def _numbers(n: int, seed: int) -> tuple[pd.DataFrame, Schema]:
@@ -134,7 +135,7 @@ def _fit(spec: EngineSpec, seed: int = 0):
 
 def test_a_run_joins_the_numbers_on_recorded_coarse_pairs() -> None:
     spec = EngineSpec(rounds=6, pe_share=0.0, final_iters=100)
-    result, frame = _fit(spec)
+    result, _ = _fit(spec)
     picked = [h for h in result.history if h.get("stage") == "relations"]
     assert len(picked) == 2  # k - 1 for the 3 numeric columns
     forest = Forest(["u", "v", "w"])
@@ -146,7 +147,9 @@ def test_a_run_joins_the_numbers_on_recorded_coarse_pairs() -> None:
     events = result.ledger.to_dict()["events"]
     chosen = [e for e in events if e.get("stage") == "relations"]
     assert len(chosen) == 2 and all(e["grouping"] for e in chosen)
-    measured = [m for m in result.measurements if m.query.coarse and set(m.clique) <= {"u", "v", "w"}]
+    measured = [
+        m for m in result.measurements if m.query.coarse and set(m.clique) <= {"u", "v", "w"}
+    ]
     assert len(measured) >= 2
     total = sum(e.rho for e in result.events)
     assert total == pytest.approx(zcdp_budget(Budget(epsilon=1.0, delta=1e-5)), rel=1e-8)
