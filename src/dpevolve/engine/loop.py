@@ -51,7 +51,6 @@ from dpevolve.engine.select import (
     coarse_candidates,
     coarse_pairs,
     draw,
-    quality,
     scores,
     selection_event,
     weight,
@@ -59,7 +58,7 @@ from dpevolve.engine.select import (
 from dpevolve.engine.smoothing import decode_weights
 from dpevolve.engine.spec import EngineSpec
 from dpevolve.engine.tails import released_inward
-from dpevolve.engine.tree import Forest, independent
+from dpevolve.engine.tree import Picks, spanning
 from dpevolve.measurements import (
     Clique,
     Domain,
@@ -357,7 +356,8 @@ def _tree(
     pairs = [MarginalQuery(c) for c in candidates(domain, (), 2) if len(c) == 2]
     sigma, epsilon = plan.tree_round()
     weights = np.array([weight(q.clique, label, run.spec.label_weight) for q in pairs])
-    return _spanning(run, model, pairs, weights, domain.names, sigma, epsilon, start, "tree")
+    picks = Picks(pairs, weights, domain.names, sigma, epsilon, start, "tree")
+    return spanning(run, model, picks, grouping_facts)
 
 
 def _relations(run: _Run, plan: Plan, model: Estimator) -> tuple[Estimator, list[dict[str, Any]]]:
@@ -374,54 +374,8 @@ def _relations(run: _Run, plan: Plan, model: Estimator) -> tuple[Estimator, list
         return model, []
     sigma, epsilon = plan.relation_round()
     weights = np.ones(len(pairs))
-    return _spanning(run, model, pairs, weights, numeric, sigma, epsilon, 0, "relations")
-
-
-def _spanning(
-    run: _Run,
-    model: Estimator,
-    pairs: list[MarginalQuery],
-    weights: np.ndarray,
-    names: Sequence[str],
-    sigma: float,
-    epsilon: float,
-    start: int,
-    stage: str,
-) -> tuple[Estimator, list[dict[str, Any]]]:
-    """Kruskal's picks over ``names`` (:class:`~dpevolve.engine.tree.Forest`): one
-    charged, recorded draw per pick among the ``pairs`` joining two components, scored
-    against the independent model of the released 1-ways (post-processing), each pick
-    then released; the model is refitted once at the end (the scores read only the
-    1-ways), so the history entries have no ``moved``."""
-    ones = {a: np.asarray(model.answer((a,))).ravel() for a in run.discretiser.domain.names}
-    values = np.empty(len(pairs))
-    for i, q in enumerate(pairs):
-        a, b = q.clique
-        exact = run.counts(q)
-        fine = independent(ones[a], ones[b], run.source.n)
-        expected = q.project(fine).reshape(exact.shape)
-        values[i] = quality(exact, expected, sigma, float(weights[i]))  # private
-    forest = Forest(names)
-    history: list[dict[str, Any]] = []
-    round_ = start
-    while not forest.joined():
-        open_ = np.flatnonzero(forest.open_mask([q.clique for q in pairs]))
-        if open_.size == 0:
-            break
-        round_ += 1
-        event = selection_event(epsilon, list(weights[open_]))
-        run.spend.charge(event)
-        pick = pairs[int(open_[draw(values[open_], event, run.noise)])]
-        run.ledger.record(
-            event, round=round_, clique=list(pick.clique), stage=stage, **grouping_facts(pick)
-        )
-        forest.join(pick.clique)
-        run.measure(pick, sigma, round_, "marginal")
-        history.append({"round": round_, "clique": pick.clique, "groups": None,
-                        **grouping_facts(pick), "sigma": sigma, "moved": None,
-                        "model_mb": None, "stage": stage})  # fmt: skip
-    run.say(f"{stage}: {round_ - start} pairs, sigma {sigma:.3g}")
-    return model.fit(run.fitted()), history
+    picks = Picks(pairs, weights, numeric, sigma, epsilon, 0, "relations")
+    return spanning(run, model, picks, grouping_facts)
 
 
 def _rounds(run: _Run, plan: Plan, model: Estimator, start: int = 0) -> list[dict[str, Any]]:
