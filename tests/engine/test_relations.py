@@ -162,3 +162,22 @@ def test_without_the_phase_nothing_is_recorded_for_it() -> None:
     """``relation_share = 0``: no relations stage (the check that the test above can fail)."""
     result, _ = _fit(EngineSpec(rounds=6, pe_share=0.0, final_iters=100, relation_share=0.0))
     assert not any(h.get("stage") == "relations" for h in result.history)
+
+
+def test_the_phases_run_together_with_the_label_tree() -> None:
+    """The relations phase then the label tree (``tree_label_columns`` 3): the tree
+    joins the other columns and releases each pick with the label, after its draws."""
+    spec = EngineSpec(rounds=6, pe_share=0.0, final_iters=100, tree_label_columns=3)
+    result, _ = _fit(spec)
+    stages = [h.get("stage") for h in result.history]
+    assert stages[:4] == ["relations", "relations", "tree", "tree"]
+    tree = [h for h in result.history if h.get("stage") == "tree"]
+    assert all(len(h["clique"]) == 3 and "y" in h["clique"] for h in tree)
+    assert all(h["groups"] == [5, 5, None] for h in tree)  # numerics in 5 groups
+    events = result.ledger.to_dict()["events"]
+    draws = [e for e in events if e.get("stage") == "tree"]
+    assert [len(e["clique"]) for e in draws] == [2, 2]  # the pair scored and drawn
+    # every draw comes before the tree's releases (one counting pass after the picks)
+    last_draw = max(i for i, e in enumerate(events) if e.get("stage") == "tree")
+    released = [i for i, e in enumerate(events) if e["round"] in {3, 4} and "stage" not in e]
+    assert len(released) == 2 and min(released) > last_draw
