@@ -55,7 +55,7 @@ def test_the_plan_splits_exactly_the_budget(budget) -> None:
     spec = EngineSpec()
     plan = Plan.of(budget, spec, columns=9, numeric=5)
     assert plan.total == pytest.approx(zcdp_budget(budget) * SLACK)
-    parts = plan.fine + plan.oneway + plan.tree + plan.rounds + plan.pe
+    parts = plan.fine + plan.oneway + plan.relations + plan.tree + plan.rounds + plan.pe
     assert parts == pytest.approx(plan.total, rel=1e-12)
     assert plan.fine == pytest.approx(spec.fine_share * plan.total)
     assert plan.pe == pytest.approx(spec.pe_share * plan.total)
@@ -65,9 +65,8 @@ def test_the_plan_splits_exactly_the_budget(budget) -> None:
     assert Plan.of(budget, spec, columns=9, numeric=0).fine == 0.0
     mostly_categorical = Plan.of(budget, spec, columns=9, numeric=3)
     assert mostly_categorical.pe == 0.0
-    assert mostly_categorical.rounds + mostly_categorical.tree == pytest.approx(
-        plan.rounds + plan.tree + plan.pe, rel=1e-12
-    )
+    after = mostly_categorical.rounds + mostly_categorical.tree + mostly_categorical.relations
+    assert after == pytest.approx(plan.rounds + plan.tree + plan.relations + plan.pe, rel=1e-12)
 
 
 def test_spend_refuses_to_go_past_the_limit() -> None:

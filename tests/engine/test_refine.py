@@ -262,7 +262,8 @@ def test_the_stage_runs_on_tables_up_to_its_width() -> None:
     wide = Plan.of(budget, spec, columns + 1, columns + 1)
     assert narrow.pe == pytest.approx(spec.pe_share * narrow.total) and narrow.pe > 0
     assert wide.pe == 0.0
-    assert wide.rounds + wide.tree == pytest.approx(narrow.rounds + narrow.tree + narrow.pe)
+    after = wide.rounds + wide.tree + wide.relations
+    assert after == pytest.approx(narrow.rounds + narrow.tree + narrow.relations + narrow.pe)
     with pytest.raises(InputError, match="pe_max_columns"):
         EngineSpec(pe_max_columns=0)
 
@@ -279,7 +280,8 @@ def test_the_stage_runs_where_enough_columns_are_numeric(
     spec = EngineSpec(pe_min_numeric=share)
     plan = Plan.of(Budget(epsilon=1.0, delta=1e-5), spec, columns, numeric)
     assert (plan.pe > 0) == (numeric >= share * columns)
-    assert plan.pe + plan.tree + plan.rounds + plan.fine + plan.oneway == pytest.approx(plan.total)
+    parts = plan.pe + plan.relations + plan.tree + plan.rounds + plan.fine + plan.oneway
+    assert parts == pytest.approx(plan.total)
 
 
 def test_the_default_stage_skips_mostly_categorical_tables() -> None:

@@ -133,12 +133,15 @@ def test_without_the_tree_phase_a_wide_run_may_leave_columns_alone() -> None:
 @settings(max_examples=30, deadline=None)
 @given(columns=st.integers(1, 300), share=st.sampled_from([0.0, 0.1, 0.5, 0.9]))
 def test_the_plan_states_the_tree_and_keeps_the_rounds_noise(columns: int, share: float) -> None:
-    spec = EngineSpec(tree_share=share)
+    spec = EngineSpec(tree_share=share, relation_share=0.0)  # the relations: test_relations
     plan = Plan.of(Budget(epsilon=1.0, delta=1e-5), spec, columns, columns // 2)
-    parts = plan.fine + plan.oneway + plan.tree + plan.rounds + plan.pe
+    parts = plan.fine + plan.oneway + plan.relations + plan.tree + plan.rounds + plan.pe
     assert parts == pytest.approx(plan.total, rel=1e-12)
     before = Plan.of(
-        Budget(epsilon=1.0, delta=1e-5), EngineSpec(tree_share=0.0), columns, columns // 2
+        Budget(epsilon=1.0, delta=1e-5),
+        EngineSpec(tree_share=0.0, relation_share=0.0),
+        columns,
+        columns // 2,
     )
     per_round = before.rounds / before.planned_rounds
     assert plan.tree <= share * before.rounds * (1 + 1e-12)

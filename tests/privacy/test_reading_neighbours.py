@@ -76,7 +76,13 @@ def _run(tmp: Path, k: int, cells: list[str], decl: dict[str, Any], mode: str) -
     _csv(private, "case", cells, AGES)
     argv = ["synth", private, "-s", tmp / "schema.yaml", "-e", "0.5", "-o", tmp / f"out{k}.csv"]
     argv += ["--seed", "3", "--noise-seed", "4", "--on-invalid", mode, "-q"]
-    argv += ["--engine-options", "{max_rounds: 2}", "--share-ledger", tmp / f"share{k}.json"]
+    # No relations phase: its groups are cut at the quantiles of the model's answer to
+    # the released (noisy) 1-ways, a pure function of earlier releases; the one replaced
+    # row moves those noisy masses by one count, which coupled noise does not cancel, so
+    # a cut may move and the later draws (on a model refitted to other groups) part
+    # ways, as released values may. Its privacy: tests/privacy/test_relations_exact.py.
+    options = "{max_rounds: 2, relation_share: 0}"
+    argv += ["--engine-options", options, "--share-ledger", tmp / f"share{k}.json"]
     code, stderr = run_cli(argv)
     assert code == 0, stderr
     shared = masked_ledger(json.loads((tmp / f"share{k}.json").read_text()))

@@ -9,7 +9,9 @@ One run, as in AIM (McKenna et al. 2022, Alg. 2), under replace-one adjacency:
    post-processing, :mod:`~dpevolve.engine.bins`);
 3. a second pass counts every 1-way and 2-way marginal on those bins (private: none of
    it leaves unreleased), every 1-way is released and the estimator is fitted to them;
-4. the tree phase (:mod:`~dpevolve.engine.tree`, ``tree_share``) picks and releases
+4. the relations phase (:mod:`~dpevolve.engine.relations`, ``relation_share``) picks
+   and releases ``k - 1`` pairs joining the ``k`` numeric columns, on quantile groups;
+   the tree phase (:mod:`~dpevolve.engine.tree`, ``tree_share``) picks and releases
    ``d - 1`` pairs joining every column, one exponential-mechanism draw each;
 5. each round draws a clique by the exponential mechanism on where the model is most
    wrong (:mod:`~dpevolve.engine.select`), releases it, refits (warm start), and anneals;
@@ -27,7 +29,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from itertools import combinations
 from typing import Any
 
 import numpy as np
@@ -44,11 +45,11 @@ from dpevolve.engine.plan import Plan, Spend, round_cost
 from dpevolve.engine.pool import CandidatePool
 from dpevolve.engine.public import PublicInputs, warm_start
 from dpevolve.engine.refine import Refinement, StageInputs, refine
+from dpevolve.engine.relations import relation_queries
 from dpevolve.engine.select import (
     ABS_NOISE,
     candidates,
     draw,
-    quality,
     scores,
     selection_event,
     weight,
@@ -56,7 +57,7 @@ from dpevolve.engine.select import (
 from dpevolve.engine.smoothing import decode_weights
 from dpevolve.engine.spec import EngineSpec
 from dpevolve.engine.tails import released_inward
-from dpevolve.engine.tree import Forest, independent, joined
+from dpevolve.engine.tree import Picks, spanning, tree_picks
 from dpevolve.measurements import (
     Clique,
     Domain,
@@ -289,9 +290,14 @@ def fit_engine(
             model = warm_start(model, prior)
     model = model.fit(run.fitted())
     history: list[dict[str, Any]] = []
+    if plan.relation_edges:
+        model, history = _relations(run, plan, model)
+    # the rounds are numbered after the planned tree (the label tree picks one fewer)
+    start = len(history) + plan.tree_edges
     if plan.tree_edges:
-        model, history = _tree(run, plan, model)
-    history += _rounds(run, plan, model, start=plan.tree_edges)
+        model, picked = _tree(run, plan, model, start=len(history))
+        history += picked
+    history += _rounds(run, plan, model, start=start)
     model = _final_fit(model, run.fitted(), chosen.final_iters)
     result = EngineResult(
         schema, run.discretiser, run.measurements, fine, ledger, model, n, history
@@ -343,52 +349,41 @@ def _release_ones(run: _Run, plan: Plan) -> None:
         run.measure(MarginalQuery(clique), sigma, 0, "marginal")
 
 
-def _tree(run: _Run, plan: Plan, model: Estimator) -> tuple[Estimator, list[dict[str, Any]]]:
+def _tree(
+    run: _Run, plan: Plan, model: Estimator, start: int = 0
+) -> tuple[Estimator, list[dict[str, Any]]]:
     """The spanning-tree phase (:mod:`~dpevolve.engine.tree`): charged, recorded draws
     among the pairs joining two components, each pair then released (with the label,
-    numerics grouped, under ``tree_label_groups``: :func:`~dpevolve.engine.tree.joined`);
-    the model is refitted once at the end (the scores read only the 1-ways), so the
-    history entries have no ``moved``."""
+    numerics grouped, under ``tree_label_groups``: :func:`~dpevolve.engine.tree.joined`)."""
     domain = run.discretiser.domain
     label = run.discretiser.schema.label
-    groups = run.spec.tree_label_groups
-    wide = len(domain.names) >= max(3, run.spec.tree_label_columns)
-    with_label = label if groups and label is not None and wide else None
-    names = [a for a in domain.names if a != with_label]
-    pairs: list[Clique] = list(combinations(names, 2))
-    ones = {a: np.asarray(model.answer((a,))).ravel() for a in domain.names}
-    sigma, epsilon = plan.tree_round()
-    weights = np.array([weight(c, label, run.spec.label_weight) for c in pairs])
-    values = np.empty(len(pairs))
-    for i, c in enumerate(pairs):
-        exact = run.counts(MarginalQuery(c))
-        expected = independent(ones[c[0]], ones[c[1]], run.source.n).reshape(exact.shape)
-        values[i] = quality(exact, expected, sigma, float(weights[i]))  # private
-    forest = Forest(names)
     numeric = {c.name: run.discretiser.bins for c in run.discretiser.numeric}
-    picks: list[tuple[int, MarginalQuery]] = []
-    for round_ in range(1, len(names)):
-        open_ = np.flatnonzero(forest.open_mask(pairs))
-        event = selection_event(epsilon, list(weights[open_]))
-        run.spend.charge(event)
-        pick = pairs[int(open_[draw(values[open_], event, run.noise)])]
-        run.ledger.record(event, round=round_, clique=list(pick), stage="tree")
-        forest.join(pick)
-        query = joined(domain, pick, with_label, numeric, groups)
-        if with_label is None:
-            run.measure(query, sigma, round_, "marginal")  # counted already
-        picks.append((round_, query))
-    if with_label is not None:
-        run.prefetch([q for _, q in picks])  # one pass for all the tree's cliques
-        for round_, query in picks:
-            run.measure(query, sigma, round_, "marginal")
-    history = [
-        {"round": round_, "clique": q.clique, "groups": None, **grouping_facts(q),
-         "sigma": sigma, "moved": None, "model_mb": None, "stage": "tree"}
-        for round_, q in picks
-    ]  # fmt: skip
-    run.say(f"tree: {len(picks)} pairs, sigma {sigma:.3g}")
-    return model.fit(run.fitted()), history
+    spec = run.spec
+    names, pairs, released = tree_picks(
+        domain, label, numeric, spec.tree_label_groups, spec.tree_label_columns
+    )
+    sigma, epsilon = plan.tree_round()
+    weights = np.array([weight(q.clique, label, spec.label_weight) for q in pairs])
+    picks = Picks(pairs, weights, names, sigma, epsilon, start, "tree", released)
+    return spanning(run, model, picks, grouping_facts)
+
+
+def _relations(run: _Run, plan: Plan, model: Estimator) -> tuple[Estimator, list[dict[str, Any]]]:
+    """The relations phase (:mod:`~dpevolve.engine.relations`): ``k - 1`` charged,
+    recorded draws among the numeric pairs on quantile groups of the model's released
+    1-ways, each picked pair then released coarse."""
+    domain = run.discretiser.domain
+    numeric = [c.name for c in run.discretiser.numeric]
+    masses = {a: np.asarray(model.answer((a,))).ravel() for a in numeric}
+    pairs = relation_queries(
+        domain, numeric, masses, run.discretiser.bins, run.spec.relation_groups
+    )
+    if not pairs:
+        return model, []
+    sigma, epsilon = plan.relation_round()
+    weights = np.ones(len(pairs))
+    picks = Picks(pairs, weights, numeric, sigma, epsilon, 0, "relations")
+    return spanning(run, model, picks, grouping_facts)
 
 
 def _rounds(run: _Run, plan: Plan, model: Estimator, start: int = 0) -> list[dict[str, Any]]:

@@ -11,6 +11,10 @@ the budget's ``rho`` (given, or the largest whose CKS conversion meets
 * ``pe_share`` of the whole for the PE stage's votes (:mod:`~dpevolve.engine.refine`),
   on tables of at most ``pe_max_columns`` columns, at least ``pe_min_numeric`` of
   them numeric (:meth:`~dpevolve.engine.spec.EngineSpec.runs_pe`);
+* for the relations phase (:mod:`~dpevolve.engine.relations`), on tables of two or
+  more numeric columns, ``relation_share`` of what the rounds have: ``k - 1`` picks
+  among the pairs of the ``k`` numeric columns, each with its coarse measurement
+  (``relation_edges``), at an equal share each;
 * for the spanning-tree phase (:mod:`~dpevolve.engine.tree`), ``d - 1`` picks each
   with its measurement, at most ``tree_share`` of what the rounds have and at most one
   planned round's cost per pair (``tree``); the planned rounds shrink by as many rounds'
@@ -54,6 +58,8 @@ class Plan:
     pe: float = 0.0
     tree: float = 0.0
     tree_edges: int = 0
+    relations: float = 0.0
+    relation_edges: int = 0
 
     @classmethod
     def of(cls, budget: Budget, spec: EngineSpec, columns: int, numeric: int) -> Plan:
@@ -64,20 +70,25 @@ class Plan:
         rounds = total - fine - oneway - pe
         planned = spec.planned_rounds(columns)
         per_round = rounds / planned
+        links = numeric - 1 if spec.relation_share > 0 and numeric >= 2 else 0
+        relations = spec.relation_share * rounds if links else 0.0
         edges = max(0, columns - 1) if spec.tree_share > 0 else 0
-        tree = min(spec.tree_share * rounds, edges * per_round)
-        # the tree took ``tree / per_round`` rounds' worth: the rounds keep their noise
-        left = max(1, planned - math.ceil(tree / per_round - 1e-9))
+        tree = min(spec.tree_share * (rounds - relations), edges * per_round)
+        # the phases took ``(tree + relations) / per_round`` rounds' worth: the rounds
+        # keep their noise
+        left = max(1, planned - math.ceil((tree + relations) / per_round - 1e-9))
         return cls(
             total=total,
             fine=fine,
             oneway=oneway,
-            rounds=rounds - tree,
+            rounds=rounds - tree - relations,
             pe=pe,
             planned_rounds=left,
             select_share=spec.select_share,
             tree=tree,
             tree_edges=edges,
+            relations=relations,
+            relation_edges=links,
         )
 
     def first_round(self) -> tuple[float, float]:
@@ -88,6 +99,10 @@ class Plan:
     def tree_round(self) -> tuple[float, float]:
         """``(sigma, epsilon)`` of one pick of the tree phase and its measurement."""
         return self.round_parameters(self.tree / self.tree_edges)
+
+    def relation_round(self) -> tuple[float, float]:
+        """``(sigma, epsilon)`` of one pick of the relations phase and its measurement."""
+        return self.round_parameters(self.relations / self.relation_edges)
 
     def round_parameters(self, rho: float) -> tuple[float, float]:
         """``(sigma, epsilon)`` of a round spending ``rho`` in total."""

@@ -65,6 +65,13 @@ class EngineSpec:
         of ``d`` measurements leaves readable (docs/engine.md, measured on the wide
         tables: d = 100 +0.015 TSTR over 3 seeds, while d = 40 lost 0.028 and Adult-9
         0.007 on a seed, hence narrower tables keep the fine pairs).
+    relation_share
+        Share of the rounds' ``rho`` for the relations phase before the tree phase
+        (:mod:`~dpevolve.engine.relations`): on tables of ``k >= 2`` numeric columns,
+        ``k - 1`` pairs joining them, each measured on ``relation_groups`` quantile
+        groups of both columns. ``0``: no relations phase.
+    relation_groups
+        Groups per numeric column in the relations phase's coarse pairs.
     anneal
         When a refit barely moved the chosen marginal, the next rounds divide ``sigma``
         and multiply ``epsilon`` by this (AIM: 2).
@@ -168,6 +175,8 @@ class EngineSpec:
     tree_share: float = 0.8
     tree_label_groups: int = 5
     tree_label_columns: int = 60
+    relation_share: float = 0.15
+    relation_groups: int = 4
     anneal: float = 2.0
     max_model_mb: float = 2.0
     max_candidates: int = 600
@@ -207,7 +216,8 @@ class EngineSpec:
             _at_least("rounds", self.rounds, 1)
         for name in ("pe_rounds", "pe_candidates", "pe_pool", "pe_max_columns"):
             _at_least(name, getattr(self, name), 1)
-        for name in ("fine_share", "oneway_share", "pe_share", "tree_share"):
+        _at_least("relation_groups", self.relation_groups, 2)
+        for name in ("fine_share", "oneway_share", "pe_share", "tree_share", "relation_share"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and 0.0 <= value < 1.0):
                 raise InputError(f"engine spec: {name} must lie in [0, 1), got {value!r}")

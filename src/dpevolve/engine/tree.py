@@ -8,6 +8,9 @@ components of the pairs picked so far, and each picked pair is then measured. A 
 of ``d`` columns so holds at least ``d - 1`` pairs beyond its 1-ways, with every column
 in one of them, whatever the adaptive rounds then add.
 
+:func:`spanning` makes the picks for this phase and for the relations phase
+(:mod:`~dpevolve.engine.relations`), each over its own pairs and columns.
+
 Privacy. The score of a pair is :func:`~dpevolve.engine.select.quality` against the
 independent model of the released 1-ways (:func:`independent`: post-processing), with
 its selection weight; its sensitivity is the adaptive rounds' (``2 max w_c``). Which
@@ -18,12 +21,20 @@ set of each draw is public, and each draw is an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any, Protocol
 
 import numpy as np
 
-from dpevolve.engine.select import numeric_grouping
-from dpevolve.measurements import Clique, Domain, MarginalQuery
+from dpevolve.data.sources import PrivateSource
+from dpevolve.engine import select
+from dpevolve.engine.discretise import Discretiser
+from dpevolve.engine.plan import Spend
+from dpevolve.measurements import Clique, Domain, Estimator, MarginalQuery, Measurement
+from dpevolve.privacy import Ledger
+from dpevolve.privacy.noise import NoiseSource
 
 
 class Forest:
@@ -65,7 +76,7 @@ def joined(
         return MarginalQuery(pair)
     clique = domain.canonical((*pair, label))
     grouping = tuple(
-        numeric_grouping(domain.shape((a,))[0], numeric[a], groups)
+        select.numeric_grouping(domain.shape((a,))[0], numeric[a], groups)
         if a in numeric and groups < numeric[a]
         else None
         for a in clique
@@ -73,4 +84,122 @@ def joined(
     return MarginalQuery(clique, grouping if any(g is not None for g in grouping) else None)
 
 
-__all__ = ["Forest", "independent", "joined"]
+class PickRun(Protocol):
+    """What a run lends the picks: its door, noise, spend, ledger and measurements."""
+
+    source: PrivateSource
+    discretiser: Discretiser
+    noise: NoiseSource
+    spend: Spend
+    ledger: Ledger
+
+    def counts(self, query: MarginalQuery) -> np.ndarray: ...
+
+    def prefetch(self, queries: Sequence[MarginalQuery]) -> None: ...
+
+    def measure(self, query: MarginalQuery, sigma: float, round_: int, label: str) -> None: ...
+
+    def fitted(self) -> list[Measurement]: ...
+
+    def say(self, text: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Picks:
+    """One phase of spanning picks (public): its candidate ``pairs`` (the queries
+    scored) and their selection ``weights``, the columns ``names`` to join, each pick's
+    ``(sigma, epsilon)``, the round numbered before the first pick, the ``stage`` the
+    ledger names, and ``released``: where given, the query released for each pair in
+    its place (the label tree's pair with the label, :func:`joined`), all of them
+    counted in one pass after the last pick and then released in pick order."""
+
+    pairs: list[MarginalQuery]
+    weights: np.ndarray
+    names: Sequence[str]
+    sigma: float
+    epsilon: float
+    start: int
+    stage: str
+    released: list[MarginalQuery] | None = None
+
+
+def tree_picks(
+    domain: Domain, label: str | None, numeric: dict[str, int], groups: int, wide: int
+) -> tuple[list[str], list[MarginalQuery], list[MarginalQuery] | None]:
+    """The tree phase's public columns, scored pairs and released queries: every pair
+    cell by cell (``released`` ``None``), or, with ``groups`` set, a ``label`` and at
+    least ``max(3, wide)`` columns (public facts of the schema), the pairs of the other
+    columns, each released with the label (:func:`joined`; ``numeric`` maps a numeric
+    column to its bins)."""
+    labelled = groups and label is not None and len(domain.names) >= max(3, wide)
+    with_label = label if labelled else None
+    names = [a for a in domain.names if a != with_label]
+    pairs = [MarginalQuery(c) for c in combinations(names, 2)]
+    if with_label is None:
+        return names, pairs, None
+    return names, pairs, [joined(domain, q.clique, with_label, numeric, groups) for q in pairs]
+
+
+def _scores(run: PickRun, model: Estimator, picks: Picks) -> np.ndarray:
+    """Each pair's :func:`~dpevolve.engine.select.quality` against the independent
+    model of the released 1-ways (post-processing), the same grouping applied to both
+    (private: read only by the charged draws)."""
+    ones = {a: np.asarray(model.answer((a,))).ravel() for a in run.discretiser.domain.names}
+    values = np.empty(len(picks.pairs))
+    for i, q in enumerate(picks.pairs):
+        a, b = q.clique
+        exact = run.counts(q)
+        expected = q.project(independent(ones[a], ones[b], run.source.n)).reshape(exact.shape)
+        values[i] = select.quality(exact, expected, picks.sigma, float(picks.weights[i]))
+    return values
+
+
+def spanning(
+    run: PickRun,
+    model: Estimator,
+    picks: Picks,
+    facts: Callable[[MarginalQuery], dict[str, Any]],
+) -> tuple[Estimator, list[dict[str, Any]]]:
+    """Kruskal's picks over ``picks.names`` (:class:`Forest`): one charged, recorded
+    draw per pick among the pairs joining two components, each pick then released
+    (``picks.released``: its query, after the last pick); the model is refitted once at
+    the end (the scores read only the 1-ways), so the history entries have no
+    ``moved``. ``facts`` gives a coarse query's public grouping for the ledger and the
+    history."""
+    pairs, weights, sigma = picks.pairs, picks.weights, picks.sigma
+    values = _scores(run, model, picks)  # private
+    forest = Forest(picks.names)
+    chosen: list[tuple[int, MarginalQuery]] = []
+    round_ = picks.start
+    while not forest.joined():
+        open_ = np.flatnonzero(forest.open_mask([q.clique for q in pairs]))
+        if open_.size == 0:
+            break
+        round_ += 1
+        event = select.selection_event(picks.epsilon, list(weights[open_]))
+        run.spend.charge(event)
+        index = int(open_[select.draw(values[open_], event, run.noise)])
+        pick = pairs[index]
+        run.ledger.record(
+            event, round=round_, clique=list(pick.clique), stage=picks.stage, **facts(pick)
+        )
+        forest.join(pick.clique)
+        if picks.released is None:
+            run.measure(pick, sigma, round_, "marginal")  # counted already
+            chosen.append((round_, pick))
+        else:
+            chosen.append((round_, picks.released[index]))
+    if picks.released is not None:
+        run.prefetch([q for _, q in chosen])  # one pass for all the picked queries
+        for r, query in chosen:
+            run.measure(query, sigma, r, "marginal")
+    history = [
+        {"round": r, "clique": q.clique, "groups": None, **facts(q), "sigma": sigma,
+         "moved": None, "model_mb": None, "stage": picks.stage}
+        for r, q in chosen
+    ]  # fmt: skip
+    run.say(f"{picks.stage}: {len(chosen)} pairs, sigma {sigma:.3g}")
+    return model.fit(run.fitted()), history
+
+
+__all__ = ["Forest", "PickRun", "Picks", "independent", "joined", "spanning", "tree_picks"]

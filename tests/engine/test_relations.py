@@ -1,0 +1,183 @@
+"""The relations phase (:mod:`dpevolve.engine.relations`): quantile groups of the
+released 1-ways, the plan's share, and a run that joins the numeric columns."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
+from dpevolve.data.sources import FrameSource
+from dpevolve.engine import EngineSpec, fit_engine
+from dpevolve.engine.plan import Plan
+from dpevolve.engine.relations import quantile_grouping, relation_queries
+from dpevolve.engine.tree import Forest
+from dpevolve.measurements import Domain
+from dpevolve.privacy import Budget, zcdp_budget
+from dpevolve.privacy.noise import SeededNoise
+
+
+def test_quantile_groups_cut_the_cumulative_mass() -> None:
+    # equal mass: 8 bins in 4 groups of 2
+    assert quantile_grouping(np.ones(8), 8, 4) == (0, 0, 1, 1, 2, 2, 3, 3)
+    # an atom holding 60% takes the first group; the next starts past 1/3, the last past 2/3
+    mass = np.array([60.0, 10, 10, 10, 10])
+    assert quantile_grouping(mass, 5, 3) == (0, 1, 2, 2, 2)
+    # a nullable column's missing cell is a group of its own
+    assert quantile_grouping(np.array([1.0, 1, 1, 1, 5]), 4, 2) == (0, 0, 1, 1, 2)
+    # negative (noisy) mass counts as none; nothing at all: equal-width
+    assert quantile_grouping(np.array([-3.0, 1, 1, -2]), 4, 2) == (0, 0, 1, 1)
+    assert quantile_grouping(np.zeros(6), 6, 3) == (0, 0, 1, 1, 2, 2)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    mass=st.lists(st.floats(-5, 100, allow_nan=False), min_size=2, max_size=30),
+    groups=st.integers(2, 8),
+    nullable=st.booleans(),
+)
+def test_quantile_groups_are_contiguous_and_numbered(mass, groups, nullable) -> None:
+    bins = len(mass) - int(nullable)
+    if bins < 1:
+        return
+    grouping = quantile_grouping(np.array(mass), bins, groups)
+    values = np.array(grouping[:bins])
+    assert len(grouping) == len(mass)
+    assert values[0] == 0 and np.all(np.diff(values) >= 0) and np.all(np.diff(values) <= 1)
+    assert values.max() < groups
+    if nullable:
+        assert grouping[-1] == values.max() + 1
+    # no group but the first starts before its share of the mass has passed
+    share = np.cumsum(np.clip(mass[:bins], 0, None))
+    if share[-1] > 0:
+        starts = np.flatnonzero(np.diff(values)) + 1
+        before = share[starts - 1] / share[-1]
+        assert np.all(before >= np.arange(1, starts.size + 1) / groups - 1e-6)
+
+
+def test_relation_queries_pair_the_numbers_coarse() -> None:
+    domain = Domain(("a", "y", "b", "c"), (8, 2, 8, 2))
+    masses = {"a": np.ones(8), "b": np.ones(8), "c": np.ones(2)}
+    queries = relation_queries(domain, ["c", "a", "b"], masses, 8, 4)
+    assert [q.clique for q in queries] == [("a", "b"), ("a", "c"), ("b", "c")]
+    assert queries[0].groups == ((0, 0, 1, 1, 2, 2, 3, 3),) * 2
+    # a pair no coarser than its fine cells is the fine pair's business
+    two = {"a": np.ones(2), "c": np.ones(2)}
+    assert relation_queries(Domain(("a", "c"), (2, 2)), ["a", "c"], two, 2, 4) == []
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    columns=st.integers(1, 200),
+    numeric=st.integers(0, 200),
+    share=st.sampled_from([0.0, 0.15, 0.5]),
+)
+def test_the_plan_states_the_relations_share(columns: int, numeric: int, share: float) -> None:
+    numeric = min(numeric, columns)
+    spec = EngineSpec(relation_share=share)
+    plan = Plan.of(Budget(epsilon=1.0, delta=1e-5), spec, columns, numeric)
+    parts = plan.fine + plan.oneway + plan.relations + plan.tree + plan.rounds + plan.pe
+    assert parts == pytest.approx(plan.total, rel=1e-12)
+    before = Plan.of(
+        Budget(epsilon=1.0, delta=1e-5), EngineSpec(relation_share=0.0), columns, numeric
+    )
+    runs = share > 0 and numeric >= 2
+    assert plan.relation_edges == (numeric - 1 if runs else 0)
+    whole = plan.total - plan.fine - plan.oneway - plan.pe  # what the rounds had
+    assert plan.relations == pytest.approx(share * whole if runs else 0.0, rel=1e-12)
+    if runs:
+        sigma, epsilon = plan.relation_round()
+        rho = plan.relations / plan.relation_edges
+        assert 1.0 / sigma**2 + epsilon**2 / 8 == pytest.approx(rho, rel=1e-9)
+    assert (
+        plan.rounds / plan.planned_rounds >= (before.rounds / before.planned_rounds * (1 - 1e-9))
+        or plan.planned_rounds == 1
+    )
+
+
+def _numbers(n: int, seed: int) -> tuple[pd.DataFrame, Schema]:
+    rng = np.random.default_rng(seed)
+    base = rng.normal(size=n)
+    frame = pd.DataFrame(
+        {
+            "u": np.clip(50 + 10 * base + rng.normal(size=n), 0, 100),
+            "v": np.clip(50 + 10 * base + rng.normal(size=n), 0, 100),
+            "w": np.clip(50 + 10 * rng.normal(size=n), 0, 100),
+            "y": (rng.random(n) < 0.5).astype(int).astype(str),
+        }
+    )
+    schema = Schema(
+        (
+            NumericColumn("u", 0, 100),
+            NumericColumn("v", 0, 100),
+            NumericColumn("w", 0, 100),
+            CategoricalColumn("y", ("0", "1")),
+        ),
+        label="y",
+    )
+    return frame, schema
+
+
+def _fit(spec: EngineSpec, seed: int = 0):
+    frame, schema = _numbers(3000, seed)
+    return fit_engine(
+        FrameSource(frame, schema),
+        schema,
+        Budget(epsilon=1.0, delta=1e-5),
+        spec,
+        noise=SeededNoise(seed),
+        rng=np.random.default_rng(seed),
+    ), frame
+
+
+def test_a_run_joins_the_numbers_on_recorded_coarse_pairs() -> None:
+    spec = EngineSpec(rounds=6, pe_share=0.0, final_iters=100)
+    result, _ = _fit(spec)
+    picked = [h for h in result.history if h.get("stage") == "relations"]
+    assert len(picked) == 2  # k - 1 for the 3 numeric columns
+    forest = Forest(["u", "v", "w"])
+    for h in picked:
+        assert forest.open_mask([h["clique"]])[0]
+        forest.join(h["clique"])
+        assert h["groups"] == [4, 4]
+    assert forest.joined()
+    events = result.ledger.to_dict()["events"]
+    chosen = [e for e in events if e.get("stage") == "relations"]
+    assert len(chosen) == 2 and all(e["grouping"] for e in chosen)
+    measured = [
+        m for m in result.measurements if m.query.coarse and set(m.clique) <= {"u", "v", "w"}
+    ]
+    assert len(measured) >= 2
+    total = sum(e.rho for e in result.events)
+    assert total == pytest.approx(zcdp_budget(Budget(epsilon=1.0, delta=1e-5)), rel=1e-8)
+    # the strong pair is kept: its rank correlation survives
+    rows = result.sample(3000, np.random.default_rng(1))
+    assert rows["u"].corr(rows["v"], method="spearman") > 0.6
+
+
+def test_without_the_phase_nothing_is_recorded_for_it() -> None:
+    """``relation_share = 0``: no relations stage (the check that the test above can fail)."""
+    result, _ = _fit(EngineSpec(rounds=6, pe_share=0.0, final_iters=100, relation_share=0.0))
+    assert not any(h.get("stage") == "relations" for h in result.history)
+
+
+def test_the_phases_run_together_with_the_label_tree() -> None:
+    """The relations phase then the label tree (``tree_label_columns`` 3): the tree
+    joins the other columns and releases each pick with the label, after its draws."""
+    spec = EngineSpec(rounds=6, pe_share=0.0, final_iters=100, tree_label_columns=3)
+    result, _ = _fit(spec)
+    stages = [h.get("stage") for h in result.history]
+    assert stages[:4] == ["relations", "relations", "tree", "tree"]
+    tree = [h for h in result.history if h.get("stage") == "tree"]
+    assert all(len(h["clique"]) == 3 and "y" in h["clique"] for h in tree)
+    assert all(h["groups"] == [5, 5, None] for h in tree)  # numerics in 5 groups
+    events = result.ledger.to_dict()["events"]
+    draws = [e for e in events if e.get("stage") == "tree"]
+    assert [len(e["clique"]) for e in draws] == [2, 2]  # the pair scored and drawn
+    # every draw comes before the tree's releases (one counting pass after the picks)
+    last_draw = max(i for i, e in enumerate(events) if e.get("stage") == "tree")
+    released = [i for i, e in enumerate(events) if e["round"] in {3, 4} and "stage" not in e]
+    assert len(released) == 2 and min(released) > last_draw
