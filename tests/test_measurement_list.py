@@ -49,12 +49,3 @@ def test_the_measurement_list_holds_every_ledger_event_in_order(name: str) -> No
             assert m.sigma > 0
         assert np.all(np.isfinite(m.noisy))
         assert math.isnan(m.sigma) == (name == "pubmix")
-
-
-def test_a_saved_model_keeps_its_measurements(tmp_path) -> None:
-    model = _fit({"preset": "tabpe"})
-    model.save(tmp_path / "m.pkl")
-    loaded = Synthesizer.load(tmp_path / "m.pkl")
-    assert loaded.measurements_ is not None
-    assert loaded.measurements_.events() == model.measurements_.events()
-    assert loaded.generator_.measurements is not None

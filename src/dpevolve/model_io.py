@@ -29,7 +29,7 @@ Model = TypeVar("Model", bound=EstimatorParams)
 #: Bumped whenever a saved model's pickled classes change shape (3: the engine model's
 #: inward decoding, the synthetic table's seed; 4: every method's generator in
 #: ``generator_``, the ``method`` parameter; 5: the marginal support's release is a
-#: ``Measurement``, PE's ``measurements_``), so an older file is refused by name.
+#: ``Measurement``), so an older file is refused by name.
 FORMAT = "dpevolve-model/5"
 
 #: Fitted attributes that are released values or public facts (``n`` under replace-one).
@@ -39,7 +39,6 @@ RELEASED = (
     "synthetic_",
     "synthetic_seed_",
     "support_",
-    "measurements_",
     "generator_",
     "history_",
     "schema_",

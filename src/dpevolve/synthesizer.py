@@ -311,9 +311,8 @@ class Synthesizer(EstimatorParams):
         if "generator_" not in vars(model) and population is not None:
             # Private Evolution's generator is saved as its parts (model_io.RELEASED).
             model.generator_ = PEGenerator(
-                population, vars(model)["synthetic_"], model.support_, model.schema_,
-                vars(model).get("measurements_"),
-            )  # fmt: skip
+                population, vars(model)["synthetic_"], model.support_, model.schema_
+            )
         return model
 
     # ------------------------------------------------------------------ sample

@@ -175,8 +175,8 @@ class PEGenerator:
     """The released population (and, with a marginal release, its weighted support).
 
     ``table`` is the population decoded: the fit's own table; ``measurements`` every
-    release of the fit, in ledger order (``None``: not known, a model file of another
-    kind).
+    release of the fit, in ledger order (``None`` for a loaded model: a model file
+    keeps the released population, not the releases).
     """
 
     population: Records
