@@ -35,8 +35,6 @@ UNPINNED = frozenset({"dpevolve_version"})
 
 # A Blowfish policy on the demo schema (YAML, so the pins import no algorithm's module).
 POLICY = "attributes:\n  age: {threshold: 5}\n  hours-per-week: {threshold: 4}\n"
-# The vote ``auto`` (policy and public data) is left out: its pilot draws its simulated
-# noise from the OS whatever ``noise_seed`` says, so its ledger differs run to run.
 # ``public: True`` stands for public rows of the demo table (disjoint from the private).
 CASES: dict[str, dict[str, Any]] = {
     "default": {},
@@ -55,6 +53,7 @@ CASES: dict[str, dict[str, Any]] = {
         "policy": POLICY,
         "vote": VoteSpec(kind="soft", temperature=0.05),
     },
+    "bfsoft-pilot": {"preset": "bfsoft", "policy": POLICY, "vote": "auto", "public": True},
     "hybrid": {"preset": "hybrid"},
 }
 

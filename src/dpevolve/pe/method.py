@@ -30,6 +30,7 @@ from dpevolve.config import (
 )
 from dpevolve.errors import InputError
 from dpevolve.method import FitContext, config_words
+from dpevolve.privacy.noise import NoiseSource, SeededNoise, make_noise
 
 if TYPE_CHECKING:
     import numpy as np
@@ -136,7 +137,7 @@ class PEMethod:
         plan = plan_fit(
             config, schema, n, budget, policy=policy, public=context.public,
             on_invalid=context.on_invalid, backend=backend,
-            fit=pilot_fit(schema, config, policy, context.backend),
+            fit=pilot_fit(schema, config, policy, context.backend, context.noise),
             announce=context.progress or self.vote.kind == "auto",
         )  # fmt: skip
         # 2. The release, calibrated once, and the ledger that records it.
@@ -234,20 +235,30 @@ def backend_of(backend: Backend | str | None) -> Backend:
 
 
 def pilot_fit(
-    schema: Schema, method: PEMethod, policy: Any, backend: Backend | str | None
+    schema: Schema,
+    method: PEMethod,
+    policy: Any,
+    backend: Backend | str | None,
+    noise: NoiseSource | None = None,
 ) -> PilotFit:
     """A public pilot's ``fit`` callback (:data:`~dpevolve.pe.pilot.run.PilotFit`): each
     call runs ``method`` (its preset and threshold; the preset's marginal release) with
-    the run's vote arm, budget, public seed and random state on its public table, with
-    fresh noise, and returns the fit's own table."""
+    the run's vote arm, budget, public seed and random state on its public table, and
+    returns the fit's own table.
+
+    The pilot reads public records only, so its simulated noise protects nothing; it is
+    fresh secure noise, except under a run's reproduction seed (``noise``, a
+    :class:`~dpevolve.privacy.noise.SeededNoise`), where each pilot fit draws from a seed
+    derived from it and the fit's public seed, so a seeded run is reproduced bit for bit.
+    """
     threshold = getattr(method.mechanism, "threshold", None)
+    noise_seed = noise.noise_seed if isinstance(noise, SeededNoise) else None
 
     def fit(run: PilotRun) -> pd.DataFrame:
         import numpy as np
 
         from dpevolve.data.sources import FrameSource
         from dpevolve.privacy import Budget, default_delta
-        from dpevolve.privacy.noise import make_noise
 
         arm = run.arm
         vote = VoteSpec(kind=arm.vote, temperature=arm.temperature, sharpen=arm.sharpen,
@@ -255,8 +266,11 @@ def pilot_fit(
         pilot = PEMethod(method.preset, vote, GaussianSpec(threshold=threshold))
         source = FrameSource(run.table, schema, on_invalid="error")
         fit_seed = np.random.SeedSequence(run.seed).spawn(1)[0]
+        pilot_seed = None
+        if noise_seed is not None:
+            pilot_seed = int(np.random.SeedSequence([noise_seed, run.seed]).generate_state(1)[0])
         context = FitContext(
-            run={}, noise=make_noise(None), rng=np.random.default_rng(fit_seed),
+            run={}, noise=make_noise(pilot_seed), rng=np.random.default_rng(fit_seed),
             public=run.public, policy=policy, backend=backend,
         )  # fmt: skip
         budget = Budget(rho=run.rho, delta=default_delta(source.n))
