@@ -28,6 +28,7 @@ from dpevolve.data.cells import read_numbers
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.io import DEFAULT_BATCH_ROWS
 from dpevolve.data.schema import Schema
+from dpevolve.data.sources import OnePass
 from dpevolve.data.sql_cells import (
     PROBLEMS,
     DateTexts,
@@ -41,7 +42,7 @@ from dpevolve.data.types import DateColumn
 from dpevolve.data.validation import OnInvalid, ValidationReport, check_columns, check_on_invalid
 from dpevolve.errors import InputError
 
-__all__ = ["Database", "DatabaseStream", "DatabaseTable"]
+__all__ = ["Database", "DatabaseTable"]
 
 
 class Database(Protocol):
@@ -201,9 +202,9 @@ class DatabaseTable:
         return {key: int(v) for key, v in zip(keys, row, strict=True)}  # type: ignore[call-overload]
 
     # ------------------------------------------------------------------ passes
-    def batches(self) -> DatabaseStream:
+    def batches(self) -> OnePass:
         """A fresh pass over the encoded valid rows (read when first asked for)."""
-        return DatabaseStream(self)
+        return OnePass(self, self.records)
 
     def records(self) -> Iterator[Records]:
         """The encoded valid rows, batch by batch (one pass)."""
@@ -247,19 +248,3 @@ class DatabaseTable:
         for j, column in enumerate(self.schema.columns):
             names += [f"v{j}", f"p{j}"] + ([f"o{j}"] if hasattr(column, "lo") else [])
         return pd.DataFrame(rows, columns=[*names, "r"])
-
-
-class DatabaseStream(Iterator[Records]):
-    """One pass over a :class:`DatabaseTable`; ``table`` lets a backend recognise it."""
-
-    def __init__(self, table: DatabaseTable) -> None:
-        self.table = table
-        self._records: Iterator[Records] | None = None
-
-    def __iter__(self) -> DatabaseStream:
-        return self
-
-    def __next__(self) -> Records:
-        if self._records is None:
-            self._records = self.table.records()
-        return next(self._records)

@@ -12,8 +12,8 @@ reads private records.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Protocol, runtime_checkable
 
 import pandas as pd
 
@@ -39,6 +39,27 @@ class PrivateSource(Protocol):
     def batches(self) -> Records | Iterable[Records]:
         """One pass over the encoded records, for a backend to vote over."""
         ...
+
+
+class OnePass(Iterator[Records]):
+    """One pass over a source read in batches, opened on the first ``next``.
+
+    ``table`` is the source, so a backend can recognise it (and, distributed, ship it to
+    its workers once instead of once per round).
+    """
+
+    def __init__(self, table: Any, records: Callable[[], Iterator[Records]]) -> None:
+        self.table = table
+        self._open = records
+        self._records: Iterator[Records] | None = None
+
+    def __iter__(self) -> OnePass:
+        return self
+
+    def __next__(self) -> Records:
+        if self._records is None:
+            self._records = self._open()
+        return next(self._records)
 
 
 class FrameSource:

@@ -49,6 +49,7 @@ from dpevolve.data.encoding import Records
 from dpevolve.data.io import DEFAULT_BATCH_ROWS
 from dpevolve.data.readers import ArrowBatches, parquet_files
 from dpevolve.data.schema import Schema
+from dpevolve.data.sources import OnePass
 from dpevolve.data.validation import (
     OnInvalid,
     ValidationReport,
@@ -242,24 +243,11 @@ def _size_and_time(path: Path) -> tuple[int, int]:
     return stat.st_size, stat.st_mtime_ns
 
 
-class TableStream(Iterator[Records]):
-    """One pass over a :class:`StreamedTable`; the file is opened on the first ``next``.
-
-    ``table`` lets a distributed backend recognise the source and ship it to its
-    workers once instead of once per round.
-    """
+class TableStream(OnePass):
+    """One pass over a :class:`StreamedTable`; the file is opened on the first ``next``."""
 
     def __init__(self, table: StreamedTable) -> None:
-        self.table = table
-        self._records: Iterator[Records] | None = None
-
-    def __iter__(self) -> TableStream:
-        return self
-
-    def __next__(self) -> Records:
-        if self._records is None:
-            self._records = self.table._records()
-        return next(self._records)
+        super().__init__(table, table._records)
 
 
 # ------------------------------------------------------------------------------ fitting
