@@ -29,13 +29,12 @@ import hashlib
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from scale_memory import RESULTS, SCRATCH, table
+from scale_memory import RESULTS, SCRATCH, measured, table
 
 
 def run(private: str, schema: Path, out: Path, extra: tuple[str, ...]) -> dict[str, Any]:
@@ -43,20 +42,12 @@ def run(private: str, schema: Path, out: Path, extra: tuple[str, ...]) -> dict[s
     argv = [sys.executable, "-m", "dpevolve.cli", "synth", private, *extra, "-s", str(schema),
             "-e", "1", "--seed", "0", "--noise-seed", "0", "--rows", "20000", "-o", str(out),
             "--force", "-q"]  # fmt: skip
-    start = time.perf_counter()
-    child = subprocess.Popen(argv, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - start
-    stderr = child.stderr.read().decode() if child.stderr else ""
-    if status != 0:
-        raise RuntimeError(f"dpevolve synth failed: {stderr.strip()[-500:]}")
+    usage = measured(argv)
     ledger_path = out.with_suffix(".ledger.json")
     ledger = json.loads(ledger_path.read_text())
     ledger["config"].pop("backend", None)  # the one line that names the counting
     result = {
-        "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
-        "wall_s": round(wall, 2),
-        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+        **usage,
         "output_sha256": hashlib.sha256(out.read_bytes()).hexdigest(),
         "ledger_sha256": hashlib.sha256(json.dumps(ledger, sort_keys=True).encode()).hexdigest(),
     }

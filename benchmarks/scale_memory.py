@@ -103,20 +103,24 @@ def synth(
         argv.append("--stream")
     if rows is not None:
         argv += ["--rows", str(rows)]
+    return {**measured(argv), "output_bytes": out.stat().st_size}
+
+
+def measured(argv: list[str]) -> dict[str, float]:
+    """Run ``argv`` as a child process: its peak RSS (MB), CPU and wall seconds."""
     start = time.perf_counter()
     child = subprocess.Popen(argv, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start
     stderr = child.stderr.read().decode() if child.stderr else ""
     if status != 0:
-        raise RuntimeError(f"dpevolve synth failed: {stderr.strip()[-500:]}")
+        raise RuntimeError(f"{' '.join(argv[2:5])} failed: {stderr.strip()[-500:]}")
     # ru_maxrss: KiB on Linux, bytes on macOS.
     unit = 2**20 if platform.system() == "Darwin" else 2**10
     return {
         "peak_rss_mb": round(usage.ru_maxrss / unit, 1),
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
         "wall_s": round(wall, 2),
-        "output_bytes": out.stat().st_size,
     }
 
 
