@@ -136,7 +136,7 @@ def test_a_parity_of_three_signs_is_found_in_the_first_adaptive_round(standin) -
 
 def test_the_ledger_states_an_uneven_grouping_exactly() -> None:
     """A cut at 3/4 of the range must not read like a midpoint cut (same group count)."""
-    from dpevolve.engine.loop import grouping_facts
+    from dpevolve.engine.rounds import grouping_facts
     from dpevolve.measurements import MarginalQuery
 
     uneven = MarginalQuery(("x", "y"), groups=((0, 0, 0, 1), None))

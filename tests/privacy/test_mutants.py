@@ -28,7 +28,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from dpevolve.engine import loop, select
+from dpevolve.engine import loop, rounds, select
 from dpevolve.engine.bins import released_edges
 from dpevolve.engine.measure import FINE, marginal_event, release
 from dpevolve.engine.smoothing import decode_weights
@@ -45,7 +45,7 @@ def scale_divided(factor: float) -> Callable[[pytest.MonkeyPatch], None]:
             return noise.noisy_argmax(values, event.scale / factor)
 
         mp.setattr(select, "draw", draw)
-        mp.setattr(loop, "draw", draw)
+        mp.setattr(rounds, "draw", draw)
 
     return apply
 

@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from dpevolve.backends import fused_kernels
+from dpevolve.backends import fused_kernels, fused_tiles
 from dpevolve.backends.base import (
     CountQuery,
     Distance,
@@ -58,7 +58,7 @@ from dpevolve.backends.base import (
     VoteRule,
 )
 from dpevolve.backends.canonical import SOFT_UNIT
-from dpevolve.backends.fused_kernels import GOWER, TABPE
+from dpevolve.backends.fused_tiles import GOWER, TABPE
 from dpevolve.backends.local import LocalBackend, chunks, stream_counts
 from dpevolve.data.encoding import Records
 from dpevolve.errors import InputError
@@ -93,11 +93,15 @@ def compile_kernels() -> None:
     """Wrap the kernels with numba (once); each compiles for real on its first call.
 
     numba resolves a kernel's globals when it compiles it, so the helpers and ``prange``
-    are rebound in :mod:`dpevolve.backends.fused_kernels` to their numba forms before
-    any kernel runs. Closures would avoid the rebinding but defeat numba's on-disk
-    cache (``cache=True``), which is what makes every run after the first skip the
-    ~10 s of compilation. Kernels are therefore always called as attributes of that
-    module (``fused_kernels.hard_kernel``), never imported by name.
+    are rebound to their numba forms in the module that defines them
+    (:mod:`dpevolve.backends.fused_tiles`, :mod:`dpevolve.backends.fused_kernels`)
+    before any kernel runs. Closures would avoid the rebinding but defeat numba's
+    on-disk cache (``cache=True``), which is what makes every run after the first skip
+    the ~10 s of compilation. Kernels and helpers are therefore always called as
+    attributes of their module (``fused_kernels.hard_kernel``,
+    ``fused_tiles.distance_tile``), never imported by name. The cache keys on the
+    kernel's own file: after editing ``fused_tiles.py`` alone, run once with
+    ``DPEVOLVE_NUMBA_CACHE=0`` or touch ``fused_kernels.py``.
     """
     global _compiled
     with _compile_lock:
@@ -111,8 +115,10 @@ def compile_kernels() -> None:
         # foreign on-disk cache ever fail to load.
         cache = os.environ.get("DPEVOLVE_NUMBA_CACHE", "1") != "0"
         options: dict[str, Any] = {"fastmath": False, "cache": cache, "nogil": True}
-        for name in fused_kernels.HELPERS:
-            namespace[name] = numba.njit(**options)(namespace[name])
+        for module in (fused_tiles, fused_kernels):
+            helpers = vars(module)
+            for name in module.HELPERS:
+                helpers[name] = numba.njit(**options)(helpers[name])
         namespace["prange"] = numba.prange
         for name in fused_kernels.KERNELS:
             namespace[name] = numba.njit(parallel=True, **options)(namespace[name])

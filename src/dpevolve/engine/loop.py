@@ -13,8 +13,9 @@ One run, as in AIM (McKenna et al. 2022, Alg. 2), under replace-one adjacency:
    and releases ``k - 1`` pairs joining the ``k`` numeric columns, on quantile groups;
    the tree phase (:mod:`~dpevolve.engine.tree`, ``tree_share``) picks and releases
    ``d - 1`` pairs joining every column, one exponential-mechanism draw each;
-5. each round draws a clique by the exponential mechanism on where the model is most
-   wrong (:mod:`~dpevolve.engine.select`), releases it, refits (warm start), and anneals;
+5. the adaptive rounds (:mod:`~dpevolve.engine.rounds`): each draws a clique by the
+   exponential mechanism on where the model is most wrong, releases it, refits (warm
+   start), and anneals;
 6. the PE stage (:mod:`~dpevolve.engine.refine`, ``pe_share``) releases nearest-candidate
    votes over the model's draws, which reweight the rows the model draws;
 7. :meth:`EngineResult.sample` draws fresh rows from the model and decodes them.
@@ -41,19 +42,12 @@ from dpevolve.engine.bins import released_edges
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release, sigma_for
 from dpevolve.engine.model import EngineModel
-from dpevolve.engine.plan import Plan, Spend, round_cost
-from dpevolve.engine.pool import CandidatePool
+from dpevolve.engine.plan import Plan, Spend
 from dpevolve.engine.public import PublicInputs, warm_start
 from dpevolve.engine.refine import Refinement, StageInputs, refine
 from dpevolve.engine.relations import relation_queries
-from dpevolve.engine.select import (
-    ABS_NOISE,
-    candidates,
-    draw,
-    scores,
-    selection_event,
-    weight,
-)
+from dpevolve.engine.rounds import adaptive_rounds, grouping_facts
+from dpevolve.engine.select import candidates, weight
 from dpevolve.engine.smoothing import decode_weights
 from dpevolve.engine.spec import EngineSpec
 from dpevolve.engine.tails import released_inward
@@ -72,9 +66,6 @@ from dpevolve.privacy.noise import NoiseSource
 
 #: Builds the estimator: ``(domain, total rows, spec) -> Estimator``.
 EstimatorFactory = Callable[[Domain, int, EngineSpec], Estimator]
-
-#: Rejection draws of a selection before the allowed set is computed in full.
-_LAZY_DRAWS = 8
 
 
 def default_estimator(domain: Domain, total: int, spec: EngineSpec) -> Estimator:
@@ -297,7 +288,7 @@ def fit_engine(
     if plan.tree_edges:
         model, picked = _tree(run, plan, model, start=len(history))
         history += picked
-    history += _rounds(run, plan, model, start=start)
+    history += adaptive_rounds(run, plan, model, start=start)
     model = _final_fit(model, run.fitted(), chosen.final_iters)
     result = EngineResult(
         schema, run.discretiser, run.measurements, fine, ledger, model, n, history
@@ -384,139 +375,6 @@ def _relations(run: _Run, plan: Plan, model: Estimator) -> tuple[Estimator, list
     weights = np.ones(len(pairs))
     picks = Picks(pairs, weights, numeric, sigma, epsilon, 0, "relations")
     return spanning(run, model, picks, grouping_facts)
-
-
-def _rounds(run: _Run, plan: Plan, model: Estimator, start: int = 0) -> list[dict[str, Any]]:
-    """AIM's adaptive rounds until the plan's rho is spent (numbered after ``start``)."""
-    label = run.discretiser.schema.label
-    sigma, epsilon = plan.first_round()
-    limit = plan.total - plan.pe  # the PE stage's share is kept for after the rounds
-    history: list[dict[str, Any]] = []
-    pool = _pool(run, label)
-    done = False
-    round_ = start
-    while not done:
-        left = run.spend.left(limit)
-        if left < 2.0 * round_cost(sigma, epsilon):
-            sigma, epsilon = plan.round_parameters(left * (1.0 - 1e-12))
-            done = True
-        round_ += 1
-        spent_after = run.spend.used + round_cost(sigma, epsilon)
-        size_limit = run.spec.max_model_mb * spent_after / limit
-        chosen = _choose(run, pool, model, sigma, epsilon, size_limit, label, round_)
-        before = chosen.project(model.answer(chosen.clique))
-        run.measure(chosen, sigma, round_, "marginal")
-        model = model.fit(run.fitted())
-        after = chosen.project(model.answer(chosen.clique))
-        moved = float(np.abs(after - before).sum())
-        # No timings: how long scoring the private counts took is not a released value,
-        # and the history travels with the model file and the progress lines.
-        model_mb = run.model_size(run.discretiser.domain, run.model_cliques())
-        history.append(
-            {
-                "round": round_,
-                "clique": chosen.clique,
-                "groups": None,
-                **grouping_facts(chosen),
-                "sigma": sigma,
-                "moved": moved,
-                "model_mb": model_mb,
-            }
-        )
-        run.say(
-            f"round {round_}: {'-'.join(chosen.clique)}"
-            f"{' coarse' if chosen.coarse else ''} sigma {sigma:.3g}, model {model_mb:.2f} MB"
-        )
-        if not done and moved <= ABS_NOISE * sigma * before.size:
-            factor = run.spec.anneal  # annealing: measure finer
-            sigma, epsilon = sigma / factor, epsilon * factor
-    return history
-
-
-def grouping_facts(query: MarginalQuery) -> dict[str, list[Any]]:
-    """A coarse query's public grouping, for the ledger and the history: per attribute
-    its number of ``groups`` and its ``grouping`` (the group of each of its cells);
-    ``None`` for an attribute kept cell by cell. Nothing for a fine query."""
-    if not query.coarse:
-        return {}
-    assert query.groups is not None
-    grouping = [None if g is None else [int(k) for k in g] for g in query.groups]
-    return {
-        "groups": [None if g is None else max(g) + 1 for g in grouping],
-        "grouping": grouping,
-    }
-
-
-def _pool(run: _Run, label: str | None) -> CandidatePool:
-    """The rounds' public candidates (:mod:`~dpevolve.engine.pool`), on the final bins."""
-    spec = run.spec
-    numeric = {c.name: run.discretiser.bins for c in run.discretiser.numeric}
-    return CandidatePool(
-        run.discretiser.domain, label, numeric, spec.max_order, spec.pair_groups,
-        spec.coarse_groups, spec.coarse_order, spec.coarse_all, spec.coarse_splits,
-    )  # fmt: skip
-
-
-def _choose(
-    run: _Run,
-    pool: CandidatePool,
-    model: Estimator,
-    sigma: float,
-    epsilon: float,
-    size_limit: float,
-    label: str | None,
-    round_: int,
-) -> MarginalQuery:
-    """One exponential-mechanism draw among the candidates the size limit allows.
-
-    Drawing from the whole list and redrawing until the pick is allowed gives exactly
-    the exponential mechanism on the allowed set (a conditional of the Gumbel-max draw);
-    after a few misses the allowed set is computed in full and drawn from directly. The
-    scale is the whole list's (its sensitivity bounds the allowed set's). Only the
-    allowed draw leaves, and its one event is charged before any draw. The size limit
-    is checked on a candidate's fine clique (the model holds the fine attributes).
-    """
-    domain = run.discretiser.domain
-    kept = pool.draw(run.measurements.cliques(), run.spec.max_candidates, run.rng)
-    weights = [
-        weight(q.clique, label, run.spec.label_weight)
-        * (run.spec.coarse_weight if q.coarse and len(q.clique) > 2 else 1.0)
-        for q in kept
-    ]
-    held = run.model_cliques()
-    covered = [frozenset(c) for c in held]
-
-    def allowed(query: MarginalQuery) -> bool:
-        if any(frozenset(query.clique) <= m for m in covered):
-            return True
-        return run.model_size(domain, [*held, query.clique]) <= size_limit
-
-    event = selection_event(epsilon, weights)
-    run.spend.charge(event)
-
-    answers: dict[Clique, np.ndarray] = {}  # a clique's coarse candidates share its answer
-
-    def answer(q: MarginalQuery) -> np.ndarray:
-        if q.clique not in answers:
-            answers[q.clique] = model.answer(q.clique)
-        return q.project(answers[q.clique])
-
-    run.prefetch(kept)
-    values = scores(kept, run.counts, answer, weights, sigma)
-    pick = kept[draw(values, event, run.noise)]
-    for _ in range(_LAZY_DRAWS - 1):
-        if allowed(pick):
-            break
-        pick = kept[draw(values, event, run.noise)]
-    if not allowed(pick):
-        keep = np.array([allowed(q) for q in kept])
-        if not keep.any():
-            raise AssertionError("the 1-way cliques are always allowed")
-        pick = [q for q, k in zip(kept, keep, strict=True) if k][
-            draw(values[keep], event, run.noise)
-        ]
-    run.ledger.record(event, round=round_, clique=list(pick.clique), **grouping_facts(pick))
-    return pick
 
 
 __all__ = ["EngineResult", "EstimatorFactory", "fit_engine"]
