@@ -170,8 +170,27 @@ class WorkloadQuery:
     cliques: tuple[Clique, ...]
 
 
-Query = MarginalQuery | VoteQuery | WorkloadQuery
-Q = TypeVar("Q", MarginalQuery, VoteQuery, WorkloadQuery)
+@dataclass(frozen=True)
+class HistogramQuery:
+    """A numeric column's fine 1-way histogram: the counts of its ``cells`` fine cells,
+    before the bins are placed (the engine's first release, docs/engine.md). Replace-one
+    moves one record from one cell to another: L2 sensitivity ``sqrt(2)``."""
+
+    column: str
+    cells: int
+
+
+@dataclass(frozen=True)
+class SelectionQuery:
+    """Which of ``candidates`` public candidates an exponential mechanism picked (the
+    engine's selections): the released answer is the pick's index (one value), drawn
+    with Gumbel noise on private scores, not Gaussian noise on an answer."""
+
+    candidates: int
+
+
+Query = MarginalQuery | VoteQuery | WorkloadQuery | HistogramQuery | SelectionQuery
+Q = TypeVar("Q", MarginalQuery, VoteQuery, WorkloadQuery, HistogramQuery, SelectionQuery)
 
 
 @dataclass(frozen=True)
@@ -206,10 +225,19 @@ class Measurement(Generic[Q]):
 MarginalMeasurement = Measurement[MarginalQuery]
 
 
+def selection(index: int, candidates: int, event: Event) -> Measurement[SelectionQuery]:
+    """The release of an exponential mechanism's pick: ``index`` among ``candidates``
+    (``sigma`` ``nan``: no Gaussian noise on an answer), what ``event`` cost."""
+    noisy = np.array([float(index)])
+    noisy.setflags(write=False)
+    return Measurement(SelectionQuery(int(candidates)), noisy, math.nan, event)
+
+
 @dataclass
 class MeasurementList:
     """The run's measurements, in release order (append-only): every release of every
-    method (marginals, PE's votes, the hybrid tail's workload)."""
+    method (the engine's fine histograms, marginals and selections and its PE stage's
+    votes; PE's votes, the hybrid tail's workload), one per ledger event."""
 
     items: list[Measurement[Any]] = field(default_factory=list)
 
@@ -221,6 +249,10 @@ class MeasurementList:
 
     def __len__(self) -> int:
         return len(self.items)
+
+    def marginals(self) -> list[MarginalMeasurement]:
+        """The marginal measurements, in release order: what an estimator reconciles."""
+        return [m for m in self.items if isinstance(m.query, MarginalQuery)]
 
     def cliques(self) -> list[Clique]:
         """Measured cliques (the fine attributes, for coarse queries too), in release order

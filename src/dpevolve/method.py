@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from dpevolve.backends import Backend
     from dpevolve.data.schema import Schema
     from dpevolve.data.sources import PrivateSource
+    from dpevolve.measurements import MeasurementList
     from dpevolve.privacy import Budget, Ledger
     from dpevolve.privacy.noise import NoiseSource
 
@@ -72,9 +73,10 @@ class FitContext:
     opened
         Called with the ledger as soon as the method opens it, so an interrupted run
         still hands over what it spent (:mod:`dpevolve.privacy.interrupt`).
-    ledger, history, warnings
+    ledger, history, warnings, measurements
         What the method hands back beside its generator: the ledger it opened (every
-        release), per-round facts from released values, what it said before spending.
+        release), per-round facts from released values, what it said before spending,
+        and every release as a measurement, one per ledger event, in ledger order.
     """
 
     run: dict[str, Any]
@@ -89,6 +91,7 @@ class FitContext:
     ledger: Ledger | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    measurements: MeasurementList | None = None
 
     def open(self, ledger: Ledger) -> Ledger:
         """Hand over the run's ledger the moment it opens (before anything is spent)."""

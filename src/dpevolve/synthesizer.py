@@ -103,7 +103,9 @@ class Synthesizer(EstimatorParams):
     support_ : WeightedSupport or None
         With a marginal release: the released marginals, the pool and its weights.
     measurements_ : MeasurementList or None
-        Private Evolution's releases (votes, the marginal tail), in ledger order.
+        Every release of the fit, one per ledger event, in ledger order (the engine's
+        fine histograms, selections, marginals and PE-stage votes; Private Evolution's
+        votes and marginal tail).
     ledger_ : Ledger
         Every release and the guarantee of the run.
     history_ : list of dict
@@ -271,7 +273,7 @@ class Synthesizer(EstimatorParams):
         pe = generator if isinstance(generator, PEGenerator) else None
         self.population_ = None if pe is None else pe.population
         self.support_ = None if pe is None else pe.support
-        self.measurements_ = None if pe is None else pe.measurements
+        self.measurements_ = context.measurements
         if pe is not None:
             self.synthetic_ = pe.table
         # The engine's synthetic_ is drawn from this seed when first read, not here

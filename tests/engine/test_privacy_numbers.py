@@ -114,7 +114,8 @@ def test_a_run_spends_its_budget_and_the_ledger_agrees(nulls_schema, standin, on
     # fine histograms (2 numeric columns), 4 one-ways, one marginal per selection, and
     # the PE stage's vote rounds
     assert kinds.count("gaussian") == 2 + 4 + selections + EngineSpec().pe_rounds
-    assert len(result.measurements) == 4 + selections
+    assert len(result.measurements.marginals()) == 4 + selections
+    assert result.measurements.events() == list(events)  # every release, in ledger order
     assert all(isinstance(e, GaussianEvent | ExponentialEvent) for e in events)
     assert ledger["engine"]["spec"]["rounds"] == 6
     assert not any("noisy" in e for e in ledger["events"])

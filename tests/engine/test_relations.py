@@ -148,7 +148,9 @@ def test_a_run_joins_the_numbers_on_recorded_coarse_pairs() -> None:
     chosen = [e for e in events if e.get("stage") == "relations"]
     assert len(chosen) == 2 and all(e["grouping"] for e in chosen)
     measured = [
-        m for m in result.measurements if m.query.coarse and set(m.clique) <= {"u", "v", "w"}
+        m
+        for m in result.measurements.marginals()
+        if m.query.coarse and set(m.clique) <= {"u", "v", "w"}
     ]
     assert len(measured) >= 2
     total = sum(e.rho for e in result.events)

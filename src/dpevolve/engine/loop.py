@@ -56,6 +56,7 @@ from dpevolve.measurements import (
     Clique,
     Domain,
     Estimator,
+    HistogramQuery,
     MarginalQuery,
     Measurement,
     MeasurementList,
@@ -89,13 +90,15 @@ class EngineResult:
     Attributes
     ----------
     measurements
-        The marginal releases, in order (what the estimator reconciled).
+        Every release, in ledger order, one per event: the fine histograms, the
+        selections, the marginals (:meth:`~dpevolve.measurements.MeasurementList.marginals`:
+        what the estimator reconciled) and the PE stage's votes.
     fine
         The fine 1-way histograms of the numeric columns (used to decode values).
     ledger
         Every release's event, in release order (selections included).
     model
-        The fitted estimator (post-processing of ``measurements``).
+        The fitted estimator (post-processing of the marginals).
     """
 
     schema: Schema
@@ -127,7 +130,8 @@ class EngineResult:
             )
             for name, m in self.fine.items()
         }
-        inward = released_inward(self.discretiser, self.model, self.measurements, fine)
+        marginals = self.measurements.marginals()
+        inward = released_inward(self.discretiser, self.model, marginals, fine)
         return EngineModel(self.discretiser, fine, self.model, self.rows, self.refinement, inward)
 
 
@@ -152,7 +156,7 @@ class _Run:
     def fitted(self) -> list[Measurement]:
         """What the estimator reconciles: the public pseudo-measurements (free, never
         released) and the private measurements."""
-        return [*self.prior, *self.measurements]
+        return [*self.prior, *self.measurements.marginals()]
 
     def model_cliques(self) -> list[Clique]:
         """The cliques the model holds (public ones included)."""
@@ -274,7 +278,7 @@ def fit_engine(
     _release_ones(run, plan)
     model = build(domain, n, chosen)
     if given is not None:
-        prior = given.prior(domain, n, list(run.measurements))
+        prior = given.prior(domain, n, run.measurements.marginals())
         ledger.add_metadata(engine={**about, "public": given.facts(prior)})
         if prior is not None:
             run.prior = prior.measurements
@@ -297,9 +301,11 @@ def fit_engine(
         stage = StageInputs(
             source, schema, noise, ledger, run.spend, plan.pe, chosen.pe_rounds,
             chosen.pe_candidates, chosen.pe_pool, len(history) + 1, chosen.pe_rake, backend,
+            run.measurements,
         )  # fmt: skip
         result.refinement = refine(result.released().sample, stage, rng)
-    run.say(f"{len(run.measurements)} marginals, rho {run.spend.used:.4g} of {plan.total:.4g}")
+    marginals = len(run.measurements.marginals())
+    run.say(f"{marginals} marginals, rho {run.spend.used:.4g} of {plan.total:.4g}")
     return result
 
 
@@ -322,7 +328,10 @@ def _release_fine(run: _Run, plan: Plan) -> dict[str, Measurement]:
     for name in numeric:
         event = marginal_event(sigma, FINE + name)
         run.spend.charge(event)
-        fine[name] = release(fine_exact[name], (name,), event, run.noise)
+        counts = release(fine_exact[name], (name,), event, run.noise)
+        query = HistogramQuery(name, int(fine_exact[name].size))
+        fine[name] = Measurement(query, counts.noisy, counts.sigma, event)
+        run.measurements.append(fine[name])
         run.ledger.record(event, round=0, clique=[name], cells=int(fine_exact[name].size))
     return fine
 

@@ -93,6 +93,7 @@ class AdaptiveMethod:
             ledger=ledger, public=context.public, progress=context.progress, backend=counter,
         )  # fmt: skip
         context.history.extend(result.history)
+        context.measurements = result.measurements
         return result.released()
 
 

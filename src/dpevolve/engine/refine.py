@@ -30,7 +30,7 @@ than ``pe_min_numeric``) the engine samples the model directly.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -41,6 +41,7 @@ from dpevolve.data.encoding import Records, encode
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import PrivateSource
 from dpevolve.engine.plan import Spend
+from dpevolve.measurements import Measurement, MeasurementList, VoteQuery
 from dpevolve.pe.distance import (
     Distance,
     NullableTabPEEmbedding,
@@ -225,8 +226,9 @@ def nearest(rows: Records, candidates: Records, distance: Distance) -> np.ndarra
 
 @dataclass(frozen=True)
 class StageInputs:
-    """What the stage reads: the private source (votes only), the run's noise, ledger and
-    spend, and its public choices."""
+    """What the stage reads: the private source (votes only), the run's noise, ledger,
+    spend and measurement list (each vote goes to it, in ledger order), and its public
+    choices."""
 
     source: PrivateSource
     schema: Schema
@@ -241,6 +243,7 @@ class StageInputs:
     rake: int = 0
     backend: Backend | None = None
     """Where the votes are summed (default: the local numpy reference)."""
+    measurements: MeasurementList = field(default_factory=MeasurementList)
 
 
 def cell_ratio(noisy: np.ndarray, expected: np.ndarray, sigma: float) -> np.ndarray:
@@ -287,6 +290,7 @@ def refine(base: Draw, inputs: StageInputs, rng: np.random.Generator) -> Refinem
         inputs.ledger.record(
             event, round=inputs.first_round + t, stage=VOTE_LABEL, population=len(candidates)
         )
+        inputs.measurements.append(Measurement(VoteQuery(len(candidates)), noisy, sigma, event))
         # The current sampler's share of each cell: weighted base draws (no resampling).
         _, draws, weights = weighted_draws(base, current, SHARE_DRAWS * len(candidates), rng)
         cell = nearest(draws, candidates, distance)

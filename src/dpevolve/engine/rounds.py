@@ -22,7 +22,7 @@ from dpevolve.engine.pool import CandidatePool
 from dpevolve.engine.select import ABS_NOISE, draw, scores, selection_event, weight
 from dpevolve.engine.spec import EngineSpec
 from dpevolve.engine.tree import PickRun
-from dpevolve.measurements import Clique, Domain, Estimator, MarginalQuery, MeasurementList
+from dpevolve.measurements import Clique, Domain, Estimator, MarginalQuery, selection
 
 #: Rejection draws of a selection before the allowed set is computed in full.
 _LAZY_DRAWS = 8
@@ -30,11 +30,10 @@ _LAZY_DRAWS = 8
 
 class RoundRun(PickRun, Protocol):
     """What a run lends the rounds beyond the picks': its spec, post-processing
-    randomness, measurement list, model-size measure and the model's cliques."""
+    randomness, model-size measure and the model's cliques."""
 
     spec: EngineSpec
     rng: np.random.Generator
-    measurements: MeasurementList
 
     @property
     def model_size(self) -> Callable[[Domain, Sequence[Clique]], float]: ...
@@ -174,6 +173,7 @@ def _choose(
             draw(values[keep], event, run.noise)
         ]
     run.ledger.record(event, round=round_, clique=list(pick.clique), **grouping_facts(pick))
+    run.measurements.append(selection(kept.index(pick), len(kept), event))
     return pick
 
 

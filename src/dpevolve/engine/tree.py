@@ -32,7 +32,15 @@ from dpevolve.data.sources import PrivateSource
 from dpevolve.engine import select
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.plan import Spend
-from dpevolve.measurements import Clique, Domain, Estimator, MarginalQuery, Measurement
+from dpevolve.measurements import (
+    Clique,
+    Domain,
+    Estimator,
+    MarginalQuery,
+    Measurement,
+    MeasurementList,
+    selection,
+)
 from dpevolve.privacy import Ledger
 from dpevolve.privacy.noise import NoiseSource
 
@@ -92,6 +100,7 @@ class PickRun(Protocol):
     noise: NoiseSource
     spend: Spend
     ledger: Ledger
+    measurements: MeasurementList
 
     def counts(self, query: MarginalQuery) -> np.ndarray: ...
 
@@ -183,6 +192,7 @@ def spanning(
         run.ledger.record(
             event, round=round_, clique=list(pick.clique), stage=picks.stage, **facts(pick)
         )
+        run.measurements.append(selection(index, len(pairs), event))
         forest.join(pick.clique)
         if picks.released is None:
             run.measure(pick, sigma, round_, "marginal")  # counted already

@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from dpevolve.data.encoding import Records
     from dpevolve.data.schema import Schema
     from dpevolve.data.sources import PrivateSource
-    from dpevolve.measurements import MeasurementList
     from dpevolve.pe.hybrid.tail import WeightedSupport
     from dpevolve.pe.pilot.run import PilotFit, PilotRun
     from dpevolve.privacy import Budget
@@ -168,23 +167,23 @@ class PEMethod:
             final = support.pool
         context.history.extend(history)
         context.warnings.extend(plan.warnings)
-        return PEGenerator(final, decode(final, schema), support, schema, measurements)
+        context.measurements = measurements
+        return PEGenerator(final, decode(final, schema), support, schema)
 
 
 @dataclass(frozen=True)
 class PEGenerator:
     """The released population (and, with a marginal release, its weighted support).
 
-    ``table`` is the population decoded: the fit's own table; ``measurements`` every
-    release of the fit, in ledger order (``None`` for a loaded model: a model file
-    keeps the released population, not the releases).
+    ``table`` is the population decoded: the fit's own table (the fit's releases go to
+    its context's measurement list: a model file keeps the released population, not
+    the releases).
     """
 
     population: Records
     table: pd.DataFrame
     support: WeightedSupport | None
     schema: Schema
-    measurements: MeasurementList | None = None
 
     #: A model file holds its parts under their own names (``population_``,
     #: ``synthetic_``, ``support_``), not the generator: loading builds it again.
