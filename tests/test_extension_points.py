@@ -11,7 +11,9 @@
 from __future__ import annotations
 
 import ast
+import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +25,10 @@ from dpevolve.backends.base import CountQuery, Distance, PrivateData, Vote
 from dpevolve.backends.canonical import soft_histogram
 from dpevolve.backends.local import LocalBackend
 from dpevolve.data.encoding import Records
+from dpevolve.engine.rules import AIMRule
+from dpevolve.measurements import Domain, MarginalQuery
 from dpevolve.presets import get_preset
+from dpevolve.privacy.events import ExponentialEvent
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "dpevolve"
 
@@ -232,3 +237,142 @@ def test_a_private_source_is_one_class_the_fit_takes(
     got = Synthesizer(small_schema, preset=chosen, **settings).fit_source(source)
     want = Synthesizer(small_schema, preset=chosen, **settings).fit(table)
     pd.testing.assert_frame_equal(got.sample(60), want.sample(60))
+
+
+# ------------------------------------------------------------------ a selection rule
+class L2Rule:
+    """A complete selection rule (:mod:`dpevolve.engine.rules`): the model's weighted L2
+    error less a fresh measurement's expected noise. Replacing one record moves a
+    candidate's counts by at most ``sqrt(2)`` in L2, so (triangle inequality) a score
+    by at most ``sqrt(2) w_c``: the draw's sensitivity is ``sqrt(2) max w_c``."""
+
+    def __init__(self) -> None:
+        self.rounds = 0
+
+    def propose(self, kept: list[MarginalQuery], domain: Domain) -> list[MarginalQuery]:
+        return kept
+
+    def scores(self, candidates, exact, model, weights, sigma) -> np.ndarray:
+        self.rounds += 1
+        return np.array(
+            [
+                w * (float(np.linalg.norm(exact(q) - model(q))) - sigma * math.sqrt(exact(q).size))
+                for q, w in zip(candidates, weights, strict=True)
+            ]
+        )
+
+    def event(self, epsilon: float, weights) -> ExponentialEvent:
+        return ExponentialEvent(epsilon, math.sqrt(2.0) * max(weights), label="select")
+
+
+def _engine_fit(schema, table: pd.DataFrame, selection: str):
+    from dpevolve.data.sources import FrameSource
+    from dpevolve.engine import EngineSpec, fit_engine
+    from dpevolve.privacy import Budget
+    from dpevolve.privacy.noise import SeededNoise
+
+    spec = EngineSpec(bins=4, fine_cells=12, rounds=4, selection=selection)
+    return fit_engine(
+        FrameSource(table, schema), schema, Budget(epsilon=1.0, delta=1e-5), spec,
+        noise=SeededNoise(3), rng=np.random.default_rng(0),
+    )  # fmt: skip
+
+
+def test_a_selection_rule_is_one_class_and_its_name(
+    small_schema, small_table: pd.DataFrame, monkeypatch
+) -> None:
+    from dpevolve.engine.rules import SELECTION_RULES
+
+    rule = L2Rule()
+    monkeypatch.setitem(SELECTION_RULES, "l2", rule)  # the registration
+    table = small_table.iloc[:200]
+    result = _engine_fit(small_schema, table, "l2")
+    rounds = [h for h in result.history if "stage" not in h]
+    assert rule.rounds == len(rounds) >= 1  # every adaptive round asked the rule
+    events = result.ledger.to_dict()["events"]
+    picks = [e for e in events if e["kind"] == "exponential" and "stage" not in e]
+    # each round's draw is priced by the rule: sqrt(2) max w (AIM's would be 2 max w),
+    # the weights |c| / 2 of pairs and triples
+    assert len(picks) == len(rounds)
+    assert {round(e["sensitivity"] / math.sqrt(2.0), 9) for e in picks} <= {1.0, 1.5}
+    assert result.ledger.metadata["engine"]["spec"]["selection"] == "l2"
+    assert sum(e.rho for e in result.events) == pytest.approx(
+        result.ledger.metadata["engine"]["plan_rho"], rel=1e-8
+    )
+    # the rule needs the privacy events' vocabulary alone; the default is still AIM's
+    assert _rule_imports() == {"dpevolve.privacy.events"}
+    aim = _engine_fit(small_schema, table, "aim").ledger.to_dict()["events"]
+    assert {e["sensitivity"] / 2.0 for e in aim if e["kind"] == "exponential"} <= {1.0, 1.5}
+
+
+def _rule_imports() -> set[str]:
+    """The dpevolve modules L2Rule's own code names (beyond its signature's types)."""
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    rule = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "L2Rule")
+    body = [n for f in rule.body if isinstance(f, ast.FunctionDef) for n in f.body]
+    used = {n.id for b in body for n in ast.walk(b) if isinstance(n, ast.Name)}
+    return {
+        node.module or ""
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom)
+        and (node.module or "").startswith("dpevolve")
+        and any((a.asname or a.name) in used for a in node.names)
+    }
+
+
+# ---------------------------------------------------------------- a measurement type
+@dataclass(frozen=True)
+class ParityQuery(MarginalQuery):
+    """A complete measurement type: a pair's records by the parity of its two cell codes'
+    sum (2 counts; no product of per-attribute groupings gives it). A linear map of
+    the pair's fine marginal (``project``) and its adjoint (``expand``): the engine
+    counts, releases and scores it and the estimator fits it through these alone.
+    Replacing one record moves one count from one parity to the other: L2 ``sqrt(2)``,
+    L1 2, as a marginal's."""
+
+    cells: tuple[int, ...] = ()
+
+    @property
+    def coarse(self) -> bool:
+        return True
+
+    def shape(self, domain: Domain) -> tuple[int, ...]:
+        return (2,)
+
+    def _parity(self) -> np.ndarray:
+        return np.indices(self.cells).sum(axis=0) % 2
+
+    def project(self, counts: np.ndarray) -> np.ndarray:
+        counts = np.asarray(counts, dtype=np.float64).reshape(self.cells)
+        parity = self._parity()
+        return np.array([counts[parity == 0].sum(), counts[parity == 1].sum()])
+
+    def expand(self, values: np.ndarray) -> np.ndarray:
+        return np.asarray(values, dtype=np.float64)[self._parity()]
+
+
+class ParityRule(AIMRule):
+    """AIM's rule, proposing each kept pair's parity query in its place (its
+    registration is the second file a new measurement type touches)."""
+
+    def propose(self, kept: list[MarginalQuery], domain: Domain) -> list[MarginalQuery]:
+        pairs = [q.clique for q in kept if len(q.clique) == 2 and not q.coarse]
+        return [ParityQuery(c, cells=domain.shape(c)) for c in pairs] or kept
+
+
+def test_a_measurement_type_is_one_class_and_the_rule_that_proposes_it(
+    small_schema, small_table: pd.DataFrame, monkeypatch
+) -> None:
+    from dpevolve.engine.rules import SELECTION_RULES
+
+    monkeypatch.setitem(SELECTION_RULES, "parity", ParityRule())
+    result = _engine_fit(small_schema, small_table.iloc[:200], "parity")
+    parity = [m for m in result.measurements if isinstance(m.query, ParityQuery)]
+    assert parity and all(m.noisy.shape == (2,) for m in parity)
+    # released as the other marginals are (in the list, one per ledger event) ...
+    assert result.measurements.events() == list(result.ledger.events)
+    # ... and fitted: the model's parity counts sit near the released ones
+    for m in parity:
+        fitted = m.query.project(result.model.answer(m.clique))
+        assert np.abs(fitted - m.noisy).sum() <= np.abs(m.noisy).sum()
+    assert len(result.sample(50, np.random.default_rng(1))) == 50

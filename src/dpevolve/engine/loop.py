@@ -248,20 +248,11 @@ def fit_engine(
     about: dict[str, Any] = {"spec": chosen.to_dict(), "plan_rho": plan.total}
     ledger.add_metadata(engine=about)
     build = estimator if estimator is not None else default_estimator
+    size = model_size if model_size is not None else default_model_size
     run = _Run(
-        source,
-        discretiser,
-        chosen,
-        noise,
-        rng,
-        ledger,
-        Spend(plan.total),
-        MeasurementList(),
-        {},
-        model_size if model_size is not None else default_model_size,
-        progress,
-        backend,
-    )
+        source, discretiser, chosen, noise, rng, ledger, Spend(plan.total), MeasurementList(),
+        {}, size, progress, backend,
+    )  # fmt: skip
     fine = _release_fine(run, plan)
     if chosen.adaptive_bins == "released":
         placed = released_edges(discretiser, fine, n, skip=edges)
@@ -276,23 +267,8 @@ def fit_engine(
     if given is not None:
         given.count(run.discretiser)
     _release_ones(run, plan)
-    model = build(domain, n, chosen)
-    if given is not None:
-        prior = given.prior(domain, n, run.measurements.marginals())
-        ledger.add_metadata(engine={**about, "public": given.facts(prior)})
-        if prior is not None:
-            run.prior = prior.measurements
-            model = warm_start(model, prior)
-    model = model.fit(run.fitted())
-    history: list[dict[str, Any]] = []
-    if plan.relation_edges:
-        model, history = _relations(run, plan, model)
-    # the rounds are numbered after the planned tree (the label tree picks one fewer)
-    start = len(history) + plan.tree_edges
-    if plan.tree_edges:
-        model, picked = _tree(run, plan, model, start=len(history))
-        history += picked
-    history += adaptive_rounds(run, plan, model, start=start)
+    model = _first_fit(run, domain, build(domain, n, chosen), given, about)
+    model, history = _selected(run, plan, model)
     model = _final_fit(model, run.fitted(), chosen.final_iters)
     result = EngineResult(
         schema, run.discretiser, run.measurements, fine, ledger, model, n, history
@@ -307,6 +283,35 @@ def fit_engine(
     marginals = len(run.measurements.marginals())
     run.say(f"{marginals} marginals, rho {run.spend.used:.4g} of {plan.total:.4g}")
     return result
+
+
+def _first_fit(
+    run: _Run, domain: Domain, model: Estimator, given: PublicInputs | None, about: dict[str, Any]
+) -> Estimator:
+    """The model fitted to the released 1-ways, warm-started from the public prior
+    where a public table gives one (free: :mod:`~dpevolve.engine.public`)."""
+    if given is not None:
+        prior = given.prior(domain, int(run.source.n), run.measurements.marginals())
+        run.ledger.add_metadata(engine={**about, "public": given.facts(prior)})
+        if prior is not None:
+            run.prior = prior.measurements
+            model = warm_start(model, prior)
+    return model.fit(run.fitted())
+
+
+def _selected(run: _Run, plan: Plan, model: Estimator) -> tuple[Estimator, list[dict[str, Any]]]:
+    """The selected releases after the 1-ways: the relations phase, the tree phase,
+    then the adaptive rounds (:mod:`~dpevolve.engine.rounds`); their history."""
+    history: list[dict[str, Any]] = []
+    if plan.relation_edges:
+        model, history = _relations(run, plan, model)
+    # the rounds are numbered after the planned tree (the label tree picks one fewer)
+    start = len(history) + plan.tree_edges
+    if plan.tree_edges:
+        model, picked = _tree(run, plan, model, start=len(history))
+        history += picked
+    history += adaptive_rounds(run, plan, model, start=start)
+    return model, history
 
 
 def _final_fit(model: Estimator, measurements: list[Measurement], iterations: int) -> Estimator:

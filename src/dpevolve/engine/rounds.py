@@ -19,7 +19,8 @@ import numpy as np
 
 from dpevolve.engine.plan import Plan, round_cost
 from dpevolve.engine.pool import CandidatePool
-from dpevolve.engine.select import ABS_NOISE, draw, scores, selection_event, weight
+from dpevolve.engine.rules import SELECTION_RULES
+from dpevolve.engine.select import ABS_NOISE, draw, weight
 from dpevolve.engine.spec import EngineSpec
 from dpevolve.engine.tree import PickRun
 from dpevolve.measurements import Clique, Domain, Estimator, MarginalQuery, selection
@@ -44,10 +45,10 @@ class RoundRun(PickRun, Protocol):
 def grouping_facts(query: MarginalQuery) -> dict[str, list[Any]]:
     """A coarse query's public grouping, for the ledger and the history: per attribute
     its number of ``groups`` and its ``grouping`` (the group of each of its cells);
-    ``None`` for an attribute kept cell by cell. Nothing for a fine query."""
-    if not query.coarse:
+    ``None`` for an attribute kept cell by cell. Nothing for a fine query (nor for a
+    query of another type, which has no groups)."""
+    if not query.coarse or query.groups is None:
         return {}
-    assert query.groups is not None
     grouping = [None if g is None else [int(k) for k in g] for g in query.groups]
     return {
         "groups": [None if g is None else max(g) + 1 for g in grouping],
@@ -124,7 +125,8 @@ def _choose(
     label: str | None,
     round_: int,
 ) -> MarginalQuery:
-    """One exponential-mechanism draw among the candidates the size limit allows.
+    """One exponential-mechanism draw among the candidates the size limit allows,
+    scored and priced by the spec's selection rule (:mod:`~dpevolve.engine.rules`).
 
     Drawing from the whole list and redrawing until the pick is allowed gives exactly
     the exponential mechanism on the allowed set (a conditional of the Gumbel-max draw);
@@ -134,7 +136,10 @@ def _choose(
     is checked on a candidate's fine clique (the model holds the fine attributes).
     """
     domain = run.discretiser.domain
-    kept = pool.draw(run.measurements.cliques(), run.spec.max_candidates, run.rng)
+    rule = SELECTION_RULES[run.spec.selection]
+    kept = rule.propose(
+        pool.draw(run.measurements.cliques(), run.spec.max_candidates, run.rng), domain
+    )
     weights = [
         weight(q.clique, label, run.spec.label_weight)
         * (run.spec.coarse_weight if q.coarse and len(q.clique) > 2 else 1.0)
@@ -148,7 +153,7 @@ def _choose(
             return True
         return run.model_size(domain, [*held, query.clique]) <= size_limit
 
-    event = selection_event(epsilon, weights)
+    event = rule.event(epsilon, weights)
     run.spend.charge(event)
 
     answers: dict[Clique, np.ndarray] = {}  # a clique's coarse candidates share its answer
@@ -159,7 +164,7 @@ def _choose(
         return q.project(answers[q.clique])
 
     run.prefetch(kept)
-    values = scores(kept, run.counts, answer, weights, sigma)
+    values = rule.scores(kept, run.counts, answer, weights, sigma)
     pick = kept[draw(values, event, run.noise)]
     for _ in range(_LAZY_DRAWS - 1):
         if allowed(pick):

@@ -10,6 +10,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from dpevolve.engine.rules import DEFAULT_RULE, SELECTION_RULES
 from dpevolve.errors import InputError
 from dpevolve.options import options_of
 
@@ -162,6 +163,10 @@ class EngineSpec:
         by default). Free.
     public_scale
         Multiplies the public pseudo-measurements' variances (larger: trust less).
+    selection
+        The adaptive rounds' selection rule, by its name in
+        :data:`~dpevolve.engine.rules.SELECTION_RULES` (``aim``: AIM's). Written in a
+        ledger only when it is not the default (ledgers before it read the same).
     """
 
     bins: int = 20
@@ -201,6 +206,7 @@ class EngineSpec:
     adaptive_bins: str = "released"
     public_prior: str = "off"
     public_scale: float = 1.0
+    selection: str = DEFAULT_RULE
 
     def __post_init__(self) -> None:
         for name in ("bins", "fine_cells", "rounds_per_column", "max_rounds", "max_candidates"):
@@ -263,6 +269,11 @@ class EngineSpec:
             raise InputError(
                 f"engine spec: public_prior must be off, ones or tree, got {self.public_prior!r}"
             )
+        if self.selection not in SELECTION_RULES:
+            raise InputError(
+                f"engine spec: selection must be one of {', '.join(SELECTION_RULES)}, "
+                f"got {self.selection!r}"
+            )
         for name in ("max_model_mb", "label_weight", "coarse_weight", "public_scale"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
@@ -290,7 +301,10 @@ class EngineSpec:
         return options_of(cls, value, "engine options")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        words = asdict(self)
+        if self.selection == DEFAULT_RULE:
+            del words["selection"]
+        return words
 
 
 def _at_least(name: str, value: object, low: int) -> None:
