@@ -198,10 +198,10 @@ class Measurement(Generic[Q]):
     """One released answer: ``noisy = answer(query) + N(0, sigma^2)`` per cell.
 
     ``noisy`` has the query's answer shape (a clique's cells, a vote histogram, a
-    stacked workload); ``sigma`` is ``nan`` for a release that is not Gaussian noise on
-    the answer (PubMix's sampled votes); ``event`` is what the release cost (the
-    accountant composes it); ``weight`` is the estimator's confidence relative to
-    ``1 / sigma`` (1: as measured).
+    stacked workload, a selection's pick); ``sigma`` is ``nan`` for a release that is
+    not Gaussian noise on the answer (PubMix's sampled votes, a selection); ``event`` is
+    what the release cost (the accountant composes it); ``weight`` is the estimator's
+    confidence relative to ``1 / sigma`` (1: as measured).
     """
 
     query: Q
