@@ -12,13 +12,14 @@ import pytest
 
 from dpevolve import Synthesizer, datasets
 from dpevolve.measurements import VoteQuery, WorkloadQuery
+from dpevolve.presets import get_method
 
 CASES: dict[str, dict[str, Any]] = {
-    "tabpe": {"preset": "tabpe"},
-    "tabpe-marginals": {"preset": "tabpe", "marginals": 0.5},
-    "bfsoft": {"preset": "bfsoft"},
-    "pubmix": {"preset": "bfsoft", "mechanism": "pubmix", "public": True},
-    "hybrid": {"preset": "hybrid"},
+    "tabpe": {"method": "tabpe"},
+    "tabpe-marginals": {"method": get_method("tabpe", marginals=0.5)},
+    "bfsoft": {"method": "bfsoft"},
+    "pubmix": {"method": get_method("bfsoft", mechanism="pubmix"), "public": True},
+    "hybrid": {"method": "hybrid"},
 }
 
 
