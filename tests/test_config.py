@@ -353,7 +353,7 @@ def test_engine_options_from_the_command_line_to_the_ledger(
 
     from dpevolve.cli import ledger_path, main
     from dpevolve.engine.spec import EngineSpec
-    from dpevolve.presets import Preset, get_preset
+    from dpevolve.presets import get_preset
 
     schema, private = tmp_path / "schema.yaml", tmp_path / "private.csv"
     schema.write_text(small_schema.to_yaml())
@@ -373,7 +373,7 @@ def test_engine_options_from_the_command_line_to_the_ledger(
     run_file.write_text(yaml.safe_dump(short))
     assert synth("b.csv", "--config", str(run_file)) == 0, capsys.readouterr().err
     again = json.loads(ledger_path(tmp_path / "b.csv").read_text())["config"]
-    assert Preset.from_dict(again["preset"]).engine == EngineSpec(bins=8)
+    assert method_from_dict(again) == AdaptiveMethod(EngineSpec(bins=8))
     capsys.readouterr()
     # Engine options are for the engine; an unknown one is named; bad YAML is one line.
     for extra, words in (

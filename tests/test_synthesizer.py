@@ -300,7 +300,9 @@ def test_the_default_is_the_adaptive_engine(small_schema, small_table, tmp_path)
     assert model.resolved_method().name == "adaptive"
     model.fit(small_table)
     ledger = model.ledger_.to_dict()
-    assert ledger["preset"] == "adaptive" and ledger["config"]["preset"]["engine"]
+    assert ledger["preset"] == "adaptive" and ledger["config"]["engine"]
+    # The config block holds the engine's words only: no vote, mechanism or population.
+    assert set(ledger["config"]) == {"method", "engine", "backend", "on_invalid"}
     kinds = {e["kind"] for e in ledger["events"]}
     assert "gaussian" in kinds and len(kinds) == 2  # measurements and selections
     assert ledger["epsilon"] <= 1.0 + 1e-9
