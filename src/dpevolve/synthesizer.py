@@ -372,4 +372,3 @@ class Synthesizer(EstimatorParams):
 
     def _blocks(self, rows: int) -> Iterator[pd.DataFrame]:
         yield from blocks_of(self.generator_, rows, SAMPLE_ROWS, self._sample_rng)
-
