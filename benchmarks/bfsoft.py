@@ -182,9 +182,7 @@ def task_pilot(args: tuple[str, int, tuple[int, ...], str]) -> dict[str, Any]:
         temperatures=TAUS,
         seeds=seeds,
         public_init=_public_init(),
-        fit=Synthesizer.pilot_fit(
-            s["schema"], "bfsoft", policy=s["policy"], backend=s["backend"]
-        ),
+        fit=Synthesizer.pilot_fit(s["schema"], "bfsoft", policy=s["policy"], backend=s["backend"]),
         rounds=get_preset("bfsoft").schedule.rounds,
     )
     out = result.to_dict()

@@ -244,8 +244,12 @@ def soft_vote_sharpened(trials: int) -> dict[str, Any]:
         SCHEMA,
         tables,
         epsilon=1.0,
-        method=get_method("bfsoft", population=16, rounds=1,
-                          vote=VoteSpec(kind="soft", temperature=0.02, sharpen=4.0)),
+        method=get_method(
+            "bfsoft",
+            population=16,
+            rounds=1,
+            vote=VoteSpec(kind="soft", temperature=0.02, sharpen=4.0),
+        ),
         policy=policy,
     )
     return recorded_gaussian_case("soft-vote-sharpened", here, there, ledger, trials)
@@ -262,8 +266,12 @@ def hybrid_case(name: str, share: float, seed: int, trials: int) -> dict[str, An
         SCHEMA,
         pair_frames(40, seed),
         epsilon=1.0,
-        method=get_method("hybrid", population=16, rounds=1,
-                          marginals=MarginalSpec(share=share, options=HYBRID_FAST)),
+        method=get_method(
+            "hybrid",
+            population=16,
+            rounds=1,
+            marginals=MarginalSpec(share=share, options=HYBRID_FAST),
+        ),
     )
     return recorded_gaussian_case(name, here, there, ledger, trials)
 

@@ -302,8 +302,11 @@ def pe_task(method: str, epsilon: float, seed: int, rounds: int | None) -> dict[
         train.schema,
         epsilon=epsilon,
         delta=PE_DELTA,
-        method=get_method("tabpe", rounds=rounds, mechanism=PubMixSpec(accounting=accounting)
-                          if mechanism == "pubmix" else mechanism),
+        method=get_method(
+            "tabpe",
+            rounds=rounds,
+            mechanism=PubMixSpec(accounting=accounting) if mechanism == "pubmix" else mechanism,
+        ),
         public=public.frame if public_init else None,
         backend=data["backend"],
         random_state=seed,

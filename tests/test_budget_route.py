@@ -114,8 +114,8 @@ def test_epsilon_reaches_the_noise_scale_by_the_measured_route(
     assert not any("mapping" in s for f, s in route.items() if f != "privacy/budget.py")
     # One config block per method: its own words only.
     config = json.loads(ledger_path(out).read_text())["config"]
-    words = {"adaptive": {"method", "engine"}, "tabpe": {"preset", "vote", "mechanism", "marginals"}}
-    assert set(config) == words[method] | {"backend", "on_invalid"}
+    own = {"adaptive": {"method", "engine"}, "tabpe": {"preset", "vote", "mechanism", "marginals"}}
+    assert set(config) == own[method] | {"backend", "on_invalid"}
     assert "engine" not in config.get("preset", {})
 
 

@@ -118,8 +118,13 @@ def test_private_data_shipped_once(client, small_schema, private, population):
     [
         {},
         {
-            "method": get_method("tabpe", population=48, rounds=3, distance="tabpe",
-                                 vote=VoteSpec(kind="soft", temperature=0.1)),
+            "method": get_method(
+                "tabpe",
+                population=48,
+                rounds=3,
+                distance="tabpe",
+                vote=VoteSpec(kind="soft", temperature=0.1),
+            ),
         },
     ],
 )

@@ -191,8 +191,9 @@ def test_soft_votes_with_drop_are_calibrated_for_the_empty_vote(small_schema, sm
     assert change > bound  # the policy bound alone would not cover this replacement
     settings = {
         **FAST,
-        "method": get_method("tabpe", distance="gower",
-                             vote=VoteSpec(kind="soft", temperature=0.05)),
+        "method": get_method(
+            "tabpe", distance="gower", vote=VoteSpec(kind="soft", temperature=0.05)
+        ),
         "policy": policy,
     }
     with pytest.warns(UserWarning, match="empty vote"):
@@ -223,8 +224,9 @@ def test_exact_calibration_covers_the_empty_vote(small_schema, small_table) -> N
         "rho": 1e-2,
         "epsilon": None,
         "policy": policy,
-        "method": get_method("tabpe", population=32, rounds=2,
-                             mechanism=GaussianSpec(calibration="exact")),
+        "method": get_method(
+            "tabpe", population=32, rounds=2, mechanism=GaussianSpec(calibration="exact")
+        ),
     }
     exact = Synthesizer(small_schema, on_invalid="clip", **settings).fit(small_table)
     assert all(e["sensitivity"] >= EMPTY_VOTE_L2 for e in exact.ledger_.to_dict()["events"])

@@ -230,8 +230,9 @@ def test_synthesizer_samples_num_rows_from_the_weighted_support(
         delta=1e-5,
         random_state=0,
         noise_seed=0,
-        method=get_method("tabpe", population=40, rounds=3,
-                          marginals=MarginalSpec(share=share, options=options)),
+        method=get_method(
+            "tabpe", population=40, rounds=3, marginals=MarginalSpec(share=share, options=options)
+        ),
     )
     model.fit(small_table)
     assert len(model.sample()) == len(small_table)  # default: the private row count
@@ -260,9 +261,14 @@ def test_streamed_fit_equals_in_memory_fit(tmp_path, small_schema, small_table) 
         "epsilon": 1.0,
         "random_state": 5,
         "noise_seed": 5,
-        "method": get_method("tabpe", population=32, rounds=2, marginals=MarginalSpec(
-            share=0.5, options={"grow_rounds": 1, "children": 100, "iterations": 50}
-        )),
+        "method": get_method(
+            "tabpe",
+            population=32,
+            rounds=2,
+            marginals=MarginalSpec(
+                share=0.5, options={"grow_rounds": 1, "children": 100, "iterations": 50}
+            ),
+        ),
     }
     whole = Synthesizer(small_schema, **settings).fit(pd.read_csv(path))
     streamed = Synthesizer(small_schema, **settings).fit_file(path, batch_rows=37)

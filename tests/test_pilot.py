@@ -37,8 +37,9 @@ def test_pilot_forecast_and_auto_temperature(small_schema, small_table) -> None:
         small_schema,
         rho=1e-3,
         policy=policy,
-        method=get_method("tabpe", population=30, rounds=2,
-                          vote=VoteSpec(kind="soft", temperature="auto")),
+        method=get_method(
+            "tabpe", population=30, rounds=2, vote=VoteSpec(kind="soft", temperature="auto")
+        ),
         public=public,
         random_state=0,
     ).fit(private)
@@ -55,8 +56,9 @@ def test_auto_temperature_needs_public_data(small_schema, small_table) -> None:
         Synthesizer(
             small_schema,
             rho=1e-3,
-            method=get_method("tabpe", population=30, rounds=2,
-                              vote=VoteSpec(kind="soft", temperature="auto")),
+            method=get_method(
+                "tabpe", population=30, rounds=2, vote=VoteSpec(kind="soft", temperature="auto")
+            ),
         ).fit(small_table)
 
 
@@ -97,8 +99,9 @@ def test_exact_per_round_calibration(small_schema, small_table) -> None:
         small_schema,
         rho=1e-2,
         policy=policy,
-        method=get_method("tabpe", population=30, rounds=2,
-                          mechanism=GaussianSpec(calibration="exact")),
+        method=get_method(
+            "tabpe", population=30, rounds=2, mechanism=GaussianSpec(calibration="exact")
+        ),
         random_state=0,
     ).fit(small_table)
     ledger = model.ledger_.to_dict()
@@ -125,8 +128,9 @@ def test_exact_per_round_calibration(small_schema, small_table) -> None:
         Synthesizer(
             small_schema,
             rho=1e-2,
-            method=get_method("tabpe", population=30, rounds=2,
-                              mechanism=GaussianSpec(calibration="exact")),
+            method=get_method(
+                "tabpe", population=30, rounds=2, mechanism=GaussianSpec(calibration="exact")
+            ),
         ).fit(small_table)
 
 

@@ -238,6 +238,10 @@ def test_sharpen_and_debias_in_a_fit(small_schema, small_table) -> None:
         Synthesizer(
             small_schema,
             rho=1e-3,
-            method=get_method("bfsoft", population=30, rounds=2,
-                              vote=VoteSpec(kind="soft", temperature=0.05, sharpen=10.0)),
+            method=get_method(
+                "bfsoft",
+                population=30,
+                rounds=2,
+                vote=VoteSpec(kind="soft", temperature=0.05, sharpen=10.0),
+            ),
         ).fit(small_table)

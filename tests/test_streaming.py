@@ -167,8 +167,9 @@ def test_fit_file_drop_soft_vote(tmp_path, small_schema, dirty_table):
         "epsilon": 2.0,
         "random_state": 5,
         "noise_seed": 5,
-        "method": get_method("tabpe", population=32, rounds=2,
-                             vote=VoteSpec(kind="soft", temperature=0.1)),
+        "method": get_method(
+            "tabpe", population=32, rounds=2, vote=VoteSpec(kind="soft", temperature=0.1)
+        ),
         "on_invalid": "drop",
     }
     whole = Synthesizer(small_schema, **settings).fit(read_table(path))

@@ -50,8 +50,12 @@ def test_same_seed_same_output(small_schema, small_table, seed, preset, vote) ->
                 small_schema,
                 epsilon=2.0,
                 delta=1e-5,
-                method=get_method(preset, population=30, rounds=6, vote=VoteSpec(
-                    kind=vote, temperature=0.05 if vote == "soft" else None)),
+                method=get_method(
+                    preset,
+                    population=30,
+                    rounds=6,
+                    vote=VoteSpec(kind=vote, temperature=0.05 if vote == "soft" else None),
+                ),
                 random_state=seed,
                 noise_seed=seed,
             )
@@ -277,9 +281,12 @@ def test_hybrid_preset_releases_marginals_and_samples_n_rows(small_schema, small
         small_schema,
         epsilon=1.0,
         random_state=0,
-        method=get_method("hybrid", marginals=MarginalSpec(
-            share=None, options={"grow_rounds": 1, "children": 100, "iterations": 30}
-        )),
+        method=get_method(
+            "hybrid",
+            marginals=MarginalSpec(
+                share=None, options={"grow_rounds": 1, "children": 100, "iterations": 30}
+            ),
+        ),
     )
     model.fit(small_table)
     ledger = model.ledger_.to_dict()

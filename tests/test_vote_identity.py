@@ -177,8 +177,13 @@ def _table(n: int, seed: int) -> pd.DataFrame:
     [
         {"method": get_method("tabpe", population=60, rounds=3, distance="tabpe")},
         {
-            "method": get_method("tabpe", population=60, rounds=3, distance="gower",
-                                 vote=VoteSpec(kind="soft", temperature=0.05)),
+            "method": get_method(
+                "tabpe",
+                population=60,
+                rounds=3,
+                distance="gower",
+                vote=VoteSpec(kind="soft", temperature=0.05),
+            ),
         },
     ],
 )

@@ -80,8 +80,9 @@ def test_ledger_epsilon_is_what_the_events_cost(age_sex, share, rounds, on_inval
     model = Synthesizer(
         age_sex,
         epsilon=1.0,
-        method=get_method("hybrid", population=8, rounds=rounds,
-                          marginals=MarginalSpec(share=share, options=FAST)),
+        method=get_method(
+            "hybrid", population=8, rounds=rounds, marginals=MarginalSpec(share=share, options=FAST)
+        ),
         on_invalid=on_invalid,
         random_state=0,
     ).fit(table)

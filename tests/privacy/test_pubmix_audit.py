@@ -67,8 +67,11 @@ def _seed_drawing(age_sex, settings, wanted: set[int]) -> int:
         _, spy = fit_spied(
             age_sex,
             PRIVATE,
-            **{**settings, "random_state": seed,
-               "method": replace(settings["method"], preset=get_preset("tabpe", rounds=1))},
+            **{
+                **settings,
+                "random_state": seed,
+                "method": replace(settings["method"], preset=get_preset("tabpe", rounds=1)),
+            },
         )
         if wanted <= _ages(spy.populations[0]):
             return seed
