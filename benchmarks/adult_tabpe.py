@@ -29,7 +29,7 @@ from dpevolve import Synthesizer, datasets
 from dpevolve.backends import make_backend
 from dpevolve.data.encoding import Layout, decode
 from dpevolve.pe.variation import Variation
-from dpevolve.presets import get_preset
+from dpevolve.presets import get_method
 from dpevolve.reporting.evaluation import marginal_tv, tstr
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -66,7 +66,7 @@ def run_dataset(
             schema,
             epsilon=epsilon,
             delta=delta,
-            preset=get_preset("tabpe", rounds=rounds),
+            method=get_method("tabpe", rounds=rounds),
             random_state=seed,
             backend=make_backend(backend),
         )

@@ -123,6 +123,7 @@ def _public_init() -> bool:
 
 def _fit(rho: float, method: str, seed: int) -> Any:
     from dpevolve import Synthesizer
+    from dpevolve.presets import get_method
 
     s = _STATE
     vote, tau = ("hard", None) if method == "hard" else ("soft", float(method[4:]))
@@ -130,8 +131,7 @@ def _fit(rho: float, method: str, seed: int) -> Any:
         s["schema"],
         rho=rho,
         delta=DELTA,
-        preset="bfsoft",
-        vote=VoteSpec(kind=vote, temperature=tau),
+        method=get_method("bfsoft", vote=VoteSpec(kind=vote, temperature=tau)),
         policy=s["policy"],
         public=s["test"] if _public_init() else None,
         random_state=seed,
@@ -182,9 +182,7 @@ def task_pilot(args: tuple[str, int, tuple[int, ...], str]) -> dict[str, Any]:
         temperatures=TAUS,
         seeds=seeds,
         public_init=_public_init(),
-        fit=Synthesizer.pilot_fit(
-            s["schema"], preset="bfsoft", policy=s["policy"], backend=s["backend"]
-        ),
+        fit=Synthesizer.pilot_fit(s["schema"], "bfsoft", policy=s["policy"], backend=s["backend"]),
         rounds=get_preset("bfsoft").schedule.rounds,
     )
     out = result.to_dict()

@@ -102,18 +102,18 @@ def fit_error(dataset: str, rho: float, arm: dict[str, Any], seed: int, public: 
     from dpevolve.backends import make_backend
     from dpevolve.pe.pilot.run import pilot_error
     from dpevolve.pe.policy.blowfish import Policy
+    from dpevolve.presets import get_method
 
     private, public_frame, schema = tables(dataset)
     model = Synthesizer(
         schema,
         rho=rho,
         delta=DELTA,
-        preset="bfsoft",
+        method=get_method("bfsoft", **arm),
         policy=Policy.from_dict(POLICIES[dataset], schema),
         public=public_frame if public else None,
         random_state=seed,
         backend=make_backend("auto"),
-        **arm,
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -143,7 +143,7 @@ def auto_choice(dataset: str, rho: float) -> Any:
             len(private),
             Budget(rho=rho, delta=DELTA),
             fit=Synthesizer.pilot_fit(
-                schema, preset="bfsoft", policy=policy, backend=make_backend("auto")
+                schema, "bfsoft", policy=policy, backend=make_backend("auto")
             ),
             rounds=get_preset("bfsoft").schedule.rounds,
             policy=policy,

@@ -127,7 +127,7 @@ def engine_fit(source: PrivateSource, schema: Any, backend: Backend) -> None:
 
 def tabpe_fit(frame: pd.DataFrame, schema: Any, backend: Backend) -> None:
     Synthesizer(
-        schema, preset="tabpe", epsilon=1.0, random_state=0, noise_seed=0, backend=backend
+        schema, method="tabpe", epsilon=1.0, random_state=0, noise_seed=0, backend=backend
     ).fit(frame)
 
 

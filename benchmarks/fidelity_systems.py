@@ -44,13 +44,14 @@ class NotAvailable(Exception):
 
 def _tabpe(split: Split, epsilon: float, delta: float, seed: int) -> tuple[pd.DataFrame, dict]:
     from dpevolve import Synthesizer
+    from dpevolve.presets import get_method
 
-    extra: dict[str, Any] = {}
-    if split.public is not None:
-        extra = {"public": split.public, "mechanism": "pubmix"}
+    pubmix = {} if split.public is None else {"mechanism": "pubmix"}
+    method = get_method("tabpe", **pubmix)
     model = Synthesizer(
-        split.schema, epsilon=epsilon, delta=delta, preset="tabpe", random_state=seed, **extra
-    ).fit(split.train)
+        split.schema, epsilon=epsilon, delta=delta, random_state=seed, public=split.public,
+        method=method,
+    ).fit(split.train)  # fmt: skip
     facts = {"epsilon_spent": model.ledger_.result().epsilon, "released": len(model.synthetic_)}
     return model.sample(len(split.train)), facts
 
@@ -62,7 +63,7 @@ def _hybrid(split: Split, epsilon: float, delta: float, seed: int) -> tuple[pd.D
         split.schema,
         epsilon=epsilon,
         delta=delta,
-        preset="hybrid",
+        method="hybrid",
         random_state=seed,
         public=split.public,
     ).fit(split.train)

@@ -145,12 +145,12 @@ def peak_rss_mb() -> float:
 
 def model(args: argparse.Namespace) -> Any:
     from dpevolve import Synthesizer, datasets
+    from dpevolve.presets import get_method
 
     return Synthesizer(
         datasets.schema("adult"),
         epsilon=args.epsilon,
-        preset="bfsoft",
-        vote="hard",
+        method=get_method("bfsoft", vote="hard"),
         random_state=args.seed,
         backend=make_backend("auto" if args.backend == "fused" else args.backend),
     )

@@ -40,7 +40,7 @@ def main() -> None:
             for preset in ("tabpe", "hybrid"):
                 start = time.perf_counter()
                 model = Synthesizer(
-                    schema, epsilon=eps, delta=delta, preset=preset, random_state=seed
+                    schema, epsilon=eps, delta=delta, method=preset, random_state=seed
                 ).fit(train.frame)
                 synth = model.synthetic_ if preset == "tabpe" else model.sample()
                 row = {

@@ -67,7 +67,7 @@ from dpevolve.pe.policy.blowfish import Policy
 from dpevolve.pe.policy.sensitivity import enumerate_domain, per_round_hard_sensitivity, reach_edge
 from dpevolve.pe.release.gaussian import GaussianRelease
 from dpevolve.pe.votes import HardVote, SoftVote
-from dpevolve.presets import get_preset
+from dpevolve.presets import get_method
 from dpevolve.privacy import Budget, GaussianEvent, calibrate_gaussian
 from dpevolve.privacy.audit import (
     cks_epsilon,
@@ -244,9 +244,13 @@ def soft_vote_sharpened(trials: int) -> dict[str, Any]:
         SCHEMA,
         tables,
         epsilon=1.0,
-        preset=get_preset("bfsoft", population=16, rounds=1),
+        method=get_method(
+            "bfsoft",
+            population=16,
+            rounds=1,
+            vote=VoteSpec(kind="soft", temperature=0.02, sharpen=4.0),
+        ),
         policy=policy,
-        vote=VoteSpec(kind="soft", temperature=0.02, sharpen=4.0),
     )
     return recorded_gaussian_case("soft-vote-sharpened", here, there, ledger, trials)
 
@@ -262,8 +266,12 @@ def hybrid_case(name: str, share: float, seed: int, trials: int) -> dict[str, An
         SCHEMA,
         pair_frames(40, seed),
         epsilon=1.0,
-        preset=get_preset("hybrid", population=16, rounds=1),
-        marginals=MarginalSpec(share=share, options=HYBRID_FAST),
+        method=get_method(
+            "hybrid",
+            population=16,
+            rounds=1,
+            marginals=MarginalSpec(share=share, options=HYBRID_FAST),
+        ),
     )
     return recorded_gaussian_case(name, here, there, ledger, trials)
 

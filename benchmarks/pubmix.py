@@ -57,7 +57,7 @@ from typing import Any  # noqa: E402
 import numpy as np  # noqa: E402
 
 from dpevolve.config import PubMixSpec  # noqa: E402
-from dpevolve.presets import get_preset  # noqa: E402
+from dpevolve.presets import get_method  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -302,8 +302,11 @@ def pe_task(method: str, epsilon: float, seed: int, rounds: int | None) -> dict[
         train.schema,
         epsilon=epsilon,
         delta=PE_DELTA,
-        preset=get_preset("tabpe", rounds=rounds),
-        mechanism=PubMixSpec(accounting=accounting) if mechanism == "pubmix" else mechanism,
+        method=get_method(
+            "tabpe",
+            rounds=rounds,
+            mechanism=PubMixSpec(accounting=accounting) if mechanism == "pubmix" else mechanism,
+        ),
         public=public.frame if public_init else None,
         backend=data["backend"],
         random_state=seed,

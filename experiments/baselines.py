@@ -78,7 +78,7 @@ def run_baseline(config: BaselineConfig) -> dict[str, Any]:
         ledger = {"epsilon": 0.0, "delta": 0.0, "rho": 0.0, "note": "reads no data"}
     elif config.method == "tabpe":
         model, _ = common.fit_synthesizer(
-            config.dataset, rho=config.rho, preset="tabpe", seed=config.seed
+            config.dataset, rho=config.rho, method="tabpe", seed=config.seed
         )
         synth = model.synthetic_
         ledger = common.ledger_totals(model)

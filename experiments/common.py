@@ -200,26 +200,30 @@ def fit_synthesizer(
     vote: str | VoteSpec = "hard",
     tau: float | None = None,
     policy_name: str | None = None,
-    preset: str = "bfsoft",
+    method: str = "bfsoft",
     seed: int = 0,
     private: pd.DataFrame | None = None,
     schema: Any = None,
     **options: Any,
 ) -> tuple[Any, float]:
-    """Fit dpevolve's Synthesizer on a study table; returns ``(model, fit seconds)``."""
+    """Fit dpevolve's Synthesizer on a study table; returns ``(model, fit seconds)``.
+    ``options``: Private Evolution's ``mechanism`` and ``marginals``, or the
+    Synthesizer's own parameters (``public``)."""
+    from dpevolve.presets import get_method
     from dpevolve.synthesizer import Synthesizer
 
     if private is None:
         table = load_table(dataset)
         private, schema = table.frame, table.schema
     begin = time.perf_counter()
+    vote = vote if isinstance(vote, VoteSpec) else VoteSpec(kind=vote, temperature=tau)
+    pe = {k: options.pop(k) for k in ("mechanism", "marginals") if k in options}
     model = Synthesizer(
         schema,
         rho=rho,
         epsilon=epsilon,
         delta=delta,
-        preset=preset,
-        vote=vote if isinstance(vote, VoteSpec) else VoteSpec(kind=vote, temperature=tau),
+        method=get_method(method, vote=vote, **pe),
         policy=None if policy_name is None else policy(dataset, policy_name),
         random_state=seed,
         backend=backend(),

@@ -224,7 +224,7 @@ def run_tstr(config: TSTRConfig) -> dict[str, Any]:
             "person_activity",
             epsilon=config.epsilon,
             delta=delta,
-            preset="tabpe",
+            method="tabpe",
             seed=config.seed,
             private=train.frame,
             schema=schema,

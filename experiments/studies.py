@@ -136,7 +136,7 @@ def run_pilot_config(config: PilotConfig) -> dict[str, Any]:
         public_init=False,
         fit=Synthesizer.pilot_fit(
             private.schema,
-            preset="bfsoft",
+            "bfsoft",
             policy=common.policy(config.dataset, config.policy),
             backend=common.backend(),
         ),

@@ -12,7 +12,7 @@ import yaml
 from dpevolve import Synthesizer
 from dpevolve.cli import ledger_path, main
 from dpevolve.config import GaussianSpec, VoteSpec
-from dpevolve.presets import from_settings, get_preset
+from dpevolve.presets import from_settings, get_method
 
 FAST = ["--population", "30", "--rounds", "2", "--preset", "bfsoft", "--rho", "1e-3"]
 
@@ -134,7 +134,7 @@ def test_default_auto_under_a_non_gower_distance_does_not_sharpen(
     model = Synthesizer(
         small_schema,
         rho=1e-3,
-        preset=get_preset("tabpe", population=20, rounds=1),
+        method=get_method("tabpe", population=20, rounds=1),
         policy=Policy.from_dict(policy, small_schema),
         public=small_table.iloc[:200],
         random_state=0,

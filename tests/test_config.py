@@ -112,6 +112,8 @@ def test_methods_fill_in_from_the_preset_and_never_switch() -> None:
         with pytest.raises(InputError, match=words):
             from_settings(None, asked)
         with pytest.raises(InputError, match=words):
+            get_method("adaptive", **asked)
+        with pytest.raises(TypeError):  # a setting is the method's, never the facade's
             Synthesizer("schema.yaml", epsilon=1.0, **asked)
     with pytest.raises(InputError, match="takes no population"):
         get_method("adaptive", population=40)
@@ -220,9 +222,11 @@ def test_a_preset_reads_back_by_name_or_in_full() -> None:
 
 
 def test_a_spec_runs_like_its_name(small_schema, small_table) -> None:
-    common = {"rho": 1e-3, "preset": FAST, "noise_seed": 3, "random_state": 0}
-    by_name = Synthesizer(small_schema, mechanism="gaussian", **common)
-    by_spec = Synthesizer(small_schema, mechanism=GaussianSpec(threshold=0.0), **common)
+    common = {"rho": 1e-3, "noise_seed": 3, "random_state": 0}
+    by_name = Synthesizer(small_schema, method=PEMethod(FAST, mechanism="gaussian"), **common)
+    by_spec = Synthesizer(
+        small_schema, method=PEMethod(FAST, mechanism=GaussianSpec(threshold=0.0)), **common
+    )
     a, b = by_name.fit(small_table), by_spec.fit(small_table)
     pd.testing.assert_frame_equal(a.synthetic_, b.synthetic_)
     assert a.ledger_.to_dict()["sigma"] == b.ledger_.to_dict()["sigma"]
@@ -233,8 +237,8 @@ def test_a_spec_runs_like_its_name(small_schema, small_table) -> None:
 def test_the_ledger_config_re_runs_the_same_run(small_schema, small_table) -> None:
     vote = VoteSpec(kind="soft", temperature=0.05, debias=1)
     model = Synthesizer(
-        small_schema, rho=1e-3, preset=FAST, vote=vote, noise_seed=1, random_state=0,
-        marginals=MarginalSpec(share=0.5, options={"grow_rounds": 1, "children": 60}),
+        small_schema, rho=1e-3, noise_seed=1, random_state=0, method=PEMethod(FAST, vote=vote,
+        marginals=MarginalSpec(share=0.5, options={"grow_rounds": 1, "children": 60})),
         on_invalid="drop",
     ).fit(small_table)  # fmt: skip
     config = model.ledger_.to_dict()["config"]
@@ -349,7 +353,7 @@ def test_engine_options_from_the_command_line_to_the_ledger(
 
     from dpevolve.cli import ledger_path, main
     from dpevolve.engine.spec import EngineSpec
-    from dpevolve.presets import Preset, get_preset
+    from dpevolve.presets import get_preset
 
     schema, private = tmp_path / "schema.yaml", tmp_path / "private.csv"
     schema.write_text(small_schema.to_yaml())
@@ -369,7 +373,7 @@ def test_engine_options_from_the_command_line_to_the_ledger(
     run_file.write_text(yaml.safe_dump(short))
     assert synth("b.csv", "--config", str(run_file)) == 0, capsys.readouterr().err
     again = json.loads(ledger_path(tmp_path / "b.csv").read_text())["config"]
-    assert Preset.from_dict(again["preset"]).engine == EngineSpec(bins=8)
+    assert method_from_dict(again) == AdaptiveMethod(EngineSpec(bins=8))
     capsys.readouterr()
     # Engine options are for the engine; an unknown one is named; bad YAML is one line.
     for extra, words in (

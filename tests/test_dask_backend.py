@@ -30,10 +30,10 @@ from dpevolve.errors import InputError
 from dpevolve.pe.distance import make_distance
 from dpevolve.pe.variation import Variation
 from dpevolve.pe.votes import HardVote, SoftVote
-from dpevolve.presets import get_preset
+from dpevolve.presets import get_method
 
 SETTINGS = {
-    "preset": get_preset("tabpe", population=48, rounds=3),
+    "method": get_method("tabpe", population=48, rounds=3),
     "epsilon": 1.0,
     "random_state": 7,
     "noise_seed": 7,
@@ -118,8 +118,13 @@ def test_private_data_shipped_once(client, small_schema, private, population):
     [
         {},
         {
-            "preset": get_preset("tabpe", population=48, rounds=3, distance="tabpe"),
-            "vote": VoteSpec(kind="soft", temperature=0.1),
+            "method": get_method(
+                "tabpe",
+                population=48,
+                rounds=3,
+                distance="tabpe",
+                vote=VoteSpec(kind="soft", temperature=0.1),
+            ),
         },
     ],
 )
@@ -429,10 +434,10 @@ def test_hybrid_marginals_counted_on_the_workers(
     """The ``hybrid`` preset's marginal release: the workers count and reduce, the driver
     gets one vector, and the model is the local one, bit for bit."""
     import dpevolve.pe.hybrid.marginals as marginals
-    from dpevolve.presets import get_preset
+    from dpevolve.presets import get_method
 
     settings = {"epsilon": 1.0, "random_state": 2, "noise_seed": 2,
-                "preset": get_preset("hybrid", population=24, rounds=2)}  # fmt: skip
+                "method": get_method("hybrid", population=24, rounds=2)}  # fmt: skip
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         local = Synthesizer(small_schema, **settings, backend="local").fit(small_table)

@@ -176,11 +176,11 @@ def test_auto_counts_a_stream_in_duckdb(small_schema, small_table, tmp_path) -> 
 
 def test_private_evolution_votes_through_duckdb(small_schema, small_table) -> None:
     """DuckDB does not vote: a PE fit with it votes as ``auto`` does, the same rows."""
-    from dpevolve.presets import get_preset
+    from dpevolve.presets import get_method
 
     def fit(backend):
-        preset = get_preset("tabpe", population=30, rounds=2)
-        model = Synthesizer(small_schema, epsilon=1.0, delta=1e-5, preset=preset,
+        method = get_method("tabpe", population=30, rounds=2)
+        model = Synthesizer(small_schema, epsilon=1.0, delta=1e-5, method=method,
                             random_state=1, noise_seed=2, backend=backend)  # fmt: skip
         return model.fit(small_table).synthetic_
 

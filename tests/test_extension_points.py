@@ -27,7 +27,7 @@ from dpevolve.backends.local import LocalBackend
 from dpevolve.data.encoding import Records
 from dpevolve.engine.rules import AIMRule
 from dpevolve.measurements import Domain, MarginalQuery
-from dpevolve.presets import get_preset
+from dpevolve.presets import get_method
 from dpevolve.privacy.events import ExponentialEvent
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "dpevolve"
@@ -98,8 +98,8 @@ def test_a_backend_is_one_module_over_the_interface() -> None:
 def test_a_toy_backend_runs_a_fit_bit_for_bit_like_the_reference(
     small_schema, small_table: pd.DataFrame, preset: str
 ) -> None:
-    chosen = get_preset("tabpe", population=30, rounds=2) if preset == "tabpe" else preset
-    settings = dict(epsilon=1.0, delta=1e-5, random_state=0, noise_seed=5, preset=chosen)
+    chosen = get_method("tabpe", population=30, rounds=2) if preset == "tabpe" else preset
+    settings = dict(epsilon=1.0, delta=1e-5, random_state=0, noise_seed=5, method=chosen)
     table = small_table.iloc[:150]
     toy = ToyBackend()
     got = Synthesizer(small_schema, backend=toy, **settings).fit(table).sample(60)
@@ -231,11 +231,11 @@ def test_a_private_source_is_one_class_the_fit_takes(
     table = small_table.iloc[:150].reset_index(drop=True)
     with sqlite3.connect(tmp_path / "private.db") as db:
         table.to_sql("private", db, index=False)
-    chosen = get_preset("tabpe", population=30, rounds=2) if preset == "tabpe" else preset
+    chosen = get_method("tabpe", population=30, rounds=2) if preset == "tabpe" else preset
     settings = dict(epsilon=1.0, delta=1e-5, random_state=0, noise_seed=5, backend="local")
     source = RowsSource(tmp_path / "private.db", small_schema)
-    got = Synthesizer(small_schema, preset=chosen, **settings).fit_source(source)
-    want = Synthesizer(small_schema, preset=chosen, **settings).fit(table)
+    got = Synthesizer(small_schema, method=chosen, **settings).fit_source(source)
+    want = Synthesizer(small_schema, method=chosen, **settings).fit(table)
     pd.testing.assert_frame_equal(got.sample(60), want.sample(60))
 
 

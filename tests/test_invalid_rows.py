@@ -35,12 +35,12 @@ from dpevolve.pe.invalid_rows import (
 from dpevolve.pe.policy.blowfish import Policy
 from dpevolve.pe.variation import Variation
 from dpevolve.pe.votes import HardVote, SoftVote
-from dpevolve.presets import get_preset
+from dpevolve.presets import get_method
 
 FAST: dict[str, Any] = {
     "epsilon": 1.0,
     "random_state": 3,
-    "preset": get_preset("tabpe", population=32, rounds=2),
+    "method": get_method("tabpe", population=32, rounds=2),
 }
 
 
@@ -141,13 +141,14 @@ def test_neighbours_share_the_pubmix_ledger(small_schema, small_table) -> None:
     public = small_table.sample(150, random_state=1).reset_index(drop=True)
     settings = {
         **FAST,
-        "mechanism": PubMixSpec(accounting="basic"),
         "public": public,
     }
     settings["noise_seed"] = 5  # same noise on both neighbours: only the data differs
     # One round: a later round votes over a population bred from released parents, and
     # a parent drawn from the moved record's slot differs between neighbours even then.
-    settings["preset"] = get_preset("tabpe", population=32, rounds=1)
+    settings["method"] = get_method(
+        "tabpe", population=32, rounds=1, mechanism=PubMixSpec(accounting="basic")
+    )
     models = [
         Synthesizer(small_schema, on_invalid="drop", **settings).fit(table)
         for table in (small_table, neighbour(small_table, 5, age=-1))
@@ -190,8 +191,9 @@ def test_soft_votes_with_drop_are_calibrated_for_the_empty_vote(small_schema, sm
     assert change > bound  # the policy bound alone would not cover this replacement
     settings = {
         **FAST,
-        "preset": get_preset("tabpe", distance="gower"),
-        "vote": VoteSpec(kind="soft", temperature=0.05),
+        "method": get_method(
+            "tabpe", distance="gower", vote=VoteSpec(kind="soft", temperature=0.05)
+        ),
         "policy": policy,
     }
     with pytest.warns(UserWarning, match="empty vote"):
@@ -222,7 +224,9 @@ def test_exact_calibration_covers_the_empty_vote(small_schema, small_table) -> N
         "rho": 1e-2,
         "epsilon": None,
         "policy": policy,
-        "mechanism": GaussianSpec(calibration="exact"),
+        "method": get_method(
+            "tabpe", population=32, rounds=2, mechanism=GaussianSpec(calibration="exact")
+        ),
     }
     exact = Synthesizer(small_schema, on_invalid="clip", **settings).fit(small_table)
     assert all(e["sensitivity"] >= EMPTY_VOTE_L2 for e in exact.ledger_.to_dict()["events"])

@@ -21,7 +21,7 @@ from dpevolve.pe.hybrid.fit import MarginalFit, allocate, draw_rows, project_sim
 from dpevolve.pe.hybrid.marginals import CellIndex, Workload, l2_change, measure_marginals
 from dpevolve.pe.hybrid.tail import MarginalOptions, split_budget
 from dpevolve.pe.variation import Variation
-from dpevolve.presets import get_preset
+from dpevolve.presets import get_method
 from dpevolve.privacy import Accountant, Budget
 
 
@@ -230,8 +230,9 @@ def test_synthesizer_samples_num_rows_from_the_weighted_support(
         delta=1e-5,
         random_state=0,
         noise_seed=0,
-        preset=get_preset("tabpe", population=40, rounds=3),
-        marginals=MarginalSpec(share=share, options=options),
+        method=get_method(
+            "tabpe", population=40, rounds=3, marginals=MarginalSpec(share=share, options=options)
+        ),
     )
     model.fit(small_table)
     assert len(model.sample()) == len(small_table)  # default: the private row count
@@ -260,9 +261,13 @@ def test_streamed_fit_equals_in_memory_fit(tmp_path, small_schema, small_table) 
         "epsilon": 1.0,
         "random_state": 5,
         "noise_seed": 5,
-        "preset": get_preset("tabpe", population=32, rounds=2),
-        "marginals": MarginalSpec(
-            share=0.5, options={"grow_rounds": 1, "children": 100, "iterations": 50}
+        "method": get_method(
+            "tabpe",
+            population=32,
+            rounds=2,
+            marginals=MarginalSpec(
+                share=0.5, options={"grow_rounds": 1, "children": 100, "iterations": 50}
+            ),
         ),
     }
     whole = Synthesizer(small_schema, **settings).fit(pd.read_csv(path))

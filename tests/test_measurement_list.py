@@ -25,11 +25,12 @@ CASES: dict[str, dict[str, Any]] = {
     "adaptive-public": {"public": True},
     # the PE stage runs on the demo table's share of numeric columns
     "adaptive-votes": {"method": get_method("adaptive", engine={"pe_min_numeric": 0.0})},
-    "tabpe": {"preset": "tabpe"},
-    "tabpe-marginals": {"preset": "tabpe", "marginals": 0.5},
-    "bfsoft": {"preset": "bfsoft"},
-    "pubmix": {"preset": "bfsoft", "mechanism": "pubmix", "public": True},
-    "hybrid": {"preset": "hybrid"},
+    "tabpe": {"method": "tabpe"},
+    "tabpe-marginals": {"method": get_method("tabpe", marginals=0.5)},
+    "bfsoft": {"method": "bfsoft"},
+    "pubmix": {"method": get_method("bfsoft", mechanism="pubmix"), "public": True},
+    "hybrid": {"method": "hybrid"},
+}
 }
 
 

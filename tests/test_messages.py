@@ -24,7 +24,7 @@ from dpevolve.data.messages import reader_error, show_values
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.streaming import StreamedTable
 from dpevolve.errors import InputError
-from dpevolve.presets import get_preset
+from dpevolve.presets import get_method
 
 SCHEMA = Schema(
     (
@@ -144,7 +144,7 @@ def test_drop_leaves_no_cell_in_the_ledger(small_schema, small_table) -> None:
     model = Synthesizer(
         small_schema,
         epsilon=1.0,
-        preset=get_preset("tabpe", population=16, rounds=1),
+        method=get_method("tabpe", population=16, rounds=1),
         on_invalid="drop",
         random_state=0,
     ).fit(table)

@@ -7,7 +7,7 @@ from dpevolve.config import GaussianSpec, VoteSpec
 from dpevolve.errors import InputError
 from dpevolve.pe.pilot.run import run_pilot
 from dpevolve.pe.policy.blowfish import Policy
-from dpevolve.presets import get_preset
+from dpevolve.presets import get_method
 from dpevolve.privacy import Budget
 
 
@@ -24,7 +24,7 @@ def test_pilot_forecast_and_auto_temperature(small_schema, small_table) -> None:
         fit=Synthesizer.pilot_fit(
             small_schema,
             policy=policy,
-            preset=get_preset("tabpe", population=30, rounds=2),
+            method=get_method("tabpe", population=30, rounds=2),
         ),
         rounds=2,
     )
@@ -37,8 +37,9 @@ def test_pilot_forecast_and_auto_temperature(small_schema, small_table) -> None:
         small_schema,
         rho=1e-3,
         policy=policy,
-        preset=get_preset("tabpe", population=30, rounds=2),
-        vote=VoteSpec(kind="soft", temperature="auto"),
+        method=get_method(
+            "tabpe", population=30, rounds=2, vote=VoteSpec(kind="soft", temperature="auto")
+        ),
         public=public,
         random_state=0,
     ).fit(private)
@@ -55,8 +56,9 @@ def test_auto_temperature_needs_public_data(small_schema, small_table) -> None:
         Synthesizer(
             small_schema,
             rho=1e-3,
-            preset=get_preset("tabpe", population=30, rounds=2),
-            vote=VoteSpec(kind="soft", temperature="auto"),
+            method=get_method(
+                "tabpe", population=30, rounds=2, vote=VoteSpec(kind="soft", temperature="auto")
+            ),
         ).fit(small_table)
 
 
@@ -69,21 +71,20 @@ def test_empty_policy_is_refused(small_schema, small_table) -> None:
             small_schema,
             rho=1e-3,
             policy=policy,
-            preset=get_preset("tabpe", population=30, rounds=2),
+            method=get_method("tabpe", population=30, rounds=2),
         ).fit(small_table)
 
 
 def test_soft_vote_under_policy_needs_less_noise(small_schema, small_table) -> None:
     policy = Policy.from_dict({"attributes": {"age": {"threshold": 7}}}, small_schema)
-    common = {
-        "rho": 1e-3,
-        "preset": get_preset("bfsoft", population=30, rounds=2),
-        "random_state": 0,
-    }
-    hard = Synthesizer(small_schema, policy=policy, **common).fit(small_table)
+    common = {"rho": 1e-3, "random_state": 0}
+    bfsoft = get_method("bfsoft", population=30, rounds=2)
+    hard = Synthesizer(small_schema, policy=policy, method=bfsoft, **common).fit(small_table)
     soft = Synthesizer(
-        small_schema, policy=policy, vote=VoteSpec(kind="soft", temperature=0.03), **common
-    ).fit(small_table)
+        small_schema, policy=policy, **common,
+        method=get_method("bfsoft", population=30, rounds=2,
+                          vote=VoteSpec(kind="soft", temperature=0.03)),
+    ).fit(small_table)  # fmt: skip
     q = soft.ledger_.to_dict()["sigma"] / hard.ledger_.to_dict()["sigma"]
     reach = 0.25 * 7 / 73
     import math
@@ -98,8 +99,9 @@ def test_exact_per_round_calibration(small_schema, small_table) -> None:
         small_schema,
         rho=1e-2,
         policy=policy,
-        preset=get_preset("tabpe", population=30, rounds=2),
-        mechanism=GaussianSpec(calibration="exact"),
+        method=get_method(
+            "tabpe", population=30, rounds=2, mechanism=GaussianSpec(calibration="exact")
+        ),
         random_state=0,
     ).fit(small_table)
     ledger = model.ledger_.to_dict()
@@ -112,7 +114,7 @@ def test_exact_per_round_calibration(small_schema, small_table) -> None:
         small_schema,
         rho=1e-2,
         policy=policy,
-        preset=get_preset("tabpe", population=30, rounds=2),
+        method=get_method("tabpe", population=30, rounds=2),
         random_state=0,
     ).fit(small_table)
     assert model.ledger_.result().epsilon == pytest.approx(bound.ledger_.result().epsilon)
@@ -126,8 +128,9 @@ def test_exact_per_round_calibration(small_schema, small_table) -> None:
         Synthesizer(
             small_schema,
             rho=1e-2,
-            preset=get_preset("tabpe", population=30, rounds=2),
-            mechanism=GaussianSpec(calibration="exact"),
+            method=get_method(
+                "tabpe", population=30, rounds=2, mechanism=GaussianSpec(calibration="exact")
+            ),
         ).fit(small_table)
 
 
@@ -141,8 +144,8 @@ def test_a_seeded_run_reproduces_its_pilot(small_schema, small_table) -> None:
     def ledger(noise_seed: int) -> dict:
         model = Synthesizer(
             small_schema, rho=1e-3, policy=policy, public=public, random_state=0,
-            noise_seed=noise_seed, preset=get_preset("tabpe", population=30, rounds=2),
-            vote=VoteSpec(kind="soft", temperature="auto"),
+            noise_seed=noise_seed, method=get_method(
+                "tabpe", population=30, rounds=2, vote=VoteSpec(kind="soft", temperature="auto")),
         ).fit(private)  # fmt: skip
         return model.ledger_.to_dict()["pilot"]
 

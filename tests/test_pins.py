@@ -26,7 +26,7 @@ import pytest
 
 from dpevolve import Synthesizer, datasets
 from dpevolve.config import VoteSpec
-from dpevolve.presets import get_preset
+from dpevolve.presets import get_method
 
 PINS = Path(__file__).resolve().parent / "pins" / "outputs.json"
 WRITE = os.environ.get("DPEVOLVE_WRITE_PINS") == "1"
@@ -38,23 +38,22 @@ POLICY = "attributes:\n  age: {threshold: 5}\n  hours-per-week: {threshold: 4}\n
 # ``public: True`` stands for public rows of the demo table (disjoint from the private).
 CASES: dict[str, dict[str, Any]] = {
     "default": {},
-    "adaptive": {"preset": "adaptive"},
+    "adaptive": {"method": "adaptive"},
     "adaptive-public": {
-        "preset": get_preset("adaptive").with_engine({"public_prior": "tree"}),
+        "method": get_method("adaptive", engine={"public_prior": "tree"}),
         "public": True,
     },
-    "tabpe": {"preset": "tabpe"},
-    "tabpe-soft": {"preset": "tabpe", "vote": VoteSpec(kind="soft", temperature=0.05)},
-    "tabpe-marginals": {"preset": "tabpe", "marginals": 0.5},
-    "pubmix": {"preset": "bfsoft", "mechanism": "pubmix", "public": True},
-    "bfsoft": {"preset": "bfsoft"},
+    "tabpe": {"method": "tabpe"},
+    "tabpe-soft": {"method": get_method("tabpe", vote=VoteSpec(kind="soft", temperature=0.05))},
+    "tabpe-marginals": {"method": get_method("tabpe", marginals=0.5)},
+    "pubmix": {"method": get_method("bfsoft", mechanism="pubmix"), "public": True},
+    "bfsoft": {"method": "bfsoft"},
     "bfsoft-policy": {
-        "preset": "bfsoft",
+        "method": get_method("bfsoft", vote=VoteSpec(kind="soft", temperature=0.05)),
         "policy": POLICY,
-        "vote": VoteSpec(kind="soft", temperature=0.05),
     },
-    "bfsoft-pilot": {"preset": "bfsoft", "policy": POLICY, "vote": "auto", "public": True},
-    "hybrid": {"preset": "hybrid"},
+    "bfsoft-pilot": {"method": get_method("bfsoft", vote="auto"), "policy": POLICY, "public": True},
+    "hybrid": {"method": "hybrid"},
 }
 
 
@@ -109,7 +108,8 @@ def test_outputs_match_their_pins(pins: dict[str, dict[str, str]], name: str) ->
 
 def test_a_fingerprint_is_reproducible_and_sees_the_seed() -> None:
     # The pins are only worth something if a run repeats itself and a change shows.
-    same = fingerprint({"preset": "bfsoft"})
-    assert same == fingerprint({"preset": "bfsoft"})
-    soft = fingerprint({"preset": "bfsoft", "vote": VoteSpec(kind="soft", temperature=0.05)})
+    same = fingerprint({"method": "bfsoft"})
+    assert same == fingerprint({"method": "bfsoft"})
+    soft_vote = VoteSpec(kind="soft", temperature=0.05)
+    soft = fingerprint({"method": get_method("bfsoft", vote=soft_vote)})
     assert soft["synthetic"] != same["synthetic"]

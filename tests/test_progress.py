@@ -16,7 +16,7 @@ from dpevolve.data.schema import Schema
 from dpevolve.pe.hybrid.fit import MarginalFit
 from dpevolve.pe.hybrid.marginals import CellIndex, Workload, measure_marginals
 from dpevolve.pe.variation import Variation
-from dpevolve.presets import get_preset
+from dpevolve.presets import get_method
 from dpevolve.privacy.noise import SeededNoise
 
 HYBRID = {"grow_rounds": 1, "children": 50, "iterations": 20}
@@ -30,8 +30,7 @@ def test_hybrid_shows_release_and_fit_on_stderr(
         epsilon=1.0,
         random_state=0,
         noise_seed=0,
-        preset="hybrid",
-        marginals=MarginalSpec(options=HYBRID),
+        method=get_method("hybrid", marginals=MarginalSpec(options=HYBRID)),
         progress=True,
     )
     model.fit(small_table)
@@ -53,7 +52,7 @@ def test_pe_rounds_show_on_stderr(
         epsilon=1.0,
         random_state=0,
         noise_seed=0,
-        preset=get_preset("tabpe", population=30, rounds=2),
+        method=get_method("tabpe", population=30, rounds=2),
         progress=True,
     ).fit(small_table)
     out, err = capsys.readouterr()
@@ -68,8 +67,7 @@ def test_quiet_fit_prints_nothing(
         epsilon=1.0,
         random_state=0,
         noise_seed=0,
-        preset="hybrid",
-        marginals=MarginalSpec(options=HYBRID),
+        method=get_method("hybrid", marginals=MarginalSpec(options=HYBRID)),
     ).fit(small_table)
     assert capsys.readouterr() == ("", "")
 

@@ -15,11 +15,16 @@ from dpevolve.data.schema import CategoricalColumn, Schema
 from dpevolve.errors import InputError
 from dpevolve.pe.pubmix import beta_min, pubmix_delta
 from dpevolve.pe.pubmix.discrete import ProductDomain, sample_discrete
-from dpevolve.presets import get_preset
+from dpevolve.presets import get_method
 from dpevolve.privacy import Budget
 from dpevolve.privacy.noise import SeededNoise
 
-FAST = {"preset": get_preset("tabpe", population=30, rounds=3), "random_state": 0}
+FAST = {"random_state": 0}
+
+
+def fast(**settings):
+    """A quick Private Evolution method with ``settings``."""
+    return get_method("tabpe", population=30, rounds=3, **settings)
 
 
 @pytest.mark.parametrize("accounting", ["basic", "tight"])
@@ -29,7 +34,7 @@ def test_pubmix_in_pe_meets_the_budget(small_schema, small_table, accounting) ->
         small_schema,
         epsilon=2.0,
         delta=1e-5,
-        mechanism=PubMixSpec(accounting=accounting),
+        method=fast(mechanism=PubMixSpec(accounting=accounting)),
         public=public,
         **FAST,
     ).fit(private)
@@ -44,7 +49,7 @@ def test_pubmix_in_pe_meets_the_budget(small_schema, small_table, accounting) ->
             small_schema,
             epsilon=2.0,
             delta=1e-5,
-            mechanism=PubMixSpec(accounting=accounting),
+            method=fast(mechanism=PubMixSpec(accounting=accounting)),
             public=public,
             noise_seed=11,
             **FAST,
@@ -62,7 +67,7 @@ def test_tight_accounting_gives_each_round_more_than_basic(small_schema, small_t
             small_schema,
             epsilon=2.0,
             delta=1e-5,
-            mechanism=PubMixSpec(accounting=accounting),
+            method=fast(mechanism=PubMixSpec(accounting=accounting)),
             public=public,
             **FAST,
         ).fit(private)
@@ -77,19 +82,18 @@ def test_pubmix_refuses_soft_votes_rho_and_missing_public(small_schema, small_ta
             small_schema,
             epsilon=1.0,
             delta=1e-5,
-            mechanism="pubmix",
-            vote=VoteSpec(kind="soft", temperature=0.1),
+            method=fast(mechanism="pubmix", vote=VoteSpec(kind="soft", temperature=0.1)),
             public=small_table,
             **FAST,
         ).fit(small_table)
     with pytest.raises(InputError, match="public"):
-        Synthesizer(small_schema, epsilon=1.0, delta=1e-5, mechanism="pubmix", **FAST).fit(
-            small_table
-        )
+        Synthesizer(
+            small_schema, epsilon=1.0, delta=1e-5, method=fast(mechanism="pubmix"), **FAST
+        ).fit(small_table)
     with pytest.raises(InputError, match="rho"):
-        Synthesizer(small_schema, rho=1.0, mechanism="pubmix", public=small_table, **FAST).fit(
-            small_table
-        )
+        Synthesizer(
+            small_schema, rho=1.0, method=fast(mechanism="pubmix"), public=small_table, **FAST
+        ).fit(small_table)
 
 
 def test_beta_profile_does_not_grow_with_the_floor() -> None:

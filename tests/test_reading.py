@@ -17,7 +17,7 @@ from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.streaming import StreamedTable
 from dpevolve.data.types import DateColumn
 from dpevolve.errors import InputError
-from dpevolve.presets import get_preset
+from dpevolve.presets import get_method
 
 SCHEMA = Schema((NumericColumn("a", 0, 10), CategoricalColumn("b", ("x", "y"))))
 
@@ -146,7 +146,7 @@ def test_dates_round_trip_through_a_run(texts, fmt) -> None:
     model = Synthesizer(
         schema,
         epsilon=1.0,
-        preset=get_preset("tabpe", population=30, rounds=2),
+        method=get_method("tabpe", population=30, rounds=2),
         random_state=0,
         noise_seed=1,
         progress=False,

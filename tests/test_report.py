@@ -16,7 +16,7 @@ import pytest
 from dpevolve import Synthesizer
 from dpevolve.data.schema import Schema
 from dpevolve.errors import InputError
-from dpevolve.presets import get_preset
+from dpevolve.presets import get_method
 from dpevolve.reporting.evaluation import evaluate
 from dpevolve.reporting.report import render_report, write_report
 
@@ -43,7 +43,7 @@ def run(small_schema: Schema) -> dict[str, Any]:
         small_schema,
         epsilon=1.0,
         delta=1e-5,
-        preset=get_preset("bfsoft", population=30, rounds=2),
+        method=get_method("bfsoft", population=30, rounds=2),
         random_state=0,
     ).fit(real)
     return {
@@ -350,7 +350,7 @@ def test_shareable_reports_of_neighbouring_tables_differ_only_in_released_values
             small_schema,
             epsilon=1.0,
             delta=1e-5,
-            preset=get_preset("tabpe", population=20, rounds=2),
+            method=get_method("tabpe", population=20, rounds=2),
             random_state=0,
         ).fit(table)
         pages.append(

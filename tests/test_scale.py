@@ -18,7 +18,7 @@ import dpevolve.engine.refine as refine_module
 from dpevolve import Synthesizer
 from dpevolve.cli import main
 from dpevolve.data.writer import write_blocks
-from dpevolve.presets import get_preset
+from dpevolve.presets import get_method
 
 
 @pytest.fixture
@@ -61,7 +61,7 @@ def test_pe_blocks_join_to_the_sample(small_schema, small_table, monkeypatch, pr
     monkeypatch.setattr(refine_module, "SAMPLE_ROWS", 32)  # PE's generator reads it here
     model = Synthesizer(
         small_schema, epsilon=1.0, delta=1e-5, random_state=1, noise_seed=2,
-        preset=get_preset(preset, population=40, rounds=2), backend="local",
+        method=get_method(preset, population=40, rounds=2), backend="local",
     ).fit(small_table)  # fmt: skip
     state = model._sample_rng.bit_generator.state
     blocks = list(model.sample_blocks(100))

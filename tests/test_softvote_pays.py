@@ -22,7 +22,7 @@ from dpevolve.pe.pilot.run import PilotResult, VoteArm
 from dpevolve.pe.policy.blowfish import Policy
 from dpevolve.pe.policy.sharpen import sharpen_unprotected
 from dpevolve.pe.votes import SoftVote
-from dpevolve.presets import get_preset
+from dpevolve.presets import get_method
 from dpevolve.privacy import Budget
 
 TINY = Schema(
@@ -179,7 +179,7 @@ def test_vote_auto_end_to_end(small_schema, small_table, capsys) -> None:
     policy = Policy.from_dict({"attributes": {"age": {"threshold": 5}}}, small_schema)
     options = {
         "policy": policy,
-        "preset": get_preset("bfsoft", population=30, rounds=2),
+        "method": get_method("bfsoft", population=30, rounds=2),
     }
     choice = choose_vote(
         small_schema,
@@ -194,9 +194,8 @@ def test_vote_auto_end_to_end(small_schema, small_table, capsys) -> None:
     assert len(choice.errors) == len(default_arms(policy))
     assert choice.errors[choice.chosen] == min(choice.errors.values())
 
-    model = Synthesizer(
-        small_schema, rho=1e-3, vote="auto", public=public, random_state=0, **options
-    ).fit(private)
+    auto = {**options, "method": get_method("bfsoft", population=30, rounds=2, vote="auto")}
+    model = Synthesizer(small_schema, rho=1e-3, public=public, random_state=0, **auto).fit(private)
     line = capsys.readouterr().err.strip().splitlines()
     assert len(line) == 1 and line[0].startswith("vote auto: chose ")
     ledger = model.ledger_.to_dict()
@@ -218,17 +217,18 @@ def test_sharpen_and_debias_in_a_fit(small_schema, small_table) -> None:
     common = {
         "rho": 1e-3,
         "policy": policy,
-        "preset": get_preset("bfsoft", population=30, rounds=2),
     }
     plain = Synthesizer(
-        small_schema, vote=VoteSpec(kind="soft", temperature=0.05), random_state=1, **common
-    )
+        small_schema, method=get_method("bfsoft", population=30, rounds=2, vote=VoteSpec(
+            kind="soft", temperature=0.05)), random_state=1, **common
+    )  # fmt: skip
     sharp = Synthesizer(
         small_schema,
-        vote=VoteSpec(kind="soft", temperature=0.05, sharpen=10.0, debias=3),
+        method=get_method("bfsoft", population=30, rounds=2, vote=VoteSpec(
+            kind="soft", temperature=0.05, sharpen=10.0, debias=3)),
         random_state=1,
         **common,
-    )
+    )  # fmt: skip
     a, b = plain.fit(small_table).ledger_.to_dict(), sharp.fit(small_table).ledger_.to_dict()
     # same reach and noise: sharpening is free, debiasing is post-processing
     assert a["reach"] == pytest.approx(b["reach"]) and a["sigma"] == pytest.approx(b["sigma"])
@@ -238,6 +238,10 @@ def test_sharpen_and_debias_in_a_fit(small_schema, small_table) -> None:
         Synthesizer(
             small_schema,
             rho=1e-3,
-            preset=get_preset("bfsoft", population=30, rounds=2),
-            vote=VoteSpec(kind="soft", temperature=0.05, sharpen=10.0),
+            method=get_method(
+                "bfsoft",
+                population=30,
+                rounds=2,
+                vote=VoteSpec(kind="soft", temperature=0.05, sharpen=10.0),
+            ),
         ).fit(small_table)

@@ -27,7 +27,7 @@ from dpevolve.errors import InputError
 from dpevolve.pe.distance import make_distance
 from dpevolve.pe.variation import Variation
 from dpevolve.pe.votes import HardVote, SoftVote
-from dpevolve.presets import get_preset
+from dpevolve.presets import get_method
 
 FORMATS = ["csv", "csv.gz", "parquet"]
 
@@ -150,7 +150,7 @@ def test_fit_file_equals_fit(tmp_path, small_schema, small_table, fmt):
         "epsilon": 1.0,
         "random_state": 11,
         "noise_seed": 11,
-        "preset": get_preset("tabpe", population=64, rounds=3),
+        "method": get_method("tabpe", population=64, rounds=3),
     }
     whole = Synthesizer(small_schema, **settings).fit(read_table(path))
     streamed_model = fit_file(Synthesizer(small_schema, **settings), path, batch_rows=37)
@@ -167,8 +167,9 @@ def test_fit_file_drop_soft_vote(tmp_path, small_schema, dirty_table):
         "epsilon": 2.0,
         "random_state": 5,
         "noise_seed": 5,
-        "preset": get_preset("tabpe", population=32, rounds=2),
-        "vote": VoteSpec(kind="soft", temperature=0.1),
+        "method": get_method(
+            "tabpe", population=32, rounds=2, vote=VoteSpec(kind="soft", temperature=0.1)
+        ),
         "on_invalid": "drop",
     }
     whole = Synthesizer(small_schema, **settings).fit(read_table(path))

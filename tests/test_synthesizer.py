@@ -14,9 +14,9 @@ from dpevolve.config import MarginalSpec, VoteSpec
 from dpevolve.errors import InputError
 from dpevolve.pe.schedule import Schedule, Stage
 from dpevolve.pe.variation import mutation_rate
-from dpevolve.presets import get_preset
+from dpevolve.presets import get_method, get_preset
 
-FAST = {"preset": get_preset("tabpe", population=40, rounds=3)}
+FAST = {"method": get_method("tabpe", population=40, rounds=3)}
 
 
 def test_fit_returns_self_and_sets_fitted_attributes(small_schema, small_table) -> None:
@@ -50,8 +50,12 @@ def test_same_seed_same_output(small_schema, small_table, seed, preset, vote) ->
                 small_schema,
                 epsilon=2.0,
                 delta=1e-5,
-                preset=get_preset(preset, population=30, rounds=6),
-                vote=VoteSpec(kind=vote, temperature=0.05 if vote == "soft" else None),
+                method=get_method(
+                    preset,
+                    population=30,
+                    rounds=6,
+                    vote=VoteSpec(kind=vote, temperature=0.05 if vote == "soft" else None),
+                ),
                 random_state=seed,
                 noise_seed=seed,
             )
@@ -124,7 +128,7 @@ def test_public_data_seeds_the_population(monkeypatch, small_schema, small_table
         return [(*records.numeric[i], *records.codes[i]) for i in range(len(records))]
 
     settings = {"epsilon": 1.0, "delta": 1e-5, "random_state": 0,
-                "preset": get_preset("tabpe", population=20, rounds=1)}  # fmt: skip
+                "method": get_method("tabpe", population=20, rounds=1)}  # fmt: skip
     Synthesizer(small_schema, public=public, **settings).fit(small_table.iloc[50:])
     Synthesizer(small_schema, **settings).fit(small_table.iloc[50:])
     seeded, random = (rows(population) for population in seen)
@@ -134,8 +138,8 @@ def test_public_data_seeds_the_population(monkeypatch, small_schema, small_table
 
 
 def test_unknown_preset(small_schema, small_table) -> None:
-    with pytest.raises(InputError, match="unknown preset"):
-        Synthesizer(small_schema, epsilon=1.0, preset="fast").fit(small_table)
+    with pytest.raises(InputError, match="unknown method"):
+        Synthesizer(small_schema, epsilon=1.0, method="fast").fit(small_table)
 
 
 @pytest.mark.parametrize(
@@ -149,8 +153,11 @@ def test_unknown_preset(small_schema, small_table) -> None:
     ],
 )
 def test_bad_configuration(small_schema, small_table, kwargs, needle) -> None:
+    kwargs = dict(kwargs)
+    pe = {k: kwargs.pop(k) for k in ("mechanism", "vote") if k in kwargs}
     with pytest.raises(InputError, match=needle):
-        Synthesizer(small_schema, random_state=0, **FAST, **kwargs).fit(small_table)
+        method = get_method("tabpe", population=40, rounds=3, **pe)
+        Synthesizer(small_schema, method=method, random_state=0, **kwargs).fit(small_table)
 
 
 def test_noise_matches_the_calibration(small_schema, small_table) -> None:
@@ -174,7 +181,7 @@ def test_rank_stage_population_is_four_n(small_schema, small_table) -> None:
         small_schema,
         epsilon=1.0,
         delta=1e-5,
-        preset=get_preset("tabpe", population=25, rounds=6),
+        method=get_method("tabpe", population=25, rounds=6),
         random_state=0,
     ).fit(small_table)
     sizes = [h["population"] for h in model.history_]
@@ -186,8 +193,8 @@ def test_the_loop_improves_on_random(small_schema, small_table) -> None:
     from dpevolve.reporting.evaluation import marginal_tv
 
     def fit(rounds: int) -> Synthesizer:
-        preset = get_preset("tabpe", population=200, rounds=rounds)
-        return Synthesizer(small_schema, rho=10.0, random_state=0, preset=preset).fit(small_table)
+        method = get_method("tabpe", population=200, rounds=rounds)
+        return Synthesizer(small_schema, rho=10.0, random_state=0, method=method).fit(small_table)
 
     model, random_only = fit(8), fit(1)
     evolved = marginal_tv(small_table, model.synthetic_, small_schema, 2).mean
@@ -228,7 +235,7 @@ def test_scikit_learn_parameters_and_clone(small_schema, small_table) -> None:
 
 
 def test_create_fit_sample_save_load(small_schema, small_table, tmp_path) -> None:
-    pe = {k: v for k, v in FAST.items() if k != "preset"}
+    pe = {k: v for k, v in FAST.items() if k != "method"}
     model = Synthesizer.create("tabpe", schema=small_schema, epsilon=1.0, random_state=0, **pe)
     rows = model.fit_sample(small_table, 7)
     assert len(rows) == 7 and list(rows.columns) == list(small_table.columns)
@@ -274,9 +281,11 @@ def test_hybrid_preset_releases_marginals_and_samples_n_rows(small_schema, small
         small_schema,
         epsilon=1.0,
         random_state=0,
-        preset="hybrid",
-        marginals=MarginalSpec(
-            share=None, options={"grow_rounds": 1, "children": 100, "iterations": 30}
+        method=get_method(
+            "hybrid",
+            marginals=MarginalSpec(
+                share=None, options={"grow_rounds": 1, "children": 100, "iterations": 30}
+            ),
         ),
     )
     model.fit(small_table)
@@ -298,7 +307,9 @@ def test_the_default_is_the_adaptive_engine(small_schema, small_table, tmp_path)
     assert model.resolved_method().name == "adaptive"
     model.fit(small_table)
     ledger = model.ledger_.to_dict()
-    assert ledger["preset"] == "adaptive" and ledger["config"]["preset"]["engine"]
+    assert ledger["preset"] == "adaptive" and ledger["config"]["engine"]
+    # The config block holds the engine's words only: no vote, mechanism or population.
+    assert set(ledger["config"]) == {"method", "engine", "backend", "on_invalid"}
     kinds = {e["kind"] for e in ledger["events"]}
     assert "gaussian" in kinds and len(kinds) == 2  # measurements and selections
     assert ledger["epsilon"] <= 1.0 + 1e-9

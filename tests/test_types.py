@@ -21,7 +21,7 @@ from dpevolve.pe.distance import (
     make_distance,
 )
 from dpevolve.pe.variation import MISSING_PRIOR, Variation
-from dpevolve.presets import get_preset
+from dpevolve.presets import get_method
 
 YAML = """
 na_values: ["?"]
@@ -198,7 +198,7 @@ def test_a_run_synthesizes_missing_cells_and_dates(schema: Schema, table) -> Non
         schema,
         epsilon=1.0,
         delta=1e-5,
-        preset=get_preset("tabpe", population=60, rounds=2),
+        method=get_method("tabpe", population=60, rounds=2),
         random_state=0,
         noise_seed=0,  # the suite is deterministic
         progress=False,
@@ -241,7 +241,7 @@ def test_a_run_writes_the_declared_decimals() -> None:
     model = Synthesizer(
         schema,
         epsilon=1.0,
-        preset=get_preset("tabpe", population=40, rounds=2),
+        method=get_method("tabpe", population=40, rounds=2),
         random_state=0,
         noise_seed=1,
         progress=False,

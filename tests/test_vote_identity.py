@@ -42,7 +42,7 @@ from dpevolve.pe.distance import (
     make_distance,
 )
 from dpevolve.pe.votes import HardVote, SoftVote
-from dpevolve.presets import get_preset
+from dpevolve.presets import get_method
 
 needs_numba = pytest.mark.skipif(not fused_available(), reason="numba not installed")
 
@@ -175,10 +175,15 @@ def _table(n: int, seed: int) -> pd.DataFrame:
 @pytest.mark.parametrize(
     "extra",
     [
-        {"preset": get_preset("tabpe", population=60, rounds=3, distance="tabpe")},
+        {"method": get_method("tabpe", population=60, rounds=3, distance="tabpe")},
         {
-            "preset": get_preset("tabpe", population=60, rounds=3, distance="gower"),
-            "vote": VoteSpec(kind="soft", temperature=0.05),
+            "method": get_method(
+                "tabpe",
+                population=60,
+                rounds=3,
+                distance="gower",
+                vote=VoteSpec(kind="soft", temperature=0.05),
+            ),
         },
     ],
 )
@@ -188,7 +193,7 @@ def test_same_seed_same_table_on_local_and_fused(extra) -> None:
         "epsilon": 1.0,
         "random_state": 3,
         "noise_seed": 3,
-        "preset": get_preset("tabpe", population=60, rounds=3),
+        "method": get_method("tabpe", population=60, rounds=3),
         **extra,
     }
     local = Synthesizer(SCHEMA, **settings, backend=LocalBackend(chunk_cells=997)).fit(table)

@@ -380,11 +380,15 @@ class Preset:
         return replace(self, engine=EngineSpec.from_any({**self.engine.to_dict(), **options}))
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field, in the words of :meth:`from_dict` (a run file, the ledger)."""
+        """Every field, in the words of :meth:`from_dict` (a run file, the ledger); a
+        Private Evolution preset's without ``engine`` (it has none)."""
         out = asdict(self)
         out["schedule"]["stages"] = list(out["schedule"]["stages"])
         out["marginal_options"] = dict(self.marginal_options)
-        out["engine"] = None if self.engine is None else self.engine.to_dict()
+        if self.engine is None:
+            del out["engine"]
+        else:
+            out["engine"] = self.engine.to_dict()
         return out
 
     @classmethod

@@ -159,7 +159,7 @@ def open_ledger(
         budget.delta if budget.delta is not None else 1e-5,
         metadata={
             **run,
-            "budget": {"epsilon": budget.epsilon, "delta": budget.delta, "rho": budget.rho},
+            "budget": budget.to_dict(),
             "preset": preset.name,
             "schedule": {
                 "population": preset.schedule.population,

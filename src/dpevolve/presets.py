@@ -134,8 +134,8 @@ def method_from_dict(data: Mapping[str, Any]) -> Method:
 
 
 def from_settings(preset: Preset | str | None, settings: Mapping[str, Any]) -> Method:
-    """The method that a preset and Private Evolution settings name (the keywords
-    ``preset``, ``vote``, ``mechanism``, ``marginals`` of earlier versions).
+    """The method that a preset and Private Evolution settings name (a run file's
+    ``preset``, ``vote``, ``mechanism``, ``marginals``).
 
     A Private Evolution setting given to the adaptive engine (the default) is refused
     by name: the run never switches algorithm on its own.

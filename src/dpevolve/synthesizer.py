@@ -26,9 +26,9 @@ from dpevolve.engine.refine import SAMPLE_ROWS
 from dpevolve.errors import InputError
 from dpevolve.estimator import EstimatorParams
 from dpevolve.method import FitContext, Generator, Method, blocks_of
-from dpevolve.pe.method import PEGenerator, pilot_fit
+from dpevolve.pe.method import PEGenerator, PEMethod, pilot_fit
 from dpevolve.pe.pilot.run import PilotFit
-from dpevolve.presets import PE_SETTINGS, from_settings, get_method, method_of
+from dpevolve.presets import get_method, method_of
 from dpevolve.privacy import Budget
 from dpevolve.privacy.interrupt import Interrupted, Spending, spending
 from dpevolve.privacy.noise import NoiseSource, make_noise
@@ -58,8 +58,6 @@ class Synthesizer(EstimatorParams):
         ``get_method("adaptive", engine={"max_rounds": 60})``,
         ``get_method("bfsoft", vote=VoteSpec(kind="soft", temperature=0.05))``. A method
         that cannot use an input (the adaptive engine a policy) refuses it by name.
-        The keywords ``preset``, ``vote``, ``mechanism`` and ``marginals`` of earlier
-        versions are read once, here, into ``method`` (:func:`~dpevolve.presets.from_settings`).
     epsilon, delta
         The (epsilon, delta) guarantee of the whole run. ``delta`` defaults to
         ``min(1e-5, 1 / (n ln n))``: ``n``, the private row count, is public under
@@ -127,10 +125,9 @@ class Synthesizer(EstimatorParams):
         backend: Backend | str | None = None,
         noise_seed: int | None = None,
         progress: bool = False,
-        **settings: Any,
     ) -> None:
         self.schema = schema
-        self.method = method if not settings else _from_settings(method, settings)
+        self.method = method
         self.epsilon = epsilon
         self.delta = delta
         self.rho = rho
@@ -155,14 +152,20 @@ class Synthesizer(EstimatorParams):
         return Budget(epsilon=self.epsilon, delta=self.delta, rho=self.rho)
 
     @classmethod
-    def pilot_fit(cls, schema: Schema | str | Path, **params: Any) -> PilotFit:
+    def pilot_fit(
+        cls,
+        schema: Schema | str | Path,
+        method: Method | str,
+        policy: Any = None,
+        backend: Backend | str | None = None,
+    ) -> PilotFit:
         """A public pilot's ``fit`` callback (:data:`~dpevolve.pe.pilot.run.PilotFit`) for
-        the Private Evolution method of ``params`` (``method`` or ``preset``; ``policy``,
-        ``backend``): see :func:`dpevolve.pe.method.pilot_fit`."""
-        settings = {k: params[k] for k in ("preset", *PE_SETTINGS) if k in params}
-        method = params.get("method") or from_settings(settings.pop("preset", None), settings)
-        return pilot_fit(Schema.of(schema), method_of(method), params.get("policy"),  # type: ignore[arg-type]
-                         params.get("backend"))  # fmt: skip
+        the Private Evolution ``method`` (a name or a method object), under ``policy`` and
+        on ``backend``: see :func:`dpevolve.pe.method.pilot_fit`."""
+        chosen = method_of(method)
+        if not isinstance(chosen, PEMethod):
+            raise InputError(f"a pilot runs Private Evolution: the {chosen.name} method has none")
+        return pilot_fit(Schema.of(schema), chosen, policy, backend)
 
     # --------------------------------------------------------------------- fit
     def fit(self, X: pd.DataFrame, y: Any = None) -> Synthesizer:
@@ -371,15 +374,3 @@ class Synthesizer(EstimatorParams):
 
     def _blocks(self, rows: int) -> Iterator[pd.DataFrame]:
         yield from blocks_of(self.generator_, rows, SAMPLE_ROWS, self._sample_rng)
-
-
-def _from_settings(method: Method | str | None, settings: dict[str, Any]) -> Method:
-    """``method`` from the keywords of earlier versions (``preset``, ``vote``,
-    ``mechanism``, ``marginals``), read once when the model is made."""
-    unknown = sorted(set(settings) - {"preset", *PE_SETTINGS})
-    if unknown:
-        raise InputError(f"unknown parameter(s) {unknown} of Synthesizer")
-    if method is not None:
-        raise InputError(f"give {', '.join(sorted(settings))} in the method, not beside it")
-    settings = dict(settings)
-    return from_settings(settings.pop("preset", None), settings)

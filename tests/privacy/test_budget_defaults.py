@@ -29,7 +29,7 @@ from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.validation import ValidationReport
 from dpevolve.errors import InputError
 from dpevolve.pe.pubmix.discrete import sample_discrete
-from dpevolve.presets import get_preset
+from dpevolve.presets import get_method
 from dpevolve.privacy import Budget, GaussianEvent, Ledger, default_delta
 from dpevolve.privacy.audit import independent_epsilon
 from dpevolve.privacy.budget import MAX_EPSILON, MAX_RHO, MIN_EPSILON, MIN_RHO
@@ -100,7 +100,7 @@ def test_every_ledger_uses_the_default_delta(n: int) -> None:
         synth = Synthesizer(
             SCHEMA,
             epsilon=1.0,
-            preset=get_preset("tabpe", population=8, rounds=1),
+            method=get_method("tabpe", population=8, rounds=1),
             random_state=0,
             on_invalid="drop",
         ).fit_source(source)
@@ -160,7 +160,7 @@ def test_a_fitted_ledger_reports_every_release_it_records(preset: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = Synthesizer(
-            SCHEMA, epsilon=1.0, preset=get_preset(preset, population=8, rounds=2), random_state=0
+            SCHEMA, epsilon=1.0, method=get_method(preset, population=8, rounds=2), random_state=0
         ).fit(small_frame())
     ledger = model.ledger_
     before = ledger.to_dict()

@@ -28,7 +28,7 @@ from dpevolve.pe.policy.blowfish import Policy
 from dpevolve.pe.policy.sensitivity import reach_edge
 from dpevolve.pe.release.gaussian import GaussianRelease
 from dpevolve.pe.votes import HardVote, SoftVote
-from dpevolve.presets import get_preset
+from dpevolve.presets import get_method
 from dpevolve.privacy import Budget, calibrate_gaussian
 from dpevolve.privacy.audit import (
     cks_epsilon,
@@ -164,8 +164,8 @@ def test_end_to_end_rounds_within_the_ledger(age_sex, vote, policy, soft_options
     d = pd.concat([rows, pd.DataFrame([moving[0]])], ignore_index=True)
     d2 = pd.concat([rows, pd.DataFrame([moving[1]])], ignore_index=True)
     settings = {
-        "epsilon": 3.0, "preset": get_preset("bfsoft", population=6, rounds=3),
-        "vote": VoteSpec(kind=vote, temperature=0.075 if vote == "soft" else None, **soft_options),
+        "epsilon": 3.0, "method": get_method("bfsoft", population=6, rounds=3, vote=VoteSpec(
+            kind=vote, temperature=0.075 if vote == "soft" else None, **soft_options)),
         "policy": pol, "random_state": 5,
     }  # fmt: skip
     model, spy = fit_spied(age_sex, d, **settings)
@@ -198,8 +198,9 @@ def _exact_calibration_case(age_sex, ages: list[int], record_age: int, before: t
     d2 = pd.concat([rows, pd.DataFrame({"age": [record_age], "sex": ["Male"]})])
     for seed in range(64):
         settings = {
-            "epsilon": 6.0, "preset": get_preset("tabpe", population=len(ages), rounds=1),
-            "mechanism": GaussianSpec(calibration="exact"), "policy": policy, "public": public,
+            "epsilon": 6.0, "method": get_method("tabpe", population=len(ages), rounds=1,
+                                                 mechanism=GaussianSpec(calibration="exact")),
+            "policy": policy, "public": public,
             "random_state": seed,
         }  # fmt: skip
         model, spy = fit_spied(age_sex, d.reset_index(drop=True), **settings)
@@ -270,8 +271,8 @@ def _fraction_fits(age_sex, on_invalid: str, ages: tuple[float, float]):
             for age in ages
         ]
         settings = {
-            "epsilon": 2.0, "preset": get_preset("bfsoft", population=2, rounds=1),
-            "vote": VoteSpec(kind="soft", temperature=0.075),
+            "epsilon": 2.0, "method": get_method("bfsoft", population=2, rounds=1,
+                                                 vote=VoteSpec(kind="soft", temperature=0.075)),
             "policy": policy, "public": public,
             "random_state": seed, "on_invalid": on_invalid,
         }  # fmt: skip
@@ -314,16 +315,14 @@ def test_noise_spread_matches_the_ledger_end_to_end(age_sex) -> None:
     the clip with probability Phi(-t / sigma). Noise drawn at sigma / 1.1 (or any other
     scale than the ledger's) moves the kept count by many standard deviations."""
     table = pd.DataFrame({"age": [30, 40, 50, 60], "sex": ["Male", "Female", "Male", "Female"]})
-    settings = {
-        "epsilon": 1.0,
-        "preset": get_preset("bfsoft", population=4000, rounds=3),
-    }
-    probe, _ = fit_spied(age_sex, table, random_state=1, **settings)
+    settings = {"epsilon": 1.0}
+    bfsoft = get_method("bfsoft", population=4000, rounds=3)
+    probe, _ = fit_spied(age_sex, table, random_state=1, method=bfsoft, **settings)
     sigma = probe.ledger_.to_dict()["sigma"]
     # The seeded twin of the secure source (same release path): a deterministic verdict.
     model, _ = fit_spied(
-        age_sex, table, random_state=2, mechanism=GaussianSpec(threshold=sigma), noise_seed=12,
-        **settings,
+        age_sex, table, random_state=2, noise_seed=12, **settings, method=get_method(
+            "bfsoft", population=4000, rounds=3, mechanism=GaussianSpec(threshold=sigma)),
     )  # fmt: skip
     assert all(event.sigma == pytest.approx(sigma) for event in model.ledger_.events)
     kept = sum(entry["kept_candidates"] for entry in model.history_)

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpevolve.presets import get_preset
+from dpevolve.presets import get_method
 from dpevolve.privacy import default_delta
 from dpevolve.privacy.audit import hockey_stick
 
@@ -23,7 +23,7 @@ from .conftest import DELTA, fit_spied
 
 FAST = {
     "epsilon": 1.0,
-    "preset": get_preset("bfsoft", population=24, rounds=2),
+    "method": get_method("bfsoft", population=24, rounds=2),
 }
 
 

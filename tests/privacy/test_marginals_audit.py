@@ -23,7 +23,7 @@ from dpevolve.config import MarginalSpec
 from dpevolve.data.encoding import Records, encode
 from dpevolve.data.schema import Schema
 from dpevolve.pe.hybrid.marginals import CellIndex, Workload, l2_change, measure_marginals
-from dpevolve.presets import get_preset
+from dpevolve.presets import get_method
 from dpevolve.privacy.audit import independent_epsilon
 from dpevolve.privacy.noise import SeededNoise
 
@@ -80,8 +80,9 @@ def test_ledger_epsilon_is_what_the_events_cost(age_sex, share, rounds, on_inval
     model = Synthesizer(
         age_sex,
         epsilon=1.0,
-        preset=get_preset("hybrid", population=8, rounds=rounds),
-        marginals=MarginalSpec(share=share, options=FAST),
+        method=get_method(
+            "hybrid", population=8, rounds=rounds, marginals=MarginalSpec(share=share, options=FAST)
+        ),
         on_invalid=on_invalid,
         random_state=0,
     ).fit(table)

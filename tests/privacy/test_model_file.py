@@ -25,7 +25,7 @@ from dpevolve import Synthesizer
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine.measure import count_marginals
 from dpevolve.model_io import RELEASED, WITHHELD_PARAMS
-from dpevolve.presets import get_preset
+from dpevolve.presets import get_method
 from dpevolve.privacy import SHAREABLE_KEYS, SharedLedger
 
 from .exact import coupled_fit, first_difference
@@ -45,8 +45,8 @@ def spellings(k: int) -> list[bytes]:
 def _small(preset: str):
     """A quick run of ``preset`` (the engine with its PE stage: one vote round)."""
     if preset == "adaptive":
-        return get_preset(preset).with_engine({"max_rounds": 4, "pe_rounds": 1})
-    return get_preset(preset, population=24, rounds=2)
+        return get_method(preset, engine={"max_rounds": 4, "pe_rounds": 1})
+    return get_method(preset, population=24, rounds=2)
 
 
 @pytest.mark.parametrize("preset", ["adaptive", "tabpe", "hybrid"])
@@ -60,7 +60,7 @@ def test_a_model_saved_after_noise_seed_holds_no_trace_of_it(
         model = Synthesizer(
             small_schema,
             epsilon=1.0,
-            preset=_small(preset),
+            method=_small(preset),
             random_state=1,
             noise_seed=K,
             on_invalid="drop",
@@ -99,7 +99,7 @@ def test_a_loaded_model_saves_again(small_schema, small_table, tmp_path: Path) -
     model = Synthesizer(
         small_schema,
         epsilon=1.0,
-        preset=get_preset("tabpe", population=16, rounds=1),
+        method=get_method("tabpe", population=16, rounds=1),
         random_state=0,
     ).fit(small_table)
     model.save(tmp_path / "a.pkl")
@@ -160,13 +160,13 @@ def model_file_violations() -> list[str]:
     marginals, votes, scores) or any exact 1-, 2- or 3-way marginal."""
     here, there, on_invalid = PAIRS[0]
     d, n = tables(here, there)
-    preset = get_preset("adaptive").with_engine(SPEC.to_dict())
+    method = get_method("adaptive", engine=SPEC.to_dict())
     payloads = []
 
     def fit(table: pd.DataFrame, mode: str, noise: Any) -> Any:
         with mock.patch("dpevolve.synthesizer.make_noise", lambda seed: noise):
             model = Synthesizer(
-                SCHEMA, rho=BUDGET.rho, preset=preset, random_state=2, on_invalid=mode
+                SCHEMA, rho=BUDGET.rho, method=method, random_state=2, on_invalid=mode
             ).fit(table)
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "model.pkl"

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from dpevolve import Synthesizer
 from dpevolve.cli import main
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
-from dpevolve.presets import get_preset
+from dpevolve.presets import get_method
 from dpevolve.privacy import SHAREABLE_KEYS
 
 SCHEMA = Schema(
@@ -241,7 +241,7 @@ def test_saved_models_of_neighbours_match(pair, preset) -> None:
                 model = Synthesizer(
                     SCHEMA,
                     epsilon=1.0,
-                    preset=get_preset(preset, population=16, rounds=2),
+                    method=get_method(preset, population=16, rounds=2),
                     random_state=3,
                     noise_seed=4,
                     on_invalid=mode,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import tempfile
 import warnings
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from hypothesis import given
 
 from dpevolve import Synthesizer
 from dpevolve.engine import EngineSpec
-from dpevolve.presets import get_preset
+from dpevolve.engine.method import AdaptiveMethod
 
 from .test_neighbours import (
     FEW,
@@ -91,13 +90,13 @@ def test_synth_with_public_data_on_neighbours(pair) -> None:
 def test_the_public_prior_on_neighbours(pair) -> None:
     """With the prior on, its scales are post-processing of the released 1-ways."""
     row, cells, mode = pair
-    preset = replace(get_preset("adaptive"), engine=EngineSpec(public_prior="tree"))
+    method = AdaptiveMethod(EngineSpec(public_prior="tree"))
     ledgers = []
     for frame in both(row, cells):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model = Synthesizer(
-                SCHEMA, epsilon=1.0, preset=preset, random_state=3, noise_seed=4,
+                SCHEMA, epsilon=1.0, method=method, random_state=3, noise_seed=4,
                 on_invalid=mode, public=public_table(),
             ).fit(frame)  # fmt: skip
         ledger = json.loads(json.dumps(model.ledger_.shareable_dict(), default=float))

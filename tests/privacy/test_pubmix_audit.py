@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -18,7 +19,7 @@ from scipy import stats
 
 import dpevolve.pe.pubmix.release as pubmix_module
 from dpevolve.config import PubMixSpec
-from dpevolve.presets import get_preset
+from dpevolve.presets import get_method, get_preset
 from dpevolve.privacy.audit import exact_epsilon, hockey_stick
 from dpevolve.privacy.noise import SeededNoise
 
@@ -66,7 +67,11 @@ def _seed_drawing(age_sex, settings, wanted: set[int]) -> int:
         _, spy = fit_spied(
             age_sex,
             PRIVATE,
-            **{**settings, "preset": get_preset("tabpe", rounds=1), "random_state": seed},
+            **{
+                **settings,
+                "random_state": seed,
+                "method": replace(settings["method"], preset=get_preset("tabpe", rounds=1)),
+            },
         )
         if wanted <= _ages(spy.populations[0]):
             return seed
@@ -78,8 +83,9 @@ def test_one_round_parents_within_the_claim(monkeypatch, age_sex, accounting) ->
     d = pd.concat([PRIVATE, pd.DataFrame({"age": [82], "sex": ["Male"]})], ignore_index=True)
     d2 = pd.concat([PRIVATE, pd.DataFrame({"age": [49], "sex": ["Male"]})], ignore_index=True)
     settings = {
-        "epsilon": 2.0, "preset": get_preset("bfsoft", population=4, rounds=2),
-        "mechanism": PubMixSpec(accounting=accounting, gamma=0.2),
+        "epsilon": 2.0, "method": get_method(
+            "bfsoft", population=4, rounds=2,
+            mechanism=PubMixSpec(accounting=accounting, gamma=0.2)),
         "public": PUBLIC,
 
     }  # fmt: skip
@@ -127,8 +133,9 @@ def test_pubmix_tight_composes_every_round(age_sex) -> None:
     from dpevolve.privacy.audit import independent_epsilon
 
     settings = {
-        "epsilon": 2.0, "preset": get_preset("bfsoft", population=4, rounds=3),
-        "mechanism": PubMixSpec(gamma=0.2), "public": PUBLIC,
+        "epsilon": 2.0, "method": get_method("bfsoft", population=4, rounds=3,
+                                             mechanism=PubMixSpec(gamma=0.2)),
+        "public": PUBLIC,
         "random_state": 1,
     }  # fmt: skip
     model, _ = fit_spied(age_sex, PRIVATE, **settings)

@@ -27,13 +27,14 @@ from dpevolve.pe.pubmix import water_fill
 from dpevolve.pe.pubmix.discrete import sample_discrete
 from dpevolve.pe.pubmix.release import PubMixRelease
 from dpevolve.pe.votes import HardVote
-from dpevolve.presets import get_preset
+from dpevolve.presets import get_method
 from dpevolve.privacy import Budget
 from dpevolve.privacy.noise import SeededNoise
 
 FAST = {
-    "preset": get_preset("tabpe", population=30, rounds=2),
-    "mechanism": PubMixSpec(accounting="basic"),
+    "method": get_method(
+        "tabpe", population=30, rounds=2, mechanism=PubMixSpec(accounting="basic")
+    ),
     "random_state": 0,
 }
 SAMPLE = pubmix_module.pubmix_sample  # the sampler the release calls, unwrapped
@@ -61,7 +62,7 @@ def test_synthesizer_pubmix_parents_are_fresh_unless_noise_seeded(
     public, private = small_table.iloc[:150], small_table.iloc[150:]
     first, ledger = _pubmix_parents(monkeypatch, small_schema, public, private)
     second, _ = _pubmix_parents(monkeypatch, small_schema, public, private)
-    assert len(first) == len(second) == FAST["preset"].schedule.rounds
+    assert len(first) == len(second) == FAST["method"].preset.schedule.rounds
     assert ledger["noise"] == "secure"
     # Same random_state, same public data: the first round votes over the same
     # population, yet its parents differ (30 draws over the candidates).

@@ -42,6 +42,7 @@ from dpevolve.data.writer import write_blocks
 from dpevolve.errors import InputError
 from dpevolve.extras import require
 from dpevolve.presets import METHODS
+from dpevolve.privacy.budget import Budget
 
 EXAMPLES = """
 
@@ -218,11 +219,10 @@ def synth(
     if stream:
         require("pyarrow", "--stream")
     config = run_file(method)
-    flags = {"method": method, "epsilon": epsilon, "delta": delta, "rho": rho,
-             "backend": backend, "on_invalid": on_invalid}  # fmt: skip
     overrides = {"engine": _engine_options(engine_options), "population": population,
                  "rounds": rounds}  # fmt: skip
-    run = RunSettings.of(config, flags, overrides)
+    run = RunSettings.of(config, method=method, epsilon=epsilon, delta=delta, rho=rho,
+                         backend=backend, on_invalid=on_invalid, overrides=overrides)  # fmt: skip
     run.check_inputs(policy is not None, public is not None)
     rerun = rerun_of(config)  # a ledger: its rows and seed, unless given
     rows, seed = (rows, seed) if rerun is None else rerun.keep(rows, seed)
@@ -244,10 +244,10 @@ def synth(
     on_disk = engine and (stream or place.kind != "file" or in_duckdb)
     chosen_backend, backend_line = choose_backend(run.backend, engine_on_disk=on_disk)
     stake = at_stake(ledger_out, share_ledger, (output, report, share_report),
-                     run.budget["epsilon"])  # fmt: skip
+                     run.epsilon)  # fmt: skip
     model = Synthesizer(
-        table_schema, method=run.method, **run.budget, policy=policy, public=public_table,
-        random_state=seed,
+        table_schema, method=run.method, epsilon=run.epsilon, delta=run.delta, rho=run.rho,
+        policy=policy, public=public_table, random_state=seed,
         on_invalid=run.on_invalid, noise_seed=noise_seed, progress=not quiet,
         backend=run.backend if run.backend == "auto" else chosen_backend,
     )  # fmt: skip
@@ -310,49 +310,67 @@ def _engine_options(text: str | None) -> dict[str, Any] | None:
 
 @dataclass(frozen=True)
 class RunSettings:
-    """What the flags and the run file decide: the method, the budget (the keywords as
-    given, checked), the
+    """What the flags and the run file decide: the method, the budget (the numbers as
+    given, which the facade makes its :class:`~dpevolve.privacy.Budget` of), the
     backend's name and ``on_invalid``; checked before any table is read."""
 
     method: Any
-    budget: dict[str, float | None]
+    epsilon: float | None
+    delta: float | None
+    rho: float | None
     backend: str
     on_invalid: Literal["error", "drop", "clip"]
 
     @classmethod
     def of(
-        cls, config: Path | None, flags: dict[str, Any], overrides: dict[str, Any]
+        cls,
+        config: Path | None,
+        *,
+        method: str | None,
+        epsilon: float | None,
+        delta: float | None,
+        rho: float | None,
+        backend: str | None,
+        on_invalid: OnInvalid | None,
+        overrides: dict[str, Any],
     ) -> RunSettings:
         """From the flags, and the run file ``config`` (a YAML mapping or a ledger) for
         what they leave out; a setting in both is an error. ``overrides`` (engine
         options, PE's population and rounds) are laid over the method."""
         from dpevolve.presets import DEFAULT_METHOD, get_method, method_from_dict, overlaid
-        from dpevolve.privacy import Budget
 
         words = {} if config is None else _run_file_words(config)
-        budget_flags = {k: flags[k] for k in ("epsilon", "delta", "rho")}
-        both = [k for k, v in budget_flags.items() if v is not None and "budget" in words]
-        both += [k for k in ("backend", "on_invalid") if flags[k] is not None and k in words]
+        numbers: tuple[Any, ...] = (epsilon, delta, rho)
+        given = [k for k, v in zip(BUDGET, numbers, strict=True) if v is not None]
+        both = given if "budget" in words else []
+        both += [k for k, v in (("backend", backend), ("on_invalid", on_invalid))
+                 if v is not None and k in words]  # fmt: skip
         if both:
             names = ", ".join(f"--{n.replace('_', '-')}" for n in sorted(both))
             raise InputError(f"{names}: give the run's settings in {config} or as flags, not both")
         if config is None:
-            method = get_method(flags["method"] or DEFAULT_METHOD, **overrides)
+            chosen = get_method(method or DEFAULT_METHOD, **overrides)
         else:
-            method = overlaid(method_from_dict(words), **overrides)
-        budget = words.get("budget") or budget_flags
-        if not isinstance(budget, dict) or set(budget) - {"epsilon", "delta", "rho"}:
-            raise InputError(f"run file {config}: budget must be a mapping of epsilon, delta, rho")
-        budget = {k: budget.get(k) for k in ("epsilon", "delta", "rho")}
-        Budget(**budget)  # checked now, before any table is read
-        on_invalid = OnInvalid(words.get("on_invalid") or flags["on_invalid"] or "error")
-        backend = words.get("backend") or flags["backend"] or "auto"
-        return cls(method, budget, str(backend), on_invalid.value)
+            chosen = overlaid(method_from_dict(words), **overrides)
+        budget = words.get("budget")
+        if budget:
+            if not isinstance(budget, dict) or set(budget) - set(BUDGET):
+                raise InputError(f"run file {config}: budget must be a mapping of epsilon, "
+                                 "delta, rho")  # fmt: skip
+            numbers = tuple(budget.get(k) for k in BUDGET)
+        Budget(*numbers)  # checked now, before any table is read (the fit makes it again)
+        mode = OnInvalid(words.get("on_invalid") or on_invalid or "error")
+        place = words.get("backend") or backend or "auto"
+        return cls(chosen, numbers[0], numbers[1], numbers[2], str(place), mode.value)
 
     def check_inputs(self, policy: bool, public: bool) -> None:
         """What the method will decide from the inputs, checked now, before any table is
         read (its fit checks it again before it spends)."""
         self.method.check_inputs(policy=policy, public=public)
+
+
+#: The budget's words, in a run file (``budget: {epsilon: 1}``) and as flags.
+BUDGET = ("epsilon", "delta", "rho")
 
 
 def _run_file_words(config: Path) -> dict[str, Any]:

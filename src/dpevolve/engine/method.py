@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from dpevolve.config import PRESETS, GaussianSpec, VoteSpec
 from dpevolve.engine.spec import EngineSpec
 from dpevolve.errors import InputError
 from dpevolve.method import FitContext, config_words, refuse_inputs
@@ -38,16 +37,9 @@ class AdaptiveMethod:
         return replace(self, spec=EngineSpec.from_any({**self.spec.to_dict(), **options}))
 
     def to_dict(self) -> dict[str, Any]:
-        """The run-file words (a ledger's ``config`` block): the engine's spec under its
-        preset, beside the Private Evolution settings at their defaults (the format
-        every ledger so far was written in)."""
-        preset = replace(PRESETS["adaptive"], name=self.name, engine=self.spec)
-        return {
-            "preset": preset.to_dict(),
-            "vote": VoteSpec().to_dict(),
-            "mechanism": GaussianSpec().to_dict(),
-            "marginals": None,
-        }
+        """The run-file words (a ledger's ``config`` block): the method's name and every
+        field of its spec, nothing of another method's (no vote, mechanism, population)."""
+        return {"method": self.name, "engine": self.spec.to_dict()}
 
     def check_inputs(self, *, policy: bool, public: bool) -> None:
         """Public data is a free prior; a policy is refused by name (the engine protects

@@ -274,7 +274,7 @@ def run_pilot(
         splits the public table in two: one half stands in for the private table, the
         other seeds the population, so the pilot is not flattered by seeing its target.
     fit
-        One pilot run (:data:`PilotFit`), e.g. ``Synthesizer.pilot_fit(schema, preset=...,
+        One pilot run (:data:`PilotFit`), e.g. ``Synthesizer.pilot_fit(schema, "bfsoft",
         policy=...)``; the private run's facade passes its own.
     rounds
         The private run's number of Gaussian rounds.
