@@ -31,7 +31,6 @@ CASES: dict[str, dict[str, Any]] = {
     "pubmix": {"method": get_method("bfsoft", mechanism="pubmix"), "public": True},
     "hybrid": {"method": "hybrid"},
 }
-}
 
 
 def _fit(settings: dict[str, Any]) -> Synthesizer:
