@@ -38,7 +38,8 @@ ASIDE = frozenset({"privacy/checks.py", "cli/interrupt.py", "cli/announce.py", "
 ROUTES = {
     "adaptive": {
         "cli/synth.py", "synthesizer.py", "privacy/budget.py", "engine/method.py",
-        "engine/loop.py", "engine/plan.py", "privacy/calibration.py", "privacy/conversions.py",
+        "engine/loop.py", "engine/rounds.py", "engine/plan.py", "privacy/calibration.py",
+        "privacy/conversions.py",
     },
     "tabpe": {
         "cli/synth.py", "synthesizer.py", "privacy/budget.py", "pe/method.py", "fit_plan.py",
