@@ -58,6 +58,8 @@ from dpevolve.datasets.suite import SUITE
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 ROW_TAG = "SUITE-ROW "
+# --seeded-noise: the engine's noise seed is this plus the run's seed.
+NOISE_SEED_BASE = 7_000
 SYSTEMS = ("engine", "engine_public", "aim", "mst", "bootstrap", "sample1000", "real")
 EXTERNAL = ("aim", "mst")
 DETERMINISTIC = {"real"}
@@ -145,8 +147,12 @@ def sdmetrics(real: pd.DataFrame, synth: pd.DataFrame, schema: Schema) -> dict[s
 
 
 # --------------------------------------------------------------------- systems
-def run_system(parts: suite_data.Parts, system: str, eps: float, delta: float, seed: int) -> Output:
-    """``system``'s output on ``parts`` and facts about the run."""
+def run_system(
+    parts: suite_data.Parts, system: str, eps: float, delta: float, seed: int, seeded: bool = False
+) -> Output:
+    """``system``'s output on ``parts`` and facts about the run; ``seeded`` draws the
+    engine's privacy noise from a seed derived from ``seed`` (research only: two
+    versions of the engine compared on the same noise, ``--seeded-noise``)."""
     if system in ("engine", "engine_public"):
         from dpevolve.engine import synthesize
 
@@ -154,8 +160,9 @@ def run_system(parts: suite_data.Parts, system: str, eps: float, delta: float, s
         synth = synthesize(
             parts.private, parts.schema, epsilon=eps, delta=delta,
             rows=len(parts.private), seed=seed, public=public,
+            noise_seed=NOISE_SEED_BASE + seed if seeded else None,
         )  # fmt: skip
-        return synth, {"adjacency": "replace-one", "public": public is not None}
+        return synth, {"adjacency": "replace-one", "public": public is not None, "seeded": seeded}
     if system in EXTERNAL:
         return _smartnoise(parts, system, eps, delta, seed)
     rng = np.random.default_rng(1000 + seed)
@@ -194,14 +201,16 @@ def score(parts: suite_data.Parts, synth: pd.DataFrame) -> dict[str, Any]:
     return out
 
 
-def worker(key: str, system: str, seed: int, eps: float, delta: float) -> dict[str, Any]:
+def worker(
+    key: str, system: str, seed: int, eps: float, delta: float, seeded: bool = False
+) -> dict[str, Any]:
     """One system on one table, scored (called in a fresh process)."""
     parts = suite_data.load(key)
     if system.startswith("engine"):
         import dpevolve.engine  # noqa: F401  (imports are not the fit's cost)
     self_cpu, kids = time.process_time(), resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    synth, facts = run_system(parts, system, eps, delta, seed)
+    synth, facts = run_system(parts, system, eps, delta, seed, seeded)
     seconds = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     child_cpu = (after.ru_utime + after.ru_stime) - (kids.ru_utime + kids.ru_stime)
@@ -222,8 +231,8 @@ def worker(key: str, system: str, seed: int, eps: float, delta: float) -> dict[s
 
 
 def worker_main(argv: list[str]) -> None:
-    key, system, seed, eps, delta = argv
-    row = worker(key, system, int(seed), float(eps), float(delta))
+    key, system, seed, eps, delta, seeded = argv
+    row = worker(key, system, int(seed), float(eps), float(delta), seeded == "seeded")
     print(ROW_TAG + json.dumps(row, default=float), flush=True)
 
 
@@ -231,7 +240,7 @@ def worker_main(argv: list[str]) -> None:
 def run_one(key: str, system: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
     """One worker process; its row (an error costs one row, never the run)."""
     cmd = [sys.executable, __file__, "--worker", key, system, str(seed)]
-    cmd += [repr(args.epsilon), repr(args.delta)]
+    cmd += [repr(args.epsilon), repr(args.delta), "seeded" if args.seeded_noise else "secret"]
     begin = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     base = {"table": key, "system": system, "seed": seed, "worker_s": time.perf_counter() - begin}
@@ -258,6 +267,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=list(SYSTEMS))
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--delta", type=float, default=1e-5)
+    parser.add_argument(
+        "--seeded-noise", action="store_true",
+        help="the engine's privacy noise from a seed per seed (paired comparisons of two "
+        "versions of the engine; research only)",
+    )  # fmt: skip
     parser.add_argument("--out", default=None, help="JSON path (default: a timestamped one)")
     parser.add_argument("--resume", default=None, help="JSON of an earlier run to extend")
     return parser.parse_args(argv)
