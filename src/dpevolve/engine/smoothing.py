@@ -35,10 +35,10 @@ Post-processing steps of released values answer them:
    weighs nothing, a thin real tail pools into runs that pass. The run of cells next
    to the sure ones whose total stands out most against its noise
    (:func:`adjacent_run`) keeps its own fit where that passes :data:`SUPPORT`: pooled
-   from the far end of a loose range, a thin real tail drowned. A bin whose cells then all weigh nothing, beyond every cell that weighs something, draws
-   from the nearest such cell
-   (:meth:`~dpevolve.engine.discretise.Discretiser.decode`), so no value lands far
-   beyond the data.
+   from the far end of a loose range, a thin real tail drowned. A bin whose cells
+   then all weigh nothing, beyond every cell that weighs something, draws from the
+   nearest such cell (:meth:`~dpevolve.engine.discretise.Discretiser.decode`), so no
+   value lands far beyond the data.
 """
 
 from __future__ import annotations
