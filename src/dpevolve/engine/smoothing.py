@@ -32,11 +32,13 @@ Post-processing steps of released values answer them:
    cells, as in a moved column's tails, and a pooled run weighs something only where
    its mean passes :data:`SUPPORT` times its noise scale ``sigma / sqrt(run)``: noise
    out where the released histogram shows no data pools with its empty neighbours and
-   weighs nothing, a thin real tail pools into runs that pass. A bin
-   whose cells then all weigh nothing, beyond every cell that weighs something, draws
-   from the nearest such cell
-   (:meth:`~dpevolve.engine.discretise.Discretiser.decode`), so no value lands far
-   beyond the data.
+   weighs nothing, a thin real tail pools into runs that pass. The run of cells next
+   to the sure ones whose total stands out most against its noise
+   (:func:`adjacent_run`) keeps its own fit where that passes :data:`SUPPORT`: pooled
+   from the far end of a loose range, a thin real tail drowned. A bin whose cells
+   then all weigh nothing, beyond every cell that weighs something, draws from the
+   nearest such cell (:meth:`~dpevolve.engine.discretise.Discretiser.decode`), so no
+   value lands far beyond the data.
 """
 
 from __future__ import annotations
@@ -158,11 +160,32 @@ def decode_weights(
         fit, pooled = monotone(counts[tail])
         smoothed[tail], scale[tail] = fit, sigma / np.sqrt(pooled)
     floor = np.full(cells.size, DECODE_FLOOR)
+    near = np.zeros(cells.size)
     for tail in _outer_cells(cells, counts > SUPPORT * sigma):
         fit, pooled = monotone(counts[tail])
         smoothed[tail], scale[tail] = fit, sigma / np.sqrt(pooled)
         floor[tail] = SUPPORT  # out there, a pooled run must stand out as a cell would
-    return np.where(smoothed > floor * scale, smoothed, 0.0)
+        inner = adjacent_run(counts[tail[::-1]], sigma)
+        if inner:
+            run = tail[::-1][:inner][::-1]  # the run next to the sure cells, outer first
+            near[run] = np.clip(monotone(counts[run])[0], 0.0, None)
+    return np.maximum(np.where(smoothed > floor * scale, smoothed, 0.0), near)
+
+
+def adjacent_run(counts: np.ndarray, sigma: float) -> int:
+    """How many of the cells next to the sure ones (``counts`` ordered outwards) a thin
+    tail holds: the run from the inside whose total stands out most against its noise
+    scale ``sigma sqrt(k)``, where that passes :data:`SUPPORT` (0 if none). Pooled from
+    the far end instead, a real tail next to the data drowns in the empty cells of a
+    loose declared range (cps91's wages, declared on [0, 500] and held in [0, 79]: every
+    cell past the first was floored, every wage decoded within one cell); the longest
+    passing run would reach past the tail into empty cells its mass carries."""
+    totals = np.cumsum(np.asarray(counts, dtype=np.float64))
+    if totals.size == 0:
+        return 0
+    score = totals / (sigma * np.sqrt(np.arange(1, totals.size + 1)))
+    best = int(np.argmax(score))
+    return best + 1 if score[best] > SUPPORT else 0
 
 
 def _outer_cells(cells: FineCells, certain: np.ndarray) -> list[np.ndarray]:
@@ -181,6 +204,7 @@ __all__ = [
     "BANDWIDTHS",
     "DECODE_FLOOR",
     "SUPPORT",
+    "adjacent_run",
     "decode_weights",
     "smoothable",
     "smoother",

@@ -1,0 +1,120 @@
+"""Decoding bounded where the releases show data (issue 25: rows far beyond the private
+range): a thin tail next to the data keeps its decoding weights (smoothing.adjacent_run),
+and end bins wholly beyond the shown span, holding no more than the noise of an empty
+stretch, decode as the nearest bin inside it (tails.beyond_span)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
+from dpevolve.engine.discretise import MARGIN, Discretiser
+from dpevolve.engine.smoothing import DECODE_FLOOR, SUPPORT, adjacent_run, decode_weights
+from dpevolve.engine.tails import beyond_span, shown_span
+
+SCHEMA = Schema((NumericColumn("v", 0.0, 500.0), CategoricalColumn("y", ("no", "yes"))), label="y")
+
+
+def test_adjacent_run_is_the_most_significant_prefix() -> None:
+    """The formula: the k maximising (sum of the first k counts) / (sigma sqrt(k)), where
+    that passes SUPPORT; empty cells past a real tail are not taken with it."""
+    sigma = 10.0
+    counts = np.array([50.0, 80.0, 0.0, 0.0, 2.0, -3.0])
+    score = np.cumsum(counts) / (sigma * np.sqrt(np.arange(1, 7)))
+    assert score.max() > SUPPORT
+    assert adjacent_run(counts, sigma) == int(np.argmax(score)) + 1 == 2
+    assert adjacent_run(np.array([30.0, 5.0]), sigma) == 0  # 3.0 and 2.5 scales
+    assert adjacent_run(np.array([]), sigma) == 0
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_pure_noise_next_to_the_data_is_rarely_a_tail(seed: int) -> None:
+    """100 empty cells of noise: a run is kept by chance far less than once in 30."""
+    rng = np.random.default_rng(seed)
+    kept = sum(adjacent_run(rng.normal(0.0, 1.0, 100), 1.0) > 0 for _ in range(30))
+    assert kept <= 2
+
+
+def test_a_thin_tail_in_a_loose_range_keeps_its_weights() -> None:
+    """cps91's wages: 528 rows in one cell, a thin tail over the next four, 100 empty
+    cells of noise beyond out to a loose declared end. Pooled from the far end the tail
+    was floored (every value decoded within one cell); now its cells weigh something,
+    and the far cells still nothing."""
+    disc = Discretiser(SCHEMA, 20, 128)
+    cells = disc.fine["v"]
+    sigma = 77.0
+    truth = np.zeros(cells.size)
+    first = cells.atoms + 1  # [4.2, 8.3)
+    truth[first : first + 5] = [528.0, 300.0, 180.0, 140.0, 160.0]
+    noisy = truth + np.random.default_rng(3).normal(0.0, sigma, cells.size) * (truth == 0)
+    weights = decode_weights(noisy, sigma, cells)
+    assert (weights[first : first + 4] > 0).all()
+    assert weights[first + 12 :].sum() == 0.0
+
+
+def test_beyond_span_moves_only_light_end_bins_wholly_outside() -> None:
+    edges = np.linspace(10.0, 65.0, 21)  # cps91's ages, bins of 2.75
+    span = (20.3, 64.7)
+    mass = np.r_[73.7, 20.6, 2.4, 38.5, 31.2, np.full(15, 150.0)]
+    target = beyond_span(edges, span, mass, 107.0)
+    assert target[:3].tolist() == [3, 3, 3]  # [10, 18.25) lies below 20.3
+    assert np.array_equal(target[3:], np.arange(3, 20))  # the top bin reaches 65 > 64.7
+    heavy = mass.copy()
+    heavy[0] = DECODE_FLOOR * 107.0  # more than the noise of an empty stretch: kept
+    assert np.array_equal(beyond_span(edges, span, heavy, 107.0), np.arange(20))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    mass=st.lists(st.floats(0.0, 500.0), min_size=20, max_size=20).map(np.array),
+    low=st.floats(0.0, 100.0),
+    width=st.floats(1.0, 100.0),
+    sigma=st.floats(1.0, 300.0),
+)
+def test_beyond_span_maps_into_the_span_and_never_outwards(
+    mass: np.ndarray, low: float, width: float, sigma: float
+) -> None:
+    edges = np.linspace(0.0, 100.0, 21)
+    target = beyond_span(edges, (low, low + width), mass, sigma)
+    moved = np.flatnonzero(target != np.arange(20))
+    for b in moved:
+        assert edges[b + 1] <= low or edges[b] >= low + width  # only bins wholly outside
+        t = target[b]
+        assert edges[t + 1] > low and edges[t] < low + width  # into one that is not
+        assert abs(t - b) > 0
+
+
+def test_shown_span_is_the_weighted_cells_widened_by_the_margin() -> None:
+    disc = Discretiser(SCHEMA, 20, 128)
+    cells = disc.fine["v"]
+    weights = np.zeros(cells.size)
+    weights[cells.atoms + 3] = 1.0
+    weights[cells.atoms + 10] = 2.0
+    low, high = cells.lo[cells.atoms + 3], cells.hi[cells.atoms + 10]
+    assert np.allclose(
+        shown_span(cells, weights), (low - MARGIN * (high - low), high + MARGIN * (high - low))
+    )
+    assert shown_span(cells, np.zeros(cells.size)) is None
+
+
+def test_a_moved_tail_bin_keeps_near_the_shown_data_whatever_the_cover() -> None:
+    """A public range's tail bin out to the declared end ([60, 500]) with weights only in
+    [20, 60) holding far less than 90% of the rows: its rows decode within the shown
+    span's margin, not across the tail; an interior bin without weights is unchanged."""
+    edges = np.r_[0.0, np.linspace(20.0, 60.0, 19), 500.0]
+    disc = Discretiser(SCHEMA, 20, 128, {"v": edges})
+    cells = disc.fine["v"]
+    weights = np.zeros(cells.size)
+    body = (cells.lo >= 20.0) & (cells.hi <= 60.0) & (np.arange(cells.size) >= cells.atoms)
+    weights[body] = 1.0
+    codes = np.zeros((500, 2), dtype=np.int64)
+    codes[:, 0] = 19
+    rows = 10_000  # the weights hold a tiny share: no cover
+    out = disc.decode(codes, np.random.default_rng(0), {"v": weights}, rows)["v"]
+    reach = 60.0 + MARGIN * 40.0 + (500.0 - 60.0) / cells.per_bin  # one cell past it
+    assert out.min() >= 60.0 and out.max() <= reach
+    wide = disc.decode(codes, np.random.default_rng(0), {"v": weights})["v"]
+    assert wide.max() > 300.0  # without the row count: the bin as drawn
