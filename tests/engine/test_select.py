@@ -182,3 +182,32 @@ def test_coarse_pairs_are_the_pairs_holding_a_numeric() -> None:
         (("x", "c"), (2, 4)),
         (("x", "y"), (2, 2)),
     ]  # 4 groups of 4 bins is the fine pair itself
+
+
+@given(
+    st.lists(st.tuples(*(st.integers(0, k - 1) for k in (6, 6, 7, 2))), min_size=1, max_size=30),
+    st.tuples(*(st.integers(0, k - 1) for k in (6, 6, 7, 2))),
+    st.integers(0, 29),
+)
+def test_a_parity_candidate_moves_by_at_most_two_under_a_replacement(
+    rows: list[tuple[int, ...]], other: tuple[int, ...], which: int
+) -> None:
+    """The score's sensitivity (module docstring of select): the cuts are fixed by the
+    released masses, so replacing one record moves a candidate's counts by at most 2."""
+    domain = Domain(("a", "b", "c", "y"), (6, 6, 7, 2))
+    masses = {"a": np.ones(6), "b": np.arange(6.0), "c": np.arange(7.0)[::-1]}
+    found = parity_candidates(
+        domain, "y", {"a": 6, "b": 6, "c": 6}, masses, (0.25, 0.5, 0.75), 4, 1
+    )
+    there = list(rows)
+    there[which % len(rows)] = other
+
+    def counts(records: list[tuple[int, ...]]) -> np.ndarray:
+        table = np.zeros((6, 6, 7, 2))
+        for r in records:
+            table[r] += 1
+        return table
+
+    for q in found:
+        moved = np.abs(q.project(counts(rows)) - q.project(counts(there))).sum()
+        assert moved <= L1_SENSITIVITY
