@@ -12,6 +12,8 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy import special
 from tests.privacy.exact import TINY as SCHEMA
 
@@ -23,6 +25,8 @@ from dpevolve.engine.select import (
     coarse_candidates,
     coarse_pairs,
     draw,
+    parity_candidates,
+    quantile_split,
     selection_event,
     split_grouping,
     weight,
@@ -83,6 +87,60 @@ def test_split_grouping_cuts_the_range_in_two_at_a_bin_edge() -> None:
     assert len(same) == 1  # the midpoint split is the 2-group query: proposed once
 
 
+@given(
+    st.lists(st.floats(0.0, 100.0), min_size=2, max_size=12),
+    st.floats(0.01, 0.99),
+    st.booleans(),
+)
+def test_quantile_split_cuts_at_the_edge_nearest_the_released_quantile(
+    mass: list[float], at: float, missing: bool
+) -> None:
+    bins = len(mass)
+    cells = np.array([*mass, 7.0] if missing else mass)  # a missing cell's mass apart
+    grouping = quantile_split(cells, bins, at)
+    total = sum(mass)
+    if total <= 0.0:
+        assert grouping is None  # nothing released: no cut
+        return
+    assert grouping is not None and len(grouping) == cells.size
+    cut = grouping.index(1)
+    assert grouping[:bins] == (0,) * cut + (1,) * (bins - cut)  # contiguous, two groups
+    assert grouping[bins:] == ((2,) if missing else ())
+    below = np.cumsum(mass)[:-1] / total  # the share below each inner edge
+    assert abs(below[cut - 1] - at) <= np.abs(below - at).min() + 1e-12  # the nearest
+
+
+def test_quantile_split_follows_skewed_mass_not_the_range() -> None:
+    assert quantile_split(np.array([8.0, 1.0, 1.0, 0.0]), 4, 0.5) == (0, 1, 1, 1)
+    assert quantile_split(np.array([0.0, 0.0, 1.0, 1.0, 1.0, 1.0]), 6, 0.5) == (0, 0, 0, 0, 1, 1)
+    assert split_grouping(6, 6, 0.5) == (0, 0, 0, 1, 1, 1)  # the middle of the range
+
+
+def test_parity_candidates_cut_each_column_at_its_own_quantiles() -> None:
+    names = ("a", "b", "c", "y")
+    domain = Domain(names, (6, 6, 7, 2))  # c nullable: a missing cell
+    numeric = {"a": 6, "b": 6, "c": 6}
+    masses = {
+        "a": np.ones(6),  # uniform: thirds at edges 2 and 4
+        "b": np.array([0.0, 0.0, 1.0, 1.0, 1.0, 1.0]),  # data in the upper two thirds
+        "c": np.array([1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 3.0]),
+    }
+    found = parity_candidates(domain, "y", numeric, masses, (1 / 3, 0.5, 2 / 3), 4, 1)
+    assert {q.clique for q in found} == {("a", "b", "c", "y")}
+    cuts = {a: {q.groups[i] for q in found} for i, a in enumerate("abc")}
+    assert cuts["a"] == {(0, 0, 1, 1, 1, 1), (0, 0, 0, 1, 1, 1), (0, 0, 0, 0, 1, 1)}
+    assert (0, 0, 0, 1, 1, 1) in cuts["b"] and (0, 0, 0, 0, 1, 1) in cuts["b"]
+    assert all(g[-1] == 2 for g in cuts["c"])  # the missing cell a group of its own
+    sizes = [len(cuts[a]) for a in "abc"]
+    assert len(found) == math.prod(sizes)  # every combination of one cut per column
+    assert all(q.groups[3] is None for q in found)  # the label kept cell by cell
+    # the rule of coarse_candidates: only when the all-numeric cliques are few
+    assert parity_candidates(domain, "y", numeric, masses, (0.5,), 4, 0) == []
+    assert parity_candidates(domain, "y", numeric, masses, (0.5,), 3, 1) == []
+    assert parity_candidates(domain, None, numeric, masses, (0.5,), 4, 1) == []
+    assert parity_candidates(domain, "y", numeric, masses, (), 4, 1) == []
+
+
 def test_all_label_cliques_of_the_top_order_when_few() -> None:
     names = ("a", "b", "c", "y")
     domain = Domain(names, (20, 20, 20, 2))
@@ -124,3 +182,32 @@ def test_coarse_pairs_are_the_pairs_holding_a_numeric() -> None:
         (("x", "c"), (2, 4)),
         (("x", "y"), (2, 2)),
     ]  # 4 groups of 4 bins is the fine pair itself
+
+
+@given(
+    st.lists(st.tuples(*(st.integers(0, k - 1) for k in (6, 6, 7, 2))), min_size=1, max_size=30),
+    st.tuples(*(st.integers(0, k - 1) for k in (6, 6, 7, 2))),
+    st.integers(0, 29),
+)
+def test_a_parity_candidate_moves_by_at_most_two_under_a_replacement(
+    rows: list[tuple[int, ...]], other: tuple[int, ...], which: int
+) -> None:
+    """The score's sensitivity (module docstring of select): the cuts are fixed by the
+    released masses, so replacing one record moves a candidate's counts by at most 2."""
+    domain = Domain(("a", "b", "c", "y"), (6, 6, 7, 2))
+    masses = {"a": np.ones(6), "b": np.arange(6.0), "c": np.arange(7.0)[::-1]}
+    found = parity_candidates(
+        domain, "y", {"a": 6, "b": 6, "c": 6}, masses, (0.25, 0.5, 0.75), 4, 1
+    )
+    there = list(rows)
+    there[which % len(rows)] = other
+
+    def counts(records: list[tuple[int, ...]]) -> np.ndarray:
+        table = np.zeros((6, 6, 7, 2))
+        for r in records:
+            table[r] += 1
+        return table
+
+    for q in found:
+        moved = np.abs(q.project(counts(rows)) - q.project(counts(there))).sum()
+        assert moved <= L1_SENSITIVITY

@@ -2,11 +2,12 @@
 
 Each round selects among the public candidates of :mod:`~dpevolve.engine.select`, in
 this order: the fine cliques (:func:`~dpevolve.engine.select.candidates`), the coarse
-pairs (:func:`~dpevolve.engine.select.coarse_pairs`) and the coarse label cliques
-(:func:`~dpevolve.engine.select.coarse_candidates`). On a wide table the list is long
-(about ``3 C(d, 2)`` coarse label cliques) and a round scores at most
-``max_candidates`` of it: the 1-ways and the label's fine cliques, then a public random
-draw of the rest. :class:`CandidatePool` keeps the list as arrays of column indices
+pairs (:func:`~dpevolve.engine.select.coarse_pairs`), the coarse label cliques
+(:func:`~dpevolve.engine.select.coarse_candidates`) and the parity cliques cut at
+released quantiles (:func:`~dpevolve.engine.select.parity_candidates`: few, made once).
+On a wide table the list is long (about ``3 C(d, 2)`` coarse label cliques) and a round
+scores at most ``max_candidates`` of it: the 1-ways and the label's fine cliques, then a
+public random draw of the rest. :class:`CandidatePool` keeps the list as arrays of column indices
 (one row per base clique, one column per way of grouping it), built once per run for
 the parts that never change and per round only for the cliques grown from the measured
 ones, and makes :class:`~dpevolve.measurements.MarginalQuery` objects only for the
@@ -29,7 +30,7 @@ from itertools import combinations
 
 import numpy as np
 
-from dpevolve.engine.select import numeric_grouping, split_grouping
+from dpevolve.engine.select import numeric_grouping, parity_candidates, split_grouping
 from dpevolve.measurements import Clique, Domain, Grouping, MarginalQuery
 
 #: A way of grouping one numeric column: ``(cells, bins) -> grouping or None``.
@@ -92,6 +93,10 @@ class CandidatePool:
         Each numeric column's name and number of bins (public).
     max_order, pair_groups, coarse_groups, coarse_order, coarse_all, coarse_splits
         As :class:`~dpevolve.engine.spec.EngineSpec`'s fields of those names.
+    masses, parity_quantiles
+        Each numeric column's mass in the model's answer to the released 1-ways
+        (post-processing) and :class:`~dpevolve.engine.spec.EngineSpec`'s
+        ``parity_quantiles``: the parity cliques' cuts. ``None``: no parity cliques.
     """
 
     def __init__(
@@ -105,6 +110,8 @@ class CandidatePool:
         coarse_order: int,
         coarse_all: int,
         coarse_splits: Sequence[float],
+        masses: Mapping[str, np.ndarray] | None = None,
+        parity_quantiles: Sequence[float] = (),
     ) -> None:
         self.domain = domain
         self.names = domain.names
@@ -129,6 +136,13 @@ class CandidatePool:
         self.coarse_on = label is not None and bool(coarse_ways) and coarse_order >= 3
         self.width = max(3, coarse_order)
         self.static = self._static_bases(numeric) if self.coarse_on else np.zeros((0, 3))
+        self.parity = (
+            parity_candidates(
+                domain, label, numeric, masses, parity_quantiles, coarse_order, coarse_all
+            )
+            if masses is not None
+            else []
+        )
 
     def _table(self, ways: Sequence[Way], numeric: Mapping[str, int]) -> np.ndarray:
         """Grouping ids per way and column (``-1``: kept fine; column ``d``: padding)."""
@@ -177,7 +191,12 @@ class CandidatePool:
         the 1-ways and the label's fine cliques (at most ``cap`` of them, or the 1-ways),
         then a public random draw of the others (``rng``: post-processing)."""
         fine = self._fine(measured)
-        blocks = [fine, self.pair_block, self._coarse(measured)]
+        blocks: list[_Block | list[MarginalQuery]] = [
+            fine,
+            self.pair_block,
+            self._coarse(measured),
+            self.parity,
+        ]
         ones = self.d
         first_mask = np.zeros(len(fine), dtype=bool)
         first_mask[:ones] = True
@@ -188,7 +207,7 @@ class CandidatePool:
             return [self._make(b, i) for b in blocks for i in range(len(b))]
         first = np.flatnonzero(first_mask)[: max(cap, ones)]
         rest_fine = np.flatnonzero(~first_mask)
-        sizes = [len(rest_fine), len(blocks[1]), len(blocks[2])]
+        sizes = [len(rest_fine), *(len(b) for b in blocks[1:])]
         rest = sum(sizes)
         take = max(0, min(cap - len(first), rest))
         drawn = np.sort(rng.choice(rest, size=take, replace=False))
@@ -231,8 +250,10 @@ class CandidatePool:
     def _indices(self, clique: Clique) -> np.ndarray:
         return np.array([self.domain.index(a) for a in clique], dtype=np.int64)
 
-    def _make(self, block: _Block, i: int) -> MarginalQuery:
+    def _make(self, block: _Block | list[MarginalQuery], i: int) -> MarginalQuery:
         """The ``i``-th candidate of ``block`` as a query."""
+        if isinstance(block, list):
+            return block[i]
         item = int(block.items[i])
         if block.ways is None:
             row = block.rows[item]

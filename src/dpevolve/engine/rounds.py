@@ -64,7 +64,7 @@ def adaptive_rounds(
     sigma, epsilon = plan.first_round()
     limit = plan.total - plan.pe  # the PE stage's share is kept for after the rounds
     history: list[dict[str, Any]] = []
-    pool = _pool(run, label)
+    pool = _pool(run, label, model)
     done = False
     round_ = start
     while not done:
@@ -105,13 +105,16 @@ def adaptive_rounds(
     return history
 
 
-def _pool(run: RoundRun, label: str | None) -> CandidatePool:
-    """The rounds' public candidates (:mod:`~dpevolve.engine.pool`), on the final bins."""
+def _pool(run: RoundRun, label: str | None, model: Estimator) -> CandidatePool:
+    """The rounds' public candidates (:mod:`~dpevolve.engine.pool`), on the final bins;
+    the parity cliques cut at quantiles of ``model``'s 1-ways (fitted to releases only)."""
     spec = run.spec
     numeric = {c.name: run.discretiser.bins for c in run.discretiser.numeric}
+    masses = {a: np.asarray(model.answer((a,))).ravel() for a in numeric}
     return CandidatePool(
         run.discretiser.domain, label, numeric, spec.max_order, spec.pair_groups,
         spec.coarse_groups, spec.coarse_order, spec.coarse_all, spec.coarse_splits,
+        masses, spec.parity_quantiles,
     )  # fmt: skip
 
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
-from itertools import combinations
+from itertools import combinations, product
 from typing import TypeVar
 
 import numpy as np
@@ -94,6 +94,59 @@ def split_grouping(cells: int, bins: int, at: float) -> Grouping | None:
         return None
     base = tuple(int(i >= cut) for i in range(bins))
     return base + (2,) * (cells - bins)
+
+
+def quantile_split(mass: np.ndarray, bins: int, at: float) -> Grouping | None:
+    """``bins`` bins in two groups, cut at the bin edge where the cumulative ``mass``
+    (the model's answer to the released 1-ways: post-processing) is nearest ``at``; a
+    nullable column's missing cell a group of its own. ``None`` when that edge is an
+    end of the range, or nothing was released (no mass)."""
+    values = np.clip(np.asarray(mass, dtype=np.float64).ravel()[:bins], 0.0, None)
+    total = float(values.sum())
+    if total <= 0.0 or bins < 2:
+        return None
+    inner = np.cumsum(values)[:-1] / total  # the mass below each inner edge
+    cut = int(np.argmin(np.abs(inner - at))) + 1
+    base = tuple(int(i >= cut) for i in range(bins))
+    return base + (2,) * (np.asarray(mass).size - bins)
+
+
+def parity_candidates(
+    domain: Domain,
+    label: str | None,
+    numeric: Mapping[str, int],
+    masses: Mapping[str, np.ndarray],
+    quantiles: Sequence[float],
+    order: int,
+    all_limit: int,
+) -> list[MarginalQuery]:
+    """The label's all-numeric cliques of ``order`` columns (when they number at most
+    ``all_limit``: :func:`coarse_candidates`' rule), each numeric cut in two at the bin
+    edge nearest each of ``quantiles`` of its released mass (:func:`quantile_split`),
+    one candidate per combination of one cut per column (public: the schema, the
+    released 1-ways and the spec fix the set before any draw).
+
+    A parity of signs shows in no smaller marginal, and its signs may change anywhere:
+    a cut at the middle of the declared range misses a change at a third of the data,
+    so each column's cut is a choice of its own. At most ``all_limit`` cliques times
+    ``len(quantiles) ** (order - 1)`` candidates.
+    """
+    if label is None or not quantiles or order < 4:
+        return []
+    numerics = [a for a in domain.names if a != label and a in numeric]
+    if math.comb(len(numerics), order - 1) > all_limit:
+        return []
+    cuts: dict[str, list[Grouping]] = {}
+    for a in numerics:
+        found = (quantile_split(masses[a], numeric[a], at) for at in quantiles)
+        cuts[a] = list(dict.fromkeys(g for g in found if g is not None))
+    out: dict[MarginalQuery, None] = {}
+    for others in combinations(numerics, order - 1):
+        clique = domain.canonical((*others, label))
+        columns = [cuts.get(a, [None]) for a in clique]
+        for grouping in product(*columns):
+            out[MarginalQuery(clique, tuple(grouping))] = None
+    return list(out)
 
 
 def coarse_candidates(
@@ -242,7 +295,9 @@ __all__ = [
     "coarse_pairs",
     "draw",
     "numeric_grouping",
+    "parity_candidates",
     "quality",
+    "quantile_split",
     "scores",
     "selection_event",
     "split_grouping",

@@ -104,6 +104,14 @@ class EngineSpec:
         in two as well (one cut for all of a clique's numerics): a sign change off the
         midpoint needs a cut near it (the bins must hold the cut: ``bins`` a multiple
         of 8 for octiles). Empty: none.
+    parity_quantiles
+        Released quantiles at which the label's all-numeric cliques of ``coarse_order``
+        columns (those ``coarse_all`` proposes) cut each numeric in two, every
+        combination of one cut per column a candidate
+        (:func:`~dpevolve.engine.select.parity_candidates`): a parity whose signs change
+        off the middle of the declared range, or of skewed data, needs each column cut
+        where its own sign changes. The cuts are the bin edges nearest those quantiles
+        of the model's answer to the released 1-ways (post-processing). Empty: none.
     coarse_all
         When the label's cliques of ``coarse_order`` columns whose other columns are all
         numeric number at most this (``C(k, coarse_order - 1)`` of ``k`` numerics:
@@ -190,6 +198,7 @@ class EngineSpec:
     coarse_groups: tuple[int, ...] = (2, 4, 5)
     coarse_order: int = 4
     coarse_splits: tuple[float, ...] = ()
+    parity_quantiles: tuple[float, ...] = (0.25, 1 / 3, 0.5, 2 / 3, 0.75)
     coarse_all: int = 10
     coarse_weight: float = 0.25
     pair_groups: tuple[int, ...] = (5,)
@@ -245,12 +254,14 @@ class EngineSpec:
             object.__setattr__(self, name, tuple(sorted(set(groups))))
         if self.pe_rake not in (0, 1, 2):
             raise InputError(f"engine spec: pe_rake must be 0, 1 or 2, got {self.pe_rake!r}")
-        splits = self.coarse_splits
-        if isinstance(splits, int | float | str) or not all(
-            isinstance(f, int | float) and not isinstance(f, bool) and 0.0 < f < 1.0 for f in splits
-        ):
-            raise InputError(f"engine spec: coarse_splits must lie in (0, 1), got {splits!r}")
-        object.__setattr__(self, "coarse_splits", tuple(sorted({float(f) for f in splits})))
+        for name in ("coarse_splits", "parity_quantiles"):
+            splits = getattr(self, name)
+            if isinstance(splits, int | float | str) or not all(
+                isinstance(f, int | float) and not isinstance(f, bool) and 0.0 < f < 1.0
+                for f in splits
+            ):
+                raise InputError(f"engine spec: {name} must lie in (0, 1), got {splits!r}")
+            object.__setattr__(self, name, tuple(sorted({float(f) for f in splits})))
         if self.coarse_order not in (3, 4):
             raise InputError(f"engine spec: coarse_order must be 3 or 4, got {self.coarse_order!r}")
         if self.max_order not in (2, 3, 4):
