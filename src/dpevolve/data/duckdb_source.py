@@ -170,11 +170,20 @@ def parquet_table(
     on_invalid: OnInvalid = "error",
     what: str = "private table",
 ) -> DatabaseTable:
-    """A Parquet file (or a glob of files) read by DuckDB, validated in DuckDB."""
+    """A Parquet file, a folder of Parquet files (a dataset written in parts, read in
+    name order as the Python reader reads it) or a glob of files, read by DuckDB and
+    validated in DuckDB."""
+    from dpevolve.data.readers import parquet_files
+
     text = os.fspath(path)
-    if "*" not in text and not Path(text).is_file():
+    if "*" in text:
+        files = [text]
+    elif Path(text).is_file() or Path(text).is_dir():
+        files = [str(p) for p in parquet_files(Path(text), what)]
+    else:
         raise InputError(f"{what} not found: {text}")
-    relation = f"read_parquet({Dialect('duckdb').text(text)})"
+    dialect = Dialect("duckdb")
+    relation = f"read_parquet([{', '.join(dialect.text(f) for f in files)}])"
     name = f"{what} {text}"
     return DatabaseTable(
         lambda: DuckDBDatabase(None, name), relation, schema, batch_rows, on_invalid, name
