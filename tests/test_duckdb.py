@@ -29,7 +29,7 @@ pytest.importorskip("duckdb")
 def test_grouped_counts_are_the_local_counts(small_schema, small_table) -> None:
     """Every clique (any order, repeated column sets, more sets than one query holds) and
     every fine histogram: the same integers as the local backend."""
-    import dpevolve.backends.duckdb as duck
+    import dpevolve.backends.grouping as duck
 
     source = FrameSource(small_table, small_schema)
     discretiser = Discretiser(small_schema)
