@@ -42,6 +42,9 @@ SEPARATOR = "::"
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
+#: DuckDB's memory limit while it reads and validates a private table.
+MEMORY_LIMIT = "256MB"
+
 
 @dataclass(frozen=True)
 class DuckDBLocation:
@@ -102,6 +105,9 @@ class DuckDBDatabase:
             raise InputError(f"{what}: not a readable DuckDB database") from None
         if threads:
             self._con.execute(f"SET threads = {int(threads)}")
+        # DuckDB's default (most of the machine's memory) would let a scan of a large
+        # table hold its buffers: the run's memory stays bounded in rows (docs/scale.md).
+        self._con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
 
     def rows(self, sql: str) -> list[tuple[Any, ...]]:
         return self._con.execute(sql).fetchall()
