@@ -4,14 +4,17 @@ A generated table (:func:`scale_memory.table`: ``d`` features and a label, in Pa
 under the system's temporary folder) is synthesized by ``dpevolve synth`` (the default
 engine, 20,000 rows written) in child processes measured by ``os.wait4`` (CPU = user +
 system of every thread; a PostgreSQL server's own CPU is not the child's, and is
-reported apart from ``pg_stat``-free wall time only):
+reported apart):
 
 * ``python``: the Python reader validates the streamed Parquet file (``--stream
   --backend duckdb``: counted in DuckDB);
 * ``duckdb``: the default with DuckDB installed: DuckDB validates the Parquet file by
   the Python reader's rules in SQL and counts it;
 * ``postgres``: the same rows in a PostgreSQL table (``DPEVOLVE_TEST_POSTGRES``, e.g.
-  from ``scripts/ci_postgres.sh``), validated there, counted in DuckDB;
+  from ``scripts/ci_postgres.sh``), validated and counted in the server (GROUP BY
+  queries over cell codes computed in SQL); the server's CPU is reported apart
+  (``server_cpu_s``: its processes' user + system seconds, read from ``/proc`` when the
+  server runs on this machine);
 * ``local`` (``--local``): the file streamed and counted in this process (``--backend
   local``), the reference path (slow: every round rereads the file).
 
@@ -56,6 +59,33 @@ def run(private: str, schema: Path, out: Path, extra: tuple[str, ...]) -> dict[s
     return result
 
 
+def server_cpu(url: str) -> float | None:
+    """CPU seconds the local PostgreSQL server has used (the postmaster, its live
+    processes and those it reaped), or ``None`` if it is not on this machine."""
+    import psycopg
+
+    try:
+        with psycopg.connect(url) as con:
+            row = con.execute("SHOW data_directory").fetchone()
+        pid = int((Path(str(row[0])) / "postmaster.pid").read_text().split()[0])  # type: ignore[index]
+        tick = os.sysconf("SC_CLK_TCK")
+        total = 0.0
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            try:
+                fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(proc.name) == pid:  # utime, stime, cutime, cstime
+                total += sum(int(f) for f in fields[11:15]) / tick
+            elif int(fields[1]) == pid:  # a live backend: its own time
+                total += sum(int(f) for f in fields[11:13]) / tick
+        return round(total, 2)
+    except (OSError, ValueError, psycopg.Error):
+        return None
+
+
 def to_postgres(parquet: Path, url: str, name: str) -> float:
     """The Parquet file copied into table ``name``; the load's wall seconds."""
     import psycopg
@@ -76,7 +106,9 @@ def to_postgres(parquet: Path, url: str, name: str) -> float:
     return round(time.perf_counter() - start, 2)
 
 
-def measure(d: int, rows: int, local: bool, postgres: str | None) -> list[dict[str, Any]]:
+def measure(
+    d: int, rows: int, local: bool, postgres: str | None, only: list[str] | None = None
+) -> list[dict[str, Any]]:
     parquet = table(d, rows)
     schema = parquet.with_suffix(".yaml")
     ways: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -89,14 +121,22 @@ def measure(d: int, rows: int, local: bool, postgres: str | None) -> list[dict[s
         load_s = to_postgres(parquet, postgres, name)
         url = postgres + ("&" if "?" in postgres else "?") + f"table={name}"
         ways["postgres"] = (url, ())
+        ways["postgres_duckdb"] = (url, ("--backend", "duckdb"))
     if local:
         ways["local"] = (str(parquet), ("--stream", "--backend", "local"))
     runs = []
     for way, (private, extra) in ways.items():
+        if only and way not in only:
+            continue
+        server = way.startswith("postgres") and postgres
+        before = server_cpu(postgres) if server else None
         found = run(private, schema, SCRATCH / f"db_{way}.parquet", extra)
         found.update(way=way, rows=rows)
-        if way == "postgres":
+        if server:
             found["postgres_load_wall_s"] = load_s
+            after = server_cpu(postgres)
+            if before is not None and after is not None:
+                found["server_cpu_s"] = round(after - before, 2)
         runs.append(found)
         print(json.dumps(found), flush=True)
     return runs
@@ -135,15 +175,27 @@ def main() -> None:
     parser.add_argument("--rows", type=float, nargs="*", default=[1e6])
     parser.add_argument("--d", type=int, default=9)
     parser.add_argument("--local", action="store_true", help="also the in-process counting")
+    parser.add_argument(
+        "--ways", nargs="*", help="only these (python, duckdb, postgres, postgres_duckdb, local)"
+    )
+    parser.add_argument("--merge", action="store_true", help="keep --out's other runs")
     parser.add_argument("--out", type=Path, default=RESULTS / "database_counts.json")
     args = parser.parse_args()
     postgres = os.environ.get("DPEVOLVE_TEST_POSTGRES")
     runs: list[dict[str, Any]] = []
+    kept = json.loads(args.out.read_text())["runs"] if args.merge and args.out.exists() else []
     for rows in args.rows:
-        runs += measure(
-            args.d, int(rows), args.local and rows <= 1e6, postgres if rows <= 1e6 else None
-        )
+        new = measure(
+            args.d, int(rows), args.local and rows <= 1e6, postgres if rows <= 1e6 else None,
+            args.ways,
+        )  # fmt: skip
+        done = {(r["way"], r["rows"]) for r in new}
+        kept = [r for r in kept if (r["way"], r["rows"]) not in done]
+        runs = [r for r in runs if (r["way"], r["rows"]) not in done] + new
+        runs = kept + runs
+        kept = []
         hashes = [(r["rows"], r["output_sha256"], r["ledger_sha256"]) for r in runs]
+        # (runs kept from --out were measured on earlier code: same bytes expected)
         same = {n: len({h[1:] for h in hashes if h[0] == n}) == 1 for n, *_ in hashes}
         result = {
             "benchmark": "database_counts.py",

@@ -29,7 +29,7 @@ pytest.importorskip("duckdb")
 def test_grouped_counts_are_the_local_counts(small_schema, small_table) -> None:
     """Every clique (any order, repeated column sets, more sets than one query holds) and
     every fine histogram: the same integers as the local backend."""
-    import dpevolve.backends.duckdb as duck
+    import dpevolve.backends.grouping as duck
 
     source = FrameSource(small_table, small_schema)
     discretiser = Discretiser(small_schema)
@@ -185,3 +185,31 @@ def test_private_evolution_votes_through_duckdb(small_schema, small_table) -> No
         return model.fit(small_table).synthetic_
 
     pd.testing.assert_frame_equal(fit(DuckDBBackend()), fit("local"))
+
+
+def test_parquet_folder_read_by_duckdb_is_the_python_reader(tmp_path, small_schema) -> None:
+    """A folder of Parquet parts read by DuckDB gives the Python reader's records and
+    report (files in name order); an empty folder is one named error."""
+    from dpevolve.data.duckdb_source import parquet_table
+
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame(
+        {
+            "age": rng.integers(10, 95, 300),  # some out of range
+            "job": rng.choice(["admin", "manager", "builder", "driver", "retired", "x"], 300),
+            "hours": rng.integers(1, 99, 300),
+            "income": rng.choice(["<=50K", ">50K"], 300),
+        }
+    )
+    folder = tmp_path / "private.parquet"
+    folder.mkdir()
+    for k, (a, b) in enumerate([(0, 90), (90, 91), (91, 300)]):
+        frame.iloc[a:b].to_parquet(folder / f"part-{k:02d}.parquet", index=False)
+    duck = parquet_table(folder, small_schema, 50, on_invalid="drop")
+    python = StreamedTable(folder, small_schema, 50, on_invalid="drop")
+    assert duck.n == python.n == 300 and duck.report == python.report
+    assert Records.concat(list(duck.batches())).equals(Records.concat(list(python.batches())))
+    empty = tmp_path / "empty.parquet"
+    empty.mkdir()
+    with pytest.raises(InputError, match=r"holds no \.parquet file"):
+        parquet_table(empty, small_schema)

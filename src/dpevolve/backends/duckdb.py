@@ -6,10 +6,11 @@ change during a run (the discretiser is fixed from public facts before the first
 count), so :class:`DuckDBBackend` writes them once, on the first count, to a table of
 small integers in a temporary DuckDB database on disk (one column per coarse code and
 per fine code), and answers every count after that with one ``GROUP BY GROUPING SETS``
-query per :data:`SETS_PER_QUERY` cliques: DuckDB scans the codes in parallel, out of
-core, and only the cell counts come back. The integers are the ones the local backend
-adds up (a test holds them equal), so the release, the ledger and the output are the
-same.
+query per :data:`~dpevolve.backends.grouping.SETS_PER_QUERY` cliques
+(:mod:`dpevolve.backends.grouping`, the SQL PostgreSQL runs too): DuckDB scans the codes
+in parallel, out of core, and only the cell counts come back. The integers are the
+ones the local backend adds up (a test holds them equal), so the release, the ledger
+and the output are the same.
 
 Votes (Private Evolution) go to ``auto``'s backend and other counts to the local one,
 on the same records.
@@ -27,38 +28,20 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
 from dpevolve.backends.base import CountQuery, Distance, PrivateData, Vote
+from dpevolve.backends.grouping import Answer, CodedCounts, Part, grouped_sql, stacked_counts
 from dpevolve.backends.local import LocalBackend, chunks
 from dpevolve.data.encoding import Records
 from dpevolve.extras import require
 
-__all__ = ["SETS_PER_QUERY", "CodedCounts", "DuckDBBackend", "counts_in_duckdb"]
-
-#: Cliques (grouping sets) per query: one scan of the codes counts them all.
-SETS_PER_QUERY = 32
+__all__ = ["DuckDBBackend", "counts_in_duckdb"]
 
 #: Rows of codes written at once while the codes table is built.
 _WRITE_ROWS = 1 << 18
-
-
-@runtime_checkable
-class CodedCounts(Protocol):
-    """A count query over the cell codes of a discretiser (the engine's
-    :class:`~dpevolve.engine.measure.MarginalCounts`): cliques of coarse codes, then
-    fine histograms, stacked at ``offsets``."""
-
-    discretiser: Any
-    cliques: list[tuple[str, ...]]
-    fine: list[str]
-
-    @property
-    def offsets(self) -> np.ndarray:
-        """Start of every clique's and fine histogram's counts in the stacked vector."""
-        ...
 
 
 class DuckDBBackend:
@@ -124,7 +107,7 @@ class DuckDBBackend:
         if self._held is None or self._held[0] is not key or self._held[1] is not query.discretiser:
             self._write_codes(private, query.discretiser)
             self._held = (key, query.discretiser)
-        return self._grouped(query)
+        return stacked_counts(query, self._columns, self._query)
 
     # ------------------------------------------------------------------ the codes
     def _write_codes(self, private: PrivateData, discretiser: Any) -> None:
@@ -150,49 +133,13 @@ class DuckDBBackend:
             self._con.execute("INSERT INTO codes SELECT * FROM batch_codes")
             self._con.unregister("batch_codes")
 
-    def _grouped(self, query: CodedCounts) -> np.ndarray:
-        """The stacked counts: every clique and fine histogram from grouping sets."""
-        offsets = np.asarray(query.offsets, dtype=np.int64)
-        out = np.zeros(int(offsets[-1]), dtype=np.int64)
-        domain = query.discretiser.domain
-        parts: list[tuple[int, tuple[str, ...], tuple[int, ...]]] = [
-            (k, tuple(c), domain.shape(c)) for k, c in enumerate(query.cliques)
-        ]
-        first = len(query.cliques)
-        parts += [
-            (first + j, (f"fine:{f}",), (query.discretiser.fine[f].size,))
-            for j, f in enumerate(query.fine)
-        ]
-        for start in range(0, len(parts), SETS_PER_QUERY):
-            for k, values, counts, shape in self._query(parts[start : start + SETS_PER_QUERY]):
-                # One row per cell of a grouping set: each flat index comes once.
-                out[offsets[k] + np.ravel_multi_index(values, shape)] += counts
-        return out
-
-    def _query(
-        self, parts: Sequence[tuple[int, tuple[str, ...], tuple[int, ...]]]
-    ) -> list[tuple[int, tuple[np.ndarray, ...], np.ndarray, tuple[int, ...]]]:
-        """One scan for ``parts``: each part's cell values and counts."""
-        sets = list(dict.fromkeys(frozenset(self._columns[a] for a in p[1]) for p in parts))
-        used = sorted({c for s in sets for c in s})
-        grouping = ", ".join("(" + ", ".join(sorted(s)) + ")" for s in sets)
-        sql = (
-            f"SELECT {', '.join(used)}, count(*) AS n FROM codes "
-            f"GROUP BY GROUPING SETS ({grouping})"
-        )
-        table = self._con.sql(sql).to_arrow_table()
+    def _query(self, parts: Sequence[Part]) -> Answer:
+        """One scan of the codes table for ``parts``."""
+        table = self._con.sql(grouped_sql("codes", parts, self._columns)).to_arrow_table()
+        used = table.column_names[:-1]
         present = {c: ~table[c].is_null().to_numpy(zero_copy_only=False) for c in used}
         values = {c: table[c].fill_null(0).to_numpy().astype(np.int64) for c in used}
-        n = table["n"].to_numpy().astype(np.int64)
-        out = []
-        for k, attrs, shape in parts:
-            cols = [self._columns[a] for a in attrs]
-            # The rows of this grouping set: its columns present, every other one null.
-            mask = np.ones(len(n), dtype=bool)
-            for c in used:
-                mask &= present[c] if c in cols else ~present[c]
-            out.append((k, tuple(values[c][mask] for c in cols), n[mask], shape))
-        return out
+        return present, values, table["n"].to_numpy().astype(np.int64)
 
 
 def _sql_type(size: int) -> str:

@@ -12,10 +12,17 @@ from dpevolve.extras import require
 __all__ = ["choose_backend"]
 
 
-def choose_backend(name: str, engine_on_disk: bool = False) -> tuple[Any, str]:
+def choose_backend(
+    name: str, engine_on_disk: bool = False, in_server: bool = False
+) -> tuple[Any, str]:
     """The backend, and one line saying which and why. ``engine_on_disk``: the adaptive
     engine reads PRIVATE from disk each pass (``--stream``, a DuckDB table), so ``auto``
-    counts in DuckDB when it is installed (:func:`~dpevolve.backends.duckdb.counts_in_duckdb`)."""
+    counts in DuckDB when it is installed (:func:`~dpevolve.backends.duckdb.counts_in_duckdb`);
+    ``in_server``: PRIVATE is a PostgreSQL table, whose server ``auto`` counts in
+    (:func:`~dpevolve.backends.postgres.counts_where_stored`)."""
+    if name == "auto" and in_server:
+        chosen, line = choose_backend("auto")
+        return chosen, f"{line}; counts in the PostgreSQL server (--backend auto)"
     if name == "auto" and engine_on_disk and importlib.util.find_spec("duckdb") is not None:
         chosen, line = choose_backend("auto")
         return chosen, f"{line}; counts in DuckDB (--backend auto: PRIVATE is read from disk)"

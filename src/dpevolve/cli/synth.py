@@ -242,7 +242,9 @@ def synth(
     engine = isinstance(run.method, AdaptiveMethod)
     in_duckdb = place.counted_in_duckdb(run.backend, engine)
     on_disk = engine and (stream or place.kind != "file" or in_duckdb)
-    chosen_backend, backend_line = choose_backend(run.backend, engine_on_disk=on_disk)
+    chosen_backend, backend_line = choose_backend(
+        run.backend, engine_on_disk=on_disk, in_server=engine and place.kind == "postgres"
+    )
     stake = at_stake(ledger_out, share_ledger, (output, report, share_report),
                      run.epsilon)  # fmt: skip
     model = Synthesizer(

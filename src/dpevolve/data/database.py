@@ -42,7 +42,7 @@ from dpevolve.data.types import DateColumn
 from dpevolve.data.validation import OnInvalid, ValidationReport, check_columns, check_on_invalid
 from dpevolve.errors import InputError
 
-__all__ = ["Database", "DatabaseTable"]
+__all__ = ["Database", "DatabaseTable", "value_records"]
 
 
 class Database(Protocol):
@@ -67,6 +67,18 @@ class Database(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def value_records(block: np.ndarray, layout: Layout) -> Records:
+    """Validated values as :class:`Records`, as :func:`~dpevolve.data.encoding.encode`
+    computes them: ``block`` holds the numeric columns' values (NaN: missing), then the
+    categorical columns' codes, in ``layout``'s order."""
+    k = len(layout.numeric)
+    lo = np.array([c.lo for c in layout.numeric], dtype=np.float64)
+    scale = np.array([c.range for c in layout.numeric], dtype=np.float64)
+    numeric = (block[:, :k] - lo) / scale
+    codes = block[:, k:].astype(np.int32)
+    return Records(np.ascontiguousarray(numeric), np.ascontiguousarray(codes))
 
 
 class DatabaseTable:
@@ -136,6 +148,7 @@ class DatabaseTable:
                 storage_of(types[c.name], c.name, self.what) for c in self.schema.columns
             ]
             self._dates = self._date_texts(db)
+            self.dialect = db.dialect
             return self._tally(db).report()
         finally:
             db.close()
@@ -210,29 +223,52 @@ class DatabaseTable:
         """The encoded valid rows, batch by batch (one pass)."""
         layout = self._layout
         where = {c.name: j for j, c in enumerate(self.schema.columns)}
-        num = [f"v{where[c.name]}" for c in layout.numeric]
-        cat = [f"v{where[c.name]}" for c in layout.categorical]
-        valid = " AND ".join(f"p{j} = 0" for j in range(len(where)))
-        lo = np.array([c.lo for c in layout.numeric], dtype=np.float64)
-        scale = np.array([c.range for c in layout.numeric], dtype=np.float64)
+        names = [f"v{where[c.name]}" for c in layout.numeric]
+        names += [f"v{where[c.name]}" for c in layout.categorical]
         db = self._connect()
         rows = 0
         try:
             self._load(db)
-            sql = f"SELECT {', '.join(num + cat)} FROM ({self._checked(db)}) AS c WHERE {valid}"
+            sql = f"SELECT {', '.join(names)} FROM {self._valid(db)} AS c"
             for block in db.stream(sql, self.batch_rows):
-                numeric = (block[:, : len(num)] - lo) / scale  # as encode() computes it
-                codes = block[:, len(num) :].astype(np.int32)
                 rows += len(block)
                 if len(block):
-                    yield Records(np.ascontiguousarray(numeric), np.ascontiguousarray(codes))
+                    yield value_records(block, layout)
         finally:
             db.close()
+        self._check_rows(rows)
+
+    def _valid(self, db: Database) -> str:
+        """The valid rows' validated values (``v0``, ``v1``, ...) as a subquery."""
+        valid = " AND ".join(f"p{j} = 0" for j in range(len(self.schema.columns)))
+        return f"(SELECT * FROM ({self._checked(db)}) AS c WHERE {valid})"
+
+    def _check_rows(self, rows: int) -> None:
         if rows != self.rows:
             raise InputError(
                 f"{self.what} changed while being read: {rows} valid rows now, "
                 f"{self.rows} on the first pass"
             )
+
+    def value(self, name: str) -> str:
+        """The SQL name of column ``name``'s validated value in :meth:`aggregate`'s
+        subquery (a float64; a categorical column's value is its code; NULL: missing)."""
+        return f"v{self.schema.names.index(name)}"
+
+    def aggregate(self, sql_of: Callable[[str], str], rows_of: Callable[[list], int]) -> list:
+        """The rows of the query ``sql_of(valid)`` run in the database, where ``valid``
+        is a subquery of the valid rows' validated values (:meth:`value`), such as
+        GROUP BY counts (:mod:`dpevolve.backends.postgres`). ``rows_of`` reads from the
+        result how many valid rows it saw: a table changed since it was opened is an
+        error, as in :meth:`records`."""
+        db = self._connect()
+        try:
+            self._load(db)
+            found = db.rows(sql_of(self._valid(db)))
+        finally:
+            db.close()
+        self._check_rows(rows_of(found))
+        return found
 
     def checked_rows(self) -> pd.DataFrame:
         """Every row's validated values and problems, in the table's order (for tests

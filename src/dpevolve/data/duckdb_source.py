@@ -42,6 +42,9 @@ SEPARATOR = "::"
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
+#: DuckDB's memory limit while it reads and validates a private table.
+MEMORY_LIMIT = "256MB"
+
 
 @dataclass(frozen=True)
 class DuckDBLocation:
@@ -102,6 +105,9 @@ class DuckDBDatabase:
             raise InputError(f"{what}: not a readable DuckDB database") from None
         if threads:
             self._con.execute(f"SET threads = {int(threads)}")
+        # DuckDB's default (most of the machine's memory) would let a scan of a large
+        # table hold its buffers: the run's memory stays bounded in rows (docs/scale.md).
+        self._con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
 
     def rows(self, sql: str) -> list[tuple[Any, ...]]:
         return self._con.execute(sql).fetchall()
@@ -170,11 +176,20 @@ def parquet_table(
     on_invalid: OnInvalid = "error",
     what: str = "private table",
 ) -> DatabaseTable:
-    """A Parquet file (or a glob of files) read by DuckDB, validated in DuckDB."""
+    """A Parquet file, a folder of Parquet files (a dataset written in parts, read in
+    name order as the Python reader reads it) or a glob of files, read by DuckDB and
+    validated in DuckDB."""
+    from dpevolve.data.readers import parquet_files
+
     text = os.fspath(path)
-    if "*" not in text and not Path(text).is_file():
+    if "*" in text:
+        files = [text]
+    elif Path(text).is_file() or Path(text).is_dir():
+        files = [str(p) for p in parquet_files(Path(text), what)]
+    else:
         raise InputError(f"{what} not found: {text}")
-    relation = f"read_parquet({Dialect('duckdb').text(text)})"
+    dialect = Dialect("duckdb")
+    relation = f"read_parquet([{', '.join(dialect.text(f) for f in files)}])"
     name = f"{what} {text}"
     return DatabaseTable(
         lambda: DuckDBDatabase(None, name), relation, schema, batch_rows, on_invalid, name

@@ -54,7 +54,7 @@ class AdaptiveMethod:
     ) -> EngineModel:
         """Run the engine on ``source`` within ``budget``; every release in the ledger."""
         from dpevolve.backends import make_backend
-        from dpevolve.backends.duckdb import counts_in_duckdb
+        from dpevolve.backends.postgres import counts_where_stored
         from dpevolve.engine.loop import fit_engine
         from dpevolve.privacy import Ledger, default_delta
 
@@ -73,11 +73,11 @@ class AdaptiveMethod:
                 },
             )
         )
-        # ``auto``: counted here without loading numba, or in DuckDB for a table read
-        # from disk each pass.
+        # ``auto``: counted here without loading numba, in DuckDB for a table read
+        # from disk each pass, in the server for a PostgreSQL table.
         backend = context.backend
         if backend in (None, "auto"):
-            counter: Any = counts_in_duckdb(source.batches())
+            counter: Any = counts_where_stored(source.batches())
         else:
             counter = make_backend(backend) if isinstance(backend, str) else backend
         result = fit_engine(
