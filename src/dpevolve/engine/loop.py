@@ -37,6 +37,7 @@ import pandas as pd
 from dpevolve.backends.base import Backend
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import PrivateSource
+from dpevolve.engine.atoms import atom_candidates, release_atoms
 from dpevolve.engine.bins import released_edges
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release, sigma_for
@@ -246,7 +247,10 @@ def fit_engine(
     discretiser = Discretiser(schema, chosen.bins, chosen.fine_cells, edges, atoms=atoms)
     domain = discretiser.domain
     n = int(source.n)
-    plan = Plan.of(budget, chosen, len(domain.names), len(discretiser.numeric))
+    # without a public table, atoms are sought among public candidate values (a release)
+    grid = max(chosen.fine_cells, chosen.bins)
+    sought = atom_candidates(schema, grid) if given is None and chosen.atom_share > 0 else {}
+    plan = Plan.of(budget, chosen, len(domain.names), len(discretiser.numeric), len(sought))
     if ledger is None:
         delta = budget.delta if budget.delta is not None else default_delta(n)
         ledger = Ledger(delta)
@@ -267,9 +271,18 @@ def fit_engine(
         progress,
         backend,
     )
+    found = release_atoms(
+        source, schema, sought, plan.atoms, chosen.bins, run.spend, noise, ledger, backend
+    )
+    if found:  # cells of their own in the fine partition (post-processing: shareable)
+        atoms = {**atoms, **found}
+        run.discretiser = Discretiser(schema, chosen.bins, chosen.fine_cells, edges, atoms=atoms)
+        discretiser = run.discretiser
+        about["released_atoms"] = found
+        ledger.add_metadata(engine=about)
     fine = _release_fine(run, plan)
     if chosen.adaptive_bins == "released":
-        placed = released_edges(discretiser, fine, n, skip=edges)
+        placed = released_edges(discretiser, fine, n, skip=edges, known=found)
         if placed:
             run.discretiser = Discretiser(
                 schema, chosen.bins, chosen.fine_cells, {**edges, **placed}, nested=placed,
