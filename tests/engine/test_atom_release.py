@@ -118,9 +118,7 @@ def test_a_rule_at_an_atom_off_the_fine_cells_is_kept_without_public_data() -> N
     n = 3000
     at = rng.random(n) < 0.3
     tax = np.where(at, 0.09, np.round(rng.uniform(0.2, 2.5, n), 3))
-    frame = pd.DataFrame(
-        {"tax": tax, "age": rng.integers(20, 70, n), "y": np.where(at, "1", "0")}
-    )
+    frame = pd.DataFrame({"tax": tax, "age": rng.integers(20, 70, n), "y": np.where(at, "1", "0")})
     spec = {"bins": 10, "rounds": 6, "round_iters": 30, "final_iters": 60, "pe_share": 0.0}
     result = fit_engine(
         FrameSource(frame, SCHEMA), SCHEMA, Budget(epsilon=2.0, delta=1e-5), spec,

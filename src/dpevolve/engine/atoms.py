@@ -50,6 +50,7 @@ from dpevolve.engine.bins import ATOM_BINS, ATOM_SHARE, THRESHOLD, spikes
 from dpevolve.engine.discretise import atom_tolerance, value_step
 from dpevolve.engine.measure import BATCH_ROWS, marginal_event, release, sigma_for
 from dpevolve.engine.plan import Spend
+from dpevolve.engine.spec import EngineSpec
 from dpevolve.privacy import Ledger
 from dpevolve.privacy.noise import NoiseSource
 
@@ -72,7 +73,9 @@ def candidate_values(column: NumericColumn, grid_limit: int) -> np.ndarray:
     step = value_step(column)
     if step is not None and _count(lo, hi, step) <= grid_limit:
         return np.empty(0)
-    spacing = step if step is not None else 10.0 ** math.floor(math.log10(column.range / CANDIDATES))
+    spacing = (
+        step if step is not None else 10.0 ** math.floor(math.log10(column.range / CANDIDATES))
+    )
     while _count(lo, hi, spacing) > CANDIDATES:
         spacing *= 10.0
     first = math.ceil(lo / spacing - 1e-9)
@@ -85,11 +88,14 @@ def _count(lo: float, hi: float, spacing: float) -> int:
     return max(0, math.floor(hi / spacing + 1e-9) - math.ceil(lo / spacing - 1e-9) + 1)
 
 
-def atom_candidates(schema: Schema, grid_limit: int) -> dict[str, np.ndarray]:
-    """Every numeric column with candidates, and its candidate values (public)."""
-    out = {}
+def atom_candidates(schema: Schema, spec: EngineSpec) -> dict[str, np.ndarray]:
+    """Every numeric column with candidates, and its candidate values (public; none
+    where ``spec.atom_share`` is 0)."""
+    out: dict[str, np.ndarray] = {}
+    if spec.atom_share <= 0:
+        return out
     for column in Layout.of(schema).numeric:
-        values = candidate_values(column, grid_limit)
+        values = candidate_values(column, max(spec.fine_cells, spec.bins))
         if values.size:
             out[column.name] = values
     return out

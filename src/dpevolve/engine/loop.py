@@ -247,9 +247,7 @@ def fit_engine(
     discretiser = Discretiser(schema, chosen.bins, chosen.fine_cells, edges, atoms=atoms)
     domain = discretiser.domain
     n = int(source.n)
-    # without a public table, atoms are sought among public candidate values (a release)
-    grid = max(chosen.fine_cells, chosen.bins)
-    sought = atom_candidates(schema, grid) if given is None and chosen.atom_share > 0 else {}
+    sought = atom_candidates(schema, chosen) if given is None else {}
     plan = Plan.of(budget, chosen, len(domain.names), len(discretiser.numeric), len(sought))
     if ledger is None:
         delta = budget.delta if budget.delta is not None else default_delta(n)
@@ -271,18 +269,11 @@ def fit_engine(
         progress,
         backend,
     )
-    found = release_atoms(
-        source, schema, sought, plan.atoms, chosen.bins, run.spend, noise, ledger, backend
-    )
-    if found:  # cells of their own in the fine partition (post-processing: shareable)
-        atoms = {**atoms, **found}
-        run.discretiser = Discretiser(schema, chosen.bins, chosen.fine_cells, edges, atoms=atoms)
-        discretiser = run.discretiser
-        about["released_atoms"] = found
-        ledger.add_metadata(engine=about)
+    found = _release_atoms(run, plan, sought, edges, atoms, about)
+    atoms = {**atoms, **found}
     fine = _release_fine(run, plan)
     if chosen.adaptive_bins == "released":
-        placed = released_edges(discretiser, fine, n, skip=edges, known=found)
+        placed = released_edges(run.discretiser, fine, n, skip=edges, known=found)
         if placed:
             run.discretiser = Discretiser(
                 schema, chosen.bins, chosen.fine_cells, {**edges, **placed}, nested=placed,
@@ -330,6 +321,30 @@ def _final_fit(model: Estimator, measurements: list[Measurement], iterations: in
     if hasattr(model, "iterations"):
         model.iterations = iterations
     return model.fit(measurements)
+
+
+def _release_atoms(
+    run: _Run,
+    plan: Plan,
+    sought: dict[str, np.ndarray],
+    edges: dict[str, np.ndarray],
+    atoms: dict[str, list[float]],
+    about: dict[str, Any],
+) -> dict[str, list[float]]:
+    """Release the candidate counts (:mod:`~dpevolve.engine.atoms`); the atoms found
+    become cells of the fine partition (post-processing: shareable, in the ledger)."""
+    found = release_atoms(
+        run.source, run.discretiser.schema, sought, plan.atoms, run.spec.bins, run.spend,
+        run.noise, run.ledger, run.backend,
+    )  # fmt: skip
+    if found:
+        spec = run.spec
+        run.discretiser = Discretiser(
+            run.discretiser.schema, spec.bins, spec.fine_cells, edges, atoms={**atoms, **found}
+        )
+        about["released_atoms"] = found
+        run.ledger.add_metadata(engine=about)
+    return found
 
 
 def _release_fine(run: _Run, plan: Plan) -> dict[str, Measurement]:
