@@ -74,6 +74,16 @@ def test_round_outward_widens_by_the_margin_and_at_most_twice_it(
         assert out_lo == round(out_lo) and out_hi == round(out_hi)
 
 
+def test_single_precision_values_keep_the_decimals_they_were_written_with() -> None:
+    """A float32 column (Stata, Parquet): 4.2 arrives as 4.19999980926514."""
+    written = np.array([4.2, 5.3, 0.446, 12.0, 1.73238])
+    assert decimals_of(written.astype(np.float32).astype(np.float64)) == 5
+    assert decimals_of(np.array([4.2, 5.3]).astype(np.float32).astype(np.float64)) == 1
+    assert decimals_of(np.array([4.2, 5.3])) == 1
+    # not single precision (nor a short decimal): no decimals
+    assert decimals_of(np.array([np.pi, np.e])) is None
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(st.integers(-(10**8), 10**8), min_size=1, max_size=30),

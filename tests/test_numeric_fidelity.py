@@ -70,6 +70,15 @@ def test_atom_rules_find_the_rule_and_its_break() -> None:
     assert lost[0]["tv"] == 1.0 and lost[0]["missing"]
 
 
+def test_an_atom_of_single_precision_is_met_by_its_decimal() -> None:
+    """The real float32 4.2 (4.19999980926514) is the synthetic 4.2, not 4.2001."""
+    real = pd.DataFrame({"x": np.float32([4.2] * 10 + [7.0] * 10).astype(float), "y": "a"})
+    near = nf.atom_rules(real, real.assign(x=[4.2] * 10 + [7.0] * 10), ["x"], "y")
+    assert [a["missing"] for a in near] == [False, False]
+    off = nf.atom_rules(real, real.assign(x=4.2001), ["x"], "y")
+    assert off[0]["missing"]
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 10_000))
 def test_quantile_tv_is_zero_on_itself_and_one_on_disjoint_support(seed: int) -> None:

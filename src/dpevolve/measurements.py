@@ -172,9 +172,10 @@ class WorkloadQuery:
 
 @dataclass(frozen=True)
 class HistogramQuery:
-    """A numeric column's fine 1-way histogram: the counts of its ``cells`` fine cells,
-    before the bins are placed (the engine's first release, docs/engine.md). Replace-one
-    moves one record from one cell to another: L2 sensitivity ``sqrt(2)``."""
+    """A numeric column's 1-way histogram on ``cells`` public cells, before the bins are
+    placed (docs/engine.md): its fine cells, or the rows at each of its candidate values
+    (the atom release; a row sits at one candidate at most). Replace-one moves one
+    record from one cell to another: L2 sensitivity ``sqrt(2)``."""
 
     column: str
     cells: int

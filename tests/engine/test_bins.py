@@ -179,6 +179,8 @@ class _FixedFine:
 
 
 def _fit(frame: pd.DataFrame, noise: Any, **options: Any):
+    # no atom release: the fine histograms are the first releases (``_FixedFine``)
+    options = {"atom_share": 0.0, **options}
     return fit_engine(
         FrameSource(frame, SCHEMA),
         SCHEMA,

@@ -111,9 +111,9 @@ def test_a_run_spends_its_budget_and_the_ledger_agrees(nulls_schema, standin, on
     kinds = [e["kind"] for e in ledger["events"]]
     selections = kinds.count("exponential")
     assert selections == len(result.history) >= 1
-    # fine histograms (2 numeric columns), 4 one-ways, one marginal per selection, and
-    # the PE stage's vote rounds
-    assert kinds.count("gaussian") == 2 + 4 + selections + EngineSpec().pe_rounds
+    # atom releases and fine histograms (2 numeric columns, each holding more values than
+    # 12 fine cells), 4 one-ways, one marginal per selection, and the PE stage's votes
+    assert kinds.count("gaussian") == 2 + 2 + 4 + selections + EngineSpec().pe_rounds
     assert len(result.measurements.marginals()) == 4 + selections
     assert result.measurements.events() == list(events)  # every release, in ledger order
     assert all(isinstance(e, GaussianEvent | ExponentialEvent) for e in events)

@@ -13,7 +13,7 @@ from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine
 from dpevolve.engine.bins import ATOM_BINS, ATOM_SHARE
 from dpevolve.engine.discretise import Discretiser
-from dpevolve.engine.public import PublicInputs
+from dpevolve.engine.public import PublicInputs, public_atoms
 from dpevolve.privacy import Budget
 from dpevolve.privacy.noise import make_noise
 
@@ -56,3 +56,10 @@ def test_the_heavy_values_decode_to_themselves() -> None:
     out = result.sample(4000, np.random.default_rng(0))["rate"].to_numpy(float)
     for value in RATES:
         assert abs(np.mean(out == value) - np.mean(private["rate"] == value)) < 0.04, value
+
+
+def test_public_atoms_of_single_precision_lie_on_the_column_grid() -> None:
+    """A float32 public value (4.2 read as 4.19999980926514) in a column of one decimal
+    is the atom 4.2, the value the fine partition codes rows to."""
+    values = np.float32([4.2] * 30 + [5.0 + 0.1 * k for k in range(40)]).astype(np.float64)
+    assert public_atoms(values, 5, 0.1) == [4.2]

@@ -19,7 +19,8 @@ The range rule (:func:`round_outward`), for public extremes ``[lo, hi]`` with sp
 
 ``m = 0`` declares the public extremes themselves. The precision rule
 (:func:`decimals_of`): the fewest decimals, at most :data:`MAX_INFERRED_DECIMALS`,
-that write every public value exactly; none when more are needed.
+that write every public value exactly (values read from single precision: whose
+single-precision values are theirs); none when more are needed.
 """
 
 from __future__ import annotations
@@ -137,6 +138,14 @@ def decimals_of(values: np.ndarray) -> int | None:
     tolerance = 8 * np.spacing(np.abs(finite))
     for decimals in range(MAX_INFERRED_DECIMALS + 1):
         if np.all(np.abs(np.round(finite, decimals) - finite) <= tolerance):
+            return decimals
+    # Values read from single precision (a Stata or Parquet float32: 4.2 arrives as
+    # 4.19999980926514): the fewest decimals whose single-precision value is theirs.
+    single = finite.astype(np.float32)
+    if finite.size == 0 or not np.array_equal(single.astype(np.float64), finite):
+        return None
+    for decimals in range(MAX_INFERRED_DECIMALS + 1):
+        if np.array_equal(np.round(finite, decimals).astype(np.float32), single):
             return decimals
     return None
 

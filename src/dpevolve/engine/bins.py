@@ -196,6 +196,7 @@ def released_edges(
     n: int,
     mode: str = "range",
     skip: Collection[str] = (),
+    known: Mapping[str, Sequence[float]] | None = None,
 ) -> dict[str, np.ndarray]:
     """Bin edges of the numeric columns from their released fine histograms.
 
@@ -211,7 +212,9 @@ def released_edges(
     every released fine cell lies inside one bin (``Discretiser(..., nested=...)``).
     Columns without atoms whose bins serve as they are (a tight range, values spread
     over it, or mass the noise hides) keep their equal-width bins (absent from the
-    result).
+    result). ``known``: atoms of the fine partition found by another release
+    (:func:`dpevolve.engine.atoms.release_atoms`, largest first); they take the first
+    of the atoms' bins.
     """
     out: dict[str, np.ndarray] = {}
     bins = discretiser.bins
@@ -222,7 +225,10 @@ def released_edges(
         measured = released[column.name]
         counts = np.asarray(measured.noisy, dtype=np.float64).ravel()
         weights = np.where(counts > THRESHOLD * measured.sigma, counts, 0.0)
-        atoms = released_atoms(cells, weights, n, max(1, int(ATOM_BINS * bins)))
+        most = max(1, int(ATOM_BINS * bins))
+        given = [float(v) for v in (known or {}).get(column.name, ())]
+        extra = [v for v in released_atoms(cells, weights, n, most) if v not in given]
+        atoms = sorted((given + extra)[:most])
         rest = weights.copy()
         rest[np.isin(cells.lo, atoms) & (np.arange(cells.size) < cells.atoms)] = 0.0
         quantile = histogram_quantile(cells, rest)  # values only: missing left out

@@ -38,6 +38,7 @@ import pandas as pd
 from dpevolve.backends.base import Backend
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import PrivateSource
+from dpevolve.engine.atoms import atom_candidates, release_atoms
 from dpevolve.engine.bins import released_edges
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release, sigma_for
@@ -241,7 +242,8 @@ def fit_engine(
     discretiser = Discretiser(schema, chosen.bins, chosen.fine_cells, edges, atoms=atoms)
     domain = discretiser.domain
     n = int(source.n)
-    plan = Plan.of(budget, chosen, len(domain.names), len(discretiser.numeric))
+    sought = atom_candidates(schema, chosen) if given is None else {}
+    plan = Plan.of(budget, chosen, len(domain.names), len(discretiser.numeric), len(sought))
     if ledger is None:
         delta = budget.delta if budget.delta is not None else default_delta(n)
         ledger = Ledger(delta)
@@ -253,9 +255,11 @@ def fit_engine(
         source, discretiser, chosen, noise, rng, ledger, Spend(plan.total), MeasurementList(),
         {}, size, progress, backend,
     )  # fmt: skip
+    found = _release_atoms(run, plan, sought, edges, atoms, about)
+    atoms = {**atoms, **found}
     fine = _release_fine(run, plan)
     if chosen.adaptive_bins == "released":
-        placed = released_edges(discretiser, fine, n, skip=edges)
+        placed = released_edges(run.discretiser, fine, n, skip=edges, known=found)
         if placed:
             run.discretiser = Discretiser(
                 schema, chosen.bins, chosen.fine_cells, {**edges, **placed}, nested=placed,
@@ -319,6 +323,30 @@ def _final_fit(model: Estimator, measurements: list[Measurement], iterations: in
     if hasattr(model, "iterations"):
         model.iterations = iterations
     return model.fit(measurements)
+
+
+def _release_atoms(
+    run: _Run,
+    plan: Plan,
+    sought: dict[str, np.ndarray],
+    edges: dict[str, np.ndarray],
+    atoms: dict[str, list[float]],
+    about: dict[str, Any],
+) -> dict[str, list[float]]:
+    """Release the candidate counts (:mod:`~dpevolve.engine.atoms`); the atoms found
+    become cells of the fine partition (post-processing: shareable, in the ledger)."""
+    found = release_atoms(
+        run.source, run.discretiser.schema, sought, plan.atoms, run.spec.bins, run.spend,
+        run.noise, run.ledger, run.measurements, run.backend,
+    )  # fmt: skip
+    if found:
+        spec = run.spec
+        run.discretiser = Discretiser(
+            run.discretiser.schema, spec.bins, spec.fine_cells, edges, atoms={**atoms, **found}
+        )
+        about["released_atoms"] = found
+        run.ledger.add_metadata(engine=about)
+    return found
 
 
 def _release_fine(run: _Run, plan: Plan) -> dict[str, Measurement]:

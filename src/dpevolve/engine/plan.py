@@ -7,6 +7,8 @@ the budget's ``rho`` (given, or the largest whose CKS conversion meets
 ``(epsilon, delta)``) as
 
 * ``fine_share`` for the fine 1-way histograms of the numeric columns (one Gaussian each);
+* ``atom_share`` for the atom release (:mod:`~dpevolve.engine.atoms`), on tables with a
+  numeric column that has candidate values (one Gaussian per such column);
 * ``oneway_share`` of the rest for the first measurement of every 1-way marginal;
 * ``pe_share`` of the whole for the PE stage's votes (:mod:`~dpevolve.engine.refine`),
   on tables of at most ``pe_max_columns`` columns, at least ``pe_min_numeric`` of
@@ -60,14 +62,20 @@ class Plan:
     tree_edges: int = 0
     relations: float = 0.0
     relation_edges: int = 0
+    atoms: float = 0.0
 
     @classmethod
-    def of(cls, budget: Budget, spec: EngineSpec, columns: int, numeric: int) -> Plan:
+    def of(
+        cls, budget: Budget, spec: EngineSpec, columns: int, numeric: int, candidates: int = 0
+    ) -> Plan:
+        """The split of ``budget`` for a table of ``columns`` columns, ``numeric`` of them
+        numeric and ``candidates`` of those with an atom release (public facts)."""
         total = zcdp_budget(budget) * SLACK
         fine = spec.fine_share * total if numeric else 0.0
-        oneway = spec.oneway_share * (total - fine)
+        atoms = spec.atom_share * total if candidates else 0.0
+        oneway = spec.oneway_share * (total - fine - atoms)
         pe = spec.pe_share * total if spec.runs_pe(columns, numeric) else 0.0
-        rounds = total - fine - oneway - pe
+        rounds = total - fine - atoms - oneway - pe
         planned = spec.planned_rounds(columns)
         per_round = rounds / planned
         links = numeric - 1 if spec.relation_share > 0 and numeric >= 2 else 0
@@ -80,6 +88,7 @@ class Plan:
         return cls(
             total=total,
             fine=fine,
+            atoms=atoms,
             oneway=oneway,
             rounds=rounds - tree - relations,
             pe=pe,

@@ -37,6 +37,7 @@ The ledger's ``public`` metadata says what was used (:meth:`PublicInputs.facts`)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -202,7 +203,10 @@ def public_atoms(values: np.ndarray, most: int, step: float | None) -> list[floa
             heavy &= spikes(dense)[grid]
     index = np.flatnonzero(heavy)
     index = index[np.argsort(-counts[index], kind="stable")][:most]
-    return sorted(float(found[i]) for i in index)
+    picked = found[index]
+    if step is not None:  # on the grid, as the fine partition codes values (float32 4.2: 4.2)
+        picked = np.round(np.round(picked / step) * step, max(0, round(-math.log10(step))))
+    return sorted({float(v) for v in picked})
 
 
 def public_counts(

@@ -38,6 +38,12 @@ class EngineSpec:
         Share of ``rho`` for the fine 1-way histogram of every numeric column, from which
         decoded values are drawn within their bin (point masses, integer values).
         ``0``: values uniform within their bin, nothing spent.
+    atom_share
+        Share of ``rho`` for the atom release (:mod:`~dpevolve.engine.atoms`): noisy
+        counts of a public candidate set of values (round values at the schema's
+        decimals) in every numeric column whose fine partition is not one cell per value;
+        a value found holding a large share becomes a cell, and a bin, of its own.
+        Spent only where such a column exists; ``0``: none.
     fine_cells
         Most cells of one fine histogram: one per value for integer (or ``decimals``)
         columns with at most this many values, else sub-bins of every bin plus the
@@ -179,6 +185,7 @@ class EngineSpec:
 
     bins: int = 20
     fine_share: float = 0.05
+    atom_share: float = 0.03
     fine_cells: int = 128
     oneway_share: float = 0.06
     rounds: int | None = None
@@ -232,14 +239,16 @@ class EngineSpec:
         for name in ("pe_rounds", "pe_candidates", "pe_pool", "pe_max_columns"):
             _at_least(name, getattr(self, name), 1)
         _at_least("relation_groups", self.relation_groups, 2)
-        for name in ("fine_share", "oneway_share", "pe_share", "tree_share", "relation_share"):
+        shares = ("fine_share", "atom_share", "oneway_share", "pe_share", "tree_share")
+        for name in (*shares, "relation_share"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and 0.0 <= value < 1.0):
                 raise InputError(f"engine spec: {name} must lie in [0, 1), got {value!r}")
         value = self.pe_min_numeric
         if not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):
             raise InputError(f"engine spec: pe_min_numeric must lie in [0, 1], got {value!r}")
-        if self.pe_share >= (1.0 - self.fine_share) * (1.0 - self.oneway_share):
+        before = self.fine_share + self.atom_share  # the shares taken before the 1-ways
+        if self.pe_share >= (1.0 - before) * (1.0 - self.oneway_share):
             raise InputError("engine spec: pe_share leaves nothing for the marginal rounds")
         if not (isinstance(self.select_share, (int, float)) and 0.0 < self.select_share < 1.0):
             raise InputError(

@@ -27,6 +27,10 @@ import pandas as pd
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.metrics import bin_codes, marginal_report
 
+#: A synthetic value is at an atom within this relative error: single precision's, so
+#: that 4.2 written by a column of one decimal is the real table's float32 4.2.
+SINGLE = 2.0**-23
+
 QUANTILE_BINS = 20
 """Bins of a numeric column in :func:`quantile_tv` (fewer where quantiles coincide)."""
 
@@ -92,7 +96,8 @@ def atom_rules(
 ) -> list[dict[str, Any]]:
     """``TV(P(label | column = v) real, synthetic)`` for every atom ``v`` of ``columns``.
 
-    An atom is a value held by at least ``min_share`` of the real rows. Where the
+    An atom is a value held by at least ``min_share`` of the real rows; a synthetic
+    value is at it within the relative error :data:`SINGLE`. Where the
     synthetic table has no row at ``v`` the rule cannot hold there: ``tv`` is 1 and
     ``missing`` is true.
 
@@ -110,7 +115,7 @@ def atom_rules(
         fake = synth[name].to_numpy(dtype=np.float64)
         for value, count in sorted(counts[counts >= min_share * len(real)].items()):
             at_real = values == value
-            at_fake = fake == value
+            at_fake = np.isclose(fake, value, rtol=SINGLE, atol=0.0)
             missing = not at_fake.any()
             tv = 1.0
             if not missing:
