@@ -199,8 +199,8 @@ def release_atoms(
         event = marginal_event(sigma, ATOMS + name)
         spend.charge(event)
         measured = release(counts, (name,), event, noise)
-        query = HistogramQuery(name, int(counts.size))
-        measurements.append(Measurement(query, measured.noisy, measured.sigma, event))
+        listed = HistogramQuery(name, int(counts.size))
+        measurements.append(Measurement(listed, measured.noisy, measured.sigma, event))
         ledger.record(event, round=0, clique=[name], cells=int(counts.size))
         found = found_atoms(candidates[name], measured.noisy, sigma, n, _most(bins))
         if found:
