@@ -89,9 +89,9 @@ def _exact_of(mp: pytest.MonkeyPatch) -> dict[int, np.ndarray]:
 def exact_bins(mp: pytest.MonkeyPatch) -> None:
     exact = _exact_of(mp)
 
-    def edges(discretiser, released, n, mode="range", skip=()):
+    def edges(discretiser, released, n, mode="range", skip=(), known=None):
         leaked = {k: dataclasses.replace(m, noisy=exact[id(m.noisy)]) for k, m in released.items()}
-        return released_edges(discretiser, leaked, n, mode, skip)
+        return released_edges(discretiser, leaked, n, mode, skip, known)
 
     mp.setattr(loop, "released_edges", edges)
 
