@@ -66,14 +66,15 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     ),
     "bins-from-exact-counts": (
         "engine/loop.py",
-        "placed = released_edges(discretiser, fine, n, skip=edges)",
-        "_, _exact = count_marginals(source, discretiser, [], list(fine))\n"
-        f"        placed = released_edges(discretiser, {_LEAK}, n, skip=edges)",
+        "placed = released_edges(run.discretiser, fine, n, skip=edges, known=found)",
+        "_, _exact = count_marginals(source, run.discretiser, [], list(fine))\n"
+        f"        placed = released_edges(run.discretiser, {_LEAK}, n, skip=edges, known=found)",
     ),
     "decoding-from-exact-counts": (
         "engine/loop.py",
-        "    if plan.pe > 0:\n        stage = StageInputs(",
-        f"    {_RECOUNT}result.fine = {_LEAK}\n    if plan.pe > 0:\n        stage = StageInputs(",
+        "    if schedule.pe > 0:\n        stage = StageInputs(",
+        f"    {_RECOUNT}result.fine = {_LEAK}\n"
+        "    if schedule.pe > 0:\n        stage = StageInputs(",
     ),
 }
 

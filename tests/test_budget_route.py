@@ -3,7 +3,7 @@
 ``dpevolve synth -e EPS`` is run under a profiler that notes every call inside the
 package whose arguments carry the budget: the number itself, a mapping holding it, a
 :class:`~dpevolve.privacy.Budget`, an object holding either (the CLI's run settings,
-PE's fit plan and release inputs) or the engine's :class:`~dpevolve.engine.plan.Plan`.
+PE's release inputs) or the engine's :class:`~dpevolve.engine.plan.Plan`.
 The files those calls live in are the route from the flag to the noise scale, apart
 from the places that only check, record or say the number (listed below). The facade's
 and the command's parameters are counted here too, and what each method writes as its
@@ -35,18 +35,23 @@ ROOT = str(Path(dpevolve.__file__).parent) + "/"
 #: warning) or written (the ledger): no hop towards the noise scale.
 ASIDE = frozenset({"privacy/checks.py", "cli/interrupt.py", "cli/announce.py", "privacy/ledger.py"})
 #: The measured routes (docs/architecture.md); a new hop fails here and is counted there.
+#: The adaptive engine's budget stops at its plan: the run is handed a ``Schedule`` of
+#: noise scales. Private Evolution's passes the vote choice (its public pilot plays runs
+#: at the budget) and the mechanism seam (PubMix accounts in ``(epsilon, delta)``).
 ROUTES = {
     "adaptive": {
-        "cli/synth.py", "synthesizer.py", "privacy/budget.py", "engine/method.py",
-        "engine/loop.py", "engine/rounds.py", "engine/plan.py", "privacy/calibration.py",
-        "privacy/conversions.py",
+        "cli/synth.py", "synthesizer.py", "privacy/budget.py", "privacy/conversions.py",
+        "engine/method.py", "engine/plan.py",
     },
     "tabpe": {
-        "cli/synth.py", "synthesizer.py", "privacy/budget.py", "pe/method.py", "fit_plan.py",
-        "config.py", "pe/release/build.py", "pe/evolve.py", "privacy/calibration.py",
-        "privacy/conversions.py",
+        "cli/synth.py", "synthesizer.py", "privacy/budget.py", "privacy/conversions.py",
+        "pe/method.py", "fit_plan.py", "config.py", "pe/release/build.py",
+        "privacy/calibration.py",
     },
 }  # fmt: skip
+#: The target (#26): at most 6 files in at most 3 shapes (flag, ``Budget``, the plan).
+#: Private Evolution misses it by 3 files (docs/architecture.md says why).
+MOST_FILES = {"adaptive": 6, "tabpe": 9}
 SHAPES = {"adaptive": {"float", "Budget", "Plan"}, "tabpe": {"float", "Budget"}}
 
 
@@ -110,7 +115,9 @@ def test_epsilon_reaches_the_noise_scale_by_the_measured_route(
     seen = _route([*argv, "--quiet", "--seed", "1", *flags])
     route = {f: s for f, s in seen.items() if f not in ASIDE}
     assert set(route) == ROUTES[method], sorted(route)
+    assert len(route) <= MOST_FILES[method]
     assert set().union(*route.values()) - {"mapping"} == SHAPES[method], route
+    assert len(SHAPES[method]) <= 3
     # A mapping holds the number only where a ledger is written (aside) or read.
     assert not any("mapping" in s for f, s in route.items() if f != "privacy/budget.py")
     # One config block per method: its own words only.

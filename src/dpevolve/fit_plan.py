@@ -2,7 +2,7 @@
 
 :func:`plan_fit` turns a resolved :class:`~dpevolve.pe.method.PEMethod` and public facts
 (the schema, the policy, the public table, the private row count ``n``, public under
-replace-one adjacency) into a :class:`FitPlan`: the budget split, the distance, the
+replace-one adjacency) into a :class:`FitPlan`: the marginal release's share, the distance, the
 vote (a public pilot may choose it), the reach and the sensitivity. :func:`open_ledger`
 writes what the run is about to do into a new :class:`~dpevolve.privacy.Ledger`.
 """
@@ -32,12 +32,11 @@ from dpevolve.privacy.noise import NoiseSource
 
 @dataclass(frozen=True)
 class FitPlan:
-    """A fit's public decisions. ``run_budget`` is what the PE rounds spend; with a
-    marginal release, ``marginal_rho`` is its share (zCDP)."""
+    """A fit's public decisions; with a marginal release, ``marginal_rho`` is its share
+    (zCDP). The budget is no part of it: the fit hands it to the release's calibration
+    and the ledger (:func:`release_inputs`, :func:`open_ledger`), not to the rounds."""
 
     config: Any  # the resolved PEMethod (which imports this module)
-    budget: Budget
-    run_budget: Budget
     marginal_rho: float | None
     distance: Distance
     pick: ChosenVote
@@ -65,12 +64,25 @@ class FitPlan:
         return self.marginal_rho is not None and self.marginal_share == 1.0
 
 
+def split_budget(config: Any, budget: Budget) -> tuple[Budget, float | None]:
+    """The PE rounds' budget and, with a marginal release, the release's zCDP ``rho``
+    (:func:`~dpevolve.pe.hybrid.tail.split_budget`); ``config`` is the resolved
+    :class:`~dpevolve.pe.method.PEMethod`."""
+    if config.marginals is None or config.marginals.share is None:
+        return budget, None
+    from dpevolve.pe.hybrid.tail import split_budget as split_tail
+
+    pe_budget, marginal_rho = split_tail(budget, config.marginals.share)
+    return (budget if pe_budget is None else pe_budget), marginal_rho
+
+
 def plan_fit(
     config: Any,
     schema: Schema,
     n: int,
     budget: Budget,
     *,
+    marginal_rho: float | None,
     policy: Any,
     public: pd.DataFrame | None,
     on_invalid: str,
@@ -80,13 +92,8 @@ def plan_fit(
 ) -> FitPlan:
     """Every decision of a fit that needs no private record (see the module); with
     ``announce`` an automatic vote choice is said on stderr. ``config`` is the resolved
-    :class:`~dpevolve.pe.method.PEMethod`; ``budget`` the run's, delta resolved."""
-    run_budget, marginal_rho = budget, None
-    if config.marginals is not None and config.marginals.share is not None:
-        from dpevolve.pe.hybrid.tail import split_budget
-
-        pe_budget, marginal_rho = split_budget(budget, config.marginals.share)
-        run_budget = budget if pe_budget is None else pe_budget
+    :class:`~dpevolve.pe.method.PEMethod`; ``budget`` the run's, delta resolved (the
+    public pilot plays runs at it); ``marginal_rho`` from :func:`split_budget`."""
     distance = make_distance(config.preset.distance, schema)
     pick = config.vote.pick(
         schema=schema,
@@ -124,8 +131,6 @@ def plan_fit(
     exact = config.mechanism.exact(pick.vote, policy, distance, backend)
     return FitPlan(
         config=config,
-        budget=budget,
-        run_budget=run_budget,
         marginal_rho=marginal_rho,
         distance=distance,
         pick=pick,
@@ -140,6 +145,7 @@ def plan_fit(
 
 def open_ledger(
     plan: FitPlan,
+    budget: Budget,
     schema: Schema,
     *,
     calibration: dict[str, Any],
@@ -148,13 +154,14 @@ def open_ledger(
     report: ValidationReport | None,
     config: dict[str, Any],
 ) -> Ledger:
-    """The run's ledger: its configuration, calibration and the pilot's free events.
+    """The run's ledger: its budget (once), configuration, calibration and the pilot's
+    free events.
 
     ``run`` holds the facts the facade owns (version, seed, noise, n, fit number),
     written first; ``backend`` names where votes are computed; ``config`` is the run's
     settings in run-file words (:func:`dpevolve.method.config_words`).
     """
-    budget, preset, pick = plan.budget, plan.config.preset, plan.pick
+    preset, pick = plan.config.preset, plan.pick
     ledger = Ledger(
         budget.delta if budget.delta is not None else 1e-5,
         metadata={
@@ -199,12 +206,15 @@ def open_ledger(
     return ledger
 
 
-def release_inputs(plan: FitPlan, noise: NoiseSource, backend: Any, n: int) -> ReleaseInputs:
-    """The public facts the plan's release is calibrated from."""
+def release_inputs(
+    plan: FitPlan, budget: Budget, noise: NoiseSource, backend: Any, n: int
+) -> ReleaseInputs:
+    """The public facts the plan's release is calibrated from, ``budget`` the rounds'
+    (:func:`split_budget`)."""
     return ReleaseInputs(
         noise=noise,
         schedule=plan.config.preset.schedule,
-        budget=plan.run_budget,
+        budget=budget,
         sensitivity=plan.sensitivity,
         vote=plan.pick.vote,
         distance=plan.distance,

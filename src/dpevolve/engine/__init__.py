@@ -14,7 +14,8 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dpevolve.engine.loop import EngineResult, fit_engine
+    from dpevolve.engine.loop import EngineResult
+    from dpevolve.engine.method import fit_engine
     from dpevolve.engine.model import EngineModel
     from dpevolve.engine.run import synthesize
     from dpevolve.engine.spec import EngineSpec
@@ -23,7 +24,7 @@ _WHERE = {
     "EngineModel": "dpevolve.engine.model",
     "EngineResult": "dpevolve.engine.loop",
     "EngineSpec": "dpevolve.engine.spec",
-    "fit_engine": "dpevolve.engine.loop",
+    "fit_engine": "dpevolve.engine.method",
     "synthesize": "dpevolve.engine.run",
 }
 

@@ -2,7 +2,8 @@
 
 One run, as in AIM (McKenna et al. 2022, Alg. 2), under replace-one adjacency:
 
-1. the plan (:mod:`~dpevolve.engine.plan`) splits ``rho`` before any record is read;
+1. the plan (:mod:`~dpevolve.engine.plan`) splits ``rho`` before any record is read and
+   hands the run a :class:`~dpevolve.engine.plan.Schedule`: each stage's noise scale;
 2. one pass over the :class:`~dpevolve.data.sources.PrivateSource` counts the fine
    numeric histograms, which are released (discrete Gaussian); where a declared range
    is loose the bins are then placed from them (``EngineSpec.adaptive_bins``:
@@ -38,12 +39,12 @@ import pandas as pd
 from dpevolve.backends.base import Backend
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import PrivateSource
-from dpevolve.engine.atoms import atom_candidates, release_atoms
+from dpevolve.engine.atoms import release_atoms
 from dpevolve.engine.bins import released_edges
 from dpevolve.engine.discretise import Discretiser
-from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release, sigma_for
+from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release
 from dpevolve.engine.model import EngineModel
-from dpevolve.engine.plan import Plan, Spend
+from dpevolve.engine.plan import Schedule, Spend
 from dpevolve.engine.public import PublicInputs, warm_start
 from dpevolve.engine.refine import Refinement, StageInputs, refine
 from dpevolve.engine.relations import relation_queries
@@ -62,7 +63,7 @@ from dpevolve.measurements import (
     Measurement,
     MeasurementList,
 )
-from dpevolve.privacy import Budget, Ledger, default_delta
+from dpevolve.privacy import Ledger
 from dpevolve.privacy.events import Event
 from dpevolve.privacy.noise import NoiseSource
 
@@ -190,74 +191,45 @@ class _Run:
             print(f"engine: {text}", file=sys.stderr, flush=True)
 
 
-def fit_engine(
+def run_engine(
     source: PrivateSource,
-    schema: Schema,
-    budget: Budget,
-    spec: EngineSpec | None = None,
+    discretiser: Discretiser,
+    schedule: Schedule,
+    spec: EngineSpec,
     *,
     noise: NoiseSource,
     rng: np.random.Generator,
-    ledger: Ledger | None = None,
-    public: pd.DataFrame | None = None,
+    ledger: Ledger,
+    given: PublicInputs | None = None,
+    sought: dict[str, np.ndarray] | None = None,
     progress: bool = False,
     estimator: EstimatorFactory | None = None,
     model_size: Callable[[Domain, Sequence[Clique]], float] | None = None,
     backend: Backend | None = None,
 ) -> EngineResult:
-    """Run the engine on ``source`` within ``budget``; see the module docstring.
+    """Run the engine at the noise scales of ``schedule``; see the module docstring.
 
-    Parameters
-    ----------
-    source
-        The private records (validated; ``source.n`` is public).
-    schema
-        The declared domains (the same the source validated against).
-    budget
-        ``(epsilon, delta)`` or ``rho``; the composed events never exceed it.
-    spec
-        The engine's public choices (default :class:`EngineSpec`).
-    noise
-        The one noise source (:func:`dpevolve.privacy.noise.make_noise`).
-    rng
-        Post-processing randomness (estimator, candidate order, decoding).
-    ledger
-        Where the events go (default: a new ledger at the budget's delta, or
-        :func:`~dpevolve.privacy.default_delta` of ``n`` for a pure ``rho`` budget).
-    public
-        Public rows of the same kind (public, like the schema): a free prior for the
-        model (:mod:`~dpevolve.engine.public`); they cost no budget and are no release.
-    progress
-        One line per round on stderr (released values only).
-    estimator, model_size
-        The estimator and its size measure (default: :mod:`dpevolve.estimate`).
-    backend
-        Where the private records are counted (default: this process; a
-        :class:`~dpevolve.backends.dask.DaskBackend` counts on its workers).
+    :func:`~dpevolve.engine.method.fit_engine` makes the discretiser and the schedule
+    from the budget (the budget stops at the plan) and documents the other parameters;
+    ``given`` are its public inputs, ``sought`` the atom candidates to release.
     """
-    chosen = EngineSpec.from_any(spec)
-    given = PublicInputs.of(public, schema, chosen) if public is not None else None
+    chosen = spec
+    schema = discretiser.schema
     edges = given.edges if given is not None else {}
     atoms = (given.atoms or {}) if given is not None else {}
-    discretiser = Discretiser(schema, chosen.bins, chosen.fine_cells, edges, atoms=atoms)
     domain = discretiser.domain
     n = int(source.n)
-    sought = atom_candidates(schema, chosen) if given is None else {}
-    plan = Plan.of(budget, chosen, len(domain.names), len(discretiser.numeric), len(sought))
-    if ledger is None:
-        delta = budget.delta if budget.delta is not None else default_delta(n)
-        ledger = Ledger(delta)
-    about: dict[str, Any] = {"spec": chosen.to_dict(), "plan_rho": plan.total}
+    about: dict[str, Any] = {"spec": chosen.to_dict(), "plan_rho": schedule.total}
     ledger.add_metadata(engine=about)
     build = estimator if estimator is not None else default_estimator
     size = model_size if model_size is not None else default_model_size
     run = _Run(
-        source, discretiser, chosen, noise, rng, ledger, Spend(plan.total), MeasurementList(),
-        {}, size, progress, backend,
+        source, discretiser, chosen, noise, rng, ledger, Spend(schedule.total),
+        MeasurementList(), {}, size, progress, backend,
     )  # fmt: skip
-    found = _release_atoms(run, plan, sought, edges, atoms, about)
+    found = _release_atoms(run, schedule, sought or {}, edges, atoms, about)
     atoms = {**atoms, **found}
-    fine = _release_fine(run, plan)
+    fine = _release_fine(run, schedule)
     if chosen.adaptive_bins == "released":
         placed = released_edges(run.discretiser, fine, n, skip=edges, known=found)
         if placed:
@@ -270,22 +242,22 @@ def fit_engine(
         ledger.add_metadata(engine=about)
     if given is not None:
         given.count(run.discretiser)
-    _release_ones(run, plan)
+    _release_ones(run, schedule)
     model = _first_fit(run, domain, build(domain, n, chosen), given, about)
-    model, history = _selected(run, plan, model)
+    model, history = _selected(run, schedule, model)
     model = _final_fit(model, run.fitted(), chosen.final_iters)
     result = EngineResult(
         schema, run.discretiser, run.measurements, fine, ledger, model, n, history
     )
-    if plan.pe > 0:
+    if schedule.pe > 0:
         stage = StageInputs(
-            source, schema, noise, ledger, run.spend, plan.pe, chosen.pe_rounds,
+            source, schema, noise, ledger, run.spend, schedule.pe, chosen.pe_rounds,
             chosen.pe_candidates, chosen.pe_pool, len(history) + 1, chosen.pe_rake, backend,
             run.measurements,
         )  # fmt: skip
         result.refinement = refine(result.released().sample, stage, rng)
     marginals = len(run.measurements.marginals())
-    run.say(f"{marginals} marginals, rho {run.spend.used:.4g} of {plan.total:.4g}")
+    run.say(f"{marginals} marginals, rho {run.spend.used:.4g} of {schedule.total:.4g}")
     return result
 
 
@@ -303,18 +275,20 @@ def _first_fit(
     return model.fit(run.fitted())
 
 
-def _selected(run: _Run, plan: Plan, model: Estimator) -> tuple[Estimator, list[dict[str, Any]]]:
+def _selected(
+    run: _Run, schedule: Schedule, model: Estimator
+) -> tuple[Estimator, list[dict[str, Any]]]:
     """The selected releases after the 1-ways: the relations phase, the tree phase,
     then the adaptive rounds (:mod:`~dpevolve.engine.rounds`); their history."""
     history: list[dict[str, Any]] = []
-    if plan.relation_edges:
-        model, history = _relations(run, plan, model)
+    if schedule.relations is not None:
+        model, history = _relations(run, schedule.relations, model)
     # the rounds are numbered after the planned tree (the label tree picks one fewer)
-    start = len(history) + plan.tree_edges
-    if plan.tree_edges:
-        model, picked = _tree(run, plan, model, start=len(history))
+    start = len(history) + schedule.tree_edges
+    if schedule.tree is not None:
+        model, picked = _tree(run, schedule.tree, model, start=len(history))
         history += picked
-    history += adaptive_rounds(run, plan, model, start=start)
+    history += adaptive_rounds(run, schedule, model, start=start)
     return model, history
 
 
@@ -327,7 +301,7 @@ def _final_fit(model: Estimator, measurements: list[Measurement], iterations: in
 
 def _release_atoms(
     run: _Run,
-    plan: Plan,
+    schedule: Schedule,
     sought: dict[str, np.ndarray],
     edges: dict[str, np.ndarray],
     atoms: dict[str, list[float]],
@@ -336,7 +310,7 @@ def _release_atoms(
     """Release the candidate counts (:mod:`~dpevolve.engine.atoms`); the atoms found
     become cells of the fine partition (post-processing: shareable, in the ledger)."""
     found = release_atoms(
-        run.source, run.discretiser.schema, sought, plan.atoms, run.spec.bins, run.spend,
+        run.source, run.discretiser.schema, sought, schedule.atoms, run.spec.bins, run.spend,
         run.noise, run.ledger, run.measurements, run.backend,
     )  # fmt: skip
     if found:
@@ -349,14 +323,14 @@ def _release_atoms(
     return found
 
 
-def _release_fine(run: _Run, plan: Plan) -> dict[str, Measurement]:
+def _release_fine(run: _Run, schedule: Schedule) -> dict[str, Measurement]:
     """Count and release the fine histograms of the numeric columns (one pass); the
     bins may then be placed from them (:func:`~dpevolve.engine.bins.released_edges`)."""
-    numeric = [c.name for c in run.discretiser.numeric] if plan.fine > 0 else []
-    if not numeric:
+    sigma = schedule.fine
+    numeric = [c.name for c in run.discretiser.numeric] if sigma is not None else []
+    if sigma is None or not numeric:
         return {}
     _, fine_exact = count_marginals(run.source, run.discretiser, [], numeric, backend=run.backend)
-    sigma = sigma_for(plan.fine / len(numeric))
     fine: dict[str, Measurement] = {}
     for name in numeric:
         event = marginal_event(sigma, FINE + name)
@@ -369,7 +343,7 @@ def _release_fine(run: _Run, plan: Plan) -> dict[str, Measurement]:
     return fine
 
 
-def _release_ones(run: _Run, plan: Plan) -> None:
+def _release_ones(run: _Run, schedule: Schedule) -> None:
     """Count every 1- and 2-way marginal on the final bins (one pass); release the
     1-ways."""
     domain = run.discretiser.domain
@@ -377,13 +351,12 @@ def _release_ones(run: _Run, plan: Plan) -> None:
     pairs: list[Clique] = [c for c in candidates(domain, (), 2) if len(c) == 2]
     exact, _ = count_marginals(run.source, run.discretiser, ones + pairs, backend=run.backend)
     run.exact.update({MarginalQuery(c): v for c, v in exact.items()})
-    sigma = sigma_for(plan.oneway / len(ones))
     for clique in ones:
-        run.measure(MarginalQuery(clique), sigma, 0, "marginal")
+        run.measure(MarginalQuery(clique), schedule.oneway, 0, "marginal")
 
 
 def _tree(
-    run: _Run, plan: Plan, model: Estimator, start: int = 0
+    run: _Run, scales: tuple[float, float], model: Estimator, start: int = 0
 ) -> tuple[Estimator, list[dict[str, Any]]]:
     """The spanning-tree phase (:mod:`~dpevolve.engine.tree`): charged, recorded draws
     among the pairs joining two components, each pair then released (with the label,
@@ -395,13 +368,15 @@ def _tree(
     names, pairs, released = tree_picks(
         domain, label, numeric, spec.tree_label_groups, spec.tree_label_columns
     )
-    sigma, epsilon = plan.tree_round()
+    sigma, epsilon = scales
     weights = np.array([weight(q.clique, label, spec.label_weight) for q in pairs])
     picks = Picks(pairs, weights, names, sigma, epsilon, start, "tree", released)
     return spanning(run, model, picks, grouping_facts)
 
 
-def _relations(run: _Run, plan: Plan, model: Estimator) -> tuple[Estimator, list[dict[str, Any]]]:
+def _relations(
+    run: _Run, scales: tuple[float, float], model: Estimator
+) -> tuple[Estimator, list[dict[str, Any]]]:
     """The relations phase (:mod:`~dpevolve.engine.relations`): ``k - 1`` charged,
     recorded draws among the numeric pairs on quantile groups of the model's released
     1-ways, each picked pair then released coarse."""
@@ -413,10 +388,10 @@ def _relations(run: _Run, plan: Plan, model: Estimator) -> tuple[Estimator, list
     )
     if not pairs:
         return model, []
-    sigma, epsilon = plan.relation_round()
+    sigma, epsilon = scales
     weights = np.ones(len(pairs))
     picks = Picks(pairs, weights, numeric, sigma, epsilon, 0, "relations")
     return spanning(run, model, picks, grouping_facts)
 
 
-__all__ = ["EngineResult", "EstimatorFactory", "fit_engine"]
+__all__ = ["EngineResult", "EstimatorFactory", "run_engine"]

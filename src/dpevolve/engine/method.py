@@ -17,10 +17,19 @@ from dpevolve.errors import InputError
 from dpevolve.method import FitContext, config_words, refuse_inputs
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    import numpy as np
+    import pandas as pd
+
+    from dpevolve.backends.base import Backend
     from dpevolve.data.schema import Schema
     from dpevolve.data.sources import PrivateSource
+    from dpevolve.engine.loop import EngineResult, EstimatorFactory
     from dpevolve.engine.model import EngineModel
-    from dpevolve.privacy import Budget
+    from dpevolve.measurements import Clique, Domain
+    from dpevolve.privacy import Budget, Ledger
+    from dpevolve.privacy.noise import NoiseSource
 
 
 @dataclass(frozen=True)
@@ -55,7 +64,6 @@ class AdaptiveMethod:
         """Run the engine on ``source`` within ``budget``; every release in the ledger."""
         from dpevolve.backends import make_backend
         from dpevolve.backends.postgres import counts_where_stored
-        from dpevolve.engine.loop import fit_engine
         from dpevolve.privacy import Ledger, default_delta
 
         self.check_inputs(policy=context.policy is not None, public=context.public is not None)
@@ -89,4 +97,77 @@ class AdaptiveMethod:
         return result.released()
 
 
-__all__ = ["AdaptiveMethod"]
+def fit_engine(
+    source: PrivateSource,
+    schema: Schema,
+    budget: Budget,
+    spec: EngineSpec | None = None,
+    *,
+    noise: NoiseSource,
+    rng: np.random.Generator,
+    ledger: Ledger | None = None,
+    public: pd.DataFrame | None = None,
+    progress: bool = False,
+    estimator: EstimatorFactory | None = None,
+    model_size: Callable[[Domain, Sequence[Clique]], float] | None = None,
+    backend: Backend | None = None,
+) -> EngineResult:
+    """Run the engine on ``source`` within ``budget`` (docs/architecture.md).
+
+    The budget goes no further than the plan (:mod:`~dpevolve.engine.plan`): the run
+    (:func:`~dpevolve.engine.loop.run_engine`) is handed its noise scales.
+
+    Parameters
+    ----------
+    source
+        The private records (validated; ``source.n`` is public).
+    schema
+        The declared domains (the same the source validated against).
+    budget
+        ``(epsilon, delta)`` or ``rho``; the composed events never exceed it.
+    spec
+        The engine's public choices (default :class:`EngineSpec`).
+    noise
+        The one noise source (:func:`dpevolve.privacy.noise.make_noise`).
+    rng
+        Post-processing randomness (estimator, candidate order, decoding).
+    ledger
+        Where the events go (default: a new ledger at the budget's delta, or
+        :func:`~dpevolve.privacy.default_delta` of ``n`` for a pure ``rho`` budget).
+    public
+        Public rows of the same kind (public, like the schema): a free prior for the
+        model (:mod:`~dpevolve.engine.public`); they cost no budget and are no release.
+    progress
+        One line per round on stderr (released values only).
+    estimator, model_size
+        The estimator and its size measure (default: :mod:`dpevolve.estimate`).
+    backend
+        Where the private records are counted (default: this process; a
+        :class:`~dpevolve.backends.dask.DaskBackend` counts on its workers).
+    """
+    from dpevolve.engine.atoms import atom_candidates
+    from dpevolve.engine.discretise import Discretiser
+    from dpevolve.engine.loop import run_engine
+    from dpevolve.engine.plan import Plan
+    from dpevolve.engine.public import PublicInputs
+    from dpevolve.privacy import Ledger, default_delta
+
+    chosen = EngineSpec.from_any(spec)
+    given = PublicInputs.of(public, schema, chosen) if public is not None else None
+    edges = given.edges if given is not None else {}
+    atoms = (given.atoms or {}) if given is not None else {}
+    discretiser = Discretiser(schema, chosen.bins, chosen.fine_cells, edges, atoms=atoms)
+    sought = atom_candidates(schema, chosen) if given is None else {}
+    columns, numeric = len(discretiser.domain.names), len(discretiser.numeric)
+    plan = Plan.of(budget, chosen, columns, numeric, len(sought))
+    if ledger is None:
+        delta = budget.delta if budget.delta is not None else default_delta(int(source.n))
+        ledger = Ledger(delta)
+    return run_engine(
+        source, discretiser, plan.schedule(), chosen, noise=noise, rng=rng, ledger=ledger,
+        given=given, sought=sought, progress=progress, estimator=estimator,
+        model_size=model_size, backend=backend,
+    )  # fmt: skip
+
+
+__all__ = ["AdaptiveMethod", "fit_engine"]

@@ -63,6 +63,8 @@ class Plan:
     relations: float = 0.0
     relation_edges: int = 0
     atoms: float = 0.0
+    columns: int = 0
+    numeric: int = 0
 
     @classmethod
     def of(
@@ -98,6 +100,26 @@ class Plan:
             tree_edges=edges,
             relations=relations,
             relation_edges=links,
+            columns=columns,
+            numeric=numeric,
+        )
+
+    def schedule(self) -> Schedule:
+        """The noise scales this plan sets, stage by stage (what the run is handed)."""
+        fine = self.fine > 0 and self.numeric > 0
+        return Schedule(
+            total=self.total,
+            atoms=self.atoms,
+            fine=sigma_for(self.fine / self.numeric) if fine else None,
+            oneway=sigma_for(self.oneway / self.columns),
+            relations=self.relation_round() if self.relation_edges else None,
+            relation_edges=self.relation_edges,
+            tree=self.tree_round() if self.tree_edges else None,
+            tree_edges=self.tree_edges,
+            first_round=self.first_round(),
+            rounds_limit=self.total - self.pe,
+            select_share=self.select_share,
+            pe=self.pe,
         )
 
     def first_round(self) -> tuple[float, float]:
@@ -115,9 +137,61 @@ class Plan:
 
     def round_parameters(self, rho: float) -> tuple[float, float]:
         """``(sigma, epsilon)`` of a round spending ``rho`` in total."""
-        sigma = sigma_for((1.0 - self.select_share) * rho)
-        epsilon = math.sqrt(8.0 * self.select_share * rho)
-        return sigma, epsilon
+        return round_parameters(rho, self.select_share)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The plan as the run takes it: each stage's noise scale, and the zCDP caps the
+    adaptive stages spend up to (docs/architecture.md, "One budget, measured").
+
+    The budget stops at the plan: the run is handed noise scales, never the budget.
+
+    Attributes
+    ----------
+    total
+        The cap of the composed ``rho`` (the run's :class:`Spend` limit).
+    atoms
+        The atom release's ``rho`` (:mod:`~dpevolve.engine.atoms` splits it per column).
+    fine, oneway
+        ``sigma`` of each fine histogram (``None``: none released) and of each 1-way.
+    relations, tree
+        ``(sigma, epsilon)`` of one pick of the relations and of the tree phase and its
+        measurement (``None``: the phase does not run); ``relation_edges`` and
+        ``tree_edges`` picks each.
+    first_round
+        ``(sigma, epsilon)`` of a planned adaptive round.
+    rounds_limit
+        What the adaptive rounds spend up to (``total`` less the PE stage's share); the
+        last round spends what is left at :meth:`last_round`.
+    pe
+        The PE stage's ``rho`` (:mod:`~dpevolve.engine.refine`; 0: no stage).
+    """
+
+    total: float
+    atoms: float
+    fine: float | None
+    oneway: float
+    relations: tuple[float, float] | None
+    relation_edges: int
+    tree: tuple[float, float] | None
+    tree_edges: int
+    first_round: tuple[float, float]
+    rounds_limit: float
+    select_share: float
+    pe: float
+
+    def last_round(self, rho: float) -> tuple[float, float]:
+        """``(sigma, epsilon)`` of the last round, spending ``rho``."""
+        return round_parameters(rho, self.select_share)
+
+
+def round_parameters(rho: float, select_share: float) -> tuple[float, float]:
+    """``(sigma, epsilon)`` of a round spending ``rho``: ``select_share`` of it on the
+    selection (``rho = epsilon^2 / 8``), the rest on the marginal (``sigma_for``)."""
+    sigma = sigma_for((1.0 - select_share) * rho)
+    epsilon = math.sqrt(8.0 * select_share * rho)
+    return sigma, epsilon
 
 
 def round_cost(sigma: float, epsilon: float) -> float:
@@ -155,4 +229,4 @@ class Spend:
         return max(0.0, stage_limit - self.used)
 
 
-__all__ = ["SLACK", "Plan", "Spend", "event_rho", "round_cost"]
+__all__ = ["SLACK", "Plan", "Schedule", "Spend", "event_rho", "round_cost", "round_parameters"]

@@ -4,10 +4,10 @@ After the 1-ways and the spanning phases (:mod:`~dpevolve.engine.loop`), each ro
 draws a clique by the exponential mechanism on where the model is most wrong
 (:mod:`~dpevolve.engine.select`) among the public candidates of
 :mod:`~dpevolve.engine.pool` that the model-size limit allows, releases it, refits the
-model (warm start) and anneals, until the plan's rho is spent (McKenna et al. 2022,
-"AIM", Alg. 2). Each draw's event is charged before any draw and recorded with the
-pick; the released query then goes through the run's ``measure`` (charged, appended to
-the measurement list, recorded).
+model (warm start) and anneals, until the schedule's rho for the rounds is spent
+(McKenna et al. 2022, "AIM", Alg. 2). Each draw's event is charged before any draw and
+recorded with the pick; the released query then goes through the run's ``measure``
+(charged, appended to the measurement list, recorded).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from dpevolve.engine.plan import Plan, round_cost
+from dpevolve.engine.plan import Schedule, round_cost
 from dpevolve.engine.pool import CandidatePool
 from dpevolve.engine.rules import SELECTION_RULES
 from dpevolve.engine.select import ABS_NOISE, draw, weight
@@ -57,12 +57,13 @@ def grouping_facts(query: MarginalQuery) -> dict[str, list[Any]]:
 
 
 def adaptive_rounds(
-    run: RoundRun, plan: Plan, model: Estimator, start: int = 0
+    run: RoundRun, schedule: Schedule, model: Estimator, start: int = 0
 ) -> list[dict[str, Any]]:
-    """AIM's adaptive rounds until the plan's rho is spent (numbered after ``start``)."""
+    """AIM's adaptive rounds at the schedule's noise scales until its rho for the rounds
+    is spent (numbered after ``start``)."""
     label = run.discretiser.schema.label
-    sigma, epsilon = plan.first_round()
-    limit = plan.total - plan.pe  # the PE stage's share is kept for after the rounds
+    sigma, epsilon = schedule.first_round
+    limit = schedule.rounds_limit  # the PE stage's share is kept for after the rounds
     history: list[dict[str, Any]] = []
     pool = _pool(run, label, model)
     done = False
@@ -70,7 +71,7 @@ def adaptive_rounds(
     while not done:
         left = run.spend.left(limit)
         if left < 2.0 * round_cost(sigma, epsilon):
-            sigma, epsilon = plan.round_parameters(left * (1.0 - 1e-12))
+            sigma, epsilon = schedule.last_round(left * (1.0 - 1e-12))
             done = True
         round_ += 1
         spent_after = run.spend.used + round_cost(sigma, epsilon)

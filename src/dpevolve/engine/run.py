@@ -9,7 +9,7 @@ from dpevolve.backends.base import Backend
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.data.validation import OnInvalid
-from dpevolve.engine.loop import fit_engine
+from dpevolve.engine.method import fit_engine
 from dpevolve.engine.spec import EngineSpec
 from dpevolve.privacy import Budget, default_delta
 from dpevolve.privacy.noise import make_noise

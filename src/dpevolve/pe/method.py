@@ -124,7 +124,7 @@ class PEMethod:
     ) -> PEGenerator:
         """The PE rounds (and the marginal tail) on ``source`` within ``budget``."""
         from dpevolve.data.encoding import decode
-        from dpevolve.fit_plan import open_ledger, plan_fit, release_inputs
+        from dpevolve.fit_plan import open_ledger, plan_fit, release_inputs, split_budget
         from dpevolve.pe.evolve import evolve
 
         config = self.resolved(public=context.public is not None,
@@ -133,17 +133,18 @@ class PEMethod:
         # 1. Everything decided from public facts, before a private record is read.
         policy = load_policy(context.policy, schema)
         backend = backend_of(context.backend)
+        rounds_budget, marginal_rho = split_budget(config, budget)
         plan = plan_fit(
-            config, schema, n, budget, policy=policy, public=context.public,
-            on_invalid=context.on_invalid, backend=backend,
+            config, schema, n, budget, marginal_rho=marginal_rho, policy=policy,
+            public=context.public, on_invalid=context.on_invalid, backend=backend,
             fit=pilot_fit(schema, config, policy, context.backend, context.noise),
             announce=context.progress or self.vote.kind == "auto",
         )  # fmt: skip
         # 2. The release, calibrated once, and the ledger that records it.
-        inputs = release_inputs(plan, context.noise, backend, n)
+        inputs = release_inputs(plan, rounds_budget, context.noise, backend, n)
         release, calibration = config.mechanism.build(inputs)
         ledger = context.open(open_ledger(
-            plan, schema, calibration=calibration, run=context.run,
+            plan, budget, schema, calibration=calibration, run=context.run,
             backend=type(backend).__name__, report=source.report,
             config=config_words(config, context),
         ))  # fmt: skip

@@ -8,8 +8,8 @@ what was spent. See docs/privacy.md.
 """
 
 from dpevolve.privacy.accountants import METHODS, Accountant, AccountingResult
-from dpevolve.privacy.budget import Budget, default_delta
-from dpevolve.privacy.calibration import calibrate_gaussian, gaussian_sigma, zcdp_budget
+from dpevolve.privacy.budget import Budget, default_delta, zcdp_budget
+from dpevolve.privacy.calibration import calibrate_gaussian, gaussian_sigma
 from dpevolve.privacy.conversions import epsilon_from_rho, gaussian_delta, rho_for_epsilon
 from dpevolve.privacy.events import (
     ApproxDPEvent,

@@ -1,4 +1,4 @@
-"""A privacy budget, and the one rule for the default delta."""
+"""A privacy budget, the one rule for the default delta, and the ``rho`` it allows."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 from dpevolve.errors import InputError
 from dpevolve.privacy.checks import open_unit, positive
+from dpevolve.privacy.conversions import rho_for_epsilon
 
 #: The default delta never exceeds this, whatever n.
 MAX_DEFAULT_DELTA = 1e-5
@@ -93,6 +94,18 @@ class Budget:
 
     def to_dict(self) -> dict[str, Any]:
         return {"epsilon": self.epsilon, "delta": self.delta, "rho": self.rho}
+
+
+def zcdp_budget(budget: Budget) -> float:
+    """The ``rho`` a budget allows: given, or the largest whose CKS conversion meets
+    ``(epsilon, delta)`` (valid for any zCDP mechanism, the discrete Gaussian included).
+
+    The one place a budget becomes ``rho`` (docs/math.md §4): the plans split this.
+    """
+    if budget.rho is not None:
+        return budget.rho
+    assert budget.epsilon is not None and budget.delta is not None
+    return rho_for_epsilon(budget.epsilon, budget.delta, "cks")
 
 
 def _within(name: str, value: float, lo: float, hi: float) -> float:

@@ -1,4 +1,8 @@
-"""Calibration: the noise a budget allows, fixed before any private data is read."""
+"""Calibration: the noise a budget allows, fixed before any private data is read.
+
+The ``rho`` a budget allows is :func:`~dpevolve.privacy.budget.zcdp_budget` (the budget
+converts itself); the one sigma formula is :func:`gaussian_sigma`.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +11,9 @@ import math
 import numpy as np
 
 from dpevolve.errors import InputError
-from dpevolve.privacy.budget import Budget
+from dpevolve.privacy.budget import Budget, zcdp_budget
 from dpevolve.privacy.checks import positive
-from dpevolve.privacy.conversions import epsilon_for_mu, mu_for_epsilon, rho_for_epsilon
-
-
-def zcdp_budget(budget: Budget) -> float:
-    """The ``rho`` a budget allows: given, or the largest whose CKS conversion meets
-    ``(epsilon, delta)`` (valid for any zCDP mechanism, the discrete Gaussian included)."""
-    if budget.rho is not None:
-        return budget.rho
-    assert budget.epsilon is not None and budget.delta is not None
-    return rho_for_epsilon(budget.epsilon, budget.delta, "cks")
+from dpevolve.privacy.conversions import epsilon_for_mu, mu_for_epsilon
 
 
 def gaussian_sigma(sensitivity: float, rho: float, rounds: int | None = None) -> float:

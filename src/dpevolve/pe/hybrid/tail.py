@@ -6,7 +6,7 @@ adding ``rho`` (Bun & Steinke 2016; Canonne, Kamath & Steinke 2020 for the discr
 Gaussian). Splitting the budget is splitting ``rho``:
 
 * ``rho`` is the budget's zCDP value (given, or the largest whose CKS conversion meets
-  ``(epsilon, delta)``: :func:`~dpevolve.privacy.calibration.zcdp_budget`);
+  ``(epsilon, delta)``: :func:`~dpevolve.privacy.budget.zcdp_budget`);
 * the marginals get ``share * rho``: ``sigma_m = S_m / sqrt(2 share rho)``;
 * the PE rounds get ``(1 - share) rho``: ``z = sqrt(T / (2 (1 - share) rho))``.
 
