@@ -352,6 +352,28 @@ def test_stream_gives_the_same_table_as_reading_whole(files, capsys) -> None:
     pd.testing.assert_frame_equal(outs[0], outs[1])
 
 
+def test_the_cli_reads_no_ledger_to_learn_what_it_configured(files, capsys, monkeypatch) -> None:
+    # What the command says and writes comes from its own settings and the fitted model;
+    # from the ledger it only writes, and reads the composed spend for its closing line.
+    from dpevolve.privacy import Ledger
+
+    reads: list[tuple[str, str]] = []
+    plain = Ledger.__getattribute__
+
+    def spy(self, name: str):
+        caller = sys._getframe(1).f_code.co_filename
+        if "/dpevolve/cli/" in caller.replace("\\", "/"):
+            reads.append((Path(caller).name, name))
+        return plain(self, name)
+
+    monkeypatch.setattr(Ledger, "__getattribute__", spy)
+    folder, schema, private = files
+    argv = synth_args(private, schema, folder / "o.csv", "--engine-options", "{max_rounds: 2}")
+    assert run(argv, capsys)[0] == 0
+    assert reads, "the spy sees the command's use of the ledger"
+    assert {name for _, name in reads} <= {"add_metadata", "write", "result"}, reads
+
+
 def test_shareable_ledger_withholds_the_seed(files, capsys) -> None:
     folder, schema, private = files
     out, shared = folder / "o.csv", folder / "shared.json"

@@ -6,6 +6,10 @@
   ``backends/__init__.py`` is the one more edit that lets ``--backend NAME`` pick it).
 * A data set is one module declaring ``SPECS`` in ``datasets/`` beside its schema; the
   registry finds it (checked by reading the registry's own discovery rule).
+* A private source is one class with ``n``, ``report`` and ``batches()``; one entry in
+  ``cli/private.py:DATABASES`` lets ``dpevolve synth`` read it.
+* A selection rule is one class and its name; a measurement type one query class and
+  the rule that proposes it.
 """
 
 from __future__ import annotations
@@ -237,6 +241,40 @@ def test_a_private_source_is_one_class_the_fit_takes(
     got = Synthesizer(small_schema, method=chosen, **settings).fit_source(source)
     want = Synthesizer(small_schema, method=chosen, **settings).fit(table)
     pd.testing.assert_frame_equal(got.sample(60), want.sample(60))
+
+
+def test_a_private_source_reaches_the_command_line_by_one_entry(
+    tmp_path: Path, small_schema, small_table: pd.DataFrame, monkeypatch
+) -> None:
+    import sqlite3
+
+    from dpevolve.cli import main
+    from dpevolve.cli.private import DATABASES, Database
+
+    def place(text: str) -> tuple[Path, Path] | None:
+        path = Path(text[len("sqlite:") :]) if text.startswith("sqlite:") else None
+        return None if path is None else (path, path)
+
+    def table(path: Path, schema, batch_rows: int, on_invalid) -> RowsSource:
+        return RowsSource(path, schema, rows=batch_rows)
+
+    monkeypatch.setitem(DATABASES, "sqlite", Database(place, table))  # the registration
+    table_ = small_table.iloc[:150].reset_index(drop=True)
+    with sqlite3.connect(tmp_path / "private.db") as db:
+        table_.to_sql("private", db, index=False)
+    table_.to_csv(tmp_path / "private.csv", index=False)
+    (tmp_path / "s.yaml").write_text(small_schema.to_yaml())
+    outputs = []
+    for private in (f"sqlite:{tmp_path / 'private.db'}", str(tmp_path / "private.csv")):
+        out = tmp_path / f"out{len(outputs)}.csv"
+        argv = [
+            "synth", private, "-s", str(tmp_path / "s.yaml"), "-e", "1", "--delta", "1e-5",
+            "--seed", "0", "--noise-seed", "5", "-o", str(out), "--quiet",
+            "--engine-options", "{max_rounds: 2}",
+        ]  # fmt: skip
+        assert main(argv) == 0
+        outputs.append(pd.read_csv(out))
+    pd.testing.assert_frame_equal(*outputs)  # the database table fits like the same file
 
 
 # ------------------------------------------------------------------ a selection rule
