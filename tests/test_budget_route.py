@@ -45,7 +45,7 @@ ROUTES = {
     },
     "tabpe": {
         "cli/synth.py", "synthesizer.py", "privacy/budget.py", "privacy/conversions.py",
-        "pe/method.py", "fit_plan.py", "config.py", "pe/release/build.py",
+        "pe/method.py", "pe/fit_plan.py", "config.py", "pe/release/build.py",
         "privacy/calibration.py",
     },
 }  # fmt: skip

@@ -14,9 +14,9 @@ from dpevolve.backends import Backend
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import PrivateSource
-from dpevolve.fit_plan import FitPlan
 from dpevolve.measurements import Measurement, MeasurementList, VoteQuery
 from dpevolve.pe.evolution import Evolution
+from dpevolve.pe.fit_plan import FitPlan
 from dpevolve.pe.release.base import Release, Selection
 from dpevolve.pe.variation import Variation
 from dpevolve.privacy import Ledger

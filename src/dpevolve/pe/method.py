@@ -1,7 +1,7 @@
 """Private Evolution as a method (:mod:`dpevolve.method`).
 
 A thin adapter over the PE fit path: the plan from public facts
-(:func:`~dpevolve.fit_plan.plan_fit`), one calibrated release, the rounds
+(:func:`~dpevolve.pe.fit_plan.plan_fit`), one calibrated release, the rounds
 (:func:`~dpevolve.pe.evolve.evolve`) and, with a marginal share, the hybrid tail
 (:func:`~dpevolve.pe.hybrid.tail.fit_and_record`). Its settings are a preset (schedule,
 distance, defaults), a vote (hard, soft or a public pilot's choice), a mechanism (the
@@ -124,8 +124,8 @@ class PEMethod:
     ) -> PEGenerator:
         """The PE rounds (and the marginal tail) on ``source`` within ``budget``."""
         from dpevolve.data.encoding import decode
-        from dpevolve.fit_plan import open_ledger, plan_fit, release_inputs, split_budget
         from dpevolve.pe.evolve import evolve
+        from dpevolve.pe.fit_plan import open_ledger, plan_fit, release_inputs, split_budget
 
         config = self.resolved(public=context.public is not None,
                                policy=context.policy is not None)  # fmt: skip
