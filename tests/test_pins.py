@@ -32,6 +32,9 @@ PINS = Path(__file__).resolve().parent / "pins" / "outputs.json"
 WRITE = os.environ.get("DPEVOLVE_WRITE_PINS") == "1"
 # Ledger keys that name the software, not what it computed.
 UNPINNED = frozenset({"dpevolve_version"})
+# Significant digits of a ledger float that are pinned: an optimiser's loss differs in its
+# last bits between machines (BLAS, SIMD), while a changed computation moves far more.
+DIGITS = 9
 
 # A Blowfish policy on the demo schema (YAML, so the pins import no algorithm's module).
 POLICY = "attributes:\n  age: {threshold: 5}\n  hours-per-week: {threshold: 4}\n"
@@ -61,6 +64,16 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return float(f"{value:.{DIGITS}g}")
+    if isinstance(value, dict):
+        return {key: _rounded(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_rounded(item) for item in value]
+    return value
+
+
 def _table_sha(frame: pd.DataFrame) -> str:
     return _sha(frame.to_csv(index=False).encode())
 
@@ -81,7 +94,7 @@ def fingerprint(settings: dict[str, Any]) -> dict[str, str]:
             **settings,
         )  # fmt: skip
         model.fit(demo.frame.iloc[:400])
-    ledger = {k: v for k, v in model.ledger_.to_dict().items() if k not in UNPINNED}
+    ledger = _rounded({k: v for k, v in model.ledger_.to_dict().items() if k not in UNPINNED})
     return {
         "synthetic": _table_sha(model.synthetic_),
         "sample": _table_sha(model.sample(200)),
