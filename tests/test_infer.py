@@ -273,3 +273,29 @@ def test_the_inferred_range_fits_the_public_data_and_the_rule(values) -> None:
     assert column.hi <= hi + 2 * max(0.1 * span, tail_hi) + 1e-9 * max(1.0, hi)
     assert column.lo >= lo - 2 * max(0.1 * span, tail_lo) - 1e-9 * max(1.0, hi)
     assert not inferred.schema.validate(public)[1].changed
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data(), st.integers(13, 50), st.integers(-1000, 1000), st.integers(2, 40))
+def test_whole_numbers_are_a_count_exactly_when_they_fill_a_quarter_of_their_span(
+    data, size, shift, repeat
+) -> None:
+    width = data.draw(st.integers(size, 4 * size + 8))  # fills from a fifth to all
+    inner = data.draw(st.sets(st.integers(1, width - 2), min_size=size - 2, max_size=size - 2))
+    values = np.array(sorted({0, width - 1} | inner)) + shift
+    public = pd.DataFrame({"x": np.repeat(values, repeat), "y": "a"})
+    column = infer_schema(public, label="y").schema["x"]
+    fill = values.size / (values[-1] - values[0] + 1)
+    assert isinstance(column, NumericColumn) == (fill >= 0.25)
+    if isinstance(column, NumericColumn):
+        assert column.integer
+
+
+def test_heaped_weekly_hours_stay_numeric_and_few_codes_categorical() -> None:
+    hours = [0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 14, 15, 16, 18, 20, 21, 24, 25, 27, 28, 30]
+    hours += [32, 33, 35, 36, 39, 40, 42, 44, 45, 48, 49, 50, 54, 55, 56, 60, 66, 70, 72, 77]
+    hours += [100]  # 42 of the 101 values from 0 to 100, as cps91's
+    public = pd.DataFrame({"hours": hours * 3, "rating": ([1, 2, 3, 4, 5] * 26)[:126]})
+    schema = infer_schema(public).schema
+    assert isinstance(schema["hours"], NumericColumn) and schema["hours"].integer
+    assert isinstance(schema["rating"], CategoricalColumn)

@@ -64,3 +64,36 @@ def test_a_noisy_histogram_keeps_the_models_bins() -> None:
     out = disc.decode(codes, np.random.default_rng(0), {"v": weights}, n)["v"].to_numpy()
     bins = np.minimum((out // 10).astype(int), 9)
     assert np.array_equal(bins, codes[:, 0])
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    low=st.floats(9.5, 13.0),
+    cover=st.floats(0.05, 0.85),
+)
+def test_an_end_bin_straddling_the_datas_end_keeps_near_them(
+    seed: int, low: float, cover: float
+) -> None:
+    """A column whose bins were not moved, its first bin reaching from the declared end
+    into the data (black_politicians' ``black_medianhh``: declared on [-5, 100], held in
+    [-0.1, 10], bin 0 = [-5, 0.25]). Its cells weigh nothing and the weighted cells hold
+    too little of the ``n`` rows to bound every bin (``cover``): the end bin still
+    decodes within the margin of the weighted span where that reaches into it, never
+    across its whole width."""
+    disc = Discretiser(SCHEMA, 10, 96)
+    cells = disc.fine["v"]
+    n = 5000
+    rng = np.random.default_rng(seed)
+    shown = (cells.lo >= low) & (cells.hi <= 60.0) & (np.arange(cells.size) >= cells.atoms)
+    weights = np.where(shown, rng.uniform(0.5, 1.5, cells.size), 0.0)
+    weights *= cover * n / weights.sum()
+    first = float(np.min(cells.lo[shown]))
+    span = float(np.max(cells.hi[shown])) - first
+    codes = np.zeros((2000, 3), dtype=np.int64)  # every row in bin 0: [0, 10)
+    out = disc.decode(codes, np.random.default_rng(seed), {"v": weights}, n)["v"].to_numpy()
+    width = float(np.max(cells.hi - cells.lo))
+    assert first - MARGIN * span < 10.0  # the margin reaches into bin 0
+    assert out.min() >= first - MARGIN * span - width and out.max() < 10.0
+    before = disc.decode(codes, np.random.default_rng(seed), {"v": weights})["v"].to_numpy()
+    assert before.min() < 2.0  # without the row count: the bin as drawn

@@ -9,7 +9,8 @@
   value is whole and ``decimals`` otherwise (:func:`dpevolve.data.ranges.decimals_of`);
   integer columns with at most ``max_categories`` values, text and the label become
   categorical, except a run of whole numbers (more than :data:`CODES` values filling
-  at least half the span between the smallest and the largest: ages 25-64, counts),
+  at least :data:`COUNT_FILL` of the span between the smallest and the largest: ages
+  25-64, counts, weekly hours heaped on round values),
   which stays numeric: its order carries the relations, and 40 categories carry 40
   cells of noise;
 * a categorical column other than the label gets ``other: true`` when its public data
@@ -249,16 +250,24 @@ def public_cells(values: pd.Series, na_values: Sequence[str] = ()) -> pd.Series:
 
 
 #: Whole-number columns with at most this many public values stay categorical (codes,
-#: ratings); more, filling half their span, are counts or ages and stay numeric.
+#: ratings); more, filling :data:`COUNT_FILL` of their span, are counts or ages and stay
+#: numeric.
 CODES = 12
+
+#: The least share of the whole numbers between the extremes a count's public values
+#: take. A quarter, not half: reported counts heap on round values (cps91's weekly
+#: hours take 42 of the 101 values from 0 to 100), while a list of codes spread over
+#: hundreds or thousands (occupations 10-9950) takes a few percent.
+COUNT_FILL = 0.25
 
 
 def _counts(values: np.ndarray) -> bool:
     """Whether whole numbers look like a count or an age: more than :data:`CODES`
-    distinct values filling at least half the span between the extremes."""
+    distinct values filling at least :data:`COUNT_FILL` of the span between the
+    extremes."""
     distinct = np.unique(values)
     span = float(distinct[-1] - distinct[0]) + 1.0
-    return bool(distinct.size > CODES and distinct.size >= 0.5 * span)
+    return bool(distinct.size > CODES and distinct.size >= COUNT_FILL * span)
 
 
 def _date_column(

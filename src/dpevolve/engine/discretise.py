@@ -294,9 +294,9 @@ class Discretiser:
         count, public) is given and the weights hold at least :data:`COVER` of it: then
         equal weights on its cells within the weighted cells' span widened by
         :data:`MARGIN`, or the nearest weighted cell where none is, so no value lands
-        far from where the released histogram shows data. A moved column's end bin (its
-        tail, out to the declared end) keeps to the cells within that span whatever the
-        weights hold.
+        far from where the released histogram shows data. An end bin (a moved column's
+        tail, out to the declared end, or any column's first or last bin straddling the
+        data's end) keeps to the cells within that span whatever the weights hold.
         """
         columns: dict[str, object] = {}
         for j, column in enumerate(self.schema.columns):
@@ -332,16 +332,17 @@ class Discretiser:
                 inside = np.array([int(np.nanargmin(np.abs(cells.lo - centre)))])
             p = weights[inside]
             own = p.sum() > 0
-            tail = total is not None and column.name in self.moved and b in (0, self.bins - 1)
+            tail = total is not None and b in (0, self.bins - 1)
             window = _window(cells, weights) if not own and (span or tail) else None
             near = np.zeros(inside.size, dtype=bool)
             if window is not None:
                 near = (cells.hi[inside] >= window[0]) & (cells.lo[inside] <= window[1])
             if window is not None and (span or near.any()):
                 # the released histogram shows no data here: the bin's cells within the
-                # margin of those it does show, else the nearest cell that does (a
-                # moved column's tail bin holds a tail share of the rows: its part near
-                # the data, whatever the cover; wholly past them, it decodes as drawn)
+                # margin of those it does show, else the nearest cell that does (an end
+                # bin, a moved column's tail or one straddling the data's end, holds a
+                # tail share of the rows: its part near the data, whatever the cover;
+                # wholly past them, it decodes as drawn)
                 inside = inside[near] if near.any() else inside[:0]
                 if inside.size == 0:
                     inside = np.array([_nearest_weighted(cells, weights, centre)])
