@@ -30,8 +30,8 @@ the noise source drawing at half the      the whole-run audit (the exact audits
 ``sigma`` asked of it                     record what is asked: they cannot see it)
 ========================================  ==========================================
 
-``benchmarks/privacy_mutants.py`` applies the first seven as text edits to a copy of
-the source, the others as these patches for a whole session, and runs
+``benchmarks/privacy_mutants.py`` applies six as text edits to a copy of the
+source, the others as these patches for a whole session, and runs
 ``pytest tests/privacy`` on each (results in ``benchmarks/results``).
 """
 

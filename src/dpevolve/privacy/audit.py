@@ -227,8 +227,12 @@ def bernoulli_renyi(p: float, q: float, order: float) -> float:
         return 0.0 if p == q else math.inf
     if order == 1.0:
         return sum(a * math.log(a / b) for a, b in ((p, q), (1.0 - p, 1.0 - q)) if a > 0)
-    terms = [p**order * q ** (1.0 - order), (1.0 - p) ** order * (1.0 - q) ** (1.0 - order)]
-    return math.log(sum(terms)) / (order - 1.0)
+    # in logs: q ** (1 - order) overflows a float for a rare event at a high order
+    terms = [
+        order * math.log(a) + (1.0 - order) * math.log(b) if a > 0 else -math.inf
+        for a, b in ((p, q), (1.0 - p, 1.0 - q))
+    ]
+    return float(np.logaddexp(*terms)) / (order - 1.0)
 
 
 def rho_lower_bound(
