@@ -19,6 +19,8 @@ SLOW_TESTS = (
     "tests/privacy/test_neighbours.py::test_synth_share_ledger_and_share_report_of_neighbours",
     "tests/privacy/test_neighbours.py::test_saved_models_of_neighbours_match",
     "tests/privacy/test_refine_audit.py::test_the_stage_stays_below_its_ledger",
+    "tests/privacy/test_run_audit.py::test_a_whole_run_stays_below_its_ledger",
+    "tests/privacy/test_mutants.py::test_each_mutant_is_caught[noise-source-half-scale]",
     "tests/test_pubmix_engine.py::test_pubmix_in_pe_meets_the_budget",
     "tests/test_invalid_rows.py::test_soft_votes_with_drop_are_calibrated_for_the_empty_vote",
 )

@@ -11,7 +11,9 @@ counts into bounds.
 from __future__ import annotations
 
 import copy
+import os
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -29,6 +31,24 @@ from dpevolve.privacy.noise import SeededNoise
 
 DELTA = 1e-5
 BATCH = 50_000  # noisy cells per batch; each batch draws from a fresh seed
+
+#: Names a mutant of ``test_mutants.py`` to patch in for the whole session: only
+#: ``benchmarks/privacy_mutants.py`` sets it, to see which test catches the mutant first.
+MUTANT_VARIABLE = "DPEVOLVE_TEST_MUTANT"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_mutant() -> Iterator[None]:
+    name = os.environ.get(MUTANT_VARIABLE)
+    if not name:
+        yield
+        return
+    from .test_mutants import MUTANTS
+
+    patch = pytest.MonkeyPatch()
+    MUTANTS[name](patch)
+    yield
+    patch.undo()
 
 
 @pytest.fixture(scope="session")

@@ -26,12 +26,14 @@ by the exhaustive enumeration of the selection over every neighbour of a tiny do
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -39,7 +41,7 @@ from scipy import special
 
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
-from dpevolve.engine import EngineSpec, fit_engine, select
+from dpevolve.engine import EngineSpec, fit_engine, loop, select
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import count_marginals
 from dpevolve.measurements import MarginalQuery
@@ -376,6 +378,22 @@ def coupled_fit(
     return first, second, recorded, replay, []
 
 
+@contextlib.contextmanager
+def read_queries() -> Iterator[list[list[MarginalQuery]]]:
+    """Every list of queries a run reads exact counts of, in order (the run's one way
+    into the private counts after the 1-ways: scores, candidates, releases). They must
+    be public: a function of the schema, the spec and released values."""
+    seen: list[list[MarginalQuery]] = []
+    prefetch = loop._Run.prefetch
+
+    def spied(run: Any, queries: Sequence[MarginalQuery]) -> None:
+        seen.append(list(queries))
+        prefetch(run, queries)
+
+    with mock.patch.object(loop._Run, "prefetch", spied):
+        yield seen
+
+
 def engine_violations(
     schema: Schema,
     here: pd.DataFrame,
@@ -388,17 +406,26 @@ def engine_violations(
     (:func:`coupled_fit`): every noise call against its ledger event
     (:func:`call_violations`), and the shareable ledger, the released model (bins,
     decoding weights, estimator, PE stage), the history and rows drawn from it
-    identical on both sides (post-processing of the same released values)."""
+    identical on both sides (post-processing of the same released values), and so
+    the queries whose exact counts the run read (:func:`read_queries`: the
+    candidates of every selection, cut where released values say)."""
+    read: list[list[list[MarginalQuery]]] = []
 
     def fit(table: pd.DataFrame, mode: str, noise: RecordingNoise) -> Any:
         source = FrameSource(table, schema, on_invalid=mode)
         rng = np.random.default_rng(5)
-        return fit_engine(source, schema, budget, spec, noise=noise, rng=rng)
+        with read_queries() as queries:
+            result = fit_engine(source, schema, budget, spec, noise=noise, rng=rng)
+        read.append(queries)
+        return result
 
     d, n, recorded, replay, out = coupled_fit(fit, here, there, on_invalid)
     if replay is None:
         return out
     out += call_violations(recorded.calls, replay.calls, d.events)
+    where = first_difference(read[0], read[1], "read")
+    if where is not None:
+        out.append(f"the queries read from the private data differ: {where}")
     sides = [
         (
             r.ledger.shareable_dict(),

@@ -8,7 +8,7 @@ and candidates whose scores tie on ``D`` so that the replacement decides between
 The draws come from the seeded twin of the noise source (the same distributions), so
 the audit is deterministic; Clopper-Pearson bounds turn event counts into a lower bound
 on epsilon (:func:`dpevolve.privacy.audit.eps_lower_bound`), which must stay below the
-claim. A whole small run is audited too: the ledger's epsilon is the claim. The exact
+claim. A whole small run is audited in ``test_run_audit.py``. The exact
 counterparts, with no sampling, are ``test_selection_exact.py`` (every neighbour of a
 tiny domain) and ``test_engine_exact.py`` (whole runs, coupled).
 """
@@ -21,7 +21,6 @@ import pytest
 
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
-from dpevolve.engine import EngineSpec, fit_engine
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import count_marginals, marginal_event, release
 from dpevolve.engine.select import (
@@ -33,7 +32,6 @@ from dpevolve.engine.select import (
     weight,
 )
 from dpevolve.measurements import MarginalQuery, even_grouping
-from dpevolve.privacy import Budget
 from dpevolve.privacy.audit import eps_lower_bound
 from dpevolve.privacy.noise import SeededNoise
 
@@ -171,67 +169,3 @@ def test_marginal_release_of_a_lone_record(here, there, on_invalid, coarse) -> N
     claim = 1.0 + 2.0 * np.sqrt(np.log(1.0 / delta))  # rho = 1 -> (eps, delta), simple bound
     bound = eps_lower_bound(hits[0], TRIALS, hits[1], TRIALS, delta)
     assert 0.0 < bound <= claim
-
-
-class _Independent:
-    """A stand-in estimator: the product of the 1-way measurements (post-processing)."""
-
-    def __init__(self, domain, total, spec) -> None:
-        self.domain, self.total = domain, float(total)
-        self.p = [np.full(s, 1.0 / s) for s in domain.sizes]
-
-    def fit(self, measurements):
-        for m in measurements:
-            if len(m.clique) == 1:
-                clipped = np.clip(m.noisy, 1e-9, None)
-                self.p[self.domain.index(m.clique[0])] = clipped / clipped.sum()
-        return self
-
-    def answer(self, clique):
-        out = np.ones(())
-        for a in clique:
-            out = np.multiply.outer(out, self.p[self.domain.index(a)])
-        return self.total * out
-
-    def sample(self, rows, rng):
-        return np.stack([rng.choice(p.size, size=rows, p=p) for p in self.p], axis=1)
-
-
-RUNS = 200
-
-
-def _run_events(record, on_invalid, seed):
-    """Per run: was the lone record's 1-way cell released high, and the first pick.
-    (The atom release has its own audit, tests/privacy/test_atoms_exact.py.)"""
-    spec = EngineSpec(bins=4, fine_cells=8, rounds=2, fine_share=0.0, atom_share=0.0)
-    out = []
-    for k in range(RUNS):
-        result = fit_engine(
-            _source(record, on_invalid),
-            SCHEMA,
-            Budget(epsilon=4.0, delta=1e-5),
-            spec,
-            noise=SeededNoise(seed * 100_000 + k),
-            rng=np.random.default_rng(k),
-            estimator=_Independent,
-            model_size=lambda domain, cliques: 0.0,
-        )
-        job = next(m for m in result.measurements.marginals() if m.clique == ("job",))
-        out.append((float(job.noisy[2]) > 0.5, result.history[0]["clique"]))
-    return out, result.ledger.result().epsilon
-
-
-def test_a_whole_run_stays_below_its_ledger() -> None:
-    here, there, _ = NEIGHBOURS[0]  # job "c" appears only in the moving record
-    runs_d, claim = _run_events(here, "error", 1)
-    runs_n, claim_n = _run_events(there, "error", 2)
-    assert claim == pytest.approx(claim_n) and claim <= 4.0
-    high_d = sum(h for h, _ in runs_d)
-    high_n = sum(h for h, _ in runs_n)
-    bounds = [eps_lower_bound(high_d, RUNS, high_n, RUNS, 1e-5)]
-    for clique in {c for _, c in runs_d + runs_n}:
-        a = sum(c == clique for _, c in runs_d)
-        b = sum(c == clique for _, c in runs_n)
-        bounds += [eps_lower_bound(a, RUNS, b, RUNS, 1e-5), eps_lower_bound(b, RUNS, a, RUNS, 1e-5)]
-    assert max(bounds) <= claim
-    assert high_d > high_n  # the lone record shows in its cell: the audit has power

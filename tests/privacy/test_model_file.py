@@ -28,8 +28,12 @@ from dpevolve.model_io import RELEASED, WITHHELD_PARAMS
 from dpevolve.presets import get_method
 from dpevolve.privacy import SHAREABLE_KEYS, SharedLedger
 
+from . import test_atoms_exact, test_engine_exact
 from .exact import coupled_fit, first_difference
-from .test_engine_exact import BUDGET, PAIRS, SCHEMA, SPEC, tables
+
+#: The coupled cases: the engine's tables (bins placed from the fine histograms) and
+#: the atom release's (a value at an atom by a hair).
+CASES = {"engine": test_engine_exact, "atoms": test_atoms_exact}
 
 K = 0x5EED_C0FFEE_42  # a noise seed whose every spelling is distinctive
 
@@ -152,21 +156,24 @@ def _holds(array: np.ndarray, exact: np.ndarray) -> bool:
     return any(bool(np.all(windows == e, axis=1).any()) for e in shapes)
 
 
-def model_file_violations() -> list[str]:
+def model_file_violations(case: str = "engine") -> list[str]:
     """Neighbouring tables through the adaptive preset and ``save``, coupled (the run on
     ``D'`` replays ``D``'s noise: :mod:`tests.privacy.exact`): the two model files hold
     the same values, and no array in them holds an exact private vector, meaning
-    anything a release or a selection handed the noise source (fine histograms,
-    marginals, votes, scores) or any exact 1-, 2- or 3-way marginal."""
-    here, there, on_invalid = PAIRS[0]
-    d, n = tables(here, there)
-    method = get_method("adaptive", engine=SPEC.to_dict())
+    anything a release or a selection handed the noise source (atom candidates, fine
+    histograms, marginals, votes, scores) or any exact 1-, 2- or 3-way marginal.
+    ``case``: whose tables (:data:`CASES`), the first pair."""
+    module = CASES[case]
+    schema, budget = module.SCHEMA, module.BUDGET
+    here, there, on_invalid = module.PAIRS[0]
+    d, n = module.tables(here, there)
+    method = get_method("adaptive", engine=module.SPEC.to_dict())
     payloads = []
 
     def fit(table: pd.DataFrame, mode: str, noise: Any) -> Any:
         with mock.patch("dpevolve.synthesizer.make_noise", lambda seed: noise):
             model = Synthesizer(
-                SCHEMA, rho=BUDGET.rho, method=method, random_state=2, on_invalid=mode
+                schema, rho=budget.rho, method=method, random_state=2, on_invalid=mode
             ).fit(table)
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "model.pkl"
@@ -182,9 +189,9 @@ def model_file_violations() -> list[str]:
         out.append(f"the model files of neighbours differ: {where}")
     generator = payloads[0]["released"]["generator_"]
     disc = generator.discretiser
-    cliques = [c for k in (1, 2, 3) for c in itertools.combinations(SCHEMA.names, k)]
+    cliques = [c for k in (1, 2, 3) for c in itertools.combinations(schema.names, k)]
     counted, fine = count_marginals(
-        FrameSource(d, SCHEMA), disc, cliques, [c.name for c in disc.numeric]
+        FrameSource(d, schema), disc, cliques, [c.name for c in disc.numeric]
     )
     private = [c.values.ravel() for c in recorded.calls]
     private += [v.ravel() for v in counted.values()] + list(fine.values())
@@ -198,5 +205,31 @@ def model_file_violations() -> list[str]:
     return out
 
 
-def test_a_model_file_holds_released_values_only() -> None:
-    assert model_file_violations() == []
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_model_file_holds_released_values_only(case) -> None:
+    assert model_file_violations(case) == []
+
+
+def test_a_seeded_run_with_atoms_keeps_the_seed_out(tmp_path: Path) -> None:
+    """The atom release draws from the one noise source: with ``noise_seed`` the found
+    atoms are in the ledger (post-processing) and the seed is nowhere in the ledger,
+    its shareable copy or the model file."""
+    here, there, _ = test_atoms_exact.PAIRS[0]
+    table, _ = test_atoms_exact.tables(here, there)
+    method = get_method("adaptive", engine=test_atoms_exact.SPEC.to_dict())
+    model = Synthesizer(
+        test_atoms_exact.SCHEMA, rho=test_atoms_exact.BUDGET.rho, method=method,
+        random_state=2, noise_seed=K,
+    ).fit(table)  # fmt: skip
+    full = model.ledger_.to_dict()
+    assert full["noise"] == "seeded"
+    assert full["engine"]["released_atoms"]  # atoms were found: the release counted
+    assert any(e["mechanism"] == "atoms:tax" for e in full["events"])
+    path = tmp_path / "model.pkl"
+    model.save(path)
+    model.ledger_.write(tmp_path / "ledger.json")
+    model.ledger_.write(tmp_path / "shared.json", shareable=True)
+    for written in ("model.pkl", "ledger.json", "shared.json"):
+        data = (tmp_path / written).read_bytes()
+        for spelling in spellings(K):
+            assert spelling not in data, (written, spelling)

@@ -1,8 +1,9 @@
 """The privacy tests can fail: each engine mutant below, patched in, is caught.
 
 A mutant is a plausible privacy bug, applied with ``monkeypatch`` (the source is left
-alone). Each must be reported by the exact audits this folder runs on the unmutated
-engine (:mod:`tests.privacy.exact`):
+alone). Each must be reported by the audits this folder runs on the unmutated engine:
+the exact ones (:mod:`tests.privacy.exact`) and, for a bug in the noise source itself,
+the empirical whole-run audit (:mod:`tests.privacy.test_run_audit`):
 
 ========================================  ==========================================
 mutant                                    caught by
@@ -13,30 +14,55 @@ selection charged ``epsilon^2 / 16``      both (bounded range needs ``epsilon^2 
 fine histogram recorded as free           the coupled run's release checks
 (sensitivity 0), or not recorded at all
 bins placed from the exact fine counts    the coupled run (D' ends in other bins)
+(spied on the release, or counted afresh)
 decoding weights from the exact counts    the coupled run and the model file
+atom candidates read from the private     the coupled atom run (the release's shape,
+values                                    and its ledger entry, follow the data)
+atom release calibrated and charged at    the coupled atom run (the two count vectors
+sensitivity 1                             lie ``sqrt(2)`` apart)
+atoms found from the exact counts, or     the coupled atom run (D' gets other cells,
+the atom release left out of the ledger   or a noise call has no event)
+parity cliques cut at quantiles of the    the coupled parity run (the candidates the
+exact 1-ways                              rounds score differ)
+decoding span from the private min/max    the coupled atom run (the end bins decode
+                                          inward on one side only)
+the noise source drawing at half the      the whole-run audit (the exact audits
+``sigma`` asked of it                     record what is asked: they cannot see it)
 ========================================  ==========================================
 
-``benchmarks/privacy_mutants.py`` applies the same mutants to a copy of the source and
-runs ``pytest tests/privacy`` on each (results in ``benchmarks/results``).
+``benchmarks/privacy_mutants.py`` applies six as text edits to a copy of the
+source, the others as these patches for a whole session, and runs
+``pytest tests/privacy`` on each (results in ``benchmarks/results``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 
 import numpy as np
 import pytest
 
-from dpevolve.engine import loop, rounds, select
+from dpevolve.data.encoding import Layout, Records
+from dpevolve.data.schema import NumericColumn
+from dpevolve.data.sources import PrivateSource
+from dpevolve.engine import atoms, loop, rounds, select
+from dpevolve.engine.atoms import ATOMS, release_atoms
 from dpevolve.engine.bins import released_edges
-from dpevolve.engine.measure import FINE, marginal_event, release
+from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release
 from dpevolve.engine.smoothing import decode_weights
-from dpevolve.privacy import ExponentialEvent, GaussianEvent, Ledger
+from dpevolve.engine.tails import released_inward
+from dpevolve.measurements import MarginalQuery
+from dpevolve.privacy import ExponentialEvent, GaussianEvent, Ledger, gaussian_sigma
+from dpevolve.privacy.noise import SeededNoise
 
-from .exact import selection_audit
+from . import test_atoms_exact
+from .exact import engine_violations, selection_audit
 from .test_engine_exact import PAIRS, engine_audit
 from .test_model_file import model_file_violations
+from .test_parity_exact import parity_audit
+from .test_run_audit import main_pair_violations
 
 
 def scale_divided(factor: float) -> Callable[[pytest.MonkeyPatch], None]:
@@ -63,14 +89,19 @@ def free_fine(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(loop, "marginal_event", event)
 
 
-def unrecorded_fine(mp: pytest.MonkeyPatch) -> None:
-    record = Ledger.record
+def unrecorded(prefix: str) -> Callable[[pytest.MonkeyPatch], None]:
+    """The releases whose ledger label starts with ``prefix`` left out of the ledger."""
 
-    def quiet(self, event, round=None, **info):
-        if not event.label.startswith(FINE):
-            record(self, event, round, **info)
+    def apply(mp: pytest.MonkeyPatch) -> None:
+        record = Ledger.record
 
-    mp.setattr(Ledger, "record", quiet)
+        def quiet(self, event, round=None, **info):
+            if not event.label.startswith(prefix):
+                record(self, event, round, **info)
+
+        mp.setattr(Ledger, "record", quiet)
+
+    return apply
 
 
 def _exact_of(mp: pytest.MonkeyPatch) -> dict[int, np.ndarray]:
@@ -105,22 +136,170 @@ def exact_decoding(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(loop, "decode_weights", weights)
 
 
+def private_values(source: PrivateSource, column: NumericColumn, index: int) -> np.ndarray:
+    """The private values of a numeric column (what a mutant must never read)."""
+    batches = source.batches()
+    parts = [batches] if isinstance(batches, Records) else list(batches)
+    raw = np.concatenate([column.lo + b.numeric[:, index] * column.range for b in parts])
+    return raw[np.isfinite(raw)]
+
+
+def private_candidates(mp: pytest.MonkeyPatch) -> None:
+    """The atom release counts the values the private column holds (not a public grid)."""
+
+    def leaky(source, schema, candidates, *args, **kwargs):
+        numeric = Layout.of(schema).numeric
+        held = {
+            c.name: np.unique(np.round(private_values(source, c, k), 6))
+            for k, c in enumerate(numeric)
+            if c.name in candidates
+        }
+        return release_atoms(source, schema, held, *args, **kwargs)
+
+    mp.setattr(loop, "release_atoms", leaky)
+
+
+def atom_sensitivity_one(mp: pytest.MonkeyPatch) -> None:
+    """The atom release calibrated and charged at sensitivity 1 (a row is at one
+    candidate at most, but replacing it moves two counts: ``sqrt(2)``)."""
+    mp.setattr(atoms, "sigma_for", lambda rho: gaussian_sigma(1.0, rho))
+
+    def event(sigma, label="marginal"):
+        return GaussianEvent(1.0, sigma, label=label, discrete=True)
+
+    mp.setattr(atoms, "marginal_event", event)
+
+
+def exact_atoms(mp: pytest.MonkeyPatch) -> None:
+    """The atoms found from the exact candidate counts, not the released ones."""
+    exact: dict[int, np.ndarray] = {}
+
+    def spied(counts, clique, event, noise, *, query=None):
+        out = release(counts, clique, event, noise, query=query)
+        exact[id(out.noisy)] = np.asarray(counts, dtype=np.float64)
+        return out
+
+    found = atoms.found_atoms
+    mp.setattr(atoms, "release", spied)
+    mp.setattr(atoms, "found_atoms", lambda v, noisy, *a: found(v, exact[id(noisy)], *a))
+
+
+def private_parity(mp: pytest.MonkeyPatch) -> None:
+    """The parity cliques cut at quantiles of the exact 1-way counts, not the model's."""
+    pool = rounds._pool
+
+    class Exact:
+        def __init__(self, run) -> None:
+            self.run = run
+
+        def answer(self, clique):
+            return self.run.counts(MarginalQuery(tuple(clique)))
+
+    mp.setattr(rounds, "_pool", lambda run, label, model: pool(run, label, Exact(run)))
+
+
+def _sources(mp: pytest.MonkeyPatch) -> dict[int, PrivateSource]:
+    """Patches the engine's counting to remember the source each discretiser counted."""
+    seen: dict[int, PrivateSource] = {}
+
+    def spied(source, discretiser, *args, **kwargs):
+        seen[id(discretiser)] = source
+        return count_marginals(source, discretiser, *args, **kwargs)
+
+    mp.setattr(loop, "count_marginals", spied)
+    return seen
+
+
+def column_bins(mp: pytest.MonkeyPatch) -> None:
+    """The bins placed from the private column's fine counts, read afresh."""
+    seen = _sources(mp)
+
+    def edges(discretiser, released, n, mode="range", skip=(), known=None):
+        if not released:
+            return released_edges(discretiser, released, n, mode, skip, known)
+        _, fine = count_marginals(seen[id(discretiser)], discretiser, [], list(released))
+        leaked = {k: dataclasses.replace(m, noisy=fine[k]) for k, m in released.items()}
+        return released_edges(discretiser, leaked, n, mode, skip, known)
+
+    mp.setattr(loop, "released_edges", edges)
+
+
+def private_span(mp: pytest.MonkeyPatch) -> None:
+    """The decoding's span (tails.py) from the private column's min and max."""
+    seen = _sources(mp)
+
+    def inward(discretiser, model, measurements, weights):
+        source = seen[id(discretiser)]
+        numeric = {c.name: (k, c) for k, c in enumerate(Layout.of(discretiser.schema).numeric)}
+        bounded = {}
+        for name, w in weights.items():
+            cells = discretiser.fine[name]
+            values = private_values(source, numeric[name][1], numeric[name][0])
+            inside = (cells.hi >= values.min()) & (cells.lo <= values.max())
+            bounded[name] = np.where(inside, 1.0, 0.0)[: np.asarray(w).size]
+        return released_inward(discretiser, model, measurements, bounded)
+
+    mp.setattr(loop, "released_inward", inward)
+
+
+def noise_source_half_scale(mp: pytest.MonkeyPatch) -> None:
+    """The noise source draws at half the ``sigma`` it is asked for (every release at
+    four times its ledger's ``rho``); the engine and its ledger are right."""
+    gaussian = SeededNoise.gaussian
+
+    def loud(self, values, sigma):
+        return gaussian(self, values, sigma / 2)
+
+    mp.setattr(SeededNoise, "gaussian", loud)
+
+
 MUTANTS = {
     "selection-scale-half": scale_divided(2.0),
     "selection-scale-quarter": scale_divided(4.0),
     "selection-rho-eps2-16": rho_halved,
     "fine-histogram-free": free_fine,
-    "fine-histogram-unrecorded": unrecorded_fine,
+    "fine-histogram-unrecorded": unrecorded(FINE),
     "bins-from-exact-counts": exact_bins,
     "decoding-from-exact-counts": exact_decoding,
+    "atom-candidates-private": private_candidates,
+    "atom-sensitivity-one": atom_sensitivity_one,
+    "atoms-found-from-exact-counts": exact_atoms,
+    "atom-release-unrecorded": unrecorded(ATOMS),
+    "parity-cut-at-private-quantiles": private_parity,
+    "bins-read-the-private-column": column_bins,
+    "decode-span-from-private-range": private_span,
+    "noise-source-half-scale": noise_source_half_scale,
 }
 SELECTION = {"selection-scale-half", "selection-scale-quarter", "selection-rho-eps2-16"}
+
+
+def atoms_audit(pair: int = 0) -> list[str]:
+    """The coupled runs of ``test_atoms_exact.py`` on one of its pairs (the first: the
+    atom's third row moved to the far end; the second: a row at the low end moved into
+    the data, which moves the decoding's span)."""
+    here, there, on_invalid = test_atoms_exact.PAIRS[pair]
+    tables = test_atoms_exact.tables(here, there)
+    spec, budget = test_atoms_exact.SPEC, test_atoms_exact.BUDGET
+    return engine_violations(test_atoms_exact.SCHEMA, *tables, on_invalid, spec, budget)
+
+
+#: The coupled audit that catches each mutant (default: ``test_engine_exact.py``'s
+#: first pair).
+CAUGHT_BY: dict[str, Callable[[], list[str]]] = {
+    "atom-candidates-private": atoms_audit,
+    "atom-sensitivity-one": atoms_audit,
+    "atoms-found-from-exact-counts": atoms_audit,
+    "atom-release-unrecorded": atoms_audit,
+    "decode-span-from-private-range": functools.partial(atoms_audit, 1),
+    "parity-cut-at-private-quantiles": parity_audit,
+    "noise-source-half-scale": main_pair_violations,
+}
 
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_each_mutant_is_caught(name, monkeypatch) -> None:
     MUTANTS[name](monkeypatch)
-    assert engine_audit(PAIRS[:1]), name  # the first pair alone catches every mutant
+    assert CAUGHT_BY.get(name, lambda: engine_audit(PAIRS[:1]))(), name
     if name in SELECTION:
         assert selection_audit("fine").violations, name
     if name == "decoding-from-exact-counts":

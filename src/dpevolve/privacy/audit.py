@@ -9,6 +9,10 @@ Two kinds of check, usable on any mechanism whose output you can observe:
   ``eps >= log((p_D_low - delta) / p_D'_high)`` with the stated confidence
   (:func:`eps_lower_bound`). A bound above the claimed epsilon is a proof of a leak
   (up to the confidence level); a bound below it proves nothing more than "not caught".
+  A ``rho``-zCDP claim bounds every Renyi divergence, the event's two Bernoulli laws
+  included (data processing), so the same counts give a lower bound on ``rho``
+  (:func:`rho_lower_bound`): at moderate ``rho`` it tests the claim far more tightly
+  than one ``(eps, delta)`` point of it.
 * **Exact check.** When the output distributions are known exactly (tiny discrete
   domains, or two Gaussians with the same covariance), the hockey-stick divergence
   ``H_eps(P || Q) = sum_o [P(o) - e^eps Q(o)]_+`` gives the exact ``delta`` at every
@@ -48,6 +52,7 @@ from dpevolve.errors import InputError
 __all__ = [
     "RENYI_ORDERS",
     "ExactLoss",
+    "bernoulli_renyi",
     "cks_epsilon",
     "clopper_pearson",
     "eps_lower_bound",
@@ -57,6 +62,7 @@ __all__ = [
     "gaussian_epsilon",
     "hockey_stick",
     "independent_epsilon",
+    "rho_lower_bound",
 ]
 
 
@@ -212,6 +218,51 @@ def exact_loss(
             ratios = np.append(ratios, float(np.sum(np.exp(a) * (a - b))))
         worst = max(worst, float(ratios.max(initial=0.0)))
     return ExactLoss(float(np.abs(loss).max()), float(loss.max() - loss.min()), worst)
+
+
+def bernoulli_renyi(p: float, q: float, order: float) -> float:
+    """``D_order(Bern(p) || Bern(q))``, the Renyi divergence of two coin flips (order 1:
+    Kullback-Leibler)."""
+    if q <= 0.0 or q >= 1.0:
+        return 0.0 if p == q else math.inf
+    if order == 1.0:
+        return sum(a * math.log(a / b) for a, b in ((p, q), (1.0 - p, 1.0 - q)) if a > 0)
+    # in logs: q ** (1 - order) overflows a float for a rare event at a high order
+    terms = [
+        order * math.log(a) + (1.0 - order) * math.log(b) if a > 0 else -math.inf
+        for a, b in ((p, q), (1.0 - p, 1.0 - q))
+    ]
+    return float(np.logaddexp(*terms)) / (order - 1.0)
+
+
+def rho_lower_bound(
+    hits: int,
+    trials: int,
+    hits_prime: int,
+    trials_prime: int,
+    alpha: float = 0.05,
+    orders: Sequence[float] = RENYI_ORDERS,
+) -> float:
+    """Lower bound on the zCDP ``rho`` of a mechanism from event counts on ``D`` and ``D'``.
+
+    A ``rho``-zCDP mechanism has ``D_a(M(D) || M(D')) <= a rho`` at every order
+    ``a > 1`` and for both orderings of the pair, and so has any event of it (data
+    processing): ``D_a(Bern(p_D) || Bern(p_D')) <= a rho``. With Clopper-Pearson
+    intervals at ``alpha / 2`` each, the divergence at the interval ends nearest each
+    other is a lower bound (it grows as ``p_D`` and ``p_D'`` move apart), and
+    ``max_a D_a / a`` over ``orders`` and both orderings bounds ``rho`` from below at
+    ``1 - alpha`` (the orders reuse the same intervals: no split). 0 when the
+    intervals overlap. See docs/privacy.md, "Checking a guarantee yourself".
+    """
+    p_lo, p_hi = clopper_pearson(hits, trials, alpha / 2)
+    q_lo, q_hi = clopper_pearson(hits_prime, trials_prime, alpha / 2)
+    if p_lo > q_hi:
+        p, q = p_lo, q_hi
+    elif p_hi < q_lo:
+        p, q = p_hi, q_lo
+    else:
+        return 0.0
+    return max(max(bernoulli_renyi(p, q, a), bernoulli_renyi(q, p, a)) / a for a in orders)
 
 
 def gaussian_delta(mu: float, epsilon: float) -> float:
