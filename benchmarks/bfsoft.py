@@ -52,7 +52,7 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-from dpevolve.config import VoteSpec  # noqa: E402
+from dpevolve.pe.specs import VoteSpec  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TAUS = (0.015, 0.03, 0.06)
@@ -170,7 +170,7 @@ def task_pilot(args: tuple[str, int, tuple[int, ...], str]) -> dict[str, Any]:
     s = _setup(backend)
     from dpevolve.pe.pilot.run import run_pilot
     from dpevolve.presets import get_preset
-    from dpevolve.privacy import Budget
+    from dpevolve.privacy import Budget, calibrate_gaussian
     from dpevolve.synthesizer import Synthesizer
 
     start = time.perf_counter()
@@ -178,7 +178,10 @@ def task_pilot(args: tuple[str, int, tuple[int, ...], str]) -> dict[str, Any]:
         s["schema"],
         s["test"],
         len(s["train"]),
-        Budget.from_args(rho=BUDGETS[budget], delta=DELTA),
+        calibrate_gaussian(
+            get_preset("bfsoft").schedule.rounds,
+            Budget.from_args(rho=BUDGETS[budget], delta=DELTA),
+        ),
         temperatures=TAUS,
         seeds=seeds,
         public_init=_public_init(),

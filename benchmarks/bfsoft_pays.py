@@ -42,7 +42,7 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from dpevolve.config import VoteSpec  # noqa: E402
+from dpevolve.pe.specs import VoteSpec  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DELTA = 1e-5
@@ -130,7 +130,7 @@ def auto_choice(dataset: str, rho: float) -> Any:
     from dpevolve.pe.pilot.choice import choose_vote
     from dpevolve.pe.policy.blowfish import Policy
     from dpevolve.presets import get_preset
-    from dpevolve.privacy import Budget
+    from dpevolve.privacy import Budget, calibrate_gaussian
     from dpevolve.synthesizer import Synthesizer
 
     private, public_frame, schema = tables(dataset)
@@ -141,7 +141,7 @@ def auto_choice(dataset: str, rho: float) -> Any:
             schema,
             public_frame,
             len(private),
-            Budget(rho=rho, delta=DELTA),
+            calibrate_gaussian(get_preset("bfsoft").schedule.rounds, Budget(rho=rho, delta=DELTA)),
             fit=Synthesizer.pilot_fit(
                 schema, "bfsoft", policy=policy, backend=make_backend("auto")
             ),

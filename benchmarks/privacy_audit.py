@@ -58,7 +58,6 @@ from scipy import stats
 from dpevolve import Synthesizer
 from dpevolve.backends import make_backend
 from dpevolve.backends.canonical import soft_quantisation_slack
-from dpevolve.config import MarginalSpec, VoteSpec
 from dpevolve.data.encoding import Records, encode
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.pe.distance import make_distance
@@ -66,6 +65,7 @@ from dpevolve.pe.invalid_rows import calibrate as calibrate_invalid_rows
 from dpevolve.pe.policy.blowfish import Policy
 from dpevolve.pe.policy.sensitivity import enumerate_domain, per_round_hard_sensitivity, reach_edge
 from dpevolve.pe.release.gaussian import GaussianRelease
+from dpevolve.pe.specs import MarginalSpec, VoteSpec
 from dpevolve.pe.votes import HardVote, SoftVote
 from dpevolve.presets import get_method
 from dpevolve.privacy import Budget, GaussianEvent, calibrate_gaussian

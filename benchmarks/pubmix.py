@@ -56,7 +56,7 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from dpevolve.config import PubMixSpec  # noqa: E402
+from dpevolve.pe.specs import PubMixSpec  # noqa: E402
 from dpevolve.presets import get_method  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"

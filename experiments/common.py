@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpevolve.config import VoteSpec
+from dpevolve.pe.specs import VoteSpec
 
 TEMPERATURES = (0.015, 0.03, 0.06)
 """The BF-Soft study's fixed temperatures (spec §3)."""

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from dpevolve.config import PubMixSpec
+from dpevolve.pe.specs import PubMixSpec
 from experiments import common
 from experiments.runner import Study, Unavailable
 

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from dpevolve.config import VoteSpec
+from dpevolve.pe.specs import VoteSpec
 from experiments import common
 from experiments.runner import Study
 

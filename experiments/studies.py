@@ -120,7 +120,7 @@ def run_pilot_config(config: PilotConfig) -> dict[str, Any]:
     """The public pilot of one setting: hard and per-temperature errors on public data."""
     from dpevolve.pe.pilot.run import run_pilot
     from dpevolve.presets import get_preset
-    from dpevolve.privacy import Budget
+    from dpevolve.privacy import Budget, calibrate_gaussian
     from dpevolve.synthesizer import Synthesizer
 
     private = common.load_table(config.dataset)
@@ -130,7 +130,10 @@ def run_pilot_config(config: PilotConfig) -> dict[str, Any]:
         private.schema,
         public.frame,
         len(private.frame),
-        Budget.from_args(rho=config.rho, delta=common.DELTA),
+        calibrate_gaussian(
+            get_preset("bfsoft").schedule.rounds,
+            Budget.from_args(rho=config.rho, delta=common.DELTA),
+        ),
         temperatures=common.TEMPERATURES,
         seeds=(config.seed, config.seed + 1),
         public_init=False,

@@ -389,7 +389,7 @@ def _sigma_formulas(where: str, tree: ast.Module) -> Iterator[str]:
 
 
 def test_one_sigma_formula() -> None:
-    # sigma = S / sqrt(2 rho) lives in privacy/ (calibration.gaussian_sigma); a method
+    # sigma = S / sqrt(2 rho) lives in privacy/ (conversions.gaussian_sigma); a method
     # that needs a noise scale calls it rather than writing its own copy.
     found = [
         hit

@@ -11,7 +11,7 @@ import yaml
 
 from dpevolve import Synthesizer
 from dpevolve.cli import ledger_path, main
-from dpevolve.config import GaussianSpec, VoteSpec
+from dpevolve.pe.specs import GaussianSpec, VoteSpec
 from dpevolve.presets import from_settings, get_method
 
 FAST = ["--population", "30", "--rounds", "2", "--preset", "bfsoft", "--rho", "1e-3"]

@@ -12,21 +12,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpevolve import Synthesizer
-from dpevolve.config import (
-    GaussianSpec,
-    MarginalSpec,
-    PubMixSpec,
-    VoteSpec,
-    mechanism_spec,
-)
 from dpevolve.engine.method import AdaptiveMethod
 from dpevolve.errors import InputError
 from dpevolve.pe.hybrid.tail import MarginalOptions
 from dpevolve.pe.method import PEMethod
 from dpevolve.pe.pilot.choice import choose_vote
 from dpevolve.pe.pilot.run import PilotRun, VoteArm, run_pilot
+from dpevolve.pe.specs import GaussianSpec, MarginalSpec, PubMixSpec, VoteSpec, mechanism_spec
 from dpevolve.presets import Preset, from_settings, get_method, get_preset, method_from_dict
-from dpevolve.privacy import Budget
+from dpevolve.privacy import Budget, calibrate_gaussian
 
 FAST = get_preset("tabpe", population=30, rounds=2)
 
@@ -273,7 +267,8 @@ def test_the_pilot_runs_through_its_callback(small_schema, small_table) -> None:
 
     public = small_table.iloc[:100]
     result = run_pilot(
-        small_schema, public, 400, Budget(rho=1e-3, delta=1e-5), temperatures=(0.02, 0.04),
+        small_schema, public, 400, calibrate_gaussian(4, Budget(rho=1e-3)),
+        temperatures=(0.02, 0.04),
         seeds=(0, 1), public_init=True, fit=fit, rounds=4,
     )  # fmt: skip
     assert len(calls) == 2 * 3  # hard and two temperatures, per seed
@@ -289,12 +284,12 @@ def test_the_pilot_runs_through_its_callback(small_schema, small_table) -> None:
     arms = (VoteArm("hard"), VoteArm("soft", 0.03, debias=2))
     calls.clear()
     choice = choose_vote(
-        small_schema, public, 400, Budget(rho=1e-3, delta=1e-5), arms=arms, seeds=(0,),
+        small_schema, public, 400, calibrate_gaussian(4, Budget(rho=1e-3)), arms=arms, seeds=(0,),
         fit=fit, rounds=4,
     )  # fmt: skip
     assert [c.arm.debias for c in calls] == [0, 2] and set(choice.errors) == set(arms)
     with pytest.raises(InputError, match=r"give fit=.* and rounds="):
-        run_pilot(small_schema, public, 400, Budget(rho=1e-3, delta=1e-5), fit=fit)
+        run_pilot(small_schema, public, 400, 1.0, fit=fit)
 
 
 def test_vote_spec_says_soft() -> None:

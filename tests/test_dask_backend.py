@@ -22,12 +22,12 @@ from distributed import Client, LocalCluster
 from dpevolve import Synthesizer
 from dpevolve.backends import LocalBackend
 from dpevolve.backends.dask import DaskBackend, DaskPrivate, fit_parquet
-from dpevolve.config import VoteSpec
 from dpevolve.data.encoding import Layout, Records, encode
 from dpevolve.data.schema import Schema
 from dpevolve.data.streaming import StreamedTable, fit_file
 from dpevolve.errors import InputError
 from dpevolve.pe.distance import make_distance
+from dpevolve.pe.specs import VoteSpec
 from dpevolve.pe.variation import Variation
 from dpevolve.pe.votes import HardVote, SoftVote
 from dpevolve.presets import get_method

@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 from dpevolve import Synthesizer
 from dpevolve.backends import LocalBackend
 from dpevolve.cli import main
-from dpevolve.config import GaussianSpec, PubMixSpec, VoteSpec
 from dpevolve.data.encoding import Layout, decode, encode
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
@@ -33,6 +32,7 @@ from dpevolve.pe.invalid_rows import (
     stand_in_record,
 )
 from dpevolve.pe.policy.blowfish import Policy
+from dpevolve.pe.specs import GaussianSpec, PubMixSpec, VoteSpec
 from dpevolve.pe.variation import Variation
 from dpevolve.pe.votes import HardVote, SoftVote
 from dpevolve.presets import get_method

@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from dpevolve import Synthesizer
-from dpevolve.config import MarginalSpec
 from dpevolve.data.encoding import Layout, Records, encode
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.errors import InputError
 from dpevolve.pe.hybrid.fit import MarginalFit, allocate, draw_rows, project_simplex
 from dpevolve.pe.hybrid.marginals import CellIndex, Workload, l2_change, measure_marginals
 from dpevolve.pe.hybrid.tail import MarginalOptions, split_budget
+from dpevolve.pe.specs import MarginalSpec
 from dpevolve.pe.variation import Variation
 from dpevolve.presets import get_method
 from dpevolve.privacy import Accountant, Budget

@@ -3,12 +3,12 @@ from __future__ import annotations
 import pytest
 
 from dpevolve import Synthesizer
-from dpevolve.config import GaussianSpec, VoteSpec
 from dpevolve.errors import InputError
 from dpevolve.pe.pilot.run import run_pilot
 from dpevolve.pe.policy.blowfish import Policy
+from dpevolve.pe.specs import GaussianSpec, VoteSpec
 from dpevolve.presets import get_method
-from dpevolve.privacy import Budget
+from dpevolve.privacy import Budget, calibrate_gaussian
 
 
 def test_pilot_forecast_and_auto_temperature(small_schema, small_table) -> None:
@@ -18,7 +18,7 @@ def test_pilot_forecast_and_auto_temperature(small_schema, small_table) -> None:
         small_schema,
         public,
         len(private),
-        Budget(rho=1e-3, delta=1e-5),
+        calibrate_gaussian(2, Budget(rho=1e-3, delta=1e-5)),
         temperatures=(0.01, 0.05),
         seeds=(0,),
         fit=Synthesizer.pilot_fit(

@@ -25,7 +25,7 @@ import pandas as pd
 import pytest
 
 from dpevolve import Synthesizer, datasets
-from dpevolve.config import VoteSpec
+from dpevolve.pe.specs import VoteSpec
 from dpevolve.presets import get_method
 
 PINS = Path(__file__).resolve().parent / "pins" / "outputs.json"

@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 
 from dpevolve import Synthesizer
-from dpevolve.config import MarginalSpec
 from dpevolve.data.encoding import Layout, encode
 from dpevolve.data.schema import Schema
 from dpevolve.pe.hybrid.fit import MarginalFit
 from dpevolve.pe.hybrid.marginals import CellIndex, Workload, measure_marginals
+from dpevolve.pe.specs import MarginalSpec
 from dpevolve.pe.variation import Variation
 from dpevolve.presets import get_method
 from dpevolve.privacy.noise import SeededNoise

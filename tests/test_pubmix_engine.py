@@ -10,11 +10,11 @@ import pytest
 
 from dpevolve import Synthesizer
 from dpevolve.cli import main
-from dpevolve.config import PubMixSpec, VoteSpec
 from dpevolve.data.schema import CategoricalColumn, Schema
 from dpevolve.errors import InputError
 from dpevolve.pe.pubmix import beta_min, pubmix_delta
 from dpevolve.pe.pubmix.discrete import ProductDomain, sample_discrete
+from dpevolve.pe.specs import PubMixSpec, VoteSpec
 from dpevolve.presets import get_method
 from dpevolve.privacy import Budget
 from dpevolve.privacy.noise import SeededNoise

@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpevolve import Synthesizer
-from dpevolve.config import VoteSpec
 from dpevolve.data.encoding import Records
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.errors import InputError
@@ -21,9 +20,10 @@ from dpevolve.pe.pilot.choice import choose_vote, default_arms
 from dpevolve.pe.pilot.run import PilotResult, VoteArm
 from dpevolve.pe.policy.blowfish import Policy
 from dpevolve.pe.policy.sharpen import sharpen_unprotected
+from dpevolve.pe.specs import VoteSpec
 from dpevolve.pe.votes import SoftVote
 from dpevolve.presets import get_method
-from dpevolve.privacy import Budget
+from dpevolve.privacy import Budget, calibrate_gaussian
 
 TINY = Schema(
     (
@@ -185,7 +185,7 @@ def test_vote_auto_end_to_end(small_schema, small_table, capsys) -> None:
         small_schema,
         public,
         len(private),
-        Budget(rho=1e-3, delta=1e-5),
+        calibrate_gaussian(2, Budget(rho=1e-3, delta=1e-5)),
         seeds=(0,),
         fit=Synthesizer.pilot_fit(small_schema, **options),
         rounds=2,

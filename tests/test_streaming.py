@@ -18,13 +18,13 @@ import pytest
 
 from dpevolve import Synthesizer
 from dpevolve.backends import LocalBackend
-from dpevolve.config import VoteSpec
 from dpevolve.data.encoding import Layout, Records, encode
 from dpevolve.data.io import read_table
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.streaming import StreamedTable, fit_file
 from dpevolve.errors import InputError
 from dpevolve.pe.distance import make_distance
+from dpevolve.pe.specs import VoteSpec
 from dpevolve.pe.variation import Variation
 from dpevolve.pe.votes import HardVote, SoftVote
 from dpevolve.presets import get_method

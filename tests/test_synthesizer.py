@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpevolve import Synthesizer
-from dpevolve.config import MarginalSpec, VoteSpec
 from dpevolve.errors import InputError
 from dpevolve.pe.schedule import Schedule, Stage
+from dpevolve.pe.specs import MarginalSpec, VoteSpec
 from dpevolve.pe.variation import mutation_rate
 from dpevolve.presets import get_method, get_preset
 

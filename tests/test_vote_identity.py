@@ -31,7 +31,6 @@ from dpevolve.backends.fused import (
     fused_nearest,
 )
 from dpevolve.backends.local import LocalBackend
-from dpevolve.config import VoteSpec
 from dpevolve.data.encoding import Records
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.pe.distance import (
@@ -41,6 +40,7 @@ from dpevolve.pe.distance import (
     TabPEEmbedding,
     make_distance,
 )
+from dpevolve.pe.specs import VoteSpec
 from dpevolve.pe.votes import HardVote, SoftVote
 from dpevolve.presets import get_method
 

@@ -155,7 +155,7 @@ def from_settings(preset: Preset | str | None, settings: Mapping[str, Any]) -> M
 
 def _default(name: str, value: Any, plain: tuple[Any, ...]) -> bool:
     """``value`` is the setting left as a run that asks nothing of it leaves it."""
-    from dpevolve.config import GaussianSpec, VoteSpec
+    from dpevolve.pe.specs import GaussianSpec, VoteSpec
 
     if value in plain:
         return True

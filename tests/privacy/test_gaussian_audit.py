@@ -20,13 +20,13 @@ from scipy import stats
 
 from dpevolve.backends import LocalBackend, make_backend
 from dpevolve.backends.canonical import soft_quantisation_slack
-from dpevolve.config import GaussianSpec, VoteSpec
 from dpevolve.data.encoding import Records, encode
 from dpevolve.errors import InputError
 from dpevolve.pe.distance import make_distance
 from dpevolve.pe.policy.blowfish import Policy
 from dpevolve.pe.policy.sensitivity import reach_edge
 from dpevolve.pe.release.gaussian import GaussianRelease
+from dpevolve.pe.specs import GaussianSpec, VoteSpec
 from dpevolve.pe.votes import HardVote, SoftVote
 from dpevolve.presets import get_method
 from dpevolve.privacy import Budget, calibrate_gaussian

@@ -21,10 +21,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpevolve.config import GaussianSpec, PubMixSpec, VoteSpec
 from dpevolve.errors import InputError
 from dpevolve.pe.policy.blowfish import Policy
 from dpevolve.pe.pubmix.discrete import sample_discrete
+from dpevolve.pe.specs import GaussianSpec, PubMixSpec, VoteSpec
 from dpevolve.presets import get_method
 from dpevolve.privacy import ApproxDPEvent, Budget, GaussianEvent
 from dpevolve.privacy.audit import cks_epsilon, eps_lower_bound, independent_epsilon

@@ -19,10 +19,10 @@ import pandas as pd
 import pytest
 
 from dpevolve import Synthesizer
-from dpevolve.config import MarginalSpec
 from dpevolve.data.encoding import Records, encode
 from dpevolve.data.schema import Schema
 from dpevolve.pe.hybrid.marginals import CellIndex, Workload, l2_change, measure_marginals
+from dpevolve.pe.specs import MarginalSpec
 from dpevolve.presets import get_method
 from dpevolve.privacy.audit import independent_epsilon
 from dpevolve.privacy.noise import SeededNoise

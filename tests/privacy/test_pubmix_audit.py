@@ -18,7 +18,7 @@ import pytest
 from scipy import stats
 
 import dpevolve.pe.pubmix.release as pubmix_module
-from dpevolve.config import PubMixSpec
+from dpevolve.pe.specs import PubMixSpec
 from dpevolve.presets import get_method, get_preset
 from dpevolve.privacy.audit import exact_epsilon, hockey_stick
 from dpevolve.privacy.noise import SeededNoise

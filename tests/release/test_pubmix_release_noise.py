@@ -18,7 +18,6 @@ from scipy import stats
 import dpevolve.pe.pubmix.release as pubmix_module
 from dpevolve import Synthesizer
 from dpevolve.backends import make_backend
-from dpevolve.config import PubMixSpec
 from dpevolve.data.encoding import encode
 from dpevolve.data.schema import CategoricalColumn, Schema
 from dpevolve.pe.distance import make_distance
@@ -26,6 +25,7 @@ from dpevolve.pe.invalid_rows import fill_empty_votes
 from dpevolve.pe.pubmix import water_fill
 from dpevolve.pe.pubmix.discrete import sample_discrete
 from dpevolve.pe.pubmix.release import PubMixRelease
+from dpevolve.pe.specs import PubMixSpec
 from dpevolve.pe.votes import HardVote
 from dpevolve.presets import get_method
 from dpevolve.privacy import Budget

@@ -5,6 +5,12 @@
 replace-one adjacency) into a :class:`FitPlan`: the marginal release's share, the distance, the
 vote (a public pilot may choose it), the reach and the sensitivity. :func:`open_ledger`
 writes what the run is about to do into a new :class:`~dpevolve.privacy.Ledger`.
+
+The budget stops here: this module works out from it what the rest of the fit needs
+(the marginal release's ``rho``, the public pilot's noise multiplier, the rounds'
+``rho`` for a zCDP mechanism) and hands on plain numbers; only PubMix, accounted in
+``(epsilon, delta)``, is handed its rounds' budget (docs/architecture.md, "One budget,
+measured").
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from dpevolve.pe.invalid_rows import calibrate as calibrate_invalid
 from dpevolve.pe.pilot.choice import ChosenVote
 from dpevolve.pe.pilot.run import PilotFit
 from dpevolve.pe.release.build import ReleaseInputs
-from dpevolve.privacy import Budget, Ledger
+from dpevolve.privacy import Budget, Ledger, calibrate_gaussian, zcdp_budget
 from dpevolve.privacy.noise import NoiseSource
 
 
@@ -93,16 +99,18 @@ def plan_fit(
     """Every decision of a fit that needs no private record (see the module); with
     ``announce`` an automatic vote choice is said on stderr. ``config`` is the resolved
     :class:`~dpevolve.pe.method.PEMethod`; ``budget`` the run's, delta resolved (the
-    public pilot plays runs at it); ``marginal_rho`` from :func:`split_budget`."""
+    public pilot plays runs at its noise multiplier); ``marginal_rho`` from
+    :func:`split_budget`."""
     distance = make_distance(config.preset.distance, schema)
+    rounds = config.preset.schedule.rounds
     pick = config.vote.pick(
         schema=schema,
         public=public,
         n=n,
-        budget=budget,
+        noise_multiplier=calibrate_gaussian(rounds, budget) if config.vote.needs_pilot else None,
         policy=policy,
         fit=fit,
-        rounds=config.preset.schedule.rounds,
+        rounds=rounds,
         distance=distance,
         announce=announce,
     )
@@ -210,11 +218,14 @@ def release_inputs(
     plan: FitPlan, budget: Budget, noise: NoiseSource, backend: Any, n: int
 ) -> ReleaseInputs:
     """The public facts the plan's release is calibrated from, ``budget`` the rounds'
-    (:func:`split_budget`)."""
+    (:func:`split_budget`): a mechanism accounted in zCDP is handed its ``rho``, one
+    accounted in ``(epsilon, delta)`` (PubMix) the budget itself."""
+    zcdp = plan.config.mechanism.zcdp
     return ReleaseInputs(
         noise=noise,
         schedule=plan.config.preset.schedule,
-        budget=budget,
+        rho=zcdp_budget(budget) if zcdp else None,
+        budget=None if zcdp else budget,
         sensitivity=plan.sensitivity,
         vote=plan.pick.vote,
         distance=plan.distance,

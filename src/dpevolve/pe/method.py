@@ -15,21 +15,20 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from dpevolve.config import (
+from dpevolve.config import Preset, get_preset
+from dpevolve.errors import InputError
+from dpevolve.method import FitContext, config_words
+from dpevolve.pe.specs import (
     GaussianSpec,
     MarginalSpec,
     MechanismSpec,
-    Preset,
     PubMixSpec,
     VoteSpec,
     default_vote,
-    get_preset,
     marginal_spec,
     mechanism_spec,
     vote_spec,
 )
-from dpevolve.errors import InputError
-from dpevolve.method import FitContext, config_words
 from dpevolve.privacy.noise import NoiseSource, SeededNoise, make_noise
 
 if TYPE_CHECKING:

@@ -1,4 +1,8 @@
-"""A privacy budget, the one rule for the default delta, and the ``rho`` it allows."""
+"""A privacy budget, the one rule for the default delta, and what it allows: its ``rho``
+(:func:`zcdp_budget`) and the noise multiplier of ``rounds`` Gaussian releases
+(:func:`calibrate_gaussian`), fixed before any private data is read. The one place a
+budget becomes a noise scale; the numbers behind it are :mod:`~dpevolve.privacy.conversions`.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,16 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from dpevolve.errors import InputError
 from dpevolve.privacy.checks import open_unit, positive
-from dpevolve.privacy.conversions import rho_for_epsilon
+from dpevolve.privacy.conversions import (
+    epsilon_for_mu,
+    gaussian_sigma,
+    mu_for_epsilon,
+    rho_for_epsilon,
+)
 
 #: The default delta never exceeds this, whatever n.
 MAX_DEFAULT_DELTA = 1e-5
@@ -106,6 +117,44 @@ def zcdp_budget(budget: Budget) -> float:
         return budget.rho
     assert budget.epsilon is not None and budget.delta is not None
     return rho_for_epsilon(budget.epsilon, budget.delta, "cks")
+
+
+def calibrate_gaussian(
+    rounds: int, budget: Budget, sensitivity: float = 1.0, *, discrete: bool = False
+) -> float:
+    """Noise multiplier ``z`` (``sigma = z * sensitivity``) for ``rounds`` releases.
+
+    docs/math.md, "Gaussian mechanism". With ``budget.rho``, or for the discrete
+    Gaussian (``discrete=True``, accounted in zCDP): ``z = sqrt(rounds / (2 rho))`` with
+    ``rho`` from :func:`zcdp_budget` (rounds add in zCDP). Otherwise the smallest ``z``
+    whose exact composition meets ``(eps, delta)``: the ``rounds`` releases form one
+    Gaussian with ``mu = sqrt(rounds) / z``, so ``z = sqrt(rounds) / mu*`` where
+    ``gaussian_delta(mu*, eps) = delta``. This is the tightest valid accounting for
+    continuous Gaussian releases (PLD and RDP can only be looser).
+
+    Parameters
+    ----------
+    rounds
+        Number of Gaussian releases, ``>= 1``.
+    budget
+        The whole run's budget.
+    sensitivity
+        L2 sensitivity of each release (``> 0``); ``z`` does not depend on it.
+    """
+    if isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer)) or rounds < 1:
+        raise InputError(f"rounds must be an integer >= 1, got {rounds!r}")
+    positive("sensitivity", sensitivity)
+    if budget.rho is not None or discrete:
+        return gaussian_sigma(1.0, zcdp_budget(budget), rounds=int(rounds))
+    assert budget.epsilon is not None and budget.delta is not None
+    mu = mu_for_epsilon(budget.epsilon, budget.delta)
+    z = math.sqrt(rounds) / mu
+    # The root is exact to a few ulps; nudge up so the reported epsilon never exceeds.
+    for _ in range(64):
+        if epsilon_for_mu(math.sqrt(rounds) / z, budget.delta) <= budget.epsilon:
+            break
+        z *= 1.0 + 1e-12
+    return z
 
 
 def _within(name: str, value: float, lo: float, hi: float) -> float:

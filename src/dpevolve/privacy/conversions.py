@@ -1,10 +1,12 @@
-"""The Gaussian mechanism's privacy curve and zCDP conversions (docs/math.md, "Gaussian
-mechanism and zCDP").
+"""The Gaussian mechanism's privacy curve, zCDP conversions and noise scale (docs/math.md,
+"Gaussian mechanism and zCDP"): functions of numbers, no budget object.
 
 ``gaussian_delta`` is Balle & Wang's exact curve; ``epsilon_from_rho`` and
 ``rho_for_epsilon`` convert between ``rho``-zCDP and ``(epsilon, delta)`` three ways,
 tightest last: simple (Bun & Steinke 2016), CKS (Canonne, Kamath & Steinke 2020) and
-exact (for Gaussian releases only).
+exact (for Gaussian releases only); :func:`gaussian_sigma` is the one sigma formula.
+What a :class:`~dpevolve.privacy.budget.Budget` allows (its ``rho``, its noise
+multiplier) is said in :mod:`~dpevolve.privacy.budget`, from these.
 """
 
 from __future__ import annotations
@@ -203,3 +205,34 @@ def rho_for_epsilon(epsilon: float, delta: float, method: ConversionMethod = "ex
             break
         rho *= 1.0 - 1e-12
     return rho
+
+
+def gaussian_sigma(sensitivity: float, rho: float, rounds: int | None = None) -> float:
+    """The Gaussian noise scale at which one release costs ``rho`` (zCDP), or, with
+    ``rounds``, at which ``rounds`` equal releases cost ``rho`` together.
+
+    docs/math.md, "Gaussian mechanism": a release of L2 sensitivity ``S`` with noise
+    ``N(0, sigma^2)`` (or its discrete twin) is ``S^2 / (2 sigma^2)``-zCDP (Bun & Steinke
+    2016, Prop. 1.6; Canonne, Kamath & Steinke 2020), so ``sigma = S / sqrt(2 rho)``.
+    The one place this formula is written.
+
+    Parameters
+    ----------
+    sensitivity
+        L2 sensitivity of the release, ``> 0``.
+    rho
+        Its zCDP cost, ``> 0``.
+    rounds
+        ``rounds`` releases share ``rho`` (zCDP adds): ``sigma = S sqrt(rounds / (2 rho))``,
+        written in that order so a run's noise stays bit for bit what it was.
+
+    Returns
+    -------
+    float
+        ``sigma``.
+    """
+    positive("rho", rho)
+    scale = positive("sensitivity", sensitivity)
+    if rounds is not None:
+        return scale * math.sqrt(rounds / (2.0 * rho))
+    return scale / math.sqrt(2.0 * rho)

@@ -10,7 +10,7 @@ picks the arm with the lowest mean pilot error, unless that arm is soft and lose
 hard vote on some seed (then it is within the pilot's noise of hard, and hard is kept).
 Nothing here reads private records, so the choice costs no private budget.
 :class:`ChosenVote` is what a run uses, however it was decided (see
-:meth:`dpevolve.config.VoteSpec.pick`).
+:meth:`dpevolve.pe.specs.VoteSpec.pick`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import pandas as pd
 from dpevolve.data.schema import Schema
 from dpevolve.pe.pilot.run import PilotFit, PilotResult, VoteArm, run_arms
 from dpevolve.pe.votes import Vote, make_vote
-from dpevolve.privacy import Budget, Ledger, ZeroCostEvent
+from dpevolve.privacy import Ledger, ZeroCostEvent
 
 
 def default_arms(policy: Any, distance: Any = "gower") -> tuple[VoteArm, ...]:
@@ -48,7 +48,7 @@ def choose_vote(
     schema: Schema,
     public: pd.DataFrame,
     n_private: int,
-    budget: Budget,
+    noise_multiplier: float,
     *,
     arms: Sequence[VoteArm] | None = None,
     seeds: Sequence[int] = (0, 1, 2),
@@ -66,8 +66,9 @@ def choose_vote(
         The schema and the public table.
     n_private
         The private row count (public under replace-one adjacency).
-    budget
-        The private run's budget.
+    noise_multiplier
+        The private run's noise multiplier ``z`` (``sigma = z * sensitivity``):
+        :func:`~dpevolve.privacy.calibrate_gaussian` of its rounds and budget.
     arms
         Candidate configurations; default :func:`default_arms` of the policy.
     public_init
@@ -78,7 +79,7 @@ def choose_vote(
         number of rounds; ``policy`` and ``distance`` pick the default arms.
     """
     chosen = tuple(arms) if arms is not None else default_arms(policy, distance)
-    return run_arms(schema, public, n_private, budget, chosen, seeds=seeds,
+    return run_arms(schema, public, n_private, noise_multiplier, chosen, seeds=seeds,
                     public_init=public_init, fit=fit, rounds=rounds)  # fmt: skip
 
 

@@ -24,7 +24,6 @@ import pandas as pd
 from dpevolve.data.schema import Schema
 from dpevolve.errors import InputError
 from dpevolve.metrics import marginal_tv
-from dpevolve.privacy import Budget, calibrate_gaussian
 
 DEFAULT_TEMPERATURES = (0.015, 0.03, 0.06)
 # Seed of the split of the public table into a stand-in private half and a seed half.
@@ -201,7 +200,7 @@ def run_arms(
     schema: Schema,
     public: pd.DataFrame,
     n_private: int,
-    budget: Budget,
+    noise_multiplier: float,
     arms: Sequence[VoteArm],
     *,
     seeds: Sequence[int],
@@ -213,8 +212,10 @@ def run_arms(
 
     ``public_init``: the private run seeds its population from public data, so the pilot
     splits the public table into a stand-in private half and a seed half (it is then not
-    flattered by seeing its target). ``fit`` is one pilot run (:data:`PilotFit`) and
-    ``rounds`` the private run's number of Gaussian rounds.
+    flattered by seeing its target). ``noise_multiplier`` is the private run's ``z``
+    (``sigma = z * sensitivity``; :func:`~dpevolve.privacy.calibrate_gaussian` of its
+    rounds and budget, worked out by the caller's plan), ``fit`` one pilot run
+    (:data:`PilotFit`) and ``rounds`` the private run's number of Gaussian rounds.
     """
     fit, rounds = pilot_rounds(fit, rounds, "the pilot")
     if not arms:
@@ -227,10 +228,9 @@ def run_arms(
         seed_pool, frame = frame.iloc[order[:half]], frame.iloc[order[half:]]
     if len(frame) < 2:
         raise InputError("the pilot needs a public table of at least 4 rows")
-    multiplier = calibrate_gaussian(rounds, budget)
     noise_scale = len(frame) / n_private
     # The same noise per record: z_pub = z * N_pub / n, i.e. rho_pub = T / (2 z_pub^2).
-    pilot_rho = rounds / (2.0 * (multiplier * noise_scale) ** 2)
+    pilot_rho = rounds / (2.0 * (noise_multiplier * noise_scale) ** 2)
 
     def error(arm: VoteArm, seed: int) -> float:
         with warnings.catch_warnings():
@@ -251,7 +251,7 @@ def run_pilot(
     schema: Schema,
     public: pd.DataFrame,
     n_private: int,
-    budget: Budget,
+    noise_multiplier: float,
     *,
     temperatures: Sequence[float] = DEFAULT_TEMPERATURES,
     seeds: Sequence[int] = (0, 1),
@@ -267,8 +267,10 @@ def run_pilot(
         The schema and the public table (validated against it).
     n_private
         The private table's row count (public under replace-one adjacency).
-    budget
-        The private run's budget; the pilot runs at the same noise-to-signal ratio.
+    noise_multiplier
+        The private run's noise multiplier ``z`` (``sigma = z * sensitivity``):
+        :func:`~dpevolve.privacy.calibrate_gaussian` of its rounds and budget. The pilot
+        runs at the same noise-to-signal ratio.
     public_init
         Whether the private run seeds its population from public data. The pilot then
         splits the public table in two: one half stands in for the private table, the
@@ -287,5 +289,5 @@ def run_pilot(
     if not temperatures:
         raise InputError("the pilot needs at least one temperature")
     arms = (VoteArm("hard"), *(VoteArm("soft", tau) for tau in temperatures))
-    return run_arms(schema, public, n_private, budget, arms, seeds=seeds,
+    return run_arms(schema, public, n_private, noise_multiplier, arms, seeds=seeds,
                     public_init=public_init, fit=fit, rounds=rounds)  # fmt: skip

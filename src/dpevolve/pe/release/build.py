@@ -3,8 +3,11 @@
 Each builder calibrates its selection step from public facts only (the budget, the
 schedule, the sensitivity bound, the public records) and returns the release with what
 the ledger should say about its calibration. The specs themselves
-(:class:`~dpevolve.config.GaussianSpec`, :class:`~dpevolve.config.PubMixSpec`) live in
-:mod:`dpevolve.config`; each one's ``build`` calls its builder here.
+(:class:`~dpevolve.pe.specs.GaussianSpec`, :class:`~dpevolve.pe.specs.PubMixSpec`) live
+in :mod:`dpevolve.pe.specs`; each one's ``build`` calls its builder here. The budget is
+worked out by the fit plan (:func:`~dpevolve.pe.fit_plan.release_inputs`): a zCDP
+mechanism is handed the rounds' ``rho``, PubMix (accounted in ``(epsilon, delta)``) the
+rounds' budget.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from dpevolve.pe.release.base import Release
 from dpevolve.pe.release.gaussian import GaussianRelease
 from dpevolve.pe.schedule import Schedule
 from dpevolve.pe.votes import SoftVote, Vote
-from dpevolve.privacy import Budget, calibrate_gaussian
+from dpevolve.privacy import Budget, gaussian_sigma
 from dpevolve.privacy.noise import NoiseSource
 
 if TYPE_CHECKING:
@@ -36,15 +39,18 @@ Calibration = dict[str, Any]
 class ReleaseInputs:
     """The public facts a release is calibrated from.
 
-    ``budget`` is the rounds' share of the run's budget; ``sensitivity`` the per-round
-    L2 bound (invalid rows included); ``sensitivity_of`` the optional exact per-round
+    ``rho`` is the rounds' zCDP share of the run's budget, for a mechanism accounted in
+    zCDP (``None`` otherwise); ``budget`` the rounds' budget for one accounted in
+    ``(epsilon, delta)`` (PubMix; ``None`` otherwise); ``sensitivity`` the per-round L2
+    bound (invalid rows included); ``sensitivity_of`` the optional exact per-round
     search; ``public`` the encoded public records; ``n`` the private row count (public
     under replace-one adjacency).
     """
 
     noise: NoiseSource
     schedule: Schedule
-    budget: Budget
+    rho: float | None
+    budget: Budget | None
     sensitivity: float
     vote: Vote
     distance: Distance
@@ -64,9 +70,11 @@ class ReleaseInputs:
 
 
 def gaussian_release(threshold: float, inputs: ReleaseInputs) -> tuple[Release, Calibration]:
-    """The noisy vote histogram, with ``sigma`` calibrated for the rounds' budget and
-    ``threshold`` on the noisy counts."""
-    multiplier = calibrate_gaussian(inputs.schedule.rounds, inputs.budget, discrete=True)
+    """The noisy vote histogram, with ``sigma`` calibrated for the rounds' ``rho`` (zCDP:
+    the discrete Gaussian's rounds add) and ``threshold`` on the noisy counts."""
+    if inputs.rho is None:
+        raise InputError("the gaussian release is accounted in zCDP: its rho is missing")
+    multiplier = gaussian_sigma(1.0, inputs.rho, rounds=int(inputs.schedule.rounds))
     largest = inputs.largest_population
     # Soft votes are quantised per record (bit-identical sums on every backend) and
     # real-valued histograms rounded to the noise grid: both can add to the sensitivity,
@@ -106,7 +114,7 @@ def pubmix_release(
             "PubMix needs hard votes: soft votes break the two-bin structure its privacy "
             "analysis rests on (use --vote hard)"
         )
-    if inputs.budget.rho is not None:
+    if inputs.budget is None or inputs.budget.rho is not None:
         raise InputError("PubMix needs an (epsilon, delta) budget, not --rho")
     release = PubMixRelease(
         inputs.public,
