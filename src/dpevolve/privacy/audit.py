@@ -232,7 +232,7 @@ def bernoulli_renyi(p: float, q: float, order: float) -> float:
         order * math.log(a) + (1.0 - order) * math.log(b) if a > 0 else -math.inf
         for a, b in ((p, q), (1.0 - p, 1.0 - q))
     ]
-    return float(np.logaddexp(*terms)) / (order - 1.0)
+    return float(np.logaddexp(terms[0], terms[1])) / (order - 1.0)
 
 
 def rho_lower_bound(
