@@ -20,6 +20,13 @@ does. Steps:
     A whole :func:`dpevolve.engine.fit_engine` run (the default spec, epsilon 1).
 ``tabpe``
     A ``tabpe`` fit (:class:`dpevolve.Synthesizer`, preset ``tabpe``, epsilon 1).
+``parquet``
+    The same table written to a Parquet file (``--parquet-dir``, row groups of a tenth
+    of the rows; written once, not timed), fitted by a :class:`dpevolve.Synthesizer`
+    (the default method, epsilon 1, seeded noise): locally as ``dpevolve synth`` reads
+    it (:func:`~dpevolve.data.duckdb_source.parquet_table`, counted in DuckDB: ``auto``)
+    against :func:`~dpevolve.backends.dask.fit_parquet` (the workers read the row
+    groups); ``same`` says whether the two models draw the same 1,000 rows.
 
 CPU seconds are those of every process: the driver (with the scheduler, in process)
 and every worker and nanny (``psutil``, user + system). The numba kernels are compiled
@@ -29,8 +36,12 @@ is timed for ``--idle`` seconds (its own bookkeeping: ``idle_cpu_per_wall_s``);
 ``--lean`` configures the cluster as :data:`LEAN` (the workers' profiler off).
 
     python benchmarks/dask_cost.py [--rows 100000 1000000] [--tabpe-rows 100000]
+                                   [--steps count count_held engine parquet]
                                    [--repeats 3] [--workers 2] [--threads] [--lean]
-                                   [--out FILE] [--append]
+                                   [--parquet-dir /tmp] [--out FILE] [--append]
+
+The local and Dask runs of a step alternate (local, Dask, local, Dask...), and each
+entry records the machine's 1-minute load average when it started (``load``).
 """
 
 from __future__ import annotations
@@ -131,6 +142,41 @@ def tabpe_fit(frame: pd.DataFrame, schema: Any, backend: Backend) -> None:
     ).fit(frame)
 
 
+def parquet_file(rows: int, folder: Path) -> Path:
+    """Adult-9 resampled to ``rows`` rows (:func:`adult`'s rows) as one Parquet file of
+    ten row groups, written once into ``folder``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = folder / f"dask_cost_adult9_{rows}.parquet"
+    if path.exists():
+        return path
+    data = datasets.load("adult", columns="adult-tabpe")
+    pick = np.random.default_rng(0).integers(0, len(data.frame), rows)
+    step = max(1, rows // 10)
+    writer = None
+    for start in range(0, rows, step):
+        part = data.frame.iloc[pick[start : start + step]].reset_index(drop=True)
+        table = pa.Table.from_pandas(part, preserve_index=False)
+        writer = writer or pq.ParquetWriter(path.with_suffix(".part"), table.schema)
+        writer.write_table(table, row_group_size=step)
+    assert writer is not None
+    writer.close()
+    path.with_suffix(".part").rename(path)
+    return path
+
+
+def parquet_fit(path: Path, schema: Any, backend: Backend | None) -> Any:
+    """The default method on ``path``: read by DuckDB here, or by the Dask workers."""
+    from dpevolve.backends.dask import fit_parquet
+    from dpevolve.data.duckdb_source import parquet_table
+
+    model = Synthesizer(schema, epsilon=1.0, random_state=0, noise_seed=0, backend=backend)
+    if backend is None:
+        return model.fit_source(parquet_table(path, model.schema))
+    return fit_parquet(model, path)
+
+
 def warm_kernels(client: Any) -> None:
     """Compile or load the numba kernels here and on every worker (not timed)."""
     from dpevolve.backends.fused import FusedBackend, fused_available
@@ -171,12 +217,18 @@ def start_cluster(workers: int, threads: bool, lean: bool = False) -> Any:
 
 
 def measure(
-    rows: int, steps: list[str], repeats: int, client: Any, say: Callable[[str], None]
+    rows: int,
+    steps: list[str],
+    repeats: int,
+    client: Any,
+    say: Callable[[str], None],
+    folder: Path = Path("/tmp"),
 ) -> list[dict[str, Any]]:
     from dpevolve.backends.dask import DaskBackend
 
-    source: Any = Resampled(rows)
-    schema = source.schema
+    # The encoded rows are held only for the steps that count them (440 MB at 10^7).
+    source: Any = Resampled(rows) if set(steps) & {"count", "count_held", "engine"} else None
+    schema = datasets.load("adult", columns="adult-tabpe").schema
     frame = adult(rows)[0] if "tabpe" in steps else None
     spec = EngineSpec()
     disc = Discretiser(schema, spec.bins, spec.fine_cells)
@@ -192,10 +244,22 @@ def measure(
 
     out = []
     for step in steps:
+        path = parquet_file(rows, folder) if step == "parquet" else None
+        drawn: dict[str, pd.DataFrame] = {}
         for repeat in range(repeats):
             for kind in ("local", "dask"):
                 backend = fresh(kind)
-                if step in ("count", "count_held"):
+                load = os.getloadavg()[0]
+                if step == "parquet":
+                    fitted: list[Any] = []
+                    chosen = None if kind == "local" else backend
+                    result = timed(
+                        lambda p=path, b=chosen, f=fitted: f.append(parquet_fit(p, schema, b))
+                    )
+                    drawn[kind] = fitted[0].sample(1_000)
+                    if len(drawn) == 2:
+                        result["same"] = bool(drawn["local"].equals(drawn["dask"]))
+                elif step in ("count", "count_held"):
                     if kind == "dask":
                         first_pass(source, disc, backend)  # ships the records once
                     result = timed(lambda k=kind, h=step == "count_held": passes(k, h))
@@ -206,7 +270,10 @@ def measure(
                     result = timed(lambda b=backend: tabpe_fit(frame, schema, b))  # type: ignore[arg-type]
                 if kind == "dask":
                     backend.release()
-                entry = {"rows": rows, "step": step, "repeat": repeat, "backend": kind, **result}
+                entry = {
+                    "rows": rows, "step": step, "repeat": repeat, "backend": kind,
+                    "load": load, **result,
+                }  # fmt: skip
                 say(json.dumps(entry))
                 out.append(entry)
     return out
@@ -265,6 +332,7 @@ def main() -> None:
     parser.add_argument("--threads", action="store_true", help="an in-process cluster")
     parser.add_argument("--lean", action="store_true", help="the cluster configured as LEAN")
     parser.add_argument("--idle", type=float, default=20.0, help="seconds of idle cluster timed")
+    parser.add_argument("--parquet-dir", type=Path, default=Path("/tmp"))
     parser.add_argument("--out", type=Path, default=RESULTS / "dask_cost.json")
     parser.add_argument("--append", action="store_true", help="keep the runs already in --out")
     args = parser.parse_args()
@@ -283,7 +351,7 @@ def main() -> None:
         kept = json.loads(args.out.read_text())["runs"]
         runs = [r for r in kept if (r["rows"], r["step"]) not in again]
     for rows in args.rows:
-        runs += measure(rows, args.steps, args.repeats, client, say)
+        runs += measure(rows, args.steps, args.repeats, client, say, args.parquet_dir)
     for rows in args.tabpe_rows:
         runs += measure(rows, ["tabpe"], args.repeats, client, say)
     client.close()

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from dpevolve.backends.local import LocalBackend
 from dpevolve.backends.postgres import ServerCounts
 from dpevolve.backends.sql_codes import code_sql
-from dpevolve.data.database import DatabaseTable
+from dpevolve.data.database import DatabaseTable, KeptRows
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.data.sql_cells import Dialect
@@ -193,8 +193,9 @@ def test_counts_in_the_database_are_the_local_counts(data, on_invalid, tmp_path)
 
 def test_synth_counts_in_the_server(small_schema, small_table, tmp_path, capsys, monkeypatch):
     """``dpevolve synth postgresql://...`` computes every marginal count in the server
-    (GROUP BY queries) and writes the file path's bytes and ledger (the refinement's
-    votes read the valid rows here, as with any source)."""
+    (GROUP BY queries over a temporary table of codes, written once per discretiser)
+    and writes the file path's bytes and ledger (the refinement's votes read the valid
+    rows here, as with any source)."""
     url = _postgres_url()
     if not url:
         pytest.skip("no PostgreSQL server (DPEVOLVE_TEST_POSTGRES unset)")
@@ -211,11 +212,12 @@ def test_synth_counts_in_the_server(small_schema, small_table, tmp_path, capsys,
     from dpevolve.backends.duckdb import DuckDBBackend
     from dpevolve.backends.grouping import CodedCounts
 
-    queries: list[int] = []
-    aggregate = DatabaseTable.aggregate
-    monkeypatch.setattr(
-        DatabaseTable, "aggregate", lambda self, *a: queries.append(1) or aggregate(self, *a)
-    )
+    queries: list[int] = []  # GROUP BY queries on the kept codes
+    rows = KeptRows.rows
+    monkeypatch.setattr(KeptRows, "rows", lambda self, sql: queries.append(1) or rows(self, sql))
+    kept: list[int] = []  # validations of the table for the codes
+    keep = DatabaseTable.keep
+    monkeypatch.setattr(DatabaseTable, "keep", lambda self, *a: kept.append(1) or keep(self, *a))
     here: list[object] = []  # marginal counts computed on this machine (DuckDB)
     count = DuckDBBackend.count
     monkeypatch.setattr(
@@ -241,4 +243,7 @@ def test_synth_counts_in_the_server(small_schema, small_table, tmp_path, capsys,
         ledger["config"].pop("backend")
         written[name] = (out.read_bytes(), ledger)
     assert queries and not here  # every marginal count in the server
+    # The table is validated for its codes once per discretiser (two in a run), not
+    # once per pass.
+    assert 1 <= len(kept) <= 2 < len(queries)
     assert written["file"] == written["postgres"]

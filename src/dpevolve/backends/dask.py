@@ -16,7 +16,8 @@ counts the workers also keep each partition's cell codes (one or two bytes a cel
 made on the first pass of marginals with a discretiser:
 :meth:`~dpevolve.backends.dask_held.DaskPrivate.cell_codes`), so a later pass only
 counts: one task per worker and pass, all its partitions and all the pass's cliques,
-with the cliques' columns and shapes (a few hundred bytes) as the only payload.
+with the cliques' columns and shapes (a few hundred bytes) as the only payload, in one
+compiled loop where numba is installed (:mod:`dpevolve.backends.code_counts`).
 
 Using it
 --------

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from dpevolve.backends.base import Backend, CountQuery, Distance, Vote
+from dpevolve.backends.code_counts import CodesPlan, count_codes
 from dpevolve.backends.local import LocalBackend, stream_counts
 from dpevolve.data.encoding import Records
 from dpevolve.data.schema import Schema
@@ -105,25 +106,17 @@ class CodedQuery(Protocol):
     def on_codes(self) -> Any: ...
 
 
-class CodesQuery(Protocol):
-    """What :meth:`CodedQuery.on_codes` gives: the counts of kept codes."""
-
-    size: int
-
-    def counts(self, codes: np.ndarray) -> np.ndarray: ...
-
-
 def encode_cells(part: Records, query: CodedQuery) -> np.ndarray:
     """One partition's cell codes, kept on the worker for every later pass."""
     return query.cell_codes(part)
 
 
-def count_cells(plan: CodesQuery, *cells: np.ndarray) -> np.ndarray:
+def count_cells(plan: CodesPlan, *cells: np.ndarray) -> np.ndarray:
     """Exact counts (int64) of the kept codes of every partition given (one task per
     worker and pass: all its partitions and all the pass's cliques)."""
     total = np.zeros(plan.size, dtype=np.int64)
     for codes in cells:
-        total += plan.counts(codes)
+        total += count_codes(plan, codes)
     return total
 
 

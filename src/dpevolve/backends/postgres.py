@@ -1,14 +1,16 @@
 """Counting in the database that holds the table: PostgreSQL (docs/scale.md).
 
 For a private table in PostgreSQL (:func:`dpevolve.data.postgres.postgres_table`),
-:class:`ServerCounts` sends the adaptive engine's marginal counts to the server: each
-count is one ``GROUP BY GROUPING SETS`` query (:mod:`dpevolve.backends.grouping`, the
-SQL the DuckDB backend runs over its codes table) over the cell codes computed in the
-server (:mod:`dpevolve.backends.sql_codes`) from the values the server validates
-(:class:`~dpevolve.data.database.DatabaseTable`). No record crosses the connection:
-only the cells' counts come back. The codes are the discretiser's own (a test holds the
-counts equal to the local backend's on adversarial tables), so the release, the ledger
-and the output are the same as the file's.
+:class:`ServerCounts` sends the adaptive engine's marginal counts to the server. The
+first pass with a discretiser writes the valid rows' cell codes, computed in the server
+(:mod:`dpevolve.backends.sql_codes`) from the values the server validates
+(:class:`~dpevolve.data.database.DatabaseTable`), to a temporary table of the
+session (:meth:`~dpevolve.data.database.DatabaseTable.keep`, validated once); each
+count is then one ``GROUP BY GROUPING SETS`` query (:mod:`dpevolve.backends.grouping`,
+the SQL the DuckDB backend runs over its codes table) over that table. No record
+crosses the connection: only the cells' counts come back. The codes are the
+discretiser's own (a test holds the counts equal to the local backend's on adversarial
+tables), so the release, the ledger and the output are the same as the file's.
 
 A discretiser whose codes the comparisons cannot restate (none known) is counted in
 DuckDB on this machine instead, as before this backend: the same integers.
@@ -31,7 +33,7 @@ from dpevolve.backends.grouping import (
     stacked_counts,
     used_columns,
 )
-from dpevolve.data.database import DatabaseTable
+from dpevolve.data.database import DatabaseTable, KeptRows
 from dpevolve.data.encoding import Records
 
 __all__ = ["ServerCounts", "counts_where_stored"]
@@ -46,11 +48,23 @@ class ServerCounts:
         self._fallback = fallback
         # The discretiser the code SQL was written for, and that SQL (or None: refused).
         self._held: tuple[Any, dict[str, str] | None] | None = None
+        # The discretiser and table whose codes the server keeps, and where.
+        self._kept: tuple[Any, DatabaseTable, KeptRows] | None = None
 
     def close(self) -> None:
+        """Drop the kept codes (the server's temporary table) and close the fallback."""
+        self._drop_kept()
         close = getattr(self._fallback, "close", None)
         if close is not None:
             close()
+
+    def __del__(self) -> None:
+        self._drop_kept()
+
+    def _drop_kept(self) -> None:
+        kept, self._kept = getattr(self, "_kept", None), None
+        if kept is not None:
+            kept[2].close()
 
     def vote(
         self, private: PrivateData, population: Records, distance: Distance, vote: Vote
@@ -68,18 +82,34 @@ class ServerCounts:
         if codes is None:
             return np.asarray(self._fallback.count(private, query))
         columns = {attr: f"k{i}" for i, attr in enumerate(codes)}
-        relation = ", ".join(f"{sql} AS {columns[attr]}" for attr, sql in codes.items())
+        kept = self._kept_codes(table, query.discretiser, codes, columns)
 
         def run(parts: Sequence[Part]) -> Answer:
             used = used_columns(parts, columns)
-            rows = table.aggregate(
-                lambda valid: grouped_sql(f"(SELECT {relation} FROM {valid} AS c)", parts, columns),
-                # every grouping set counts every valid row: the first one's total
-                lambda found: _first_set_rows(found, parts, used, columns),
-            )
+            rows = kept.rows(grouped_sql(kept.name, parts, columns))
             return answer_of_rows(rows, used)
 
         return stacked_counts(query, columns, run)
+
+    def _kept_codes(
+        self, table: DatabaseTable, discretiser: Any, codes: dict[str, str], columns: dict[str, str]
+    ) -> KeptRows:
+        """The server's table of every valid row's codes under ``discretiser``: written
+        on its first pass (the one validation of the table for this discretiser), read by
+        every later one. The codes are small integers (SMALLINT where they fit)."""
+        if self._kept is not None and self._kept[0] is discretiser and self._kept[1] is table:
+            return self._kept[2]
+        self._drop_kept()
+        domain = discretiser.domain
+        sizes = dict(zip(domain.names, domain.sizes, strict=True))
+        sizes |= {f"fine:{name}": cells.size for name, cells in discretiser.fine.items()}
+        relation = ", ".join(
+            f"CAST({sql} AS {'SMALLINT' if sizes[attr] <= 2**15 else 'INTEGER'}) AS {columns[attr]}"
+            for attr, sql in codes.items()
+        )
+        kept = table.keep("dpevolve_codes", lambda valid: f"SELECT {relation} FROM {valid} AS c")
+        self._kept = (discretiser, table, kept)
+        return kept
 
     def _codes(self, table: DatabaseTable, discretiser: Any) -> dict[str, str] | None:
         if self._held is None or self._held[0] is not discretiser:
@@ -91,21 +121,6 @@ class ServerCounts:
                 codes = None
             self._held = (discretiser, codes)
         return self._held[1]
-
-
-def _first_set_rows(
-    rows: Sequence[Sequence[Any]],
-    parts: Sequence[Part],
-    used: Sequence[str],
-    columns: dict[str, str],
-) -> int:
-    """The rows the first grouping set of a :func:`grouped_sql` answer counted."""
-    grouped = {columns[a] for a in parts[0][1]}
-    return sum(
-        int(r[-1])
-        for r in rows
-        if all((r[i] is not None) == (c in grouped) for i, c in enumerate(used))
-    )
 
 
 def counts_where_stored(private: object) -> Any:

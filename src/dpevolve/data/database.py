@@ -42,7 +42,7 @@ from dpevolve.data.types import DateColumn
 from dpevolve.data.validation import OnInvalid, ValidationReport, check_columns, check_on_invalid
 from dpevolve.errors import InputError
 
-__all__ = ["Database", "DatabaseTable", "value_records"]
+__all__ = ["Database", "DatabaseTable", "KeptRows", "value_records"]
 
 
 class Database(Protocol):
@@ -66,7 +66,29 @@ class Database(Protocol):
         """A temporary table ``name(t text, u float64)`` holding ``texts`` and ``units``."""
         ...
 
+    def execute(self, sql: str) -> None:
+        """Run a statement that returns no rows (here: creating a temporary table)."""
+        ...
+
     def close(self) -> None: ...
+
+
+class KeptRows:
+    """A temporary table made once from the valid rows (:meth:`DatabaseTable.keep`), on
+    a connection held open until :meth:`close`: queries on it read the table as it was
+    then, without validating it again."""
+
+    def __init__(self, db: Database, name: str) -> None:
+        self._db = db
+        self.name = name
+
+    def rows(self, sql: str) -> list[tuple[object, ...]]:
+        """All rows of a (small) query, such as GROUP BY counts of the kept table."""
+        return self._db.rows(sql)
+
+    def close(self) -> None:
+        """Close the connection (the database drops the temporary table with it)."""
+        self._db.close()
 
 
 def value_records(block: np.ndarray, layout: Layout) -> Records:
@@ -251,24 +273,30 @@ class DatabaseTable:
             )
 
     def value(self, name: str) -> str:
-        """The SQL name of column ``name``'s validated value in :meth:`aggregate`'s
-        subquery (a float64; a categorical column's value is its code; NULL: missing)."""
+        """The SQL name of column ``name``'s validated value in the subquery of valid
+        rows :meth:`keep` hands over (a float64; a categorical column's value is its
+        code; NULL: missing)."""
         return f"v{self.schema.names.index(name)}"
 
-    def aggregate(self, sql_of: Callable[[str], str], rows_of: Callable[[list], int]) -> list:
-        """The rows of the query ``sql_of(valid)`` run in the database, where ``valid``
-        is a subquery of the valid rows' validated values (:meth:`value`), such as
-        GROUP BY counts (:mod:`dpevolve.backends.postgres`). ``rows_of`` reads from the
-        result how many valid rows it saw: a table changed since it was opened is an
-        error, as in :meth:`records`."""
+    def keep(self, name: str, sql_of: Callable[[str], str]) -> KeptRows:
+        """The rows of ``sql_of(valid)`` written once to the temporary table ``name`` of
+        a connection kept open, ``valid`` being a subquery of the valid rows' validated
+        values (:meth:`value`): the table is validated once, however many queries then
+        read ``name`` (the adaptive engine's cell codes, docs/scale.md). Checks the
+        valid rows as :meth:`records` does."""
         db = self._connect()
         try:
             self._load(db)
-            found = db.rows(sql_of(self._valid(db)))
-        finally:
+            db.execute(f"CREATE TEMPORARY TABLE {name} AS {sql_of(self._valid(db))}")
+            # Statistics for the planner: without them PostgreSQL guesses a group per
+            # row and sorts once per grouping set instead of hashing them in one scan.
+            db.execute(f"ANALYZE {name}")
+            [(rows,)] = db.rows(f"SELECT count(*) FROM {name}")
+            self._check_rows(int(rows))  # type: ignore[call-overload]
+        except BaseException:
             db.close()
-        self._check_rows(rows_of(found))
-        return found
+            raise
+        return KeptRows(db, name)
 
     def checked_rows(self) -> pd.DataFrame:
         """Every row's validated values and problems, in the table's order (for tests

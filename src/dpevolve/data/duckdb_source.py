@@ -137,6 +137,9 @@ class DuckDBDatabase:
         )
         self._con.register(name, table)
 
+    def execute(self, sql: str) -> None:
+        self._con.execute(sql)
+
     def close(self) -> None:
         self._con.close()
 

@@ -136,6 +136,17 @@ class PostgresDatabase:
                 f"{self.what}: the database refused a query ({self._said(exc)})"
             ) from None
 
+    def execute(self, sql: str) -> None:
+        import psycopg
+
+        try:
+            self._con.execute(sql)
+        except psycopg.Error as exc:
+            self._con.rollback()
+            raise InputError(
+                f"{self.what}: the database refused a query ({self._said(exc)})"
+            ) from None
+
     def stream(self, sql: str, rows: int) -> Iterator[np.ndarray]:
         with self._con.cursor(name="dpevolve_rows") as cursor:
             cursor.itersize = rows
