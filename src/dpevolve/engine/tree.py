@@ -21,7 +21,7 @@ set of each draw is public, and each draw is an
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Any, Protocol
@@ -32,10 +32,12 @@ from dpevolve.data.sources import PrivateSource
 from dpevolve.engine import select
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.plan import Spend
+from dpevolve.engine.relations import quantile_grouping
 from dpevolve.measurements import (
     Clique,
     Domain,
     Estimator,
+    Grouping,
     MarginalQuery,
     Measurement,
     MeasurementList,
@@ -75,21 +77,40 @@ def independent(first: np.ndarray, second: np.ndarray, total: float) -> np.ndarr
 
 
 def joined(
-    domain: Domain, pair: Clique, label: str | None, numeric: dict[str, int], groups: int
+    domain: Domain,
+    pair: Clique,
+    label: str | None,
+    numeric: Mapping[str, int],
+    groups: int,
+    masses: Mapping[str, np.ndarray] | None = None,
 ) -> MarginalQuery:
     """What the tree measures for a picked ``pair``: the pair cell by cell, or (``label``
     given) the pair with the label, each numeric (``numeric`` maps its name to its bins)
-    in ``groups`` equal-width groups of its bins: public, a function of the pick."""
+    in ``groups`` groups of its bins: of about equal mass where ``masses`` gives the
+    model's answer to the released 1-ways
+    (:func:`~dpevolve.engine.relations.quantile_grouping`, post-processing), else
+    equal-width. Public: a function of the pick and the releases before the phase."""
     if label is None:
         return MarginalQuery(pair)
     clique = domain.canonical((*pair, label))
-    grouping = tuple(
-        select.numeric_grouping(domain.shape((a,))[0], numeric[a], groups)
-        if a in numeric and groups < numeric[a]
-        else None
-        for a in clique
-    )
+    grouping = tuple(_grouping(domain, a, numeric, groups, masses) for a in clique)
     return MarginalQuery(clique, grouping if any(g is not None for g in grouping) else None)
+
+
+def _grouping(
+    domain: Domain,
+    column: str,
+    numeric: Mapping[str, int],
+    groups: int,
+    masses: Mapping[str, np.ndarray] | None,
+) -> Grouping | None:
+    """One column's grouping in the label tree's query; ``None``: kept cell by cell."""
+    if column not in numeric or groups >= numeric[column]:
+        return None
+    if masses is None:
+        return select.numeric_grouping(domain.shape((column,))[0], numeric[column], groups)
+    # fewer groups than bins: always coarser than the fine cells
+    return quantile_grouping(masses[column], numeric[column], groups)
 
 
 class PickRun(Protocol):
@@ -133,20 +154,29 @@ class Picks:
 
 
 def tree_picks(
-    domain: Domain, label: str | None, numeric: dict[str, int], groups: int, wide: int
+    domain: Domain,
+    label: str | None,
+    numeric: dict[str, int],
+    groups: int,
+    wide: int,
+    masses: Mapping[str, np.ndarray] | None = None,
 ) -> tuple[list[str], list[MarginalQuery], list[MarginalQuery] | None]:
     """The tree phase's public columns, scored pairs and released queries: every pair
     cell by cell (``released`` ``None``), or, with ``groups`` set, a ``label`` and at
     least ``max(3, wide)`` columns (public facts of the schema), the pairs of the other
     columns, each released with the label (:func:`joined`; ``numeric`` maps a numeric
-    column to its bins)."""
+    column to its bins, ``masses`` its released mass)."""
     labelled = groups and label is not None and len(domain.names) >= max(3, wide)
     with_label = label if labelled else None
     names = [a for a in domain.names if a != with_label]
     pairs = [MarginalQuery(c) for c in combinations(names, 2)]
     if with_label is None:
         return names, pairs, None
-    return names, pairs, [joined(domain, q.clique, with_label, numeric, groups) for q in pairs]
+    return (
+        names,
+        pairs,
+        [joined(domain, q.clique, with_label, numeric, groups, masses) for q in pairs],
+    )
 
 
 def _scores(run: PickRun, model: Estimator, picks: Picks) -> np.ndarray:
