@@ -181,10 +181,13 @@ def test_the_forest_joins_as_a_union_find(pairs: list[tuple[int, int]]) -> None:
     names = [f"x{i}" for i in range(8)]
     forest = Forest(names)
     groups = [{a} for a in names]
+    every = [(a, b) for a in names for b in names if a < b]
+    ends = forest.ends(every)  # made once, as a phase makes them
     for i, j in pairs:
         pair = (names[i], names[j])
         apart = not any(names[i] in g and names[j] in g for g in groups)
         assert bool(forest.open_mask([pair])[0]) == apart
+        assert np.array_equal(forest.open_mask(every, ends), forest.open_mask(every))
         forest.join(pair)
         merged = set().union(*(g for g in groups if names[i] in g or names[j] in g))
         groups = [g for g in groups if not g & merged] + [merged]

@@ -54,10 +54,20 @@ class Forest:
         self.index = {a: i for i, a in enumerate(names)}
         self.component = np.arange(len(names))
 
-    def open_mask(self, pairs: Sequence[Clique]) -> np.ndarray:
-        """Which ``pairs`` join two different components (public: earlier picks)."""
-        first = np.array([self.index[p[0]] for p in pairs])
-        second = np.array([self.index[p[1]] for p in pairs])
+    def ends(self, pairs: Sequence[Clique]) -> tuple[np.ndarray, np.ndarray]:
+        """The column indices of each pair's two ends (made once per phase: a phase's
+        ``d - 1`` picks each test every pair, and ``O(d^3)`` dictionary look-ups showed
+        at d = 200)."""
+        first = np.array([self.index[p[0]] for p in pairs], dtype=np.int64)
+        second = np.array([self.index[p[1]] for p in pairs], dtype=np.int64)
+        return first, second
+
+    def open_mask(
+        self, pairs: Sequence[Clique], ends: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> np.ndarray:
+        """Which ``pairs`` join two different components (public: earlier picks);
+        ``ends``: their :meth:`ends`, when made already."""
+        first, second = self.ends(pairs) if ends is None else ends
         return np.asarray(self.component[first] != self.component[second])
 
     def join(self, pair: Clique) -> None:
@@ -208,14 +218,16 @@ def spanning(
     pairs, weights, sigma = picks.pairs, picks.weights, picks.sigma
     values = _scores(run, model, picks)  # private
     forest = Forest(picks.names)
+    cliques = [q.clique for q in pairs]
+    ends = forest.ends(cliques)
     chosen: list[tuple[int, MarginalQuery]] = []
     round_ = picks.start
     while not forest.joined():
-        open_ = np.flatnonzero(forest.open_mask([q.clique for q in pairs]))
+        open_ = np.flatnonzero(forest.open_mask(cliques, ends))
         if open_.size == 0:
             break
         round_ += 1
-        event = select.selection_event(picks.epsilon, list(weights[open_]))
+        event = select.selection_event(picks.epsilon, weights[open_])
         run.spend.charge(event)
         index = int(open_[select.draw(values[open_], event, run.noise)])
         pick = pairs[index]
