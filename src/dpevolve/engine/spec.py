@@ -88,7 +88,7 @@ class EngineSpec:
         public fact of the schema). On wide tables its ``k - 1`` picks, with the tree's,
         make the model costly to fit: on the d = 100 table (57 numerics) the run took
         about ten times the CPU of the run without the phase, at the same TSTR
-        (docs/engine.md); on the d = 40 table (23) 1.3-2.6x, and there the phase keeps
+        (docs/engine.md); on the d = 40 table (23) 1.2-2.6x, and there the phase keeps
         the rank correlations of the strongly related pairs. The suite's tables hold at
         most 9 numeric columns.
     anneal

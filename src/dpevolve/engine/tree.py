@@ -149,8 +149,9 @@ class Picks:
     """One phase of spanning picks (public): its candidate ``pairs`` (the queries
     scored) and their selection ``weights``, the columns ``names`` to join, each pick's
     ``(sigma, epsilon)``, the round numbered before the first pick, the ``stage`` the
-    ledger names, and ``released``: where given, the query released for each pair in
-    its place (the label tree's pair with the label, :func:`joined`), all of them
+    ledger names, and ``released``: where given, what makes the query released for a
+    picked pair in its place (the label tree's pair with the label, :func:`joined`:
+    made for the ``d - 2`` picks only, not the ``C(d - 1, 2)`` pairs), all of them
     counted in one pass after the last pick and then released in pick order."""
 
     pairs: list[MarginalQuery]
@@ -160,7 +161,7 @@ class Picks:
     epsilon: float
     start: int
     stage: str
-    released: list[MarginalQuery] | None = None
+    released: Callable[[MarginalQuery], MarginalQuery] | None = None
 
 
 def tree_picks(
@@ -170,23 +171,23 @@ def tree_picks(
     groups: int,
     wide: int,
     masses: Mapping[str, np.ndarray] | None = None,
-) -> tuple[list[str], list[MarginalQuery], list[MarginalQuery] | None]:
-    """The tree phase's public columns, scored pairs and released queries: every pair
-    cell by cell (``released`` ``None``), or, with ``groups`` set, a ``label`` and at
-    least ``max(3, wide)`` columns (public facts of the schema), the pairs of the other
-    columns, each released with the label (:func:`joined`; ``numeric`` maps a numeric
-    column to its bins, ``masses`` its released mass)."""
+) -> tuple[list[str], list[MarginalQuery], Callable[[MarginalQuery], MarginalQuery] | None]:
+    """The tree phase's public columns, scored pairs and what makes a pick's released
+    query: every pair cell by cell (``released`` ``None``), or, with ``groups`` set, a
+    ``label`` and at least ``max(3, wide)`` columns (public facts of the schema), the
+    pairs of the other columns, each released with the label (:func:`joined`;
+    ``numeric`` maps a numeric column to its bins, ``masses`` its released mass)."""
     labelled = groups and label is not None and len(domain.names) >= max(3, wide)
     with_label = label if labelled else None
     names = [a for a in domain.names if a != with_label]
     pairs = [MarginalQuery(c) for c in combinations(names, 2)]
     if with_label is None:
         return names, pairs, None
-    return (
-        names,
-        pairs,
-        [joined(domain, q.clique, with_label, numeric, groups, masses) for q in pairs],
-    )
+
+    def released(pair: MarginalQuery) -> MarginalQuery:
+        return joined(domain, pair.clique, with_label, numeric, groups, masses)
+
+    return names, pairs, released
 
 
 def _scores(run: PickRun, model: Estimator, picks: Picks) -> np.ndarray:
@@ -240,7 +241,7 @@ def spanning(
             run.measure(pick, sigma, round_, "marginal")  # counted already
             chosen.append((round_, pick))
         else:
-            chosen.append((round_, picks.released[index]))
+            chosen.append((round_, picks.released(pick)))
     if picks.released is not None:
         run.prefetch([q for _, q in chosen])  # one pass for all the picked queries
         for r, query in chosen:
