@@ -6,7 +6,10 @@ factors (each column loads on one); the label (``"yes"``/``"no"``) is a logistic
 quarter of the columns, spread over the table, so a model that leaves a column
 unconnected loses its part. The schema is what ``dpevolve schema infer`` proposes on a
 public draw of the same generator. Prints one JSON line per run: TSTR, the real model's
-accuracy on the same test rows, CPU seconds and peak memory.
+accuracy on the same test rows, CPU seconds and peak memory (one run per process for a
+run's own peak), the cliques holding the label and how many of the label's columns
+share one with it, and the mean Spearman error over the numeric pairs (all, and those
+whose real Spearman is at least 0.3 in size).
 
     DPEVOLVE_DATA=... python benchmarks/wide_other.py 40,100 0,1 '{"tree_share": 0}'
 """
@@ -35,18 +38,42 @@ from dpevolve.reporting.tstr import tstr
 LABEL = "outcome"
 
 
-def make_other(d: int, n: int, seed: int) -> pd.DataFrame:
-    """``n`` rows of the ``d``-column table (structure fixed by ``d``, rows by ``seed``)."""
+def _structure(d: int) -> dict[str, np.ndarray]:
+    """The table's structure, fixed by ``d``: each column's factor, strength, kind,
+    scale, offset, levels and the label's coefficients."""
     shape = np.random.default_rng([d, 99])
     factors = max(2, d // 10)
-    load = shape.integers(0, factors, size=d)
-    strength = shape.uniform(0.5, 0.9, size=d)
-    kind = shape.random(d) < 0.5  # True: numeric
-    scale = shape.choice([1.0, 10.0, 250.0, 4000.0], size=d)
-    offset = shape.choice([0.0, -50.0, 1000.0], size=d)
-    levels = shape.integers(3, 7, size=d)
+    out = {
+        "load": shape.integers(0, factors, size=d),
+        "strength": shape.uniform(0.5, 0.9, size=d),
+        "kind": shape.random(d) < 0.5,  # True: numeric
+        "scale": shape.choice([1.0, 10.0, 250.0, 4000.0], size=d),
+        "offset": shape.choice([0.0, -50.0, 1000.0], size=d),
+        "levels": shape.integers(3, 7, size=d),
+    }
     used = shape.random(d) < 0.25
-    beta = np.where(used, shape.choice([-1.0, 1.0], size=d) * shape.uniform(0.6, 1.2, size=d), 0)
+    sign = shape.choice([-1.0, 1.0], size=d) * shape.uniform(0.6, 1.2, size=d)
+    out["beta"] = np.where(used, sign, 0)
+    out["used"] = used
+    return out
+
+
+def _name(j: int, numeric: bool) -> str:
+    return f"{'m' if numeric else 'c'}{j}"
+
+
+def label_columns(d: int) -> set[str]:
+    """The columns the label's logistic uses (public: the generator's structure)."""
+    s = _structure(d)
+    return {_name(int(j), bool(s["kind"][j])) for j in np.flatnonzero(s["used"])}
+
+
+def make_other(d: int, n: int, seed: int) -> pd.DataFrame:
+    """``n`` rows of the ``d``-column table (structure fixed by ``d``, rows by ``seed``)."""
+    s = _structure(d)
+    load, strength, kind, scale = s["load"], s["strength"], s["kind"], s["scale"]
+    offset, levels, used, beta = s["offset"], s["levels"], s["used"], s["beta"]
+    factors = max(2, d // 10)
     rng = np.random.default_rng([d, seed, 7])
     z = rng.normal(size=(n, factors))
     latent = strength * z[:, load] + np.sqrt(1 - strength**2) * rng.normal(size=(n, d))
@@ -55,13 +82,26 @@ def make_other(d: int, n: int, seed: int) -> pd.DataFrame:
     data: dict[str, Any] = {}
     for j in range(d):
         if kind[j]:
-            data[f"m{j}"] = np.round(offset[j] + scale[j] * latent[:, j], 2)
+            data[_name(j, True)] = np.round(offset[j] + scale[j] * latent[:, j], 2)
         else:
             cuts = np.quantile(latent[:, j], np.linspace(0, 1, levels[j] + 1)[1:-1])
             codes = np.searchsorted(cuts, latent[:, j])
-            data[f"c{j}"] = np.array([f"k{chr(97 + i)}" for i in range(levels[j])])[codes]
+            data[_name(j, False)] = np.array([f"k{chr(97 + i)}" for i in range(levels[j])])[codes]
     data[LABEL] = np.where(y, "yes", "no")
     return pd.DataFrame(data)
+
+
+def rank_errors(real: pd.DataFrame, synth: pd.DataFrame, numeric: list[str]) -> dict[str, float]:
+    """Mean |Spearman real - synthetic| over all numeric pairs, and over the pairs whose
+    real Spearman is at least 0.3 in size (those sharing a factor)."""
+    rho = [f[numeric].rank().corr().to_numpy() for f in (real, synth)]
+    upper = np.triu_indices(len(numeric), 1)
+    gap = np.abs(rho[0] - rho[1])[upper]
+    strong = np.abs(rho[0][upper]) >= 0.3
+    return {
+        "spearman_error": round(float(gap.mean()), 4),
+        "spearman_error_strong": round(float(gap[strong].mean()), 4) if strong.any() else 0.0,
+    }
 
 
 def run(d: int, seed: int, options: dict[str, Any], n: int = 20_000) -> dict[str, Any]:
@@ -87,6 +127,9 @@ def run(d: int, seed: int, options: dict[str, Any], n: int = 20_000) -> dict[str
     real = tstr(train, test, schema, LABEL)
     cliques = result.measurements.cliques()
     covered = {a for c in cliques if len(c) > 1 for a in c}
+    with_label = {a for c in cliques if LABEL in c for a in c} - {LABEL}
+    used = label_columns(d)
+    numeric = [a for a in train.columns if a.startswith("m")]
     return {
         "d": d,
         "seed": seed,
@@ -95,6 +138,10 @@ def run(d: int, seed: int, options: dict[str, Any], n: int = 20_000) -> dict[str
         "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "beyond_ones": sum(len(c) > 1 for c in cliques),
         "unconnected": len(schema.names) - len(covered),
+        "label_cliques": sum(LABEL in c and len(c) > 1 for c in cliques),
+        "used_with_label": len(used & with_label),
+        "used": len(used),
+        **rank_errors(train, synth, numeric),
         "tstr": round(fake.accuracy, 4),
         "real": round(real.accuracy, 4),
         "majority": round(real.baseline_accuracy, 4),

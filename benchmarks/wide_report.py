@@ -18,6 +18,9 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+#: Per-run measures summarised where every seed of a setting has them.
+MEASURES = ("tv_all", "spearman_error", "spearman_error_strong")
+
 
 def interval(values: list[float]) -> list[float]:
     """Mean and 95% t interval of ``values`` (the mean twice for one value)."""
@@ -53,17 +56,20 @@ def summary(rows: list[dict[str, Any]], baseline: str = "{}") -> dict[str, Any]:
                 )
             if "peak_mb" in by_seed[seeds[0]]:
                 entry["peak_mb"] = max(by_seed[s]["peak_mb"] for s in seeds)
-            if "tv_all" in by_seed[seeds[0]]:
-                entry["tv_all"] = interval([by_seed[s]["tv_all"] for s in seeds])
+            measures = [m for m in MEASURES if all(m in by_seed[s] for s in seeds)]
+            for m in measures:
+                entry[m] = interval([by_seed[s][m] for s in seeds])
             paired = [s for s in seeds if s in base]
             if setting != baseline and paired:
                 entry["tstr_minus_baseline"] = interval(
                     [by_seed[s]["tstr"] - base[s]["tstr"] for s in paired]
                 )
-                if "tv_all" in by_seed[seeds[0]]:
-                    entry["tv_all_minus_baseline"] = interval(
-                        [by_seed[s]["tv_all"] - base[s]["tv_all"] for s in paired]
-                    )
+                for m in measures:
+                    both = [s for s in paired if m in base[s]]
+                    if both:
+                        entry[f"{m}_minus_baseline"] = interval(
+                            [by_seed[s][m] - base[s][m] for s in both]
+                        )
             out[table][setting] = entry
     return out
 

@@ -15,6 +15,7 @@ from dpevolve.engine import EngineSpec, fit_engine
 from dpevolve.engine.plan import Plan
 from dpevolve.engine.relations import quantile_grouping, relation_queries
 from dpevolve.engine.tree import Forest
+from dpevolve.errors import InputError
 from dpevolve.measurements import Domain
 from dpevolve.privacy import Budget, zcdp_budget
 from dpevolve.privacy.noise import SeededNoise
@@ -74,17 +75,20 @@ def test_relation_queries_pair_the_numbers_coarse() -> None:
     columns=st.integers(1, 200),
     numeric=st.integers(0, 200),
     share=st.sampled_from([0.0, 0.15, 0.5]),
+    widest=st.sampled_from([2, 16, 200]),
 )
-def test_the_plan_states_the_relations_share(columns: int, numeric: int, share: float) -> None:
+def test_the_plan_states_the_relations_share(
+    columns: int, numeric: int, share: float, widest: int
+) -> None:
     numeric = min(numeric, columns)
-    spec = EngineSpec(relation_share=share)
+    spec = EngineSpec(relation_share=share, relation_max_numeric=widest)
     plan = Plan.of(Budget(epsilon=1.0, delta=1e-5), spec, columns, numeric)
     parts = plan.fine + plan.oneway + plan.relations + plan.tree + plan.rounds + plan.pe
     assert parts == pytest.approx(plan.total, rel=1e-12)
     before = Plan.of(
         Budget(epsilon=1.0, delta=1e-5), EngineSpec(relation_share=0.0), columns, numeric
     )
-    runs = share > 0 and numeric >= 2
+    runs = share > 0 and 2 <= numeric <= widest
     assert plan.relation_edges == (numeric - 1 if runs else 0)
     whole = plan.total - plan.fine - plan.oneway - plan.pe  # what the rounds had
     assert plan.relations == pytest.approx(share * whole if runs else 0.0, rel=1e-12)
@@ -160,10 +164,29 @@ def test_a_run_joins_the_numbers_on_recorded_coarse_pairs() -> None:
     assert rows["u"].corr(rows["v"], method="spearman") > 0.6
 
 
-def test_without_the_phase_nothing_is_recorded_for_it() -> None:
-    """``relation_share = 0``: no relations stage (the check that the test above can fail)."""
-    result, _ = _fit(EngineSpec(rounds=6, pe_share=0.0, final_iters=100, relation_share=0.0))
+@pytest.mark.parametrize(
+    "off", [{"relation_share": 0.0}, {"relation_max_numeric": 2}], ids=["share", "width"]
+)
+def test_without_the_phase_nothing_is_recorded_for_it(off: dict[str, float]) -> None:
+    """``relation_share = 0``, or more numeric columns (3) than ``relation_max_numeric``:
+    no relations stage (the check that the test above can fail)."""
+    result, _ = _fit(EngineSpec(rounds=6, pe_share=0.0, final_iters=100, **off))
     assert not any(h.get("stage") == "relations" for h in result.history)
+    events = result.ledger.to_dict()["events"]
+    assert not any(e.get("stage") == "relations" for e in events)
+    total = sum(e.rho for e in result.events)  # the share went to the other stages
+    assert total == pytest.approx(zcdp_budget(Budget(epsilon=1.0, delta=1e-5)), rel=1e-8)
+
+
+def test_the_default_gates_the_phase_on_the_numeric_columns() -> None:
+    spec = EngineSpec()
+    assert spec.runs_relations(9)  # cps91, the suite's most numeric table
+    assert spec.runs_relations(23)  # the d = 40 wide table
+    assert not spec.runs_relations(57)  # the d = 100 wide table
+    assert not spec.runs_relations(1)  # no pair
+    assert not EngineSpec(relation_share=0.0).runs_relations(9)
+    with pytest.raises(InputError, match="relation_max_numeric"):
+        EngineSpec(relation_max_numeric=1)
 
 
 def test_the_phases_run_together_with_the_label_tree() -> None:

@@ -14,6 +14,7 @@ from dpevolve.data.schema import CategoricalColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine
 from dpevolve.engine.plan import Plan
+from dpevolve.engine.relations import quantile_grouping
 from dpevolve.engine.tree import Forest, independent, joined
 from dpevolve.measurements import Clique, Domain, MarginalQuery, Measurement, even_grouping
 from dpevolve.privacy import Budget, zcdp_budget
@@ -121,6 +122,23 @@ def test_the_label_tree_groups_numerics_and_keeps_the_others() -> None:
     assert joined(domain, ("a", "b"), None, {"a": 20}, 5) == MarginalQuery(("a", "b"))
 
 
+def test_the_label_tree_cuts_numerics_at_the_released_quantiles() -> None:
+    """With the released 1-ways' mass, each numeric's groups hold about equal mass
+    (:func:`quantile_grouping`), the missing cell a group of its own; a column whose
+    mass leaves every bin its own group is kept cell by cell."""
+    domain = Domain(("a", "b", "y", "c"), (21, 3, 2, 20))
+    skewed = np.r_[np.full(4, 100.0), np.ones(16), 5.0]  # the mass in the first 4 bins
+    masses = {"a": skewed, "c": np.ones(20)}
+    query = joined(domain, ("a", "c"), "y", {"a": 20, "c": 20}, 5, masses)
+    assert query.groups is not None
+    assert query.groups[0] == quantile_grouping(skewed, 20, 5)
+    assert query.groups[0] != (*even_grouping(20, 5), 5)  # not the equal-width cut
+    assert query.groups[0][-1] == max(query.groups[0]) and query.groups[0][-2] < query.groups[0][-1]
+    assert query.groups[2] == even_grouping(20, 5)  # flat mass: equal-width again
+    few = joined(domain, ("a", "b"), "y", {"a": 20}, 30, {"a": skewed})
+    assert few == MarginalQuery(("a", "b", "y"))
+
+
 def test_without_the_tree_phase_a_wide_run_may_leave_columns_alone() -> None:
     """The tree is what connects every column: ``tree_share = 0`` keeps the old rounds
     (the check that the property above can fail)."""
@@ -163,10 +181,13 @@ def test_the_forest_joins_as_a_union_find(pairs: list[tuple[int, int]]) -> None:
     names = [f"x{i}" for i in range(8)]
     forest = Forest(names)
     groups = [{a} for a in names]
+    every = [(a, b) for a in names for b in names if a < b]
+    ends = forest.ends(every)  # made once, as a phase makes them
     for i, j in pairs:
         pair = (names[i], names[j])
         apart = not any(names[i] in g and names[j] in g for g in groups)
         assert bool(forest.open_mask([pair])[0]) == apart
+        assert np.array_equal(forest.open_mask(every, ends), forest.open_mask(every))
         forest.join(pair)
         merged = set().union(*(g for g in groups if names[i] in g or names[j] in g))
         groups = [g for g in groups if not g & merged] + [merged]

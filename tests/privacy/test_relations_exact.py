@@ -85,11 +85,16 @@ CUT = Schema(
 CUT_SPEC = dataclasses.replace(RELATIONS, adaptive_bins="off", pe_share=0.0)
 
 
-def cut_audit() -> list[str]:
+def cut_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The neighbours: the moving record at x = 0.5 or 7.5 (see :data:`CUT`)."""
     rows = [(v + 0.5, v + 0.5, str(i % 2)) for i, v in enumerate([0, 1, 2, 3, 4, 5, 6, 7] * 3)]
     here = pd.DataFrame([*rows, (0.5, 0.5, "0")], columns=list(CUT.names))
     there = pd.DataFrame([*rows, (7.5, 0.5, "0")], columns=list(CUT.names))
-    return engine_violations(CUT, here, there, "error", CUT_SPEC, BUDGET)
+    return here, there
+
+
+def cut_audit() -> list[str]:
+    return engine_violations(CUT, *cut_tables(), "error", CUT_SPEC, BUDGET)
 
 
 def test_the_cut_tables_pass_unmutated() -> None:

@@ -365,8 +365,13 @@ def _tree(
     label = run.discretiser.schema.label
     numeric = {c.name: run.discretiser.bins for c in run.discretiser.numeric}
     spec = run.spec
+    masses = (
+        {a: np.asarray(model.answer((a,))).ravel() for a in numeric}
+        if spec.tree_label_quantiles
+        else None
+    )  # the released 1-ways' model answer: post-processing
     names, pairs, released = tree_picks(
-        domain, label, numeric, spec.tree_label_groups, spec.tree_label_columns
+        domain, label, numeric, spec.tree_label_groups, spec.tree_label_columns, masses
     )
     sigma, epsilon = scales
     weights = np.array([weight(q.clique, label, spec.label_weight) for q in pairs])

@@ -13,10 +13,11 @@ the budget's ``rho`` (given, or the largest whose CKS conversion meets
 * ``pe_share`` of the whole for the PE stage's votes (:mod:`~dpevolve.engine.refine`),
   on tables of at most ``pe_max_columns`` columns, at least ``pe_min_numeric`` of
   them numeric (:meth:`~dpevolve.engine.spec.EngineSpec.runs_pe`);
-* for the relations phase (:mod:`~dpevolve.engine.relations`), on tables of two or
-  more numeric columns, ``relation_share`` of what the rounds have: ``k - 1`` picks
-  among the pairs of the ``k`` numeric columns, each with its coarse measurement
-  (``relation_edges``), at an equal share each;
+* for the relations phase (:mod:`~dpevolve.engine.relations`), on tables of two to
+  ``relation_max_numeric`` numeric columns
+  (:meth:`~dpevolve.engine.spec.EngineSpec.runs_relations`), ``relation_share`` of
+  what the rounds have: ``k - 1`` picks among the pairs of the ``k`` numeric columns,
+  each with its coarse measurement (``relation_edges``), at an equal share each;
 * for the spanning-tree phase (:mod:`~dpevolve.engine.tree`), ``d - 1`` picks each
   with its measurement, at most ``tree_share`` of what the rounds have and at most one
   planned round's cost per pair (``tree``); the planned rounds shrink by as many rounds'
@@ -80,7 +81,7 @@ class Plan:
         rounds = total - fine - atoms - oneway - pe
         planned = spec.planned_rounds(columns)
         per_round = rounds / planned
-        links = numeric - 1 if spec.relation_share > 0 and numeric >= 2 else 0
+        links = numeric - 1 if spec.runs_relations(numeric) else 0
         relations = spec.relation_share * rounds if links else 0.0
         edges = max(0, columns - 1) if spec.tree_share > 0 else 0
         tree = min(spec.tree_share * (rounds - relations), edges * per_round)

@@ -272,10 +272,10 @@ def scores(
     )
 
 
-def selection_event(epsilon: float, weights: Sequence[float]) -> ExponentialEvent:
+def selection_event(epsilon: float, weights: Sequence[float] | np.ndarray) -> ExponentialEvent:
     """The cost of one draw at ``epsilon`` over candidates of these weights:
     sensitivity ``2 max w_c`` (module docstring), ``epsilon^2 / 8``-zCDP."""
-    return ExponentialEvent(epsilon, L1_SENSITIVITY * max(weights), label="select")
+    return ExponentialEvent(epsilon, L1_SENSITIVITY * float(np.max(weights)), label="select")
 
 
 def draw(values: np.ndarray, event: ExponentialEvent, noise: NoiseSource) -> int:

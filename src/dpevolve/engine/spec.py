@@ -72,6 +72,10 @@ class EngineSpec:
         of ``d`` measurements leaves readable (docs/engine.md, measured on the wide
         tables: d = 100 +0.015 TSTR over 3 seeds, while d = 40 lost 0.028 and Adult-9
         0.007 on a seed, hence narrower tables keep the fine pairs).
+    tree_label_quantiles
+        ``True``: the label tree's numeric groups hold about equal mass, cut at the
+        quantiles of the model's answer to the released 1-ways (post-processing, as the
+        relations phase cuts its pairs); ``False``: equal-width groups of the bins.
     relation_share
         Share of the rounds' ``rho`` for the relations phase before the tree phase
         (:mod:`~dpevolve.engine.relations`): on tables of ``k >= 2`` numeric columns,
@@ -79,6 +83,14 @@ class EngineSpec:
         groups of both columns. ``0``: no relations phase.
     relation_groups
         Groups per numeric column in the relations phase's coarse pairs.
+    relation_max_numeric
+        The relations phase runs only on tables of at most this many numeric columns (a
+        public fact of the schema). On wide tables its ``k - 1`` picks, with the tree's,
+        make the model costly to fit: on the d = 100 table (57 numerics) the run took
+        about ten times the CPU of the run without the phase, at the same TSTR
+        (docs/engine.md); on the d = 40 table (23) 1.2-2.6x, and there the phase keeps
+        the rank correlations of the strongly related pairs. The suite's tables hold at
+        most 9 numeric columns.
     anneal
         When a refit barely moved the chosen marginal, the next rounds divide ``sigma``
         and multiply ``epsilon`` by this (AIM: 2).
@@ -195,8 +207,10 @@ class EngineSpec:
     tree_share: float = 0.8
     tree_label_groups: int = 5
     tree_label_columns: int = 60
+    tree_label_quantiles: bool = True
     relation_share: float = 0.15
     relation_groups: int = 4
+    relation_max_numeric: int = 32
     anneal: float = 2.0
     max_model_mb: float = 2.0
     max_candidates: int = 600
@@ -239,6 +253,12 @@ class EngineSpec:
         for name in ("pe_rounds", "pe_candidates", "pe_pool", "pe_max_columns"):
             _at_least(name, getattr(self, name), 1)
         _at_least("relation_groups", self.relation_groups, 2)
+        _at_least("relation_max_numeric", self.relation_max_numeric, 2)
+        if not isinstance(self.tree_label_quantiles, bool):
+            raise InputError(
+                f"engine spec: tree_label_quantiles must be true or false, "
+                f"got {self.tree_label_quantiles!r}"
+            )
         shares = ("fine_share", "atom_share", "oneway_share", "pe_share", "tree_share")
         for name in (*shares, "relation_share"):
             value = getattr(self, name)
@@ -308,6 +328,12 @@ class EngineSpec:
             and columns <= self.pe_max_columns
             and numeric >= self.pe_min_numeric * columns
         )
+
+    def runs_relations(self, numeric: int) -> bool:
+        """Whether the relations phase runs on a table of ``numeric`` numeric columns
+        (a public fact of the schema): ``relation_share`` and ``relation_max_numeric``
+        allow it and there is a pair to join."""
+        return self.relation_share > 0 and 2 <= numeric <= self.relation_max_numeric
 
     def planned_rounds(self, columns: int) -> int:
         """Rounds that set the first round's noise: ``rounds``, or per column capped."""

@@ -21,7 +21,7 @@ set of each draw is public, and each draw is an
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Any, Protocol
@@ -32,10 +32,12 @@ from dpevolve.data.sources import PrivateSource
 from dpevolve.engine import select
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.plan import Spend
+from dpevolve.engine.relations import quantile_grouping
 from dpevolve.measurements import (
     Clique,
     Domain,
     Estimator,
+    Grouping,
     MarginalQuery,
     Measurement,
     MeasurementList,
@@ -52,10 +54,20 @@ class Forest:
         self.index = {a: i for i, a in enumerate(names)}
         self.component = np.arange(len(names))
 
-    def open_mask(self, pairs: Sequence[Clique]) -> np.ndarray:
-        """Which ``pairs`` join two different components (public: earlier picks)."""
-        first = np.array([self.index[p[0]] for p in pairs])
-        second = np.array([self.index[p[1]] for p in pairs])
+    def ends(self, pairs: Sequence[Clique]) -> tuple[np.ndarray, np.ndarray]:
+        """The column indices of each pair's two ends (made once per phase: a phase's
+        ``d - 1`` picks each test every pair, and ``O(d^3)`` dictionary look-ups showed
+        at d = 200)."""
+        first = np.array([self.index[p[0]] for p in pairs], dtype=np.int64)
+        second = np.array([self.index[p[1]] for p in pairs], dtype=np.int64)
+        return first, second
+
+    def open_mask(
+        self, pairs: Sequence[Clique], ends: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> np.ndarray:
+        """Which ``pairs`` join two different components (public: earlier picks);
+        ``ends``: their :meth:`ends`, when made already."""
+        first, second = self.ends(pairs) if ends is None else ends
         return np.asarray(self.component[first] != self.component[second])
 
     def join(self, pair: Clique) -> None:
@@ -75,21 +87,40 @@ def independent(first: np.ndarray, second: np.ndarray, total: float) -> np.ndarr
 
 
 def joined(
-    domain: Domain, pair: Clique, label: str | None, numeric: dict[str, int], groups: int
+    domain: Domain,
+    pair: Clique,
+    label: str | None,
+    numeric: Mapping[str, int],
+    groups: int,
+    masses: Mapping[str, np.ndarray] | None = None,
 ) -> MarginalQuery:
     """What the tree measures for a picked ``pair``: the pair cell by cell, or (``label``
     given) the pair with the label, each numeric (``numeric`` maps its name to its bins)
-    in ``groups`` equal-width groups of its bins: public, a function of the pick."""
+    in ``groups`` groups of its bins: of about equal mass where ``masses`` gives the
+    model's answer to the released 1-ways
+    (:func:`~dpevolve.engine.relations.quantile_grouping`, post-processing), else
+    equal-width. Public: a function of the pick and the releases before the phase."""
     if label is None:
         return MarginalQuery(pair)
     clique = domain.canonical((*pair, label))
-    grouping = tuple(
-        select.numeric_grouping(domain.shape((a,))[0], numeric[a], groups)
-        if a in numeric and groups < numeric[a]
-        else None
-        for a in clique
-    )
+    grouping = tuple(_grouping(domain, a, numeric, groups, masses) for a in clique)
     return MarginalQuery(clique, grouping if any(g is not None for g in grouping) else None)
+
+
+def _grouping(
+    domain: Domain,
+    column: str,
+    numeric: Mapping[str, int],
+    groups: int,
+    masses: Mapping[str, np.ndarray] | None,
+) -> Grouping | None:
+    """One column's grouping in the label tree's query; ``None``: kept cell by cell."""
+    if column not in numeric or groups >= numeric[column]:
+        return None
+    if masses is None:
+        return select.numeric_grouping(domain.shape((column,))[0], numeric[column], groups)
+    # fewer groups than bins: always coarser than the fine cells
+    return quantile_grouping(masses[column], numeric[column], groups)
 
 
 class PickRun(Protocol):
@@ -118,8 +149,9 @@ class Picks:
     """One phase of spanning picks (public): its candidate ``pairs`` (the queries
     scored) and their selection ``weights``, the columns ``names`` to join, each pick's
     ``(sigma, epsilon)``, the round numbered before the first pick, the ``stage`` the
-    ledger names, and ``released``: where given, the query released for each pair in
-    its place (the label tree's pair with the label, :func:`joined`), all of them
+    ledger names, and ``released``: where given, what makes the query released for a
+    picked pair in its place (the label tree's pair with the label, :func:`joined`:
+    made for the ``d - 2`` picks only, not the ``C(d - 1, 2)`` pairs), all of them
     counted in one pass after the last pick and then released in pick order."""
 
     pairs: list[MarginalQuery]
@@ -129,24 +161,33 @@ class Picks:
     epsilon: float
     start: int
     stage: str
-    released: list[MarginalQuery] | None = None
+    released: Callable[[MarginalQuery], MarginalQuery] | None = None
 
 
 def tree_picks(
-    domain: Domain, label: str | None, numeric: dict[str, int], groups: int, wide: int
-) -> tuple[list[str], list[MarginalQuery], list[MarginalQuery] | None]:
-    """The tree phase's public columns, scored pairs and released queries: every pair
-    cell by cell (``released`` ``None``), or, with ``groups`` set, a ``label`` and at
-    least ``max(3, wide)`` columns (public facts of the schema), the pairs of the other
-    columns, each released with the label (:func:`joined`; ``numeric`` maps a numeric
-    column to its bins)."""
+    domain: Domain,
+    label: str | None,
+    numeric: dict[str, int],
+    groups: int,
+    wide: int,
+    masses: Mapping[str, np.ndarray] | None = None,
+) -> tuple[list[str], list[MarginalQuery], Callable[[MarginalQuery], MarginalQuery] | None]:
+    """The tree phase's public columns, scored pairs and what makes a pick's released
+    query: every pair cell by cell (``released`` ``None``), or, with ``groups`` set, a
+    ``label`` and at least ``max(3, wide)`` columns (public facts of the schema), the
+    pairs of the other columns, each released with the label (:func:`joined`;
+    ``numeric`` maps a numeric column to its bins, ``masses`` its released mass)."""
     labelled = groups and label is not None and len(domain.names) >= max(3, wide)
     with_label = label if labelled else None
     names = [a for a in domain.names if a != with_label]
     pairs = [MarginalQuery(c) for c in combinations(names, 2)]
     if with_label is None:
         return names, pairs, None
-    return names, pairs, [joined(domain, q.clique, with_label, numeric, groups) for q in pairs]
+
+    def released(pair: MarginalQuery) -> MarginalQuery:
+        return joined(domain, pair.clique, with_label, numeric, groups, masses)
+
+    return names, pairs, released
 
 
 def _scores(run: PickRun, model: Estimator, picks: Picks) -> np.ndarray:
@@ -178,14 +219,16 @@ def spanning(
     pairs, weights, sigma = picks.pairs, picks.weights, picks.sigma
     values = _scores(run, model, picks)  # private
     forest = Forest(picks.names)
+    cliques = [q.clique for q in pairs]
+    ends = forest.ends(cliques)
     chosen: list[tuple[int, MarginalQuery]] = []
     round_ = picks.start
     while not forest.joined():
-        open_ = np.flatnonzero(forest.open_mask([q.clique for q in pairs]))
+        open_ = np.flatnonzero(forest.open_mask(cliques, ends))
         if open_.size == 0:
             break
         round_ += 1
-        event = select.selection_event(picks.epsilon, list(weights[open_]))
+        event = select.selection_event(picks.epsilon, weights[open_])
         run.spend.charge(event)
         index = int(open_[select.draw(values[open_], event, run.noise)])
         pick = pairs[index]
@@ -198,7 +241,7 @@ def spanning(
             run.measure(pick, sigma, round_, "marginal")  # counted already
             chosen.append((round_, pick))
         else:
-            chosen.append((round_, picks.released[index]))
+            chosen.append((round_, picks.released(pick)))
     if picks.released is not None:
         run.prefetch([q for _, q in chosen])  # one pass for all the picked queries
         for r, query in chosen:
