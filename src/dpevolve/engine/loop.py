@@ -38,6 +38,7 @@ import pandas as pd
 from dpevolve.backends.base import Backend
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import PrivateSource
+from dpevolve.engine.atom_rules import RULE_SHARE, atom_columns, release_atom_rules
 from dpevolve.engine.atoms import atom_candidates, release_atoms
 from dpevolve.engine.bins import released_edges
 from dpevolve.engine.discretise import Discretiser
@@ -271,6 +272,10 @@ def fit_engine(
     if given is not None:
         given.count(run.discretiser)
     _release_ones(run, plan)
+    rules = atom_columns(run.discretiser, fine, n)
+    if release_atom_rules(run, rules, RULE_SHARE * plan.rounds):
+        about["atom_rules"] = rules  # post-processing of the fine histograms: shareable
+        ledger.add_metadata(engine=about)
     model = _first_fit(run, domain, build(domain, n, chosen), given, about)
     model, history = _selected(run, plan, model)
     model = _final_fit(model, run.fitted(), chosen.final_iters)

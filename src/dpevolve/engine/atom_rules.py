@@ -1,0 +1,95 @@
+"""The label's 2-way marginals with the columns that hold atoms, measured before the rounds.
+
+An atom kept as a bin of its own (:mod:`~dpevolve.engine.atoms`,
+:func:`~dpevolve.engine.bins.released_edges`) can carry a rule such as "any expense is
+yes exactly when spend > 0" only if its column's 2-way marginal with the label is
+measured. The tree and the rounds pick pairs by how far the model is from the data, so
+a column whose atoms show in the released fine histogram is often never paired with
+the label (on the suite's small tables, four of the eleven whose rules at atoms were
+lost). This release measures each such pair once, cell by cell, before the rounds.
+
+**Columns** (:func:`atom_columns`, post-processing of released values): the numeric
+columns other than the label whose released fine histogram, thresholded at
+:data:`~dpevolve.engine.bins.THRESHOLD` noise scales, holds a single-value cell of at
+least :data:`~dpevolve.engine.bins.ATOM_SHARE` of the ``n`` rows, largest atom first,
+at most :data:`MOST_COLUMNS`.
+
+**Release** (:func:`release_atom_rules`). :data:`RULE_SHARE` of the adaptive rounds'
+``rho`` in equal shares, one discrete Gaussian per pair at
+``sigma = sqrt(2) / sqrt(2 rho_pair)`` (a 2-way marginal moves by at most ``sqrt(2)``
+in L2 under replace-one; zCDP ``rho_pair = 1 / sigma^2``; docs/math.md, the Gaussian
+mechanism). Each is charged to the run's :class:`~dpevolve.engine.plan.Spend`,
+recorded in the ledger (``atom_rule``) and appended to the measurement list; the
+rounds then spend what is left (:func:`~dpevolve.engine.rounds.adaptive_rounds`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+import numpy as np
+
+from dpevolve.engine.bins import ATOM_SHARE, THRESHOLD
+from dpevolve.engine.discretise import Discretiser
+from dpevolve.engine.measure import sigma_for
+from dpevolve.measurements import MarginalQuery, Measurement
+
+#: Share of the adaptive rounds' ``rho`` (:attr:`~dpevolve.engine.plan.Plan.rounds`)
+#: for the label's pairs with the atom columns: about two rounds' worth on a small
+#: table, so the rounds keep most of theirs.
+RULE_SHARE = 0.1
+
+#: At most this many pairs (those with the largest atoms): on a wide table the share
+#: is not spread so thin that no pair is measured well.
+MOST_COLUMNS = 8
+
+RULE = "atom_rule"
+"""Ledger label of an atom column's pair with the label."""
+
+
+class RuleRun(Protocol):
+    """What a run lends the release: its bins and a charged, recorded measurement."""
+
+    discretiser: Discretiser
+
+    def measure(self, query: MarginalQuery, sigma: float, round_: int, label: str) -> None: ...
+
+
+def atom_columns(discretiser: Discretiser, fine: Mapping[str, Measurement], n: int) -> list[str]:
+    """The numeric columns (the label aside) whose released fine histogram holds an
+    atom: a single-value cell whose count, above :data:`~dpevolve.engine.bins.THRESHOLD`
+    noise scales, is at least :data:`~dpevolve.engine.bins.ATOM_SHARE` of ``n``
+    (a run of heavy values, 1 to 4 hours of television, counts too); largest atom
+    first, at most :data:`MOST_COLUMNS`. Post-processing of the fine histograms
+    (``n`` is public)."""
+    label = discretiser.schema.label
+    heaviest: dict[str, float] = {}
+    for column in discretiser.numeric:
+        measured = fine.get(column.name)
+        if column.name == label or measured is None:
+            continue
+        cells = discretiser.fine[column.name]
+        counts = np.asarray(measured.noisy, dtype=np.float64).ravel()
+        weights = np.where(counts > THRESHOLD * measured.sigma, counts, 0.0)
+        heavy = float(weights[: cells.atoms].max(initial=0.0))
+        if heavy >= ATOM_SHARE * n:
+            heaviest[column.name] = heavy
+    ranked = sorted(heaviest, key=lambda name: -heaviest[name])
+    return ranked[:MOST_COLUMNS]
+
+
+def release_atom_rules(run: RuleRun, columns: list[str], rho: float) -> list[str]:
+    """Measure each of ``columns`` with the label (``rho`` in equal shares; charged,
+    recorded and listed by ``run.measure``); the columns measured."""
+    label = run.discretiser.schema.label
+    if label is None or not columns or rho <= 0:
+        return []
+    domain = run.discretiser.domain
+    sigma = sigma_for(rho / len(columns))
+    for name in columns:
+        run.measure(MarginalQuery(domain.canonical((name, label))), sigma, 0, RULE)
+    return list(columns)
+
+
+__all__ = ["MOST_COLUMNS", "RULE", "RULE_SHARE", "atom_columns", "release_atom_rules"]
