@@ -272,10 +272,7 @@ def fit_engine(
     if given is not None:
         given.count(run.discretiser)
     _release_ones(run, plan)
-    rules = atom_columns(run.discretiser, fine, n)
-    if release_atom_rules(run, rules, RULE_SHARE * plan.rounds):
-        about["atom_rules"] = rules  # post-processing of the fine histograms: shareable
-        ledger.add_metadata(engine=about)
+    _release_rules(run, plan, fine, about)
     model = _first_fit(run, domain, build(domain, n, chosen), given, about)
     model, history = _selected(run, plan, model)
     model = _final_fit(model, run.fitted(), chosen.final_iters)
@@ -352,6 +349,18 @@ def _release_atoms(
         about["released_atoms"] = found
         run.ledger.add_metadata(engine=about)
     return found
+
+
+def _release_rules(
+    run: _Run, plan: Plan, fine: dict[str, Measurement], about: dict[str, Any]
+) -> None:
+    """Measure the label's pairs with the atom columns (:mod:`~dpevolve.engine.atom_rules`,
+    ``RULE_SHARE`` of the rounds' rho); the columns go in the ledger (post-processing
+    of the fine histograms: shareable)."""
+    rules = atom_columns(run.discretiser, fine, int(run.source.n))
+    if release_atom_rules(run, rules, RULE_SHARE * plan.rounds):
+        about["atom_rules"] = rules
+        run.ledger.add_metadata(engine=about)
 
 
 def _release_fine(run: _Run, plan: Plan) -> dict[str, Measurement]:
