@@ -16,6 +16,7 @@ from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine
 from dpevolve.engine.atom_rules import (
     MOST_COLUMNS,
+    RESOLVE,
     RULE,
     RULE_SHARE,
     atom_columns,
@@ -24,6 +25,7 @@ from dpevolve.engine.atom_rules import (
 from dpevolve.engine.atoms import atom_candidates
 from dpevolve.engine.bins import ATOM_SHARE, THRESHOLD
 from dpevolve.engine.discretise import Discretiser
+from dpevolve.engine.measure import sigma_for
 from dpevolve.engine.plan import Plan
 from dpevolve.measurements import HistogramQuery, MarginalQuery, Measurement
 from dpevolve.privacy import Budget
@@ -149,3 +151,26 @@ def test_the_run_charges_the_share_records_it_and_keeps_the_rule() -> None:
     zero = out["hours"].to_numpy(dtype=float) == 0
     assert abs(zero.mean() - 0.2) < 0.05
     assert (out.loc[zero, "y"] == "1").mean() > 0.9
+
+
+def test_only_columns_whose_largest_atom_the_pair_resolves() -> None:
+    d = Discretiser(SCHEMA, bins=10, fine_cells=128)
+    released = {
+        "hours": fine(d, "hours", {40.0: 3000.0}, 1.0),
+        "spend": fine(d, "spend", {0.0: 600.0}, 1.0),
+        "age": fine(d, "age", {30.0: 300.0}, 1.0),
+    }
+    assert atom_columns(d, released, 1000) == ["hours", "spend", "age"]
+    for rho in (1e-3, 4e-3, 1e-2, 1.0):
+        picked = atom_columns(d, released, 1000, rho)
+        k = len(picked)
+        assert picked == ["hours", "spend", "age"][:k]
+        if k:  # each kept column's atom holds RESOLVE noise scales at rho / k
+            assert 300.0 * (k == 3) + 600.0 * (k == 2) + 3000.0 * (k == 1) >= (
+                RESOLVE * sigma_for(rho / k)
+            )
+        if k < 3:  # one more column would not
+            nxt = [3000.0, 600.0, 300.0][k]
+            assert nxt < RESOLVE * sigma_for(rho / (k + 1))
+    assert atom_columns(d, released, 1000, 1.0) == ["hours", "spend", "age"]
+    assert atom_columns(d, released, 1000, 1e-6) == []

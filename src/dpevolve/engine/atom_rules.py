@@ -12,7 +12,8 @@ lost). This release measures each such pair once, cell by cell, before the round
 columns other than the label whose released fine histogram, thresholded at
 :data:`~dpevolve.engine.bins.THRESHOLD` noise scales, holds a single-value cell of at
 least :data:`~dpevolve.engine.bins.ATOM_SHARE` of the ``n`` rows, largest atom first,
-at most :data:`MOST_COLUMNS`.
+at most :data:`MOST_COLUMNS`, and of those the most ``k`` whose largest atoms all hold
+:data:`RESOLVE` noise scales of a pair's release at ``rho / k``.
 
 **Release** (:func:`release_atom_rules`). :data:`RULE_SHARE` of the adaptive rounds'
 ``rho`` in equal shares, one discrete Gaussian per pair at
@@ -36,13 +37,22 @@ from dpevolve.engine.measure import sigma_for
 from dpevolve.measurements import MarginalQuery, Measurement
 
 #: Share of the adaptive rounds' ``rho`` (:attr:`~dpevolve.engine.plan.Plan.rounds`)
-#: for the label's pairs with the atom columns: about two rounds' worth on a small
-#: table, so the rounds keep most of theirs.
-RULE_SHARE = 0.1
+#: for the label's pairs with the atom columns. At a tenth the pairs were measured more
+#: coarsely than the model inferred them from other releases on the suite's happiness
+#: and bank (worst rule at an atom 0.069 -> 0.106, 0.045 -> 0.082, seeded noise); at a
+#: quarter they are not (benchmarks/results/suite_atoms.md).
+RULE_SHARE = 0.25
 
 #: At most this many pairs (those with the largest atoms): on a wide table the share
 #: is not spread so thin that no pair is measured well.
 MOST_COLUMNS = 8
+
+#: A column is paired only while its largest atom holds at least this many noise scales
+#: of its pair's release (a two-class rule there then comes back within about 0.05): a
+#: pair measured more coarsely than the model infers it from other releases pulls the
+#: model off (on the suite's alcohol, whose atoms are small: TSTR 0.962 -> 0.863 on one
+#: seed with every atom column paired; 0.967 with this rule, seeded noise).
+RESOLVE = 16.0
 
 RULE = "atom_rule"
 """Ledger label of an atom column's pair with the label."""
@@ -56,13 +66,16 @@ class RuleRun(Protocol):
     def measure(self, query: MarginalQuery, sigma: float, round_: int, label: str) -> None: ...
 
 
-def atom_columns(discretiser: Discretiser, fine: Mapping[str, Measurement], n: int) -> list[str]:
+def atom_columns(
+    discretiser: Discretiser, fine: Mapping[str, Measurement], n: int, rho: float = 0.0
+) -> list[str]:
     """The numeric columns (the label aside) whose released fine histogram holds an
     atom: a single-value cell whose count, above :data:`~dpevolve.engine.bins.THRESHOLD`
     noise scales, is at least :data:`~dpevolve.engine.bins.ATOM_SHARE` of ``n``
     (a run of heavy values, 1 to 4 hours of television, counts too); largest atom
-    first, at most :data:`MOST_COLUMNS`. Post-processing of the fine histograms
-    (``n`` is public)."""
+    first, at most :data:`MOST_COLUMNS`; given the pairs' ``rho``, the most ``k`` of
+    them whose largest atoms hold :data:`RESOLVE` noise scales at ``rho / k``.
+    Post-processing of the fine histograms (``n`` is public)."""
     label = discretiser.schema.label
     heaviest: dict[str, float] = {}
     for column in discretiser.numeric:
@@ -75,8 +88,14 @@ def atom_columns(discretiser: Discretiser, fine: Mapping[str, Measurement], n: i
         heavy = float(weights[: cells.atoms].max(initial=0.0))
         if heavy >= ATOM_SHARE * n:
             heaviest[column.name] = heavy
-    ranked = sorted(heaviest, key=lambda name: -heaviest[name])
-    return ranked[:MOST_COLUMNS]
+    ranked = sorted(heaviest, key=lambda name: -heaviest[name])[:MOST_COLUMNS]
+    if rho <= 0:
+        return ranked
+    # the most columns whose largest atoms the pair's noise resolves
+    for k in range(len(ranked), 0, -1):
+        if heaviest[ranked[k - 1]] >= RESOLVE * sigma_for(rho / k):
+            return ranked[:k]
+    return []
 
 
 def release_atom_rules(run: RuleRun, columns: list[str], rho: float) -> list[str]:
@@ -92,4 +111,11 @@ def release_atom_rules(run: RuleRun, columns: list[str], rho: float) -> list[str
     return list(columns)
 
 
-__all__ = ["MOST_COLUMNS", "RULE", "RULE_SHARE", "atom_columns", "release_atom_rules"]
+__all__ = [
+    "MOST_COLUMNS",
+    "RESOLVE",
+    "RULE",
+    "RULE_SHARE",
+    "atom_columns",
+    "release_atom_rules",
+]

@@ -357,7 +357,7 @@ def _release_rules(
     """Measure the label's pairs with the atom columns (:mod:`~dpevolve.engine.atom_rules`,
     ``RULE_SHARE`` of the rounds' rho); the columns go in the ledger (post-processing
     of the fine histograms: shareable)."""
-    rules = atom_columns(run.discretiser, fine, int(run.source.n))
+    rules = atom_columns(run.discretiser, fine, int(run.source.n), RULE_SHARE * plan.rounds)
     if release_atom_rules(run, rules, RULE_SHARE * plan.rounds):
         about["atom_rules"] = rules
         run.ledger.add_metadata(engine=about)
