@@ -40,7 +40,7 @@ from dpevolve.measurements import MarginalQuery, Measurement
 #: for the label's pairs with the atom columns. At a tenth the pairs were measured more
 #: coarsely than the model inferred them from other releases on the suite's happiness
 #: and bank (worst rule at an atom 0.069 -> 0.106, 0.045 -> 0.082, seeded noise); at a
-#: quarter they are not (benchmarks/results/suite_atoms.md).
+#: quarter 0.085 and 0.050 (benchmarks/results/suite_atoms.md).
 RULE_SHARE = 0.25
 
 #: At most this many pairs (those with the largest atoms): on a wide table the share
