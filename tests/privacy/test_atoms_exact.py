@@ -21,7 +21,7 @@ import pytest
 from dpevolve.data.encoding import encode
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.engine import EngineSpec
-from dpevolve.engine.atoms import CandidateCounts, candidate_values
+from dpevolve.engine.atoms import CandidateCounts, candidate_values, children
 from dpevolve.engine.measure import marginal_event
 from dpevolve.privacy import Budget
 from dpevolve.privacy.audit import eps_lower_bound
@@ -96,3 +96,64 @@ def test_the_audit_bound_stays_below_the_claim() -> None:
     )
     assert bound <= claim
     assert hits_d != hits_n  # the audit has power
+
+
+#: A column of 30,001 values, too many for one level: its atom is found by zooming
+#: (0.001 cells, then the values inside the kept one), two releases per run.
+ZOOM = Schema(
+    (
+        NumericColumn("rate", 0.0, 3.0, decimals=4),
+        NumericColumn("z", 0, 15, integer=True),
+        CategoricalColumn("y", ("0", "1")),
+    ),
+    label="y",
+)
+
+#: The atom's second row moved off it, to the next value (the same level-0 cell), and
+#: to a row the schema refuses.
+ZOOM_PAIRS = [
+    ((1.2347, 5, "1"), (2.9, 15, "0"), "error"),
+    ((1.2347, 5, "1"), (1.2348, 5, "1"), "error"),
+    ((1.2347, 5, "1"), (9.99, 5, "1"), "drop"),
+]
+
+
+def zoom_tables(here, there) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rng = np.random.default_rng(4)
+    rows = [
+        (round(float(rng.uniform(1.5, 2.9)), 4), int(rng.integers(0, 16)), "0") for _ in range(38)
+    ]
+    rows.append((1.2347, 3, "1"))
+    cols = list(ZOOM.names)
+    return pd.DataFrame([*rows, here], columns=cols), pd.DataFrame([*rows, there], columns=cols)
+
+
+@pytest.mark.parametrize(("here", "there", "on_invalid"), ZOOM_PAIRS)
+def test_every_zoom_level_is_paid_for_and_the_rest_is_post_processing(
+    here, there, on_invalid
+) -> None:
+    assert engine_violations(ZOOM, *zoom_tables(here, there), on_invalid, SPEC, BUDGET) == []
+
+
+def test_the_zoom_audit_bound_stays_below_the_claim() -> None:
+    """The last level (the values in the kept cell) on the pair that moves the atom's
+    row to the next value: ``noisy count at 1.2347 >= 2``."""
+    query = CandidateCounts(ZOOM, {"rate": children(np.array([1.235]), 0.001, 1e-4)})
+    here, there = zoom_tables(*ZOOM_PAIRS[1][:2])
+    counts_d = query.counts(encode(here, ZOOM))
+    counts_n = query.counts(encode(there, ZOOM))
+    assert np.linalg.norm(counts_d - counts_n) == pytest.approx(math.sqrt(2))
+    sigma, trials, delta = 1.0, 4000, 1e-5
+    event = marginal_event(sigma, "atoms:rate")
+    claim = event.rho + 2.0 * math.sqrt(event.rho * math.log(1.0 / delta))
+    values = children(np.array([1.235]), 0.001, 1e-4)
+    at = int(np.flatnonzero(np.isclose(values, 1.2347))[0])
+    noise_d, noise_n = SeededNoise(23), SeededNoise(24)
+    hits_d = sum(noise_d.gaussian(counts_d, sigma)[at] >= 2 for _ in range(trials))
+    hits_n = sum(noise_n.gaussian(counts_n, sigma)[at] >= 2 for _ in range(trials))
+    bound = max(
+        eps_lower_bound(hits_d, trials, hits_n, trials, delta),
+        eps_lower_bound(hits_n, trials, hits_d, trials, delta),
+    )
+    assert bound <= claim
+    assert hits_d != hits_n

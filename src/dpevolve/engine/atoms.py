@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 
@@ -107,14 +108,23 @@ class CandidateCounts:
     :class:`~dpevolve.backends.base.CountQuery`). Private: release before use."""
 
     def __init__(
-        self, schema: Schema, candidates: Mapping[str, np.ndarray], rows: int = BATCH_ROWS
+        self,
+        schema: Schema,
+        candidates: Mapping[str, np.ndarray],
+        rows: int = BATCH_ROWS,
+        halfwidths: Mapping[str, float] | None = None,
     ) -> None:
         layout = Layout.of(schema)
         self.columns = [
-            (k, c, np.asarray(candidates[c.name], dtype=np.float64))
+            (k, c, np.sort(np.asarray(candidates[c.name], dtype=np.float64)))
             for k, c in enumerate(layout.numeric)
             if c.name in candidates
         ]
+        # how far from a candidate a row still counts there (default: at it)
+        self.halfwidths = {
+            c.name: float((halfwidths or {}).get(c.name, atom_tolerance(c)))
+            for _, c, _ in self.columns
+        }
         sizes = [values.size for _, _, values in self.columns]
         self.offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(int)
         self.rows = int(rows)
@@ -133,10 +143,11 @@ class CandidateCounts:
             if step is not None:
                 raw = np.round(raw, max(0, round(-math.log10(step))))
             raw = raw[np.isfinite(raw)]  # a missing cell is at no candidate
-            spacing = values[1] - values[0] if values.size > 1 else 1.0
-            index = np.clip(np.rint((raw - values[0]) / spacing), 0, values.size - 1)
-            index = index.astype(np.int64)
-            at = np.abs(raw - values[index]) <= atom_tolerance(column)
+            # the nearest candidate (one at most: replace-one moves two counts by one)
+            right = np.clip(np.searchsorted(values, raw), 0, values.size - 1)
+            left = np.maximum(right - 1, 0)
+            index = np.where(np.abs(values[left] - raw) <= np.abs(values[right] - raw), left, right)
+            at = np.abs(raw - values[index]) <= self.halfwidths[column.name]
             counts = np.bincount(index[at], minlength=values.size)
             out[self.offsets[j] : self.offsets[j + 1]] = counts
         return out
@@ -172,6 +183,50 @@ def noise_floor(candidates: int) -> float:
     return max(THRESHOLD, NormalDist().inv_cdf(1.0 - tail)) if tail < 0.5 else THRESHOLD
 
 
+def zoom_spacings(column: NumericColumn, values: np.ndarray, most: int) -> list[float]:
+    """The spacings of a column's zoom levels after the first (public: from the schema
+    and the candidates alone); none where the candidates are already the column's
+    values. Each level divides the spacing by the largest power of ten that keeps the
+    ``most`` kept cells' children within :data:`CANDIDATES`, down to the value step."""
+    step = value_step(column)
+    if step is None or values.size < 2:
+        return []
+    spacing = float(values[1] - values[0])
+    ratio = 10.0 ** max(1, math.floor(math.log10(CANDIDATES / max(most, 1))))
+    out: list[float] = []
+    while spacing > step * (1.0 + 1e-9):
+        spacing = max(step, spacing / ratio)
+        out.append(_rounded(spacing, step))
+    return out
+
+
+def children(parents: np.ndarray, width: float, spacing: float) -> np.ndarray:
+    """The multiples of ``spacing`` in ``[c - width / 2, c + width / 2)`` for each
+    parent ``c`` (sorted; public: a function of released cells)."""
+    out = []
+    for c in np.sort(np.asarray(parents, dtype=np.float64)):
+        first = math.ceil((c - width / 2.0) / spacing - 1e-9)
+        last = math.ceil((c + width / 2.0) / spacing - 1e-9)
+        out.append(np.arange(first, last) * spacing)
+    values = np.concatenate(out) if out else np.empty(0)
+    return np.unique(_rounded(values, spacing))
+
+
+def _rounded(values: Any, spacing: float) -> Any:
+    digits = max(0, round(-math.log10(spacing))) if spacing < 1.0 else 0
+    return np.round(values, digits) if digits else np.round(values)
+
+
+def kept_cells(noisy: np.ndarray, sigma: float, n: int, most: int) -> np.ndarray:
+    """The indices of the cells a zoom level refines: noisy count at least
+    ``ATOM_SHARE * n`` and the noise floor (:func:`noise_floor`), the ``most`` largest
+    (post-processing of a release; no spike needed: an atom may sit in a dense cell)."""
+    counts = np.asarray(noisy, dtype=np.float64)
+    heavy = (counts >= ATOM_SHARE * n) & (counts >= noise_floor(counts.size) * sigma)
+    index = np.flatnonzero(heavy)
+    return index[np.argsort(-counts[index], kind="stable")][:most]
+
+
 def release_atoms(
     source: PrivateSource,
     schema: Schema,
@@ -184,28 +239,79 @@ def release_atoms(
     measurements: MeasurementList,
     backend: Backend | None = None,
 ) -> dict[str, list[float]]:
-    """Release the candidate counts (``rho`` in equal shares, one Gaussian per column,
-    charged, recorded and appended to ``measurements``) and return the atoms found in
-    each column (largest first)."""
+    """Release the candidate counts, zooming where the candidates are coarser than the
+    column's values, and return the atoms found in each column (largest first).
+
+    ``rho`` goes in equal shares to the columns, a column's share in equal parts to its
+    planned levels (one, and one per :func:`zoom_spacings` entry; public); each level
+    is one Gaussian per column, charged, recorded (``atoms:<column>``, its ``level``)
+    and appended to ``measurements``. A zoom level counts the rows within half its spacing of each
+    candidate; the next counts the multiples of the next spacing inside the kept cells
+    (:func:`kept_cells`, :func:`children`); the last, at the value step, the rows at
+    each value. A column whose level keeps no cell stops there (its later levels are
+    not spent)."""
     if not candidates or rho <= 0:
         return {}
-    query = CandidateCounts(schema, candidates)
+    most = _most(bins)
+    columns = {c.name: c for c in Layout.of(schema).numeric if c.name in candidates}
+    levels = {a: zoom_spacings(c, np.asarray(candidates[a]), most) for a, c in columns.items()}
+    # each column's equal share, split over its levels: a column without zoom keeps
+    # the noise it had with one level
+    sigmas = {a: sigma_for(rho / len(columns) / (1 + len(v))) for a, v in levels.items()}
+    current = {a: np.asarray(candidates[a], dtype=np.float64) for a in columns}
+    half = {a: _half(candidates[a]) for a in columns if levels[a]}
     reader = backend if backend is not None else LocalBackend()
-    exact = query.split(reader.count(source.batches(), query))
-    sigma = sigma_for(rho / len(exact))
     n = int(source.n)
     out: dict[str, list[float]] = {}
-    for name, counts in exact.items():
-        event = marginal_event(sigma, ATOMS + name)
-        spend.charge(event)
-        measured = release(counts, (name,), event, noise)
-        listed = HistogramQuery(name, int(counts.size))
-        measurements.append(Measurement(listed, measured.noisy, measured.sigma, event))
-        ledger.record(event, round=0, clique=[name], cells=int(counts.size))
-        found = found_atoms(candidates[name], measured.noisy, sigma, n, _most(bins))
-        if found:
-            out[name] = found
+    level = 0
+    while current:
+        query = CandidateCounts(schema, current, halfwidths=half)
+        exact = query.split(reader.count(source.batches(), query))
+        after: dict[str, np.ndarray] = {}
+        for name, counts in exact.items():
+            sigma = sigmas[name]
+            noisy = _released(name, counts, sigma, level, spend, noise, ledger, measurements)
+            if level < len(levels[name]):
+                kept = kept_cells(noisy, sigma, n, most)
+                if kept.size:
+                    width = 2.0 * half[name]
+                    after[name] = children(current[name][kept], width, levels[name][level])
+                    if level + 1 < len(levels[name]):
+                        half[name] = levels[name][level] / 2.0
+                    else:
+                        half.pop(name)  # the last level: the values themselves
+                continue
+            found = found_atoms(current[name], noisy, sigma, n, most)
+            if found:
+                out[name] = found
+        current, level = after, level + 1
     return out
+
+
+def _half(values: np.ndarray) -> float:
+    """Half the spacing of a zoom column's first candidates."""
+    values = np.asarray(values, dtype=np.float64)
+    return float(values[1] - values[0]) / 2.0
+
+
+def _released(
+    name: str,
+    counts: np.ndarray,
+    sigma: float,
+    level: int,
+    spend: Spend,
+    noise: NoiseSource,
+    ledger: Ledger,
+    measurements: MeasurementList,
+) -> np.ndarray:
+    """One column's counts at one level: charged, released, listed and recorded."""
+    event = marginal_event(sigma, ATOMS + name)
+    spend.charge(event)
+    measured = release(counts, (name,), event, noise)
+    listed = HistogramQuery(name, int(counts.size))
+    measurements.append(Measurement(listed, measured.noisy, measured.sigma, event))
+    ledger.record(event, round=0, clique=[name], cells=int(counts.size), level=level)
+    return np.asarray(measured.noisy, dtype=np.float64)
 
 
 def _most(bins: int) -> int:
@@ -220,7 +326,10 @@ __all__ = [
     "CandidateCounts",
     "atom_candidates",
     "candidate_values",
+    "children",
     "found_atoms",
+    "kept_cells",
     "noise_floor",
     "release_atoms",
+    "zoom_spacings",
 ]

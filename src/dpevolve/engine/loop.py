@@ -39,6 +39,7 @@ import pandas as pd
 from dpevolve.backends.base import Backend
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import PrivateSource
+from dpevolve.engine.atom_rules import atom_columns, release_atom_rules
 from dpevolve.engine.atoms import release_atoms
 from dpevolve.engine.bins import released_edges
 from dpevolve.engine.discretise import Discretiser
@@ -243,6 +244,7 @@ def run_engine(
     if given is not None:
         given.count(run.discretiser)
     _release_ones(run, schedule)
+    _release_rules(run, schedule.atom_rules, fine, about)
     model = _first_fit(run, domain, build(domain, n, chosen), given, about)
     model, history = _selected(run, schedule, model)
     model = _final_fit(model, run.fitted(), chosen.final_iters)
@@ -321,6 +323,18 @@ def _release_atoms(
         about["released_atoms"] = found
         run.ledger.add_metadata(engine=about)
     return found
+
+
+def _release_rules(
+    run: _Run, rho: float, fine: dict[str, Measurement], about: dict[str, Any]
+) -> None:
+    """Measure the label's pairs with the atom columns (:mod:`~dpevolve.engine.atom_rules`,
+    ``rho`` in all); the columns go in the ledger (post-processing of the fine
+    histograms: shareable)."""
+    rules = atom_columns(run.discretiser, fine, int(run.source.n), rho)
+    if release_atom_rules(run, rules, rho):
+        about["atom_rules"] = rules
+        run.ledger.add_metadata(engine=about)
 
 
 def _release_fine(run: _Run, schedule: Schedule) -> dict[str, Measurement]:

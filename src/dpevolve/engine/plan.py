@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from dpevolve.engine.atom_rules import RULE_SHARE
 from dpevolve.engine.measure import sigma_for
 from dpevolve.engine.spec import EngineSpec
 from dpevolve.errors import PrivacyError
@@ -117,6 +118,7 @@ class Plan:
             relation_edges=self.relation_edges,
             tree=self.tree_round() if self.tree_edges else None,
             tree_edges=self.tree_edges,
+            atom_rules=RULE_SHARE * self.rounds,
             first_round=self.first_round(),
             rounds_limit=self.total - self.pe,
             select_share=self.select_share,
@@ -160,6 +162,10 @@ class Schedule:
         ``(sigma, epsilon)`` of one pick of the relations and of the tree phase and its
         measurement (``None``: the phase does not run); ``relation_edges`` and
         ``tree_edges`` picks each.
+    atom_rules
+        What the label's pairs with the atom columns may spend in all
+        (:mod:`~dpevolve.engine.atom_rules`; out of the rounds' share, which then spend
+        what is left).
     first_round
         ``(sigma, epsilon)`` of a planned adaptive round.
     rounds_limit
@@ -177,6 +183,7 @@ class Schedule:
     relation_edges: int
     tree: tuple[float, float] | None
     tree_edges: int
+    atom_rules: float
     first_round: tuple[float, float]
     rounds_limit: float
     select_share: float
