@@ -39,7 +39,7 @@ from dpevolve.backends.base import Backend
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import PrivateSource
 from dpevolve.engine.atoms import atom_candidates, release_atoms
-from dpevolve.engine.bins import released_edges
+from dpevolve.engine.bins import released_edges, released_support
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release, sigma_for
 from dpevolve.engine.model import EngineModel
@@ -263,7 +263,7 @@ def fit_engine(
         if placed:
             run.discretiser = Discretiser(
                 schema, chosen.bins, chosen.fine_cells, {**edges, **placed}, nested=placed,
-                atoms=atoms,
+                atoms=atoms, support=released_support(run.discretiser, fine, n, placed),
             )  # fmt: skip
         # post-processing of the released fine histograms: shareable
         about["released_bins"] = {a: [float(e) for e in v] for a, v in placed.items()}
