@@ -5,9 +5,10 @@ coordinates are declared on [-10, 10] and lie in about [0, 5]) leave the model a
 of occupied bins. One rule (:func:`loose_edges`) moves them over the column's central
 range where that range spans at most :data:`LOOSE` of the declared one; its quantiles
 come either from a public table (:func:`dpevolve.engine.public.public_edges`) or from
-the noisy fine histograms the engine releases before any marginal
-(:func:`released_edges`, ``EngineSpec.adaptive_bins``). Both are free: public facts,
-or post-processing of released values.
+the noisy fine histograms the engine releases before any marginal, read as masses
+through their noise (:func:`~dpevolve.engine.mass.released_mass`; :func:`released_edges`,
+``EngineSpec.adaptive_bins``). Both are free: public facts, or post-processing of
+released values. See docs/engine.md, Bins.
 """
 
 from __future__ import annotations
@@ -19,23 +20,18 @@ import numpy as np
 
 from dpevolve.data.schema import NumericColumn
 from dpevolve.engine.discretise import (
-    COVER,
     Discretiser,
     FineCells,
     atom_tolerance,
     value_step,
 )
+from dpevolve.engine.mass import SPIKE, THRESHOLD, released_mass, spikes
 from dpevolve.measurements import Measurement
 
 #: A value holding at least this share of the rows is an atom, a bin of its own
 #: (:func:`released_atoms`): a rule such as "any expense exactly when spend > 0" then
 #: shows in a 2-way marginal. The evaluation calls a value an atom from 5% up.
 ATOM_SHARE = 0.05
-
-#: A value of an integer (or ``decimals``) column is an atom only where its count is
-#: more than this many times the mean of its neighbours' (:func:`spikes`): the first
-#: value of an even run, next to empty ones, is not.
-SPIKE = 3.0
 
 #: At most this share of a column's bins are atoms' own bins.
 ATOM_BINS = 0.25
@@ -51,11 +47,12 @@ TAIL = 0.005
 #: range (a looser declared range wastes equal-width bins).
 LOOSE = 0.5
 
-#: A released fine cell counts only above this many noise scales (``sigma``): below it
-#: an empty cell's clipped noise would spread spurious mass over the whole range (with
-#: about a hundred empty cells, 4 sigma is passed by chance once in a few hundred
-#: columns).
-THRESHOLD = 4.0
+
+#: A moved column's end bins decode within the span of the fine cells holding mass
+#: (:func:`released_support`) widened by this share of its width on each side: the
+#: rows no cell shows lie beyond it at a reach the noise hides (catholic's parents'
+#: years of schooling, read in [10.7, 14.2], reach 8 and 18).
+REACH = 0.5
 
 
 def loose_edges(
@@ -107,7 +104,7 @@ def loose_edges(
     points = _outside_atoms(points, protected, column)
     points = np.unique(np.concatenate([[lo, hi], points, protected]))
     points = _trimmed(points, bins + 1, set(protected) | {lo, hi})
-    return _filled(points, bins + 1, a, b, grid)
+    return _filled(points, bins + 1, a, b, grid, quantile(np.linspace(0.0005, 0.9995, 1000)))
 
 
 def atom_edges(column: NumericColumn, atoms: Sequence[float]) -> list[float]:
@@ -161,33 +158,52 @@ def _trimmed(points: np.ndarray, size: int, keep: set[float]) -> np.ndarray:
 
 
 def _filled(
-    points: np.ndarray, size: int, a: float, b: float, grid: np.ndarray | None = None
+    points: np.ndarray,
+    size: int,
+    a: float,
+    b: float,
+    grid: np.ndarray | None = None,
+    sample: np.ndarray | None = None,
 ) -> np.ndarray | None:
-    """Sorted distinct ``points`` (at most ``size``) grown to ``size`` by splitting the
-    widest gap (inside ``[a, b]`` while one is there, else anywhere) at its midpoint, or
-    with a ``grid`` at the grid point nearest it (gaps holding none are not split;
-    ``None`` when too few remain)."""
+    """Sorted distinct ``points`` (at most ``size``) grown to ``size`` by splitting gaps
+    (``None`` when too few can be split: a gap is split at a ``grid`` point strictly
+    inside it when one is given). The gap holding most of ``sample`` (the values' quantiles
+    at even steps) is split at the point nearest their median; once no gap that can be
+    split holds any, the one whose point nearest the central range ``[a, b]`` lies
+    nearest it is split there (inside the range: the widest, at its middle), one side
+    after the other as the points move out. So the bins go
+    where the data are, and where a heavy fine cell cannot be split, next to it (where
+    a thin tail the noise hides lies) rather than out in a loose range's empty end,
+    whose bins the model fills with noise."""
     edges = [float(p) for p in points]
+    values = np.empty(0) if sample is None else np.sort(np.asarray(sample, dtype=float))
     while len(edges) < size:
-        gaps = np.diff(edges)
-        pairs = list(pairwise(edges))
-        middle = [_middle(x, y, grid) for x, y in pairs]
-        splits = np.array([m is not None for m in middle])
-        if not splits.any():
+        best: tuple[float, float, float] | None = None
+        cut = 0.0
+        last = len(edges) - 2
+        for k, (x, y) in enumerate(pairwise(edges)):
+            held = values[((values >= x) | (k == 0)) & ((values < y) | (k == last))]
+            target = x if x >= b else y if y <= a else 0.5 * (x + y)
+            point = _inside(x, y, float(np.median(held)) if held.size else target, grid)
+            if point is None:
+                continue
+            key = (float(held.size), -max(a - point, point - b, 0.0), y - x)
+            if best is None or key > best:
+                best, cut = key, point
+        if best is None:
             return None
-        inside = np.array([x >= a and y <= b for x, y in pairs]) & splits
-        pick = int(np.argmax(np.where(inside if inside.any() else splits, gaps, -1.0)))
-        edges.insert(pick + 1, float(middle[pick]))  # type: ignore[arg-type]
+        edges = sorted([*edges, cut])
     return np.asarray(edges, dtype=float)
 
 
-def _middle(x: float, y: float, grid: np.ndarray | None) -> float | None:
-    """A point strictly between ``x`` and ``y``: the midpoint, or the nearest grid point."""
-    mid = 0.5 * (x + y)
+def _inside(x: float, y: float, target: float, grid: np.ndarray | None) -> float | None:
+    """A point strictly between ``x`` and ``y`` nearest ``target``: ``target`` itself
+    (without a grid, where it lies strictly inside, else the midpoint), or the nearest
+    grid point."""
     if grid is None:
-        return mid
+        return target if x < target < y else 0.5 * (x + y)
     inside = grid[(grid > x) & (grid < y)]
-    return None if inside.size == 0 else float(inside[np.argmin(np.abs(inside - mid))])
+    return None if inside.size == 0 else float(inside[np.argmin(np.abs(inside - target))])
 
 
 def released_edges(
@@ -202,19 +218,19 @@ def released_edges(
 
     A function of public inputs (the schema, through ``discretiser``'s fine partition)
     and released values only, so free post-processing: no private record is read. Per
-    column (those in ``skip`` aside, e.g. placed by a public table): the noisy counts
-    below :data:`THRESHOLD` times their noise scale count as zero; single values of the
-    fine partition (declared ends, 0, every value of a grid) whose count is at least
-    :data:`ATOM_SHARE` of the ``n`` rows (public under replace-one) are atoms
-    (:func:`released_atoms`); where the kept counts hold at least :data:`COVER` of the
-    rows, the others give a histogram quantile (intervals uniform) and
-    :func:`loose_edges` places the bins on the fine partition's boundaries, so that
-    every released fine cell lies inside one bin (``Discretiser(..., nested=...)``).
-    Columns without atoms whose bins serve as they are (a tight range, values spread
-    over it, or mass the noise hides) keep their equal-width bins (absent from the
-    result). ``known``: atoms of the fine partition found by another release
-    (:func:`dpevolve.engine.atoms.release_atoms`, largest first); they take the first
-    of the atoms' bins.
+    column (those in ``skip`` aside, e.g. placed by a public table): the released counts
+    are read as masses (:func:`released_mass`: cells and merged runs of cells that stand
+    :data:`THRESHOLD` noise scales above zero, the rest of the ``n`` rows, public under
+    replace-one, spread evenly over the cells left); single values of the fine partition
+    (declared ends, 0, every value of a grid) whose count is at least :data:`ATOM_SHARE`
+    of the rows are atoms (:func:`released_atoms`); the other masses give a histogram
+    quantile (intervals uniform) and :func:`loose_edges` places the bins on the fine
+    partition's boundaries, so that every released fine cell lies inside one bin
+    (``Discretiser(..., nested=...)``). Columns without atoms whose bins serve as they
+    are (a tight range, values spread over it, or mass the noise hides) keep their
+    equal-width bins (absent from the result). ``known``: atoms of the fine partition
+    found by another release (:func:`dpevolve.engine.atoms.release_atoms`, largest
+    first); they take the first of the atoms' bins.
     """
     out: dict[str, np.ndarray] = {}
     bins = discretiser.bins
@@ -224,23 +240,43 @@ def released_edges(
         cells = discretiser.fine[column.name]
         measured = released[column.name]
         counts = np.asarray(measured.noisy, dtype=np.float64).ravel()
+        mass = released_mass(cells, counts, float(measured.sigma), n)
         weights = np.where(counts > THRESHOLD * measured.sigma, counts, 0.0)
         most = max(1, int(ATOM_BINS * bins))
         given = [float(v) for v in (known or {}).get(column.name, ())]
         extra = [v for v in released_atoms(cells, weights, n, most) if v not in given]
         atoms = sorted((given + extra)[:most])
-        rest = weights.copy()
+        rest = mass.copy()
         rest[np.isin(cells.lo, atoms) & (np.arange(cells.size) < cells.atoms)] = 0.0
         quantile = histogram_quantile(cells, rest)  # values only: missing left out
-        if weights.sum() < COVER * n or quantile is None:  # a missing cell's rows count
+        if quantile is None:
             if not atoms:
                 continue
             quantile = _uniform(column)  # the values between atoms: no better guess
-        grid = None if cells.grid else cells.boundaries
-        step = cells.step if cells.grid else None
-        edges = loose_edges(column, quantile, bins, mode, _snapper(grid, step), grid, atoms)
+        grid = _cuts(cells)
+        edges = loose_edges(column, quantile, bins, mode, _snapper(grid), grid, atoms)
         if edges is not None:
             out[column.name] = edges
+    return out
+
+
+def released_support(
+    discretiser: Discretiser, released: Mapping[str, Measurement], n: int, columns: Collection[str]
+) -> dict[str, tuple[float, float]]:
+    """Per column of ``columns``, where its values lie as its released fine histogram
+    shows them (:func:`released_mass`): from the lowest to the highest cell holding
+    mass, widened by :data:`REACH` of that width on each
+    side (post-processing; the span a moved column's end bins decode within,
+    ``Discretiser(..., support=...)``)."""
+    out: dict[str, tuple[float, float]] = {}
+    for name in columns:
+        cells = discretiser.fine[name]
+        measured = released[name]
+        mass = released_mass(cells, np.asarray(measured.noisy, dtype=np.float64), measured.sigma, n)
+        held = np.flatnonzero(mass[: cells.size - int(cells.nullable)] > 0)
+        if held.size:
+            low, high = float(cells.lo[held].min()), float(cells.hi[held].max())
+            out[name] = (low - REACH * (high - low), high + REACH * (high - low))
     return out
 
 
@@ -257,16 +293,6 @@ def released_atoms(cells: FineCells, weights: np.ndarray, n: int, most: int) -> 
     return sorted(float(cells.lo[i]) for i in index)
 
 
-def spikes(counts: np.ndarray, reach: int = 2) -> np.ndarray:
-    """Which of consecutive values' counts stand out: more than :data:`SPIKE` times the
-    mean count of the ``reach`` values on either side (an even run of values, say
-    a uniform count from 40 to 50, has no atom: its bins already hold it)."""
-    c = np.asarray(counts, dtype=np.float64)
-    padded = np.pad(c, reach)
-    window = np.convolve(padded, np.ones(2 * reach + 1), mode="valid") - c
-    return c > SPIKE * window / (2 * reach)
-
-
 def _uniform(column: NumericColumn) -> Callable[[np.ndarray], np.ndarray]:
     def quantile(q: np.ndarray) -> np.ndarray:
         return float(column.lo) + np.asarray(q, dtype=float) * float(column.range)
@@ -274,17 +300,26 @@ def _uniform(column: NumericColumn) -> Callable[[np.ndarray], np.ndarray]:
     return quantile
 
 
-def _snapper(grid: np.ndarray | None, step: float | None) -> Callable[[np.ndarray], np.ndarray]:
-    """Inner edges to the nearest boundary of ``grid``, or half-way between grid values."""
+def _cuts(cells: FineCells) -> np.ndarray:
+    """Where a bin edge may go: the boundaries of the fine intervals, or on a grid the
+    points half-way between neighbouring values (a bin between two of them would hold
+    none)."""
+    if not cells.grid:
+        return cells.boundaries
+    values = np.sort(cells.lo[: cells.atoms])
+    return 0.5 * (values[1:] + values[:-1])
+
+
+def _snapper(grid: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """Inner edges to the nearest point of ``grid`` (sorted)."""
 
     def snap(points: np.ndarray) -> np.ndarray:
-        if grid is not None:
-            pos = np.clip(np.searchsorted(grid, points), 1, grid.size - 1)
-            left, right = grid[pos - 1], grid[pos]
-            return np.where(points - left <= right - points, left, right)
-        if step is not None:
-            return (np.floor(points / step) + 0.5) * step
-        return points
+        if grid.size == 0:
+            return points
+        pos = np.searchsorted(grid, points)
+        left = grid[np.clip(pos - 1, 0, grid.size - 1)]
+        right = grid[np.clip(pos, 0, grid.size - 1)]
+        return np.where(np.abs(points - left) <= np.abs(right - points), left, right)
 
     return snap
 
@@ -317,9 +352,9 @@ def histogram_quantile(
 __all__ = [
     "ATOM_BINS",
     "ATOM_SHARE",
-    "COVER",
     "CROWDED",
     "LOOSE",
+    "REACH",
     "SPIKE",
     "TAIL",
     "THRESHOLD",
@@ -328,5 +363,6 @@ __all__ = [
     "loose_edges",
     "released_atoms",
     "released_edges",
+    "released_support",
     "spikes",
 ]

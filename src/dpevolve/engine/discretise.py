@@ -130,6 +130,10 @@ class Discretiser:
         as a public table's heavy values: :func:`dpevolve.engine.public.public_edges`),
         so that a value holding a large share decodes to itself, not to a point near it
         (ignored in a column whose fine partition is a grid: every value is a cell).
+    support
+        Where the values of some moved columns lie, ``(low, high)``, read from released
+        values (:func:`dpevolve.engine.bins.released_support`): their end bins, which
+        reach out to the declared ends, decode within it.
     """
 
     def __init__(
@@ -140,6 +144,7 @@ class Discretiser:
         edges: Mapping[str, np.ndarray] | None = None,
         nested: Collection[str] = (),
         atoms: Mapping[str, Collection[float]] | None = None,
+        support: Mapping[str, tuple[float, float]] | None = None,
     ) -> None:
         self.schema = schema
         self.bins = int(bins)
@@ -157,6 +162,7 @@ class Discretiser:
         self._given = set(edges or {}) - set(nested)
         #: Columns whose bins were moved (given edges): their first and last bins are tails.
         self.moved = frozenset(edges or {})
+        self.support = dict(support or {})
         for name, given in (edges or {}).items():
             self._edges[name] = _checked_edges(self._edges[name], np.asarray(given, dtype=float))
         extra = atoms or {}
@@ -296,7 +302,9 @@ class Discretiser:
         :data:`MARGIN`, or the nearest weighted cell where none is, so no value lands
         far from where the released histogram shows data. An end bin (a moved column's
         tail, out to the declared end, or any column's first or last bin straddling the
-        data's end) keeps to the cells within that span whatever the weights hold.
+        data's end) keeps to the cells within that span whatever the weights hold, or,
+        wholly past it, to its cells nearest it (those within the margin of the
+        nearest); with a ``support``, to its cells within that first.
         """
         columns: dict[str, object] = {}
         for j, column in enumerate(self.schema.columns):
@@ -330,19 +338,24 @@ class Discretiser:
             inside = np.flatnonzero(cells.coarse == b)
             if inside.size == 0:  # a bin holding no value of the grid: the nearest one
                 inside = np.array([int(np.nanargmin(np.abs(cells.lo - centre)))])
+            tail = total is not None and b in (0, self.bins - 1)
+            if tail and column.name in self.support:
+                inside = _within(cells, inside, self.support[column.name])
             p = weights[inside]
             own = p.sum() > 0
-            tail = total is not None and b in (0, self.bins - 1)
             window = _window(cells, weights) if not own and (span or tail) else None
             near = np.zeros(inside.size, dtype=bool)
             if window is not None:
                 near = (cells.hi[inside] >= window[0]) & (cells.lo[inside] <= window[1])
+                if tail and not near.any():
+                    near = _nearest_cells(cells, inside, window)
             if window is not None and (span or near.any()):
                 # the released histogram shows no data here: the bin's cells within the
                 # margin of those it does show, else the nearest cell that does (an end
                 # bin, a moved column's tail or one straddling the data's end, holds a
                 # tail share of the rows: its part near the data, whatever the cover;
-                # wholly past them, it decodes as drawn)
+                # wholly past them, its cells nearest them, as far as the margin
+                # reaches past the nearest)
                 inside = inside[near] if near.any() else inside[:0]
                 if inside.size == 0:
                     inside = np.array([_nearest_weighted(cells, weights, centre)])
@@ -369,6 +382,21 @@ def _window(cells: FineCells, weights: np.ndarray) -> tuple[float, float] | None
     low, high = float(np.min(cells.lo[positive])), float(np.max(cells.hi[positive]))
     margin = MARGIN * (high - low)
     return low - margin, high + margin
+
+
+def _within(cells: FineCells, inside: np.ndarray, span: tuple[float, float]) -> np.ndarray:
+    """The cells ``inside`` (of one bin) that meet ``span``, else those nearest it."""
+    meet = (cells.hi[inside] > span[0]) & (cells.lo[inside] < span[1])
+    meet |= (cells.lo[inside] >= span[0]) & (cells.lo[inside] <= span[1])  # atoms
+    return inside[meet] if meet.any() else inside[_nearest_cells(cells, inside, span)]
+
+
+def _nearest_cells(cells: FineCells, inside: np.ndarray, window: tuple[float, float]) -> np.ndarray:
+    """Which of the cells ``inside`` (a bin wholly past ``window``) lie nearest it: the
+    nearest, and those within :data:`MARGIN` of the window's width past it."""
+    gap = np.maximum(cells.lo[inside] - window[1], 0.0)
+    gap = gap + np.maximum(window[0] - cells.hi[inside], 0.0)
+    return np.asarray(gap <= gap.min() + MARGIN * (window[1] - window[0]))
 
 
 def _nearest_weighted(cells: FineCells, weights: np.ndarray, centre: float) -> int:

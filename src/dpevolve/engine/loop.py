@@ -41,7 +41,7 @@ from dpevolve.data.schema import Schema
 from dpevolve.data.sources import PrivateSource
 from dpevolve.engine.atom_rules import atom_columns, release_atom_rules
 from dpevolve.engine.atoms import release_atoms
-from dpevolve.engine.bins import released_edges
+from dpevolve.engine.bins import released_edges, released_support
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release
 from dpevolve.engine.model import EngineModel
@@ -236,7 +236,7 @@ def run_engine(
         if placed:
             run.discretiser = Discretiser(
                 schema, chosen.bins, chosen.fine_cells, {**edges, **placed}, nested=placed,
-                atoms=atoms,
+                atoms=atoms, support=released_support(run.discretiser, fine, n, placed),
             )  # fmt: skip
         # post-processing of the released fine histograms: shareable
         about["released_bins"] = {a: [float(e) for e in v] for a, v in placed.items()}
