@@ -302,9 +302,9 @@ class Discretiser:
         :data:`MARGIN`, or the nearest weighted cell where none is, so no value lands
         far from where the released histogram shows data. An end bin (a moved column's
         tail, out to the declared end, or any column's first or last bin straddling the
-        data's end) keeps to the cells within that span whatever the weights hold, or,
-        wholly past it, to its cells nearest it (those within the margin of the
-        nearest); with a ``support``, to its cells within that first.
+        data's end) keeps to the cells within that span whatever the weights hold; a
+        moved column's end bin wholly past it, to its cells nearest it (those within the
+        margin of the nearest), and with a ``support``, to its cells within that first.
         """
         columns: dict[str, object] = {}
         for j, column in enumerate(self.schema.columns):
@@ -339,7 +339,8 @@ class Discretiser:
             if inside.size == 0:  # a bin holding no value of the grid: the nearest one
                 inside = np.array([int(np.nanargmin(np.abs(cells.lo - centre)))])
             tail = total is not None and b in (0, self.bins - 1)
-            if tail and column.name in self.support:
+            moved_tail = tail and column.name in self.moved
+            if moved_tail and column.name in self.support:
                 inside = _within(cells, inside, self.support[column.name])
             p = weights[inside]
             own = p.sum() > 0
@@ -347,15 +348,15 @@ class Discretiser:
             near = np.zeros(inside.size, dtype=bool)
             if window is not None:
                 near = (cells.hi[inside] >= window[0]) & (cells.lo[inside] <= window[1])
-                if tail and not near.any():
+                if moved_tail and not near.any():
                     near = _nearest_cells(cells, inside, window)
             if window is not None and (span or near.any()):
                 # the released histogram shows no data here: the bin's cells within the
                 # margin of those it does show, else the nearest cell that does (an end
                 # bin, a moved column's tail or one straddling the data's end, holds a
                 # tail share of the rows: its part near the data, whatever the cover;
-                # wholly past them, its cells nearest them, as far as the margin
-                # reaches past the nearest)
+                # a moved column's tail wholly past them, its cells nearest them, as far
+                # as the margin reaches past the nearest)
                 inside = inside[near] if near.any() else inside[:0]
                 if inside.size == 0:
                     inside = np.array([_nearest_weighted(cells, weights, centre)])
