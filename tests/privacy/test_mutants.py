@@ -225,7 +225,8 @@ def column_bins(mp: pytest.MonkeyPatch) -> None:
 
 
 def private_span(mp: pytest.MonkeyPatch) -> None:
-    """The decoding's span (tails.py) from the private column's min and max."""
+    """The decoding's span (tails.py) and a moved column's support (bins.py) from the
+    private column's min and max."""
     seen = _sources(mp)
 
     def inward(discretiser, model, measurements, weights):
@@ -239,7 +240,17 @@ def private_span(mp: pytest.MonkeyPatch) -> None:
             bounded[name] = np.where(inside, 1.0, 0.0)[: np.asarray(w).size]
         return released_inward(discretiser, model, measurements, bounded)
 
+    def support(discretiser, released, n, columns):
+        source = seen[id(discretiser)]
+        numeric = {c.name: (k, c) for k, c in enumerate(Layout.of(discretiser.schema).numeric)}
+        out = {}
+        for name in columns:
+            values = private_values(source, numeric[name][1], numeric[name][0])
+            out[name] = (float(values.min()), float(values.max()))
+        return out
+
     mp.setattr(loop, "released_inward", inward)
+    mp.setattr(loop, "released_support", support)
 
 
 def noise_source_half_scale(mp: pytest.MonkeyPatch) -> None:
