@@ -40,6 +40,13 @@ def files(tmp_path: Path, small_schema, small_table) -> tuple[Path, Path, Path]:
     return tmp_path, schema, private
 
 
+def _default_interrupt() -> None:
+    """In the child: Ctrl-C at its default, as in a user's shell. A process inherits an
+    ignored SIGINT (a test worker may be started with it ignored), and Python then
+    installs no KeyboardInterrupt for it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupted(argv: list[Any], pause: str, sig: str) -> tuple[int, str]:
     """Run ``dpevolve ARGV`` held at ``pause``; once it says it is there, send ``sig``.
     The exit status and the whole of stderr."""
@@ -50,6 +57,7 @@ def interrupted(argv: list[Any], pause: str, sig: str) -> tuple[int, str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_default_interrupt,
     )
     watchdog = threading.Timer(WATCHDOG_S, proc.kill)
     watchdog.start()
