@@ -273,6 +273,15 @@ TINY = Schema(
 TINY_CELLS = list(itertools.product([0, 1, 2, 3], ["p", "q", None], ["0", "1"]))
 
 
+def neighbour_tables(
+    schema: Schema, rows: Sequence[tuple[Any, ...]], here: tuple[Any, ...], there: tuple[Any, ...]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Two tables that share ``rows`` and differ in their last record (``here`` in D,
+    ``there`` in D'): a replace-one pair."""
+    cols = list(schema.names)
+    return pd.DataFrame([*rows, here], columns=cols), pd.DataFrame([*rows, there], columns=cols)
+
+
 def tiny_neighbours() -> Iterator[tuple[pd.DataFrame, pd.DataFrame, str]]:
     """Every neighbouring pair of :data:`TINY` tables of four rows around three fixed
     ones: the fourth record replaced by every other cell (boundary values of ``x``, the

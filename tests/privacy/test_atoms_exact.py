@@ -27,7 +27,7 @@ from dpevolve.privacy import Budget
 from dpevolve.privacy.audit import eps_lower_bound
 from dpevolve.privacy.noise import SeededNoise
 
-from .exact import engine_violations
+from .exact import engine_violations, neighbour_tables
 
 SCHEMA = Schema(
     (
@@ -62,9 +62,7 @@ PAIRS = [
 
 
 def tables(here, there) -> tuple[pd.DataFrame, pd.DataFrame]:
-    cols = list(SCHEMA.names)
-    rows = base()
-    return pd.DataFrame([*rows, here], columns=cols), pd.DataFrame([*rows, there], columns=cols)
+    return neighbour_tables(SCHEMA, base(), here, there)
 
 
 @pytest.mark.parametrize(("here", "there", "on_invalid"), PAIRS)
@@ -124,8 +122,7 @@ def zoom_tables(here, there) -> tuple[pd.DataFrame, pd.DataFrame]:
         (round(float(rng.uniform(1.5, 2.9)), 4), int(rng.integers(0, 16)), "0") for _ in range(38)
     ]
     rows.append((1.2347, 3, "1"))
-    cols = list(ZOOM.names)
-    return pd.DataFrame([*rows, here], columns=cols), pd.DataFrame([*rows, there], columns=cols)
+    return neighbour_tables(ZOOM, rows, here, there)
 
 
 @pytest.mark.parametrize(("here", "there", "on_invalid"), ZOOM_PAIRS)

@@ -10,7 +10,7 @@ lost). This release measures each such pair once, cell by cell, before the round
 
 **Columns** (:func:`atom_columns`, post-processing of released values): the numeric
 columns other than the label whose released fine histogram, thresholded at
-:data:`~dpevolve.engine.bins.THRESHOLD` noise scales, holds a single-value cell of at
+:data:`~dpevolve.engine.mass.THRESHOLD` noise scales, holds a single-value cell of at
 least :data:`~dpevolve.engine.bins.ATOM_SHARE` of the ``n`` rows, largest atom first,
 at most :data:`MOST_COLUMNS`, and of those the most ``k`` whose largest atoms all hold
 :data:`RESOLVE` noise scales of a pair's release at ``rho / k``.
@@ -31,8 +31,9 @@ from typing import Protocol
 
 import numpy as np
 
-from dpevolve.engine.bins import ATOM_SHARE, THRESHOLD
+from dpevolve.engine.bins import ATOM_SHARE
 from dpevolve.engine.discretise import Discretiser
+from dpevolve.engine.mass import standing
 from dpevolve.engine.measure import sigma_for
 from dpevolve.measurements import MarginalQuery, Measurement
 
@@ -70,7 +71,7 @@ def atom_columns(
     discretiser: Discretiser, fine: Mapping[str, Measurement], n: int, rho: float = 0.0
 ) -> list[str]:
     """The numeric columns (the label aside) whose released fine histogram holds an
-    atom: a single-value cell whose count, above :data:`~dpevolve.engine.bins.THRESHOLD`
+    atom: a single-value cell whose count, above :data:`~dpevolve.engine.mass.THRESHOLD`
     noise scales, is at least :data:`~dpevolve.engine.bins.ATOM_SHARE` of ``n``
     (a run of heavy values, 1 to 4 hours of television, counts too); largest atom
     first, at most :data:`MOST_COLUMNS`; given the pairs' ``rho``, the most ``k`` of
@@ -84,7 +85,7 @@ def atom_columns(
             continue
         cells = discretiser.fine[column.name]
         counts = np.asarray(measured.noisy, dtype=np.float64).ravel()
-        weights = np.where(counts > THRESHOLD * measured.sigma, counts, 0.0)
+        weights = standing(counts, float(measured.sigma))
         heavy = float(weights[: cells.atoms].max(initial=0.0))
         if heavy >= ATOM_SHARE * n:
             heaviest[column.name] = heavy

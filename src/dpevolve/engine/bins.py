@@ -25,7 +25,7 @@ from dpevolve.engine.discretise import (
     atom_tolerance,
     value_step,
 )
-from dpevolve.engine.mass import SPIKE, THRESHOLD, released_mass, spikes
+from dpevolve.engine.mass import SPIKE, THRESHOLD, released_mass, spikes, standing
 from dpevolve.measurements import Measurement
 
 #: A value holding at least this share of the rows is an atom, a bin of its own
@@ -241,7 +241,7 @@ def released_edges(
         measured = released[column.name]
         counts = np.asarray(measured.noisy, dtype=np.float64).ravel()
         mass = released_mass(cells, counts, float(measured.sigma), n)
-        weights = np.where(counts > THRESHOLD * measured.sigma, counts, 0.0)
+        weights = standing(counts, float(measured.sigma))
         most = max(1, int(ATOM_BINS * bins))
         given = [float(v) for v in (known or {}).get(column.name, ())]
         extra = [v for v in released_atoms(cells, weights, n, most) if v not in given]

@@ -28,6 +28,12 @@ SIDE = 2.0
 THRESHOLD = 4.0
 
 
+def standing(counts: np.ndarray, sigma: float) -> np.ndarray:
+    """The released ``counts`` that stand out of their noise (above :data:`THRESHOLD`
+    noise scales ``sigma``), the others zero: what a single cell shows of its rows."""
+    return np.where(counts > THRESHOLD * sigma, counts, 0.0)
+
+
 def released_mass(cells: FineCells, counts: np.ndarray, sigma: float, n: int) -> np.ndarray:
     """How many rows each fine cell holds, read from its released counts (``sigma``
     their noise scale; post-processing).
@@ -71,7 +77,7 @@ def released_mass(cells: FineCells, counts: np.ndarray, sigma: float, n: int) ->
 def _read(c: np.ndarray, width: np.ndarray, sigma: float) -> tuple[np.ndarray, np.ndarray]:
     """The masses of the ordered cells' counts ``c`` that stand out of the noise, alone
     or pooled in blocks (:func:`released_mass`), and which cells were pooled."""
-    mass = np.where(c > THRESHOLD * sigma, c, 0.0)
+    mass = standing(c, sigma)
     free = mass == 0.0
     pooled = np.zeros(c.size, dtype=bool)
     size = 2
@@ -169,4 +175,4 @@ def spikes(counts: np.ndarray, reach: int = 2) -> np.ndarray:
     return c > SPIKE * window / (2 * reach)
 
 
-__all__ = ["SIDE", "SPIKE", "THRESHOLD", "released_mass", "spikes"]
+__all__ = ["SIDE", "SPIKE", "THRESHOLD", "released_mass", "spikes", "standing"]
