@@ -43,10 +43,10 @@ from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine, loop, select
 from dpevolve.engine.discretise import Discretiser
-from dpevolve.engine.measure import count_marginals
+from dpevolve.engine.measure import count_marginals, marginal_event
 from dpevolve.measurements import MarginalQuery
 from dpevolve.privacy import Budget, ExponentialEvent, GaussianEvent
-from dpevolve.privacy.audit import ExactLoss, exact_loss
+from dpevolve.privacy.audit import ExactLoss, eps_lower_bound, exact_loss
 from dpevolve.privacy.events import Event, ZeroCostEvent
 from dpevolve.privacy.noise import SeededNoise
 
@@ -280,6 +280,41 @@ def neighbour_tables(
     ``there`` in D'): a replace-one pair."""
     cols = list(schema.names)
     return pd.DataFrame([*rows, here], columns=cols), pd.DataFrame([*rows, there], columns=cols)
+
+
+@dataclass(frozen=True)
+class ThresholdAudit:
+    """One Gaussian release audited on a pair: the (epsilon, delta) lower bound, the
+    claim (the release's zCDP converted at ``delta``) and each side's hits."""
+
+    bound: float
+    claim: float
+    hits: tuple[int, int]
+
+
+def threshold_audit(
+    counts: tuple[np.ndarray, np.ndarray],
+    at: int,
+    label: str,
+    seeds: tuple[int, int],
+    sigma: float = 1.0,
+    trials: int = 4000,
+    delta: float = 1e-5,
+) -> ThresholdAudit:
+    """The event ``noisy count at cell at >= 2`` (between the neighbours' counts) over
+    ``trials`` seeded releases of each side's ``counts`` at ``sigma``; a Clopper-Pearson
+    lower bound on epsilon against the claim of the release's ledger event."""
+    event = marginal_event(sigma, label)
+    claim = event.rho + 2.0 * math.sqrt(event.rho * math.log(1.0 / delta))  # zCDP -> DP
+    hits = []
+    for side, seed in zip(counts, seeds, strict=True):
+        noise = SeededNoise(seed)
+        hits.append(int(sum(noise.gaussian(side, sigma)[at] >= 2 for _ in range(trials))))
+    bound = max(
+        eps_lower_bound(hits[0], trials, hits[1], trials, delta),
+        eps_lower_bound(hits[1], trials, hits[0], trials, delta),
+    )
+    return ThresholdAudit(bound, claim, (hits[0], hits[1]))
 
 
 def tiny_neighbours() -> Iterator[tuple[pd.DataFrame, pd.DataFrame, str]]:

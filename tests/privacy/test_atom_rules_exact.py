@@ -24,12 +24,9 @@ from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.engine import EngineSpec
 from dpevolve.engine.atom_rules import RULE
 from dpevolve.engine.discretise import Discretiser
-from dpevolve.engine.measure import marginal_event
 from dpevolve.privacy import Budget
-from dpevolve.privacy.audit import eps_lower_bound
-from dpevolve.privacy.noise import SeededNoise
 
-from .exact import engine_violations, neighbour_tables
+from .exact import engine_violations, neighbour_tables, threshold_audit
 
 SCHEMA = Schema(
     (
@@ -85,16 +82,7 @@ def test_the_audit_bound_stays_below_the_claim() -> None:
 
     counts_d, counts_n = counts(here), counts(there)
     assert np.linalg.norm(counts_d - counts_n) <= math.sqrt(2)
-    sigma, trials, delta = 1.0, 4000, 1e-5
-    event = marginal_event(sigma, RULE)
-    claim = event.rho + 2.0 * math.sqrt(event.rho * math.log(1.0 / delta))  # zCDP -> DP
     at = 1  # hours bin 0, y = 1
-    noise_d, noise_n = SeededNoise(21), SeededNoise(22)
-    hits_d = sum(noise_d.gaussian(counts_d, sigma)[at] >= 2 for _ in range(trials))
-    hits_n = sum(noise_n.gaussian(counts_n, sigma)[at] >= 2 for _ in range(trials))
-    bound = max(
-        eps_lower_bound(hits_d, trials, hits_n, trials, delta),
-        eps_lower_bound(hits_n, trials, hits_d, trials, delta),
-    )
-    assert bound <= claim
-    assert hits_d != hits_n  # the audit has power
+    audit = threshold_audit((counts_d, counts_n), at, RULE, (21, 22))
+    assert audit.bound <= audit.claim
+    assert audit.hits[0] != audit.hits[1]  # the audit has power

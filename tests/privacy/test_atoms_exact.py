@@ -22,12 +22,9 @@ from dpevolve.data.encoding import encode
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.engine import EngineSpec
 from dpevolve.engine.atoms import CandidateCounts, candidate_values, children
-from dpevolve.engine.measure import marginal_event
 from dpevolve.privacy import Budget
-from dpevolve.privacy.audit import eps_lower_bound
-from dpevolve.privacy.noise import SeededNoise
 
-from .exact import engine_violations, neighbour_tables
+from .exact import engine_violations, neighbour_tables, threshold_audit
 
 SCHEMA = Schema(
     (
@@ -81,19 +78,10 @@ def test_the_audit_bound_stays_below_the_claim() -> None:
     counts_d = query.counts(encode(here, SCHEMA))
     counts_n = query.counts(encode(there, SCHEMA))
     assert np.linalg.norm(counts_d - counts_n) <= math.sqrt(2)
-    sigma, trials, delta = 1.0, 4000, 1e-5
-    event = marginal_event(sigma, "atoms:tax")
-    claim = event.rho + 2.0 * math.sqrt(event.rho * math.log(1.0 / delta))  # zCDP -> DP
     at = int(np.flatnonzero(np.isclose(values, 1.23))[0])
-    noise_d, noise_n = SeededNoise(21), SeededNoise(22)
-    hits_d = sum(noise_d.gaussian(counts_d, sigma)[at] >= 2 for _ in range(trials))
-    hits_n = sum(noise_n.gaussian(counts_n, sigma)[at] >= 2 for _ in range(trials))
-    bound = max(
-        eps_lower_bound(hits_d, trials, hits_n, trials, delta),
-        eps_lower_bound(hits_n, trials, hits_d, trials, delta),
-    )
-    assert bound <= claim
-    assert hits_d != hits_n  # the audit has power
+    audit = threshold_audit((counts_d, counts_n), at, "atoms:tax", (21, 22))
+    assert audit.bound <= audit.claim
+    assert audit.hits[0] != audit.hits[1]  # the audit has power
 
 
 #: A column of 30,001 values, too many for one level: its atom is found by zooming
@@ -140,17 +128,8 @@ def test_the_zoom_audit_bound_stays_below_the_claim() -> None:
     counts_d = query.counts(encode(here, ZOOM))
     counts_n = query.counts(encode(there, ZOOM))
     assert np.linalg.norm(counts_d - counts_n) == pytest.approx(math.sqrt(2))
-    sigma, trials, delta = 1.0, 4000, 1e-5
-    event = marginal_event(sigma, "atoms:rate")
-    claim = event.rho + 2.0 * math.sqrt(event.rho * math.log(1.0 / delta))
     values = children(np.array([1.235]), 0.001, 1e-4)
     at = int(np.flatnonzero(np.isclose(values, 1.2347))[0])
-    noise_d, noise_n = SeededNoise(23), SeededNoise(24)
-    hits_d = sum(noise_d.gaussian(counts_d, sigma)[at] >= 2 for _ in range(trials))
-    hits_n = sum(noise_n.gaussian(counts_n, sigma)[at] >= 2 for _ in range(trials))
-    bound = max(
-        eps_lower_bound(hits_d, trials, hits_n, trials, delta),
-        eps_lower_bound(hits_n, trials, hits_d, trials, delta),
-    )
-    assert bound <= claim
-    assert hits_d != hits_n
+    audit = threshold_audit((counts_d, counts_n), at, "atoms:rate", (23, 24))
+    assert audit.bound <= audit.claim
+    assert audit.hits[0] != audit.hits[1]
