@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
@@ -118,15 +119,13 @@ class MarginalQuery:
         out = np.asarray(counts, dtype=np.float64)
         if self.groups is None:
             return out
-        for axis, grouping in enumerate(self.groups):
-            if grouping is None:
+        for axis, (index, starts) in enumerate(_plans(self.groups)):
+            if index is None:
                 continue
-            if len(grouping) != out.shape[axis]:
+            if len(index) != out.shape[axis]:
                 raise InputError(f"query on {list(self.clique)}: grouping and domain disagree")
-            index = np.asarray(grouping, dtype=np.int64)
-            if np.all(np.diff(index) == (np.diff(index) > 0)):
+            if starts is not None:
                 # runs of consecutive cells (the usual case): one reduceat
-                starts = np.flatnonzero(np.diff(index, prepend=-1))
                 out = np.add.reduceat(out, starts, axis=axis)
                 continue
             moved = np.moveaxis(out, axis, 0)
@@ -141,10 +140,35 @@ class MarginalQuery:
         out = np.asarray(values, dtype=np.float64)
         if self.groups is None:
             return out
-        for axis, grouping in enumerate(self.groups):
-            if grouping is not None:
-                out = np.take(out, np.asarray(grouping, dtype=np.int64), axis=axis)
+        for axis, (index, _) in enumerate(_plans(self.groups)):
+            if index is not None:
+                out = np.take(out, index, axis=axis)
         return out
+
+
+Plan = tuple[np.ndarray | None, np.ndarray | None]
+
+
+@lru_cache(maxsize=65536)
+def _plans(groups: tuple[Grouping | None, ...]) -> tuple[Plan, ...]:
+    """Per attribute of a query's groups: its grouping as an index array (``None``: kept
+    cell by cell) and, where the groups are runs of consecutive cells, each run's first
+    cell (else ``None``). Made once per grouping: the estimator projects and expands
+    every coarse query at every step (docs/scale.md, columns)."""
+    out: list[Plan] = []
+    for grouping in groups:
+        if grouping is None:
+            out.append((None, None))
+            continue
+        index = np.asarray(grouping, dtype=np.int64)
+        index.setflags(write=False)
+        steps = np.diff(index)
+        starts = None
+        if np.all(steps == (steps > 0)):
+            starts = np.flatnonzero(np.diff(index, prepend=-1))
+            starts.setflags(write=False)
+        out.append((index, starts))
+    return tuple(out)
 
 
 def even_grouping(cells: int, groups: int) -> Grouping:

@@ -14,6 +14,7 @@ from dpevolve.data.encoding import Records, encode
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine
+from dpevolve.engine.nearest import nearest
 from dpevolve.engine.plan import Plan
 from dpevolve.engine.refine import (
     VOTE_LABEL,
@@ -22,7 +23,6 @@ from dpevolve.engine.refine import (
     candidate_count,
     cell_ratio,
     column_cells,
-    nearest,
     rake,
     resample,
 )

@@ -182,12 +182,47 @@ def _tally(
     """One slice's counts: each clique's cells from the ``coarse`` code columns in
     ``where``, then each ``fine`` code vector's histogram."""
     out = np.zeros(int(offsets[-1]), dtype=np.int64)
+    # Column by column (a wide table's pass reads every pair's two columns): strided reads
+    # of a row-major array cost several times the counting.
+    columns = np.asfortranarray(coarse, dtype=np.int64)
+    _check_codes(columns, where, shapes)
     for k, (shape, cols) in enumerate(zip(shapes, where, strict=True)):
-        flat = np.ravel_multi_index(tuple(coarse[:, c] for c in cols), shape)
-        out[offsets[k] : offsets[k + 1]] = np.bincount(flat, minlength=offsets[k + 1] - offsets[k])
+        out[offsets[k] : offsets[k + 1]] = np.bincount(
+            _cell_index(columns, cols, shape), minlength=offsets[k + 1] - offsets[k]
+        )
     for j, codes in enumerate(fine, start=len(where)):
         out[offsets[j] : offsets[j + 1]] = np.bincount(codes, minlength=offsets[j + 1] - offsets[j])
     return out
+
+
+def _check_codes(
+    columns: np.ndarray, where: Sequence[Sequence[int]], shapes: Sequence[tuple[int, ...]]
+) -> None:
+    """Every code column a clique reads lies within its cells (as
+    ``np.ravel_multi_index`` checks), once per column, not once per clique."""
+    size: dict[int, int] = {}
+    for cols, shape in zip(where, shapes, strict=True):
+        size.update(zip(cols, shape, strict=True))
+    if not size or not len(columns):
+        return
+    used = np.fromiter(size, dtype=np.int64, count=len(size))
+    limits = np.fromiter(size.values(), dtype=np.int64, count=len(size))
+    part = columns[:, used]
+    if part.min() < 0 or np.any(part.max(axis=0) >= limits):
+        raise ValueError("a cell code lies outside its column's cells")
+
+
+def _cell_index(columns: np.ndarray, cols: Sequence[int], shape: Sequence[int]) -> np.ndarray:
+    """Each row's cell in a clique's C-order flat counts (``np.ravel_multi_index``'s
+    index, by Horner's rule), ``columns`` column-major and checked by
+    :func:`_check_codes`."""
+    if not cols:
+        return np.zeros(len(columns), dtype=np.int64)
+    flat = columns[:, cols[0]].copy()
+    for c, size in zip(cols[1:], shape[1:], strict=True):
+        flat *= size
+        flat += columns[:, c]
+    return flat
 
 
 def count_marginals(

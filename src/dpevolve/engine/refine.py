@@ -36,18 +36,13 @@ import numpy as np
 import pandas as pd
 
 from dpevolve.backends.base import Backend
-from dpevolve.backends.local import LocalBackend
 from dpevolve.data.encoding import Records, encode
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import PrivateSource
+from dpevolve.engine.nearest import hard_votes, nearest
 from dpevolve.engine.plan import Spend
 from dpevolve.measurements import Measurement, MeasurementList, VoteQuery
-from dpevolve.pe.distance import (
-    Distance,
-    NullableTabPEEmbedding,
-    TabPEEmbedding,
-    make_distance,
-)
+from dpevolve.pe.distance import make_distance
 from dpevolve.pe.release.gaussian import GaussianRelease
 from dpevolve.pe.votes import HardVote
 from dpevolve.privacy import Ledger, gaussian_sigma
@@ -76,10 +71,6 @@ def block_sizes(rows: int, block: int = SAMPLE_ROWS) -> list[int]:
     """``rows`` cut into blocks of ``block`` rows, the last one shorter (``[0]`` for 0)."""
     sizes = [block] * (rows // block) + [rows % block]
     return [s for s in sizes if s] or [0]
-
-
-#: Rows per block when assigning draws to their nearest candidate (bounds memory).
-_BLOCK = 8192
 
 
 @dataclass(frozen=True)
@@ -202,28 +193,6 @@ def rake(rows: Records, weights: np.ndarray, order: int, sweeps: int = 5) -> np.
     return out
 
 
-def nearest(rows: Records, candidates: Records, distance: Distance) -> np.ndarray:
-    """Index of each row's nearest candidate (post-processing: BLAS where it can)."""
-    out = np.empty(len(rows), dtype=np.int64)
-    # The missing-aware embedding has no explicit embedding: its own pairwise then.
-    plain = isinstance(distance, TabPEEmbedding) and not isinstance(
-        distance, NullableTabPEEmbedding
-    )
-    if plain:
-        assert isinstance(distance, TabPEEmbedding)
-        cand = distance.embed(candidates)
-        cand_sq = (cand * cand).sum(axis=1)
-    for start in range(0, len(rows), _BLOCK):
-        block = rows.take(slice(start, start + _BLOCK))
-        if isinstance(distance, TabPEEmbedding) and plain:
-            # ||x - c||^2 up to ||x||^2, which does not change the argmin.
-            score = cand_sq[None, :] - 2.0 * (distance.embed(block) @ cand.T)
-        else:
-            score = distance.pairwise(block, candidates)
-        out[start : start + len(block)] = np.argmin(score, axis=1)
-    return out
-
-
 @dataclass(frozen=True)
 class StageInputs:
     """What the stage reads: the private source (votes only), the run's noise, ledger,
@@ -242,7 +211,8 @@ class StageInputs:
     first_round: int
     rake: int = 0
     backend: Backend | None = None
-    """Where the votes are summed (default: the local numpy reference)."""
+    """Where the votes are summed (default: this process, by
+    :func:`~dpevolve.engine.nearest.hard_votes`: the local numpy reference's histogram)."""
     measurements: MeasurementList = field(default_factory=MeasurementList)
 
 
@@ -275,7 +245,6 @@ def refine(base: Draw, inputs: StageInputs, rng: np.random.Generator) -> Refinem
     # A hard vote's replace-one L2 sensitivity: the one changed record moves its vote.
     sensitivity = vote.l2_sensitivity(1.0)
     n = int(inputs.source.n)
-    backend = inputs.backend if inputs.backend is not None else LocalBackend()
     corrections: list[Correction] = []
     size = candidate_count(inputs.candidates, n)
     for t in range(inputs.rounds):
@@ -285,7 +254,11 @@ def refine(base: Draw, inputs: StageInputs, rng: np.random.Generator) -> Refinem
         release = GaussianRelease(sigma, sensitivity, noise=inputs.noise)
         event = release.event()
         inputs.spend.charge(event)
-        histogram = backend.vote(inputs.source.batches(), candidates, distance, vote)
+        histogram = (
+            inputs.backend.vote(inputs.source.batches(), candidates, distance, vote)
+            if inputs.backend is not None
+            else hard_votes(inputs.source.batches(), candidates, distance)
+        )
         noisy = np.asarray(release.noisy(histogram), dtype=np.float64)
         inputs.ledger.record(
             event, round=inputs.first_round + t, stage=VOTE_LABEL, population=len(candidates)
@@ -314,7 +287,6 @@ __all__ = [
     "cell_ratio",
     "column_cells",
     "encoded_rows",
-    "nearest",
     "rake",
     "refine",
     "resample",

@@ -136,7 +136,22 @@ def _contract(factors: list[tuple[Clique, np.ndarray]], keep: Clique) -> np.ndar
             letters.setdefault(a, string.ascii_letters[len(letters)])
     spec = ",".join("".join(letters[a] for a in names) for names, _ in factors)
     out = "".join(letters[a] for a in keep)
-    return np.einsum(f"{spec}->{out}", *(v for _, v in factors), optimize=True)
+    operands = [v for _, v in factors]
+    key = (f"{spec}->{out}", tuple(v.shape for v in operands))
+    path = _PATHS.get(key)
+    if path is None:
+        # numpy's greedy path, found once per equation and shapes (finding it costs more
+        # than the contraction of a few small factors); the same path, the same sums.
+        path = np.einsum_path(key[0], *operands, optimize="greedy")[0]
+        if len(_PATHS) >= _PATH_CACHE:
+            _PATHS.clear()
+        _PATHS[key] = path
+    return np.einsum(key[0], *operands, optimize=path)
+
+
+#: Contraction paths of :func:`_contract` by equation and operand shapes.
+_PATHS: dict[tuple[str, tuple[tuple[int, ...], ...]], list] = {}
+_PATH_CACHE = 65536
 
 
 def _post_order(top: int, kids: dict[int, list[int]]) -> list[int]:
@@ -156,16 +171,15 @@ def _covering_subtree(tree: JunctionTree, clique: Clique) -> tuple[set[int], int
     """Tree cliques covering ``clique`` with the paths between them, and the subtree's top."""
     chosen: set[int] = set()
     left = set(clique)
+    members = tree.members
     while left:
         best = max(
             range(len(tree.cliques)),
-            key=lambda k: (len(left & set(tree.cliques[k])), -len(tree.cliques[k])),
+            key=lambda k: (len(left & members[k]), -len(members[k])),
         )
         chosen.add(best)
-        left -= set(tree.cliques[best])
-    depth = {tree.order[0]: 0}
-    for i in tree.order[1:]:
-        depth[i] = depth.get(tree.parent[i], 0) + 1
+        left -= members[best]
+    depth = tree.depth
     nodes = set(chosen)
     frontier = set(chosen)
     # Walk the deepest node up until every chosen clique has met one common ancestor.

@@ -45,12 +45,26 @@ class JunctionTree:
                 kids[self.parent[i]].append(i)
         return tuple(tuple(k) for k in kids)
 
+    @cached_property
+    def members(self) -> tuple[frozenset[str], ...]:
+        """Each clique's attributes as a set (made once: every query looks them up)."""
+        return tuple(frozenset(c) for c in self.cliques)
+
+    @cached_property
+    def depth(self) -> tuple[int, ...]:
+        """Each clique's distance from its component's root."""
+        out = [0] * len(self.cliques)
+        for i in self.order:
+            if self.parent[i] >= 0:
+                out[i] = out[self.parent[i]] + 1
+        return tuple(out)
+
     def containing(self, attrs: Iterable[str]) -> int | None:
         """Index of the smallest clique holding all of ``attrs`` (None if none does)."""
         wanted = set(attrs)
         best: int | None = None
-        for i, clique in enumerate(self.cliques):
-            if wanted <= set(clique) and (best is None or len(clique) < len(self.cliques[best])):
+        for i, members in enumerate(self.members):
+            if wanted <= members and (best is None or len(members) < len(self.cliques[best])):
                 best = i
         return best
 

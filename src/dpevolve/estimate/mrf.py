@@ -167,6 +167,19 @@ class _State:
         self.by_home: dict[int, list[int]] = {}
         for k, h in enumerate(self.homes):
             self.by_home.setdefault(h, []).append(k)
+        # Per tree clique, its targets' cliques and (slice, shape, query or None where
+        # fine): made once, as every step reads them for every target.
+        self.parts = {
+            h: (
+                tuple(goals[k].clique for k in ks),
+                [
+                    (self.stacked.slices[k], goals[k].mean.shape,
+                     goals[k].query if goals[k].query.coarse else None)
+                    for k in ks
+                ],
+            )
+            for h, ks in self.by_home.items()
+        }  # fmt: skip
 
     def initial_step(self) -> float:
         """A step under the loss's curvature in the potentials (about total * precision)."""
@@ -179,21 +192,23 @@ class _State:
     def potentials(self, theta: np.ndarray) -> list[np.ndarray]:
         """The measured cliques' potentials (one vector) summed into their tree cliques."""
         out = [np.zeros(s) for s in self.shapes]
-        for h, ks in self.by_home.items():
-            parts = [
-                (self.goals[k].clique, self.goals[k].query.expand(self.stacked.view(theta, k)))
-                for k in ks
+        for h, (cliques, items) in self.parts.items():
+            values = [
+                theta[part].reshape(shape)
+                if query is None
+                else query.expand(theta[part].reshape(shape))
+                for part, shape, query in items
             ]
-            add_all_into(out[h], self.tree.cliques[h], parts)
+            add_all_into(out[h], self.tree.cliques[h], list(zip(cliques, values, strict=True)))
         return out
 
     def marginals(self, probs: list[np.ndarray]) -> np.ndarray:
         """The model's counts on every measured clique, as one vector."""
         out = np.empty(self.stacked.size)
-        for h, ks in self.by_home.items():
-            parts = [self.goals[k].clique for k in ks]
-            for k, m in zip(ks, marginals(probs[h], self.tree.cliques[h], parts), strict=True):
-                out[self.stacked.slices[k]] = self.goals[k].query.project(m).ravel()
+        for h, (cliques, items) in self.parts.items():
+            found = marginals(probs[h], self.tree.cliques[h], cliques)
+            for (part, _, query), m in zip(items, found, strict=True):
+                out[part] = (m if query is None else query.project(m)).ravel()
         out *= self.total
         return out
 
