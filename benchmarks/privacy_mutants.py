@@ -8,8 +8,9 @@ patches the same bugs in with ``monkeypatch`` on every suite run, and more: the 
 of the newer mechanisms (atoms, parity cuts, bins read afresh, decoding span) exist
 only there, as function patches that survive edits to the lines around them; this
 script runs those with the patch applied for the whole pytest session
-(``DPEVOLVE_TEST_MUTANT``, read by ``tests/privacy/conftest.py``). The unmutated
-copy must pass and every mutant must fail; the first failing test is recorded.
+(``DPEVOLVE_TEST_MUTANT``, read by ``tests/privacy/conftest.py``; the table's own
+test, which would stack a second patch on it, is skipped then). The unmutated copy
+must pass and every mutant must fail; the first failing test is recorded.
 
 Usage::
 

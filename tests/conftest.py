@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +28,19 @@ SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 def _data_folder() -> None:
     if not os.environ.get("DPEVOLVE_DATA") and SHARED_DATA.is_dir():
         os.environ["DPEVOLVE_DATA"] = str(SHARED_DATA)
+
+
+@pytest.fixture(autouse=True)
+def _signals_kept() -> Iterator[None]:
+    """Every test leaves Ctrl-C and SIGTERM as it found them: dpevolve code run in-process
+    (the CLI's main, the interrupt's settling, progress output) must never leave a
+    library user's Ctrl-C ignored, or a handler of its own, behind. (A worker may
+    start with SIGINT ignored: a shell without job control starts a background job
+    so, and its children inherit it; see test_interrupt.py.)"""
+    kept = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    now = {s: signal.getsignal(s) for s in kept}
+    assert now == kept, f"signal handlers changed by the test: {kept} -> {now}"
 
 
 @pytest.fixture(scope="session")

@@ -42,8 +42,10 @@ def files(tmp_path: Path, small_schema, small_table) -> tuple[Path, Path, Path]:
 
 def _default_interrupt() -> None:
     """In the child: Ctrl-C at its default, as in a user's shell. A process inherits an
-    ignored SIGINT (a test worker may be started with it ignored), and Python then
-    installs no KeyboardInterrupt for it."""
+    ignored SIGINT, and Python then installs no KeyboardInterrupt for it: a shell
+    without job control starts a background job (``pytest ... &`` in a script) with
+    SIGINT and SIGQUIT ignored (POSIX), and pytest, its workers and their children
+    inherit that."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
@@ -184,6 +186,33 @@ def _stop_after(monkeypatch, releases: int, stop: Any) -> None:
 
 def _keyboard() -> None:
     raise KeyboardInterrupt
+
+
+def _own_handler(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("handler", [signal.default_int_handler, _own_handler])
+def test_the_command_run_in_process_leaves_ctrl_c_as_it_found_it(
+    monkeypatch, files, handler
+) -> None:
+    """``dpevolve.cli.main`` interrupted in-process (the settling holds both signals off)
+    hands back the caller's Ctrl-C and SIGTERM handlers: a library user's Ctrl-C still
+    works afterwards."""
+    from dpevolve.cli import main
+
+    folder, schema, private = files
+    before = signal.signal(signal.SIGINT, handler)
+    try:
+        kept = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        _stop_after(monkeypatch, 2, _keyboard)
+        status = main([str(a) for a in synth(private, schema, folder / "synthetic.csv")])
+        after = {s: signal.getsignal(s) for s in kept}
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert status == STATUS["SIGINT"]
+    only_outputs(folder, "synthetic.ledger.json")
+    assert after == kept
 
 
 def test_fit_interrupted_carries_the_ledger_of_its_releases(

@@ -282,6 +282,39 @@ def neighbour_tables(
     return pd.DataFrame([*rows, here], columns=cols), pd.DataFrame([*rows, there], columns=cols)
 
 
+def spread_rows(
+    value: Callable[[np.random.Generator], Any], last: tuple[Any, ...], count: int = 38
+) -> list[tuple[Any, ...]]:
+    """``count`` rows ``(value(rng), z, "0")``, ``z`` uniform on 0..15, from the seeded
+    generator 4, then ``last``: the rows the atom tables share around a value the moving
+    record makes an atom or not."""
+    rng = np.random.default_rng(4)
+    return [(value(rng), int(rng.integers(0, 16)), "0") for _ in range(count)] + [last]
+
+
+@dataclass(frozen=True)
+class Case:
+    """Coupled whole runs (:func:`engine_violations`) on the neighbours of ``rows``:
+    ``pairs`` holds (record of D, record of D', on_invalid of D')."""
+
+    schema: Schema
+    spec: EngineSpec
+    budget: Budget
+    rows: Sequence[tuple[Any, ...]]
+    pairs: Sequence[tuple[tuple[Any, ...], tuple[Any, ...], str]]
+
+    def tables(self, here: tuple[Any, ...], there: tuple[Any, ...]) -> tuple[pd.DataFrame, ...]:
+        return neighbour_tables(self.schema, self.rows, here, there)
+
+    def violations(self, *pairs: tuple[tuple[Any, ...], tuple[Any, ...], str]) -> list[str]:
+        """:func:`engine_violations` of ``pairs`` (none given: of every pair)."""
+        out = []
+        for here, there, on_invalid in pairs or self.pairs:
+            tables = self.tables(here, there)
+            out += engine_violations(self.schema, *tables, on_invalid, self.spec, self.budget)
+        return out
+
+
 @dataclass(frozen=True)
 class ThresholdAudit:
     """One Gaussian release audited on a pair: the (epsilon, delta) lower bound, the
@@ -315,6 +348,20 @@ def threshold_audit(
         eps_lower_bound(hits[1], trials, hits[0], trials, delta),
     )
     return ThresholdAudit(bound, claim, (hits[0], hits[1]))
+
+
+def pair_audit(
+    count: Callable[[pd.DataFrame], np.ndarray],
+    tables: tuple[pd.DataFrame, pd.DataFrame],
+    at: int,
+    label: str,
+    seeds: tuple[int, int],
+) -> tuple[float, ThresholdAudit]:
+    """One release on a pair of neighbours: how far apart (L2) ``count`` puts their
+    vectors, and :func:`threshold_audit` of those vectors at cell ``at``."""
+    counts = (count(tables[0]), count(tables[1]))
+    shift = float(np.linalg.norm(counts[0] - counts[1]))
+    return shift, threshold_audit(counts, at, label, seeds)
 
 
 def tiny_neighbours() -> Iterator[tuple[pd.DataFrame, pd.DataFrame, str]]:

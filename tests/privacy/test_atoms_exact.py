@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from dpevolve.data.encoding import encode
@@ -24,7 +23,7 @@ from dpevolve.engine import EngineSpec
 from dpevolve.engine.atoms import CandidateCounts, candidate_values, children
 from dpevolve.privacy import Budget
 
-from .exact import engine_violations, neighbour_tables, threshold_audit
+from .exact import Case, pair_audit, spread_rows
 
 SCHEMA = Schema(
     (
@@ -38,14 +37,11 @@ SPEC = EngineSpec(bins=4, fine_cells=16, rounds=2, pe_share=0.0, atom_share=0.2)
 BUDGET = Budget(rho=80.0)
 
 
-def base() -> list[tuple[float, int, str]]:
-    """Thirty-nine rows: 1.23 holds one; with the moving record two, 5% of the 40 rows
-    (an atom by a hair)."""
-    rng = np.random.default_rng(4)
-    spread = [
-        (round(float(rng.uniform(1.5, 2.9)), 2), int(rng.integers(0, 16)), "0") for _ in range(38)
-    ]
-    return [*spread, (1.23, 3, "1")]
+def atom_case(schema: Schema, decimals: int, atom: float, pairs: list) -> Case:
+    """Thirty-nine rows: ``atom`` holds one (the others in [1.5, 2.9] at ``decimals``);
+    with the moving record two, 5% of the 40 rows (an atom by a hair)."""
+    rows = spread_rows(lambda rng: round(float(rng.uniform(1.5, 2.9)), decimals), (atom, 3, "1"))
+    return Case(schema, SPEC, BUDGET, rows, pairs)
 
 
 #: (record of D, record of D', on_invalid of D'): the atom's third row moved to the
@@ -56,17 +52,12 @@ PAIRS = [
     ((1.23, 5, "1"), (9.99, 5, "1"), "drop"),
     ((1.23, 5, "1"), (9.99, 5, "1"), "clip"),
 ]
+CASE = atom_case(SCHEMA, 2, 1.23, PAIRS)
 
 
-def tables(here, there) -> tuple[pd.DataFrame, pd.DataFrame]:
-    return neighbour_tables(SCHEMA, base(), here, there)
-
-
-@pytest.mark.parametrize(("here", "there", "on_invalid"), PAIRS)
-def test_the_atom_release_is_paid_for_and_the_rest_is_post_processing(
-    here, there, on_invalid
-) -> None:
-    assert engine_violations(SCHEMA, *tables(here, there), on_invalid, SPEC, BUDGET) == []
+@pytest.mark.parametrize("pair", PAIRS)
+def test_the_atom_release_is_paid_for_and_the_rest_is_post_processing(pair) -> None:
+    assert CASE.violations(pair) == []
 
 
 def test_the_audit_bound_stays_below_the_claim() -> None:
@@ -74,12 +65,12 @@ def test_the_audit_bound_stays_below_the_claim() -> None:
     ``noisy count at 1.23 >= 2`` (threshold between the neighbours' counts)."""
     values = candidate_values(SCHEMA.columns[0], 16)
     query = CandidateCounts(SCHEMA, {"tax": values})
-    here, there = tables(*PAIRS[0][:2])
-    counts_d = query.counts(encode(here, SCHEMA))
-    counts_n = query.counts(encode(there, SCHEMA))
-    assert np.linalg.norm(counts_d - counts_n) <= math.sqrt(2)
     at = int(np.flatnonzero(np.isclose(values, 1.23))[0])
-    audit = threshold_audit((counts_d, counts_n), at, "atoms:tax", (21, 22))
+    tables = CASE.tables(*PAIRS[0][:2])
+    shift, audit = pair_audit(
+        lambda t: query.counts(encode(t, SCHEMA)), tables, at, "atoms:tax", (21, 22)
+    )
+    assert shift <= math.sqrt(2)
     assert audit.bound <= audit.claim
     assert audit.hits[0] != audit.hits[1]  # the audit has power
 
@@ -102,34 +93,24 @@ ZOOM_PAIRS = [
     ((1.2347, 5, "1"), (1.2348, 5, "1"), "error"),
     ((1.2347, 5, "1"), (9.99, 5, "1"), "drop"),
 ]
+ZOOM_CASE = atom_case(ZOOM, 4, 1.2347, ZOOM_PAIRS)
 
 
-def zoom_tables(here, there) -> tuple[pd.DataFrame, pd.DataFrame]:
-    rng = np.random.default_rng(4)
-    rows = [
-        (round(float(rng.uniform(1.5, 2.9)), 4), int(rng.integers(0, 16)), "0") for _ in range(38)
-    ]
-    rows.append((1.2347, 3, "1"))
-    return neighbour_tables(ZOOM, rows, here, there)
-
-
-@pytest.mark.parametrize(("here", "there", "on_invalid"), ZOOM_PAIRS)
-def test_every_zoom_level_is_paid_for_and_the_rest_is_post_processing(
-    here, there, on_invalid
-) -> None:
-    assert engine_violations(ZOOM, *zoom_tables(here, there), on_invalid, SPEC, BUDGET) == []
+@pytest.mark.parametrize("pair", ZOOM_PAIRS)
+def test_every_zoom_level_is_paid_for_and_the_rest_is_post_processing(pair) -> None:
+    assert ZOOM_CASE.violations(pair) == []
 
 
 def test_the_zoom_audit_bound_stays_below_the_claim() -> None:
     """The last level (the values in the kept cell) on the pair that moves the atom's
     row to the next value: ``noisy count at 1.2347 >= 2``."""
-    query = CandidateCounts(ZOOM, {"rate": children(np.array([1.235]), 0.001, 1e-4)})
-    here, there = zoom_tables(*ZOOM_PAIRS[1][:2])
-    counts_d = query.counts(encode(here, ZOOM))
-    counts_n = query.counts(encode(there, ZOOM))
-    assert np.linalg.norm(counts_d - counts_n) == pytest.approx(math.sqrt(2))
     values = children(np.array([1.235]), 0.001, 1e-4)
+    query = CandidateCounts(ZOOM, {"rate": values})
     at = int(np.flatnonzero(np.isclose(values, 1.2347))[0])
-    audit = threshold_audit((counts_d, counts_n), at, "atoms:rate", (23, 24))
+    tables = ZOOM_CASE.tables(*ZOOM_PAIRS[1][:2])
+    shift, audit = pair_audit(
+        lambda t: query.counts(encode(t, ZOOM)), tables, at, "atoms:rate", (23, 24)
+    )
+    assert shift == pytest.approx(math.sqrt(2))
     assert audit.bound <= audit.claim
     assert audit.hits[0] != audit.hits[1]

@@ -5,8 +5,9 @@ Whole engine runs with the label tree made to run (``tree_label_columns`` 3, two
 groups of four bins) and the relations phase off: every tree pick and release is paid
 for by its ledger event, and the groups each released triple cuts its numerics into
 are a function of the released 1-ways alone. A mutant that cuts them at the exact
-1-way counts instead is caught (the tables of ``test_relations_exact``: the moving
-record takes x's median bin edge across the middle of its mass).
+1-way counts instead is caught (``test_mutants.py``; the tables of
+``test_relations_exact``: the moving record takes x's median bin edge across the
+middle of its mass).
 """
 
 from __future__ import annotations
@@ -52,7 +53,9 @@ def test_every_label_tree_release_is_paid_for_and_the_rest_is_post_processing() 
     assert tree_audit() == []
 
 
-def test_groups_from_exact_counts_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+def exact_tree_groups(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mutant (``test_mutants.py``, caught by :func:`tree_audit`): the groups cut at
+    the exact 1-way counts (never released)."""
     exact: dict[tuple[str, ...], np.ndarray] = {}
 
     def spied(counts, clique, event, noise, *, query=None):
@@ -66,4 +69,3 @@ def test_groups_from_exact_counts_are_caught(monkeypatch: pytest.MonkeyPatch) ->
 
     monkeypatch.setattr(loop, "release", spied)
     monkeypatch.setattr(loop, "tree_picks", leaked)
-    assert tree_audit()

@@ -29,11 +29,17 @@ from dpevolve.presets import get_method
 from dpevolve.privacy import SHAREABLE_KEYS, SharedLedger
 
 from . import test_atoms_exact, test_engine_exact
-from .exact import coupled_fit, first_difference
+from .exact import Case, coupled_fit, first_difference
 
 #: The coupled cases: the engine's tables (bins placed from the fine histograms) and
 #: the atom release's (a value at an atom by a hair).
-CASES = {"engine": test_engine_exact, "atoms": test_atoms_exact}
+CASES = {
+    "engine": Case(
+        test_engine_exact.SCHEMA, test_engine_exact.SPEC, test_engine_exact.BUDGET,
+        test_engine_exact.base(), test_engine_exact.PAIRS,
+    ),
+    "atoms": test_atoms_exact.CASE,
+}  # fmt: skip
 
 K = 0x5EED_C0FFEE_42  # a noise seed whose every spelling is distinctive
 
@@ -163,11 +169,11 @@ def model_file_violations(case: str = "engine") -> list[str]:
     anything a release or a selection handed the noise source (atom candidates, fine
     histograms, marginals, votes, scores) or any exact 1-, 2- or 3-way marginal.
     ``case``: whose tables (:data:`CASES`), the first pair."""
-    module = CASES[case]
-    schema, budget = module.SCHEMA, module.BUDGET
-    here, there, on_invalid = module.PAIRS[0]
-    d, n = module.tables(here, there)
-    method = get_method("adaptive", engine=module.SPEC.to_dict())
+    chosen = CASES[case]
+    schema, budget = chosen.schema, chosen.budget
+    here, there, on_invalid = chosen.pairs[0]
+    d, n = chosen.tables(here, there)
+    method = get_method("adaptive", engine=chosen.spec.to_dict())
     payloads = []
 
     def fit(table: pd.DataFrame, mode: str, noise: Any) -> Any:
@@ -215,7 +221,7 @@ def test_a_seeded_run_with_atoms_keeps_the_seed_out(tmp_path: Path) -> None:
     atoms are in the ledger (post-processing) and the seed is nowhere in the ledger,
     its shareable copy or the model file."""
     here, there, _ = test_atoms_exact.PAIRS[0]
-    table, _ = test_atoms_exact.tables(here, there)
+    table, _ = test_atoms_exact.CASE.tables(here, there)
     method = get_method("adaptive", engine=test_atoms_exact.SPEC.to_dict())
     model = Synthesizer(
         test_atoms_exact.SCHEMA, rho=test_atoms_exact.BUDGET.rho, method=method,

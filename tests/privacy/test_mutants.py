@@ -24,8 +24,25 @@ atoms found from the exact counts, or     the coupled atom run (D' gets other ce
 the atom release left out of the ledger   or a noise call has no event)
 parity cliques cut at quantiles of the    the coupled parity run (the candidates the
 exact 1-ways                              rounds score differ)
+decoding span from the private min/max    the coupled atom run (a moved column's
+(tails.py and bins.released_support)      support follows the data)
+the same, in tails.py alone               the coupled tails run (the lone top row's
+                                          bin folds inward on one side only)
+the label's pairs with the atom columns   the wide atom-rule runs (an atom of 20
+chosen from the exact fine counts         rows of 400 or 19: paired on one side)
+a pair with the label recorded at         the wide atom-rule runs (a label flipped:
+sensitivity 1                             the 2-way moves ``sqrt(2)``)
+a moved column's support read from the    the coupled run (D' decodes within another
+exact fine counts                         span)
+``n`` counted after invalid rows are      the coupled run's drop pair (bins, rows
+dropped                                   drawn and the ledger follow the drop)
+relation / label-tree groups cut at the   the cut tables' coupled runs (the moving
+exact 1-way counts                        record crosses x's median)
 decoding span from the private min/max    the coupled atom run (the end bins decode
                                           inward on one side only)
+zoom span from the private min/max        the coupled zoom run (D' zooms into another
+                                          span: another partition is counted)
+zoom release recorded as free             the coupled zoom run's release checks
 the noise source drawing at half the      the whole-run audit (the exact audits
 ``sigma`` asked of it                     record what is asked: they cannot see it)
 ========================================  ==========================================
@@ -39,6 +56,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 from collections.abc import Callable
 
 import numpy as np
@@ -46,10 +64,11 @@ import pytest
 
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import NumericColumn
-from dpevolve.data.sources import PrivateSource
-from dpevolve.engine import atoms, loop, rounds, select
+from dpevolve.data.sources import FrameSource, PrivateSource
+from dpevolve.engine import atoms, loop, rounds, select, zoom
+from dpevolve.engine.atom_rules import RULE, atom_columns
 from dpevolve.engine.atoms import ATOMS, release_atoms
-from dpevolve.engine.bins import released_edges
+from dpevolve.engine.bins import released_edges, released_support
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release
 from dpevolve.engine.smoothing import decode_weights
 from dpevolve.engine.tails import released_inward
@@ -57,11 +76,15 @@ from dpevolve.measurements import MarginalQuery
 from dpevolve.privacy import ExponentialEvent, GaussianEvent, Ledger, gaussian_sigma
 from dpevolve.privacy.noise import SeededNoise
 
-from . import test_atoms_exact
+from . import test_atoms_exact, test_tails_exact, test_zoom_exact
+from .conftest import MUTANT_VARIABLE
 from .exact import engine_violations, selection_audit
+from .test_atom_rules_exact import WIDE_CASES
 from .test_engine_exact import PAIRS, engine_audit
+from .test_label_tree_exact import exact_tree_groups, tree_audit
 from .test_model_file import model_file_violations
 from .test_parity_exact import parity_audit
+from .test_relations_exact import cut_audit, exact_groups
 from .test_run_audit import main_pair_violations
 
 
@@ -224,12 +247,11 @@ def column_bins(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(loop, "released_edges", edges)
 
 
-def private_span(mp: pytest.MonkeyPatch) -> None:
-    """The decoding's span (tails.py) and a moved column's support (bins.py) from the
-    private column's min and max."""
-    seen = _sources(mp)
+def _span_inward(mp: pytest.MonkeyPatch, seen: dict[int, PrivateSource]) -> None:
+    """The decoding's span (tails.py) from the private column's min and max: the cells
+    between them stand in for the released decoding weights."""
 
-    def inward(discretiser, model, measurements, weights):
+    def inward(discretiser, model, measurements, weights, fine=None):
         source = seen[id(discretiser)]
         numeric = {c.name: (k, c) for k, c in enumerate(Layout.of(discretiser.schema).numeric)}
         bounded = {}
@@ -238,7 +260,21 @@ def private_span(mp: pytest.MonkeyPatch) -> None:
             values = private_values(source, numeric[name][1], numeric[name][0])
             inside = (cells.hi >= values.min()) & (cells.lo <= values.max())
             bounded[name] = np.where(inside, 1.0, 0.0)[: np.asarray(w).size]
-        return released_inward(discretiser, model, measurements, bounded)
+        return released_inward(discretiser, model, measurements, bounded, fine)
+
+    mp.setattr(loop, "released_inward", inward)
+
+
+def private_inward(mp: pytest.MonkeyPatch) -> None:
+    """The decoding's span (tails.py) alone from the private min and max."""
+    _span_inward(mp, _sources(mp))
+
+
+def private_span(mp: pytest.MonkeyPatch) -> None:
+    """The decoding's span (tails.py) and a moved column's support (bins.py) from the
+    private column's min and max."""
+    seen = _sources(mp)
+    _span_inward(mp, seen)
 
     def support(discretiser, released, n, columns):
         source = seen[id(discretiser)]
@@ -249,8 +285,78 @@ def private_span(mp: pytest.MonkeyPatch) -> None:
             out[name] = (float(values.min()), float(values.max()))
         return out
 
-    mp.setattr(loop, "released_inward", inward)
     mp.setattr(loop, "released_support", support)
+
+
+def _leaked_fine(exact: dict[int, np.ndarray], fine: dict) -> dict:
+    """The fine histograms with their exact counts in place of the released ones."""
+    return {k: dataclasses.replace(m, noisy=exact[id(m.noisy)]) for k, m in fine.items()}
+
+
+def exact_rules(mp: pytest.MonkeyPatch) -> None:
+    """The columns paired with the label chosen from the exact fine counts."""
+    exact = _exact_of(mp)
+
+    def columns(discretiser, fine, n, rho=0.0):
+        return atom_columns(discretiser, _leaked_fine(exact, fine), n, rho)
+
+    mp.setattr(loop, "atom_columns", columns)
+
+
+def rule_sensitivity_one(mp: pytest.MonkeyPatch) -> None:
+    """A pair with the label recorded at sensitivity 1 (a row moves two of its cells)."""
+
+    def event(sigma, label="marginal"):
+        if label == RULE:
+            return GaussianEvent(1.0, sigma, label=label, discrete=True)
+        return marginal_event(sigma, label)
+
+    mp.setattr(loop, "marginal_event", event)
+
+
+def exact_support(mp: pytest.MonkeyPatch) -> None:
+    """A moved column's support read from its exact fine counts."""
+    exact = _exact_of(mp)
+
+    def support(discretiser, released, n, columns):
+        return released_support(discretiser, _leaked_fine(exact, released), n, columns)
+
+    mp.setattr(loop, "released_support", support)
+
+
+def valid_rows(mp: pytest.MonkeyPatch) -> None:
+    """``n`` counted after the invalid rows are dropped (private), not as read (public)."""
+    mp.setattr(FrameSource, "n", property(lambda self: self.report.rows_out))
+
+
+def private_zoom(mp: pytest.MonkeyPatch) -> None:
+    """The zoom's span (:mod:`dpevolve.engine.zoom`) from the private column's min and
+    max, not from its released fine histogram."""
+    held: dict[str, PrivateSource] = {}
+
+    def leaky(source, *args, **kwargs):
+        held["source"] = source
+        return zoom.release_zoom(source, *args, **kwargs)
+
+    def support(discretiser, released, n, columns):
+        numeric = {c.name: (k, c) for k, c in enumerate(Layout.of(discretiser.schema).numeric)}
+        out = {}
+        for name in columns:
+            values = private_values(held["source"], numeric[name][1], numeric[name][0])
+            out[name] = (float(values.min()), float(values.max()))
+        return out
+
+    mp.setattr(loop, "release_zoom", leaky)
+    mp.setattr(zoom, "released_support", support)
+
+
+def free_zoom(mp: pytest.MonkeyPatch) -> None:
+    """The zoom release recorded at sensitivity 0 (free)."""
+
+    def event(sigma, label="marginal"):
+        return GaussianEvent(0.0, sigma, label=label, discrete=True)
+
+    mp.setattr(zoom, "marginal_event", event)
 
 
 def noise_source_half_scale(mp: pytest.MonkeyPatch) -> None:
@@ -279,19 +385,35 @@ MUTANTS = {
     "parity-cut-at-private-quantiles": private_parity,
     "bins-read-the-private-column": column_bins,
     "decode-span-from-private-range": private_span,
+    "decode-span-tails-only": private_inward,
+    "zoom-span-from-private-range": private_zoom,
+    "zoom-release-free": free_zoom,
     "noise-source-half-scale": noise_source_half_scale,
+    "atom-rules-from-exact-counts": exact_rules,
+    "atom-rule-sensitivity-one": rule_sensitivity_one,
+    "support-from-exact-counts": exact_support,
+    "n-counts-valid-rows-only": valid_rows,
+    "relation-groups-at-exact-counts": exact_groups,
+    "label-tree-groups-at-exact-counts": exact_tree_groups,
 }
 SELECTION = {"selection-scale-half", "selection-scale-quarter", "selection-rho-eps2-16"}
+
+
+def zoom_audit() -> list[str]:
+    """The coupled runs of ``test_zoom_exact.py`` on its first pair (a row far out, in
+    another cell of the first histogram, moved into the data)."""
+    here, there, on_invalid = test_zoom_exact.PAIRS[0]
+    tables = test_zoom_exact.tables(here, there)
+    spec, budget = test_zoom_exact.SPEC, test_zoom_exact.BUDGET
+    return engine_violations(test_zoom_exact.SCHEMA, *tables, on_invalid, spec, budget)
 
 
 def atoms_audit(pair: int = 0) -> list[str]:
     """The coupled runs of ``test_atoms_exact.py`` on one of its pairs (the first: the
     atom's third row moved to the far end; the second: a row at the low end moved into
-    the data, which moves the decoding's span)."""
-    here, there, on_invalid = test_atoms_exact.PAIRS[pair]
-    tables = test_atoms_exact.tables(here, there)
-    spec, budget = test_atoms_exact.SPEC, test_atoms_exact.BUDGET
-    return engine_violations(test_atoms_exact.SCHEMA, *tables, on_invalid, spec, budget)
+    the data, which moves the span a moved column's end bins decode within, read from
+    the released fine histogram: ``bins.released_support``)."""
+    return test_atoms_exact.CASE.violations(test_atoms_exact.PAIRS[pair])
 
 
 #: The coupled audit that catches each mutant (default: ``test_engine_exact.py``'s
@@ -302,13 +424,23 @@ CAUGHT_BY: dict[str, Callable[[], list[str]]] = {
     "atoms-found-from-exact-counts": atoms_audit,
     "atom-release-unrecorded": atoms_audit,
     "decode-span-from-private-range": functools.partial(atoms_audit, 1),
+    "decode-span-tails-only": test_tails_exact.CASE.violations,
     "parity-cut-at-private-quantiles": parity_audit,
+    "atom-rules-from-exact-counts": WIDE_CASES[0].violations,
+    "atom-rule-sensitivity-one": WIDE_CASES[1].violations,
+    "n-counts-valid-rows-only": functools.partial(engine_audit, PAIRS[3:4]),
+    "relation-groups-at-exact-counts": cut_audit,
+    "label-tree-groups-at-exact-counts": tree_audit,
+    "zoom-span-from-private-range": zoom_audit,
+    "zoom-release-free": zoom_audit,
     "noise-source-half-scale": main_pair_violations,
 }
 
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_each_mutant_is_caught(name, monkeypatch) -> None:
+    if os.environ.get(MUTANT_VARIABLE):  # one patched in for the session: not stacked
+        pytest.skip("benchmarks/privacy_mutants.py runs a mutant for the whole session")
     MUTANTS[name](monkeypatch)
     assert CAUGHT_BY.get(name, lambda: engine_audit(PAIRS[:1]))(), name
     if name in SELECTION:

@@ -18,8 +18,9 @@ import pytest
 from dpevolve.data.encoding import encode
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
+from dpevolve.engine.nearest import nearest
 from dpevolve.engine.plan import Spend
-from dpevolve.engine.refine import StageInputs, nearest, refine
+from dpevolve.engine.refine import StageInputs, refine
 from dpevolve.pe.distance import make_distance
 from dpevolve.privacy import Ledger
 from dpevolve.privacy.audit import eps_lower_bound

@@ -4,7 +4,7 @@ Whole engine runs on the neighbouring tables of ``test_engine_exact`` with the p
 made to run (two quantile groups of four bins: coarser than the fine pair): every
 relation pick and coarse release is paid for by its ledger event, and its grouping is
 a function of the released values alone. A mutant that cuts the groups at the exact
-1-way counts instead of the released ones is caught.
+1-way counts instead of the released ones is caught (``test_mutants.py``).
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ def test_every_relation_release_is_paid_for_and_the_rest_is_post_processing() ->
 
 
 def exact_groups(mp: pytest.MonkeyPatch) -> None:
-    """The mutant: groups cut at the exact 1-way counts (never released)."""
+    """The mutant (``test_mutants.py``, caught by :func:`cut_audit`): groups cut at the
+    exact 1-way counts (never released)."""
     exact: dict[tuple[str, ...], np.ndarray] = {}
 
     def spied(counts, clique, event, noise, *, query=None):
@@ -99,8 +100,3 @@ def cut_audit() -> list[str]:
 
 def test_the_cut_tables_pass_unmutated() -> None:
     assert cut_audit() == []
-
-
-def test_groups_from_exact_counts_are_caught(monkeypatch) -> None:
-    exact_groups(monkeypatch)
-    assert cut_audit()
