@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from suite import NOISE_SEED_BASE
 
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.datasets.suite import inferred_schema, split_rows
@@ -124,8 +125,12 @@ def declared_schema(generator: Generator, frame: pd.DataFrame) -> Schema:
     return Schema(tuple(columns), label=LABEL)
 
 
-def run_one(generator: Generator, seed: int, system: str, inferred: bool) -> dict[str, Any]:
-    """One fit and its TSTR (the table's split and schema depend on ``seed``)."""
+def run_one(
+    generator: Generator, seed: int, system: str, inferred: bool, seeded: bool = False
+) -> dict[str, Any]:
+    """One fit and its TSTR (the table's split and schema depend on ``seed``; ``seeded``
+    draws the engine's noise from :data:`NOISE_SEED_BASE` plus ``seed``, so that two
+    versions of the engine are compared on the same noise)."""
     from dpevolve.engine import synthesize
     from dpevolve.reporting.tstr import tstr
 
@@ -139,8 +144,9 @@ def run_one(generator: Generator, seed: int, system: str, inferred: bool) -> dic
     public = parts["public"] if system == "engine_public" else None
     start = time.process_time()
     synth = synthesize(
-        private, schema, epsilon=1.0, delta=1e-5, rows=len(private), seed=seed, public=public
-    )
+        private, schema, epsilon=1.0, delta=1e-5, rows=len(private), seed=seed, public=public,
+        noise_seed=NOISE_SEED_BASE + seed if seeded else None,
+    )  # fmt: skip
     cpu = time.process_time() - start
     fake, _ = schema.validate(synth, on_invalid="error", what="synthetic table")
     report = tstr(fake, test, schema, LABEL)
@@ -155,6 +161,7 @@ def run_one(generator: Generator, seed: int, system: str, inferred: bool) -> dic
         "majority": report.baseline_accuracy,
         "cpu_seconds": cpu,
         "rows": len(private),
+        "seeded": seeded,
     }
 
 
@@ -212,6 +219,7 @@ def main() -> None:
     parser.add_argument("--generators", nargs="+", default=[g.name for g in GENERATORS])
     parser.add_argument("--systems", nargs="+", default=["engine"])
     parser.add_argument("--schemas", nargs="+", default=["inferred", "declared"])
+    parser.add_argument("--seeded-noise", action="store_true")
     parser.add_argument("--out", default=str(HERE / "results" / "xor_generators.json"))
     args = parser.parse_args()
     path = Path(args.out)
@@ -221,7 +229,7 @@ def main() -> None:
         for schema in args.schemas:
             for system in args.systems:
                 for seed in range(args.seeds):
-                    row = run_one(generator, seed, system, schema == "inferred")
+                    row = run_one(generator, seed, system, schema == "inferred", args.seeded_noise)
                     rows.append(row)
                     doc = {"benchmark": "xor generators (issue 25)", "epsilon": 1.0,
                            "delta": 1e-5, "rows": rows, "summary": summarise(rows)}  # fmt: skip

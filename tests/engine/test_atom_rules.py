@@ -27,6 +27,7 @@ from dpevolve.engine.bins import ATOM_SHARE, THRESHOLD
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import sigma_for
 from dpevolve.engine.plan import Plan
+from dpevolve.engine.zoom import zoomable
 from dpevolve.measurements import HistogramQuery, MarginalQuery, Measurement
 from dpevolve.privacy import Budget
 from dpevolve.privacy.events import GaussianEvent
@@ -142,7 +143,8 @@ def test_the_run_charges_the_share_records_it_and_keeps_the_rule() -> None:
     assert ledger["engine"]["atom_rules"][0] == "hours"
     rules = [e for e in ledger["events"] if e["mechanism"] == RULE]
     chosen = EngineSpec.from_any(spec)
-    plan = Plan.of(budget, chosen, 4, 3, len(atom_candidates(SCHEMA, chosen)))
+    zooms = zoomable(Discretiser(SCHEMA, chosen.bins, chosen.fine_cells))
+    plan = Plan.of(budget, chosen, 4, 3, len(atom_candidates(SCHEMA, chosen)), zooms)
     assert sum(e["rho"] for e in rules) == pytest.approx(RULE_SHARE * plan.rounds)
     listed = [m for m in result.measurements.marginals() if m.event.label == RULE]
     assert [m.clique for m in listed] == [tuple(e["clique"]) for e in rules]

@@ -1,6 +1,6 @@
-"""End bins decoded inward (engine/tails.py): model mass past a gap at a column's end,
-within one released cell's noise and where the fine histogram shows nothing, decodes in
-the nearest bin inside the gap; nothing else moves."""
+"""End bins decoded inward (engine/tails.py): a stretch of bins at a column's end that the
+model gives no more than the noise of an empty stretch leaves, and where the releases
+show no data, decodes in the nearest bin inside it; nothing else moves."""
 
 from __future__ import annotations
 
@@ -14,32 +14,96 @@ from hypothesis import strategies as st
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine
-from dpevolve.engine.smoothing import DECODE_FLOOR
-from dpevolve.engine.tails import HELD, inward
-from dpevolve.privacy import Budget
+from dpevolve.engine.discretise import Discretiser
+from dpevolve.engine.smoothing import DECODE_FLOOR, SUPPORT
+from dpevolve.engine.tails import (
+    HELD,
+    inward,
+    noise,
+    released_counts,
+)
+from dpevolve.measurements import HistogramQuery, MarginalQuery, Measurement
+from dpevolve.privacy import Budget, GaussianEvent
 from dpevolve.privacy.noise import make_noise
 
 SIGMA = 100.0
-BODY = [0, 0, 0, 300, 500, 400, 200, 0, 0, 0]
+BODY = [0, 0, 0, 300, 500, 400, 250, 0, 0, 0]
+SD = np.full(10, SIGMA)
 
 
 def test_a_noise_island_past_a_gap_decodes_inward() -> None:
-    """90 rows in the last bin, two empty bins in between: below 2 noise scales, the
-    fine histogram shows nothing there, so the last three bins decode as bin 6."""
+    """90 rows in the last bin, two empty bins in between, where the releases show
+    nothing: the last three bins decode as bin 6, the empty first three as bin 3."""
     mass = np.array([*BODY[:-1], 90.0])
-    target = inward(mass, SIGMA, np.zeros(10, dtype=bool))
+    target = inward(mass, np.array(BODY, dtype=float), SD)
     assert target.tolist() == [3, 3, 3, 3, 4, 5, 6, 6, 6, 6]
 
 
 def test_an_island_the_releases_support_stays() -> None:
-    """The same island decodes in place where it holds more than the floor, or where
-    the fine histogram shows data in it."""
-    heavy = np.array([*BODY[:-1], DECODE_FLOOR * SIGMA + 1.0])
-    assert inward(heavy, SIGMA, np.zeros(10, dtype=bool))[-1] == 9
-    shown = np.zeros(10, dtype=bool)
-    shown[-1] = True
+    """The same island decodes in place where the model gives it more than the floor
+    (two noise scales of the three bins), or where its released count stands out by
+    SUPPORT scales; a count below that is noise past the gap."""
+    scale = SIGMA * np.sqrt(3.0)
+    heavy = np.array([*BODY[:-1], DECODE_FLOOR * scale + 1.0])
+    assert inward(heavy, np.array(BODY, dtype=float), SD)[-1] == 9
     light = np.array([*BODY[:-1], 90.0])
-    assert inward(light, SIGMA, shown)[-1] == 9
+    count = np.array([*BODY[:-1], SUPPORT * scale + 1.0])
+    assert inward(light, count, SD)[-1] == 9
+    count[-1] = SUPPORT * scale - 1.0
+    assert inward(light, count, SD)[-1] == 6
+
+
+def test_a_thin_end_bin_the_releases_deny_decodes_inward() -> None:
+    """No gap: the last bin holds 150 rows where the releases show -80, more than two
+    noise scales fewer, so it decodes as the bin before; where the releases show what
+    the model holds (a real thin tail the model fits), it stays; the empty bins before a
+    300-row bin hide no data next to it (every part of the stretch next to the rest is
+    tested, not only the whole)."""
+    mass = np.array([0.0, 0.0, 0.0, 300.0, 500.0, 400.0, 250.0, 150.0])
+    count = np.array([0.0, 0.0, 0.0, 300.0, 500.0, 400.0, 250.0, -80.0])
+    target = inward(mass, count, np.full(8, SIGMA))
+    assert target.tolist() == [3, 3, 3, 3, 4, 5, 6, 6]
+    count[-1] = 150.0
+    assert inward(mass, count, np.full(8, SIGMA)).tolist() == [3, 3, 3, 3, 4, 5, 6, 7]
+
+
+def test_noise_is_the_formula() -> None:
+    """Cumulative mass within DECODE_FLOOR scales and count within DECODE_FLOOR (SUPPORT
+    past a gap) scales, every prefix from the inside; without a gap, the whole count
+    DECODE_FLOOR scales below the mass."""
+    sd = np.array([10.0, 10.0])
+    assert noise(np.array([20.0, 8.0]), np.array([-20.0, 8.0]), sd, gap=False)
+    assert not noise(np.array([20.0, 8.0]), np.array([20.0, 8.0]), sd, gap=False)
+    assert not noise(np.array([20.1, 0.0]), np.array([0.0, 0.0]), sd, gap=False)
+    assert not noise(np.array([0.0, 29.0]), np.array([0.0, 0.0]), sd, gap=False)
+    assert not noise(np.array([0.0, 0.0]), np.array([25.0, -60.0]), sd, gap=False)
+    assert noise(np.array([0.0, 0.0]), np.array([25.0, 0.0]), sd, gap=True)
+    assert not noise(np.array([0.0, 0.0]), np.array([40.1, 0.0]), sd, gap=True)
+
+
+def test_released_counts_combine_every_release_by_inverse_variance() -> None:
+    """A 1-way (sigma 4), a 2-way summed over its other attribute (2 cells, sigma 3) and
+    the fine histogram summed over each bin's cells (sigma 5): per bin, the
+    inverse-variance mean and its scale; a marginal grouped on the column is left out."""
+    schema = Schema((NumericColumn("x", 0.0, 4.0), CategoricalColumn("y", ("a", "b"))), label="y")
+    disc = Discretiser(schema, bins=4, fine_cells=16)
+    cells = disc.fine["x"]
+    event = GaussianEvent(1.0, 1.0)
+    one = Measurement(MarginalQuery(("x",)), np.array([10.0, 20.0, 30.0, 40.0]), 4.0, event)
+    two_noisy = np.arange(8, dtype=float).reshape(4, 2)
+    two = Measurement(MarginalQuery(("x", "y")), two_noisy, 3.0, event)
+    grouped = Measurement(
+        MarginalQuery(("x",), groups=((0, 0, 1, 1),)), np.array([1e6, 1e6]), 1.0, event
+    )
+    fine_noisy = np.arange(cells.size, dtype=float)
+    fine = Measurement(HistogramQuery("x", cells.size), fine_noisy, 5.0, event)
+    count, sd = released_counts(disc, "x", [one, two, grouped], fine)
+    width = np.bincount(cells.coarse, minlength=4)[:4]
+    sums = np.bincount(cells.coarse, weights=fine_noisy)[:4]
+    w = np.stack([np.full(4, 1 / 16), np.full(4, 1 / 18), 1 / (25 * width)])
+    y = np.stack([one.noisy, two_noisy.sum(axis=1), sums])
+    assert np.allclose(count, (w * y).sum(axis=0) / w.sum(axis=0))
+    assert np.allclose(sd, 1 / np.sqrt(w.sum(axis=0)))
 
 
 @settings(max_examples=200, deadline=None)
@@ -47,30 +111,34 @@ def test_an_island_the_releases_support_stays() -> None:
     mass=st.lists(st.one_of(st.just(0.0), st.floats(0.0, 1000.0)), min_size=1, max_size=25).map(
         np.array
     ),
-    shown=st.lists(st.booleans(), min_size=25, max_size=25).map(np.array),
+    count=st.lists(st.floats(-500.0, 1000.0), min_size=25, max_size=25).map(np.array),
     sigma=st.floats(1.0, 300.0),
 )
-def test_only_end_bins_past_a_gap_move_and_only_inward(
-    mass: np.ndarray, shown: np.ndarray, sigma: float
+def test_only_noise_at_the_ends_moves_and_only_inward(
+    mass: np.ndarray, count: np.ndarray, sigma: float
 ) -> None:
-    """A moved bin lies beyond an empty bin at its end of the column, holds no shown
-    data, and decodes as the nearest held bin inside; a column without gaps keeps every
-    bin it holds mass in."""
-    shown = shown[: mass.size]
-    target = inward(mass, sigma, shown)
+    """A moved bin lies in a stretch at its end of the column that is noise, and decodes
+    as the nearest held bin inside; every part of the stretch next to that bin holds at
+    most the floor and shows at most SUPPORT scales; a column whose every held bin holds
+    more than the floor and whose releases show each keeps them all."""
+    count = count[: mass.size]
+    sd = np.full(mass.size, sigma)
+    target = inward(mass, count, sd)
     held = mass >= HELD
     for b in np.flatnonzero(target != np.arange(mass.size)):
         t = int(target[b])
-        assert held[t] and not (shown[b] and held[b])
+        assert held[t]
         kept = held & (target == np.arange(mass.size))
         assert not kept[min(b, t) + 1 : max(b, t)].any()  # t: the nearest held bin kept
-        # the bins from the moved one outwards hold at most the floor together
-        outer = slice(0, b + 1) if b < t else slice(b, mass.size)
-        assert mass[outer][target[outer] != np.arange(mass.size)[outer]].sum() <= (
-            DECODE_FLOOR * sigma + 1e-9
-        )
-    first, last = np.flatnonzero(held)[[0, -1]] if held.any() else (0, 0)
-    if held.any() and held[first : last + 1].all():
+        # the stretch moved on b's side, from its inner end out: the floor and
+        # SUPPORT, cumulatively
+        side = np.arange(t + 1, mass.size) if b > t else np.arange(t - 1, -1, -1)
+        part = side[target[side] != side]
+        scale = sigma * np.sqrt(np.arange(1, part.size + 1))
+        assert (np.cumsum(mass[part]) <= DECODE_FLOOR * scale + 1e-9).all()
+        assert (np.cumsum(count[part]) <= SUPPORT * scale + 1e-9).all()
+    strong = held & (mass > DECODE_FLOOR * sigma) & (count > SUPPORT * sigma)
+    if held.any() and (strong == held).all():
         assert (target[held] == np.flatnonzero(held)).all()
 
 

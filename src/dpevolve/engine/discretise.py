@@ -27,7 +27,7 @@ Nothing here reads private data beyond turning given records into codes.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -36,6 +36,7 @@ import pandas as pd
 
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
+from dpevolve.engine.boundaries import checked_edges, refined, with_point
 from dpevolve.measurements import Domain
 
 #: A released fine histogram describes where a column's values lie (its cells above the
@@ -134,6 +135,12 @@ class Discretiser:
         Where the values of some moved columns lie, ``(low, high)``, read from released
         values (:func:`dpevolve.engine.bins.released_support`): their end bins, which
         reach out to the declared ends, decode within it.
+    zoom
+        Spans ``(a, b, cells)`` of some columns, each inside the one before, read from
+        released values (:func:`dpevolve.engine.zoom.zoom_spans`), where their fine
+        partition is refined in turn: the intervals inside ``[a, b]`` give way to
+        ``cells`` equal ones (none narrower than the value step), those outside stay
+        (docs/engine.md, Zoom).
     """
 
     def __init__(
@@ -145,6 +152,7 @@ class Discretiser:
         nested: Collection[str] = (),
         atoms: Mapping[str, Collection[float]] | None = None,
         support: Mapping[str, tuple[float, float]] | None = None,
+        zoom: Mapping[str, Sequence[tuple[float, float, int]]] | None = None,
     ) -> None:
         self.schema = schema
         self.bins = int(bins)
@@ -163,8 +171,10 @@ class Discretiser:
         #: Columns whose bins were moved (given edges): their first and last bins are tails.
         self.moved = frozenset(edges or {})
         self.support = dict(support or {})
+        #: Columns whose fine partition is refined over a released span (``zoom``).
+        self.zoom = {name: list(spans) for name, spans in (zoom or {}).items()}
         for name, given in (edges or {}).items():
-            self._edges[name] = _checked_edges(self._edges[name], np.asarray(given, dtype=float))
+            self._edges[name] = checked_edges(self._edges[name], np.asarray(given, dtype=float))
         extra = atoms or {}
         self.fine = {
             c.name: self._fine_cells(c, int(fine_cells), extra.get(c.name, ()))
@@ -227,8 +237,10 @@ class Discretiser:
             parts = [np.linspace(a, b, per_bin + 1)[:-1] for a, b in pairwise(bounds)]
             edges = np.append(np.concatenate(parts), bounds[-1])
         else:
+            for a, b, count in self.zoom.get(column.name, ()):
+                edges = refined(edges, (a, b), count, step)
             for point in sorted(zero | set(wholes)):
-                edges = _with_point(edges, point, atom_tolerance(column))
+                edges = with_point(edges, point, atom_tolerance(column))
         lo = np.concatenate([atoms, edges[:-1]])
         hi = np.concatenate([atoms, edges[1:]])
         return self._assemble(column, lo, hi, atoms.size, per_bin, step)
@@ -409,18 +421,6 @@ def _nearest_weighted(cells: FineCells, weights: np.ndarray, centre: float) -> i
     return int(index[np.argmin(gap)])
 
 
-def _checked_edges(default: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """Given bin edges, checked against the equal-width ones (count and end points)."""
-    if (
-        edges.shape != default.shape
-        or edges[0] != default[0]
-        or edges[-1] != default[-1]
-        or not np.all(np.diff(edges) > 0)
-    ):
-        raise ValueError("bin edges must be bins + 1 increasing values from lo to hi")
-    return edges
-
-
 def _check_nested(edges: np.ndarray, cells: FineCells, tolerance: float) -> None:
     """Nested bin edges must be boundaries of the fine partition's intervals, or the
     edges of an atom's own bin (within ``2 * tolerance`` of an atom: an interval holds
@@ -438,18 +438,6 @@ def atom_tolerance(column: NumericColumn) -> float:
     ``[0, 1]`` encoding, far below any value step. An atom's own bin is
     ``[v - tolerance, v + tolerance)`` (:func:`dpevolve.engine.bins.atom_edges`)."""
     return 1e-9 * max(float(column.range), 1e-300)
-
-
-def _with_point(edges: np.ndarray, point: float, tolerance: float) -> np.ndarray:
-    """Interval boundaries with ``point`` among them (moved onto the nearest boundary,
-    or inserted), so that an atom there can have a bin of its own without splitting a
-    cell."""
-    near = int(np.argmin(np.abs(edges - point)))
-    if abs(edges[near] - point) <= 1e3 * tolerance:
-        out = edges.copy()
-        out[near] = point
-        return out
-    return np.sort(np.append(edges, point))
 
 
 def _whole_numbers(column: NumericColumn, step: float | None, limit: int) -> list[float]:

@@ -29,7 +29,7 @@ release reads only released values and public inputs: post-processing.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +55,7 @@ from dpevolve.engine.smoothing import decode_weights
 from dpevolve.engine.spec import EngineSpec
 from dpevolve.engine.tails import released_inward
 from dpevolve.engine.tree import Picks, spanning, tree_picks
+from dpevolve.engine.zoom import Span, release_zoom
 from dpevolve.measurements import (
     Clique,
     Domain,
@@ -134,7 +135,7 @@ class EngineResult:
             for name, m in self.fine.items()
         }
         marginals = self.measurements.marginals()
-        inward = released_inward(self.discretiser, self.model, marginals, fine)
+        inward = released_inward(self.discretiser, self.model, marginals, fine, self.fine)
         return EngineModel(self.discretiser, fine, self.model, self.rows, self.refinement, inward)
 
 
@@ -231,12 +232,14 @@ def run_engine(
     found = _release_atoms(run, schedule, sought or {}, edges, atoms, about)
     atoms = {**atoms, **found}
     fine = _release_fine(run, schedule)
+    fine = _zoom(run, schedule, fine, edges, atoms, about)
     if chosen.adaptive_bins == "released":
         placed = released_edges(run.discretiser, fine, n, skip=edges, known=found)
         if placed:
             run.discretiser = Discretiser(
                 schema, chosen.bins, chosen.fine_cells, {**edges, **placed}, nested=placed,
                 atoms=atoms, support=released_support(run.discretiser, fine, n, placed),
+                zoom=run.discretiser.zoom,
             )  # fmt: skip
         # post-processing of the released fine histograms: shareable
         about["released_bins"] = {a: [float(e) for e in v] for a, v in placed.items()}
@@ -323,6 +326,32 @@ def _release_atoms(
         about["released_atoms"] = found
         run.ledger.add_metadata(engine=about)
     return found
+
+
+def _zoom(
+    run: _Run,
+    schedule: Schedule,
+    fine: dict[str, Measurement],
+    edges: dict[str, np.ndarray],
+    atoms: dict[str, list[float]],
+    about: dict[str, Any],
+) -> dict[str, Measurement]:
+    """Release finer fine histograms where the first show a column's values in a small
+    part of its range (:mod:`~dpevolve.engine.zoom`); the spans go in the ledger
+    (post-processing of the fine histograms: shareable)."""
+    spec, schema = run.spec, run.discretiser.schema
+
+    def refine(spans: Mapping[str, list[Span]]) -> Discretiser:
+        return Discretiser(schema, spec.bins, spec.fine_cells, edges, atoms=atoms, zoom=spans)
+
+    run.discretiser, fine = release_zoom(
+        run.source, run.discretiser, fine, refine, schedule.zoom, run.spend, run.noise,
+        run.ledger, run.measurements, spec.fine_cells, run.backend, skip=edges,
+    )  # fmt: skip
+    if run.discretiser.zoom:
+        about["zoom"] = {a: [list(s) for s in v] for a, v in run.discretiser.zoom.items()}
+        run.ledger.add_metadata(engine=about)
+    return fine
 
 
 def _release_rules(

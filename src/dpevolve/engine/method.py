@@ -150,6 +150,7 @@ def fit_engine(
     from dpevolve.engine.loop import run_engine
     from dpevolve.engine.plan import Plan
     from dpevolve.engine.public import PublicInputs
+    from dpevolve.engine.zoom import zoomable
     from dpevolve.privacy import Ledger, default_delta
 
     chosen = EngineSpec.from_any(spec)
@@ -159,7 +160,8 @@ def fit_engine(
     discretiser = Discretiser(schema, chosen.bins, chosen.fine_cells, edges, atoms=atoms)
     sought = atom_candidates(schema, chosen) if given is None else {}
     columns, numeric = len(discretiser.domain.names), len(discretiser.numeric)
-    plan = Plan.of(budget, chosen, columns, numeric, len(sought))
+    zooms = zoomable(discretiser) if given is None else 0
+    plan = Plan.of(budget, chosen, columns, numeric, len(sought), zooms)
     if ledger is None:
         delta = budget.delta if budget.delta is not None else default_delta(int(source.n))
         ledger = Ledger(delta)

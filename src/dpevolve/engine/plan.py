@@ -9,6 +9,9 @@ the budget's ``rho`` (given, or the largest whose CKS conversion meets
 * ``fine_share`` for the fine 1-way histograms of the numeric columns (one Gaussian each);
 * ``atom_share`` for the atom release (:mod:`~dpevolve.engine.atoms`), on tables with a
   numeric column that has candidate values (one Gaussian per such column);
+* ``zoom_share`` for the zoom (:mod:`~dpevolve.engine.zoom`), on tables without a
+  public table with a numeric column whose fine partition is not one cell per value
+  (what no column zooms into goes to the last adaptive round);
 * ``oneway_share`` of the rest for the first measurement of every 1-way marginal;
 * ``pe_share`` of the whole for the PE stage's votes (:mod:`~dpevolve.engine.refine`),
   on tables of at most ``pe_max_columns`` columns, at least ``pe_min_numeric`` of
@@ -65,21 +68,30 @@ class Plan:
     relations: float = 0.0
     relation_edges: int = 0
     atoms: float = 0.0
+    zoom: float = 0.0
     columns: int = 0
     numeric: int = 0
 
     @classmethod
     def of(
-        cls, budget: Budget, spec: EngineSpec, columns: int, numeric: int, candidates: int = 0
+        cls,
+        budget: Budget,
+        spec: EngineSpec,
+        columns: int,
+        numeric: int,
+        candidates: int = 0,
+        zoomable: int = 0,
     ) -> Plan:
         """The split of ``budget`` for a table of ``columns`` columns, ``numeric`` of them
-        numeric and ``candidates`` of those with an atom release (public facts)."""
+        numeric, ``candidates`` of those with an atom release and ``zoomable`` that may
+        zoom (public facts)."""
         total = zcdp_budget(budget) * SLACK
         fine = spec.fine_share * total if numeric else 0.0
         atoms = spec.atom_share * total if candidates else 0.0
-        oneway = spec.oneway_share * (total - fine - atoms)
+        zoom = spec.zoom_share * total if zoomable and fine else 0.0
+        oneway = spec.oneway_share * (total - fine - atoms - zoom)
         pe = spec.pe_share * total if spec.runs_pe(columns, numeric) else 0.0
-        rounds = total - fine - atoms - oneway - pe
+        rounds = total - fine - atoms - zoom - oneway - pe
         planned = spec.planned_rounds(columns)
         per_round = rounds / planned
         links = numeric - 1 if spec.runs_relations(numeric) else 0
@@ -93,6 +105,7 @@ class Plan:
             total=total,
             fine=fine,
             atoms=atoms,
+            zoom=zoom,
             oneway=oneway,
             rounds=rounds - tree - relations,
             pe=pe,
@@ -112,6 +125,7 @@ class Plan:
         return Schedule(
             total=self.total,
             atoms=self.atoms,
+            zoom=self.zoom,
             fine=sigma_for(self.fine / self.numeric) if fine else None,
             oneway=sigma_for(self.oneway / self.columns),
             relations=self.relation_round() if self.relation_edges else None,
@@ -156,6 +170,9 @@ class Schedule:
         The cap of the composed ``rho`` (the run's :class:`Spend` limit).
     atoms
         The atom release's ``rho`` (:mod:`~dpevolve.engine.atoms` splits it per column).
+    zoom
+        The zoom's ``rho`` (:mod:`~dpevolve.engine.zoom` splits it per level and
+        column; 0: no zoom).
     fine, oneway
         ``sigma`` of each fine histogram (``None``: none released) and of each 1-way.
     relations, tree
@@ -177,6 +194,7 @@ class Schedule:
 
     total: float
     atoms: float
+    zoom: float
     fine: float | None
     oneway: float
     relations: tuple[float, float] | None

@@ -44,6 +44,12 @@ class EngineSpec:
         decimals) in every numeric column whose fine partition is not one cell per value;
         a value found holding a large share becomes a cell, and a bin, of its own.
         Spent only where such a column exists; ``0``: none.
+    zoom_share
+        Most share of ``rho`` for the zoom (:mod:`~dpevolve.engine.zoom`): a finer fine
+        histogram of a column over the span its first one shows its values in, where
+        that span is a small part of the declared range (no public table given).
+        Planned only where a numeric column's fine partition is not one cell per value;
+        what no column needs goes to the adaptive rounds. ``0``: no zoom.
     fine_cells
         Most cells of one fine histogram: one per value for integer (or ``decimals``)
         columns with at most this many values, else sub-bins of every bin plus the
@@ -198,6 +204,7 @@ class EngineSpec:
     bins: int = 20
     fine_share: float = 0.05
     atom_share: float = 0.03
+    zoom_share: float = 0.05
     fine_cells: int = 128
     oneway_share: float = 0.06
     rounds: int | None = None
@@ -259,7 +266,8 @@ class EngineSpec:
                 f"engine spec: tree_label_quantiles must be true or false, "
                 f"got {self.tree_label_quantiles!r}"
             )
-        shares = ("fine_share", "atom_share", "oneway_share", "pe_share", "tree_share")
+        shares: tuple[str, ...] = ("fine_share", "atom_share", "zoom_share", "oneway_share")
+        shares += ("pe_share", "tree_share")
         for name in (*shares, "relation_share"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and 0.0 <= value < 1.0):
@@ -267,7 +275,8 @@ class EngineSpec:
         value = self.pe_min_numeric
         if not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):
             raise InputError(f"engine spec: pe_min_numeric must lie in [0, 1], got {value!r}")
-        before = self.fine_share + self.atom_share  # the shares taken before the 1-ways
+        # the shares taken before the 1-ways
+        before = self.fine_share + self.atom_share + self.zoom_share
         if self.pe_share >= (1.0 - before) * (1.0 - self.oneway_share):
             raise InputError("engine spec: pe_share leaves nothing for the marginal rounds")
         if not (isinstance(self.select_share, (int, float)) and 0.0 < self.select_share < 1.0):

@@ -1,31 +1,28 @@
-"""End bins decoded inward: model mass past a gap at a column's end, within the noise.
+"""End bins decoded inward: model mass at a column's end that the releases show as noise.
 
 On a small table at a modest budget a released 1-way marginal of a numeric column
 carries noise of scale ``sigma`` of the order of a bin's count (``sigma`` 112 for 2,700
 rows over 20 bins). Where a public range was widened beyond the data, the bins near its
 ends hold no records, yet the noise there survives the estimator's non-negativity: the
-model gives an empty end bin a hundred rows, set apart from the rest of the column's mass
-by bins it gives nothing. Decoded within that bin, those rows land far beyond the data
+model gives an empty end bin a hundred rows, often set apart from the rest of the
+column's mass by bins it gives nothing. Decoded within that bin, those rows land far beyond the data
 (issue 25: 2-5% of rows on three real tables).
 
 Post-processing of released values: per numeric column, the model's own 1-way answer
-(fitted to the releases) and the released fine histogram's decoding weights
-(:mod:`~dpevolve.engine.smoothing`). From each end of the column's value bins, the bins
-beyond a bin the model gives no mass are *inward* when
+(fitted to the releases) and each bin's count as the releases show it, every release
+that counts the bin combined by inverse variance (:func:`released_counts`: the 1-way
+marginals, the other marginals holding the column summed over their other attributes,
+the fine histogram summed over the bin's cells). From each end, the longest stretch of
+bins that is *noise* (:func:`noise`) decodes as the nearest bin inside it the model
+holds mass in (:class:`~dpevolve.engine.model.EngineModel`): every part of the stretch
+next to that bin is given by the model at most
+:data:`~dpevolve.engine.smoothing.DECODE_FLOOR` noise scales of the part (what its
+noise can leave), and its released count stands at most as many above zero, or, where
+the stretch lies past a bin the model gives nothing (a gap), at most
+:data:`~dpevolve.engine.smoothing.SUPPORT`. Values stay where the releases show data,
+and rows move only from a column's ends inwards.
 
-- their total model mass is at most :data:`~dpevolve.engine.smoothing.DECODE_FLOOR`
-  noise scales of one released 1-way cell (what one empty bin's noise can leave), and
-- the fine histogram's weights show no data in any of them the model gives mass
-  (a floored histogram's false cell, where the model holds nothing, protects nothing);
-
-the innermost such gap is taken. Rows the model draws in an inward bin are decoded as
-rows of the nearest bin inside the gap (:class:`~dpevolve.engine.model.EngineModel`):
-values stay where the releases show data, and no row moves more than the gap.
-
-A gap is not always there: the model's noise mass in a widened range's end bins can
-run into the data's own bins (cps91's ages, declared on [10, 65] and held in [18, 59]:
-94 rows at 10-15 from noise of scale 107 per released cell, next to bins of 2 and 38
-rows). So, further, the bins wholly beyond the span of the fine cells the decoding
+Further, the bins wholly beyond the span of the fine cells the decoding
 weights show data in, widened by :data:`~dpevolve.engine.discretise.MARGIN` of it
 (:func:`shown_span`), decode as the nearest bin that is not, when the model gives them
 together at most :data:`~dpevolve.engine.smoothing.DECODE_FLOOR` noise scales
@@ -41,7 +38,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from dpevolve.engine.discretise import MARGIN, Discretiser, FineCells
-from dpevolve.engine.smoothing import DECODE_FLOOR
+from dpevolve.engine.smoothing import DECODE_FLOOR, SUPPORT
 from dpevolve.measurements import Estimator, Measurement
 
 #: A bin the model gives less than this many rows holds nothing (its fitted answer is
@@ -49,36 +46,99 @@ from dpevolve.measurements import Estimator, Measurement
 HELD = 0.5
 
 
-def inward(mass: np.ndarray, sigma: float, shown: np.ndarray) -> np.ndarray:
+def inward(mass: np.ndarray, count: np.ndarray, sd: np.ndarray) -> np.ndarray:
     """The bin each value bin decodes as (itself unless inward; module docstring).
+
+    Per end, the longest stretch of end bins that is noise (:func:`noise`) and leaves a
+    bin the model holds mass in further in decodes as the nearest such bin.
 
     Parameters
     ----------
     mass
         The model's mass per value bin, in value order (rows).
-    sigma
-        Noise scale of one cell of the column's released 1-way marginal.
-    shown
-        Per bin, whether the released fine histogram's weights show data in it.
+    count, sd
+        Per bin, the released count (every release of the column combined:
+        :func:`released_counts`) and its noise scale.
     """
     mass = np.asarray(mass, dtype=np.float64)
-    shown = np.asarray(shown, dtype=bool)
+    count = np.asarray(count, dtype=np.float64)
+    sd = np.asarray(sd, dtype=np.float64)
     target = np.arange(mass.size)
     held = mass >= HELD
     for order in (np.arange(mass.size), np.arange(mass.size)[::-1]):
-        if not held.any():
-            return target
-        # gaps: empty bins with mass further in; the innermost one whose outer part is noise
         for k in range(order.size - 1, 0, -1):
             outer, rest = order[:k], order[k:]
-            if held[order[k - 1]] or not held[rest].any():
+            if not held[rest].any():
                 continue
-            if mass[outer].sum() <= DECODE_FLOOR * sigma and not (shown & held)[outer].any():
-                inner = rest[int(np.flatnonzero(held[rest])[0])]
-                target[outer] = inner
-                held[outer] = False  # the other end's gaps are sought among the rest
+            gap = not held[order[k - 1]]
+            inner = outer[::-1]  # from the bins further in, outwards
+            if noise(mass[inner], count[inner], sd[inner], gap):
+                target[outer] = rest[int(np.flatnonzero(held[rest])[0])]
+                held[outer] = False  # the other end's stretches are sought among the rest
                 break
     return target
+
+
+def noise(mass: np.ndarray, count: np.ndarray, sd: np.ndarray, gap: bool) -> bool:
+    """Whether a stretch of end bins (ordered outwards from the inside) holds what the
+    noise of an empty stretch leaves: every part of it next to the bins further in
+    (its first ``j`` bins) is given by the model at most
+    :data:`~dpevolve.engine.smoothing.DECODE_FLOOR` noise scales (the released counts'
+    combined over the part, ``sqrt(sum sd^2)``); past a bin the model gives nothing
+    (``gap``), no such part's released count stands
+    :data:`~dpevolve.engine.smoothing.SUPPORT` scales above zero; without a gap, none
+    stands ``DECODE_FLOOR`` scales, and the whole stretch's falls that many scales short
+    of the model's mass (the model holds there what the releases deny: a real thin
+    tail the model fits stays)."""
+    scale = np.sqrt(np.cumsum(np.asarray(sd, dtype=np.float64) ** 2))
+    held, shown = np.cumsum(mass), np.cumsum(count)
+    if not np.all(held <= DECODE_FLOOR * scale):
+        return False
+    if gap:
+        return bool(np.all(shown <= SUPPORT * scale))
+    floor = DECODE_FLOOR * scale
+    return bool(np.all(shown <= floor) and shown[-1] <= held[-1] - floor[-1])
+
+
+def released_counts(
+    discretiser: Discretiser,
+    name: str,
+    measurements: Iterable[Measurement],
+    fine: Measurement | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per value bin of numeric column ``name``, its count as every release shows it
+    and that count's noise scale: each marginal holding the column (not grouped on it)
+    summed over its other attributes, and the fine histogram summed over each bin's
+    cells, combined by inverse variance (post-processing; a bin no release measures:
+    count 0, scale infinite)."""
+    bins = discretiser.bins
+    precision = np.zeros(bins)
+    total = np.zeros(bins)
+    for m in measurements:
+        if name not in m.clique:
+            continue
+        axis = m.clique.index(name)
+        groups = m.query.groups
+        if (groups is not None and groups[axis] is not None) or not np.isfinite(m.sigma):
+            continue
+        noisy = np.moveaxis(np.asarray(m.noisy, dtype=np.float64), axis, 0)
+        cells = noisy[0].size  # per bin: the cells of the other attributes summed
+        weight = 1.0 / (float(m.sigma) ** 2 * cells)
+        precision += weight
+        total += weight * noisy.reshape(noisy.shape[0], -1).sum(axis=1)[:bins]
+    if fine is not None and np.isfinite(fine.sigma):
+        coarse = discretiser.fine[name].coarse
+        width = np.bincount(coarse, minlength=bins + 1)[:bins]
+        sums = np.bincount(coarse, weights=np.asarray(fine.noisy, dtype=np.float64).ravel())
+        weight = np.zeros(bins)
+        held = width > 0
+        weight[held] = 1.0 / (float(fine.sigma) ** 2 * width[held])
+        precision += weight
+        total += weight * sums[:bins]
+    measured = precision > 0
+    count = np.where(measured, total / np.where(measured, precision, 1.0), 0.0)
+    sd = np.where(measured, 1.0 / np.sqrt(np.where(measured, precision, 1.0)), np.inf)
+    return count, sd
 
 
 def shown_span(cells: FineCells, weights: np.ndarray) -> tuple[float, float] | None:
@@ -117,10 +177,14 @@ def released_inward(
     model: Estimator,
     measurements: Iterable[Measurement],
     weights: Mapping[str, np.ndarray],
+    fine: Mapping[str, Measurement] | None = None,
 ) -> dict[str, np.ndarray]:
     """Per numeric column with a released 1-way marginal and fine histogram, the bin
-    each of its cells decodes as (:func:`inward`; a missing cell stays itself).
-    Columns whose end bins all decode as themselves are left out."""
+    each of its cells decodes as (:func:`inward`, :func:`beyond_span`;
+    a missing cell stays itself); ``fine``: the released fine histograms, counted with
+    the marginals (:func:`released_counts`). Columns whose end bins all decode as
+    themselves are left out."""
+    measurements = list(measurements)
     sigma: dict[str, float] = {}
     for m in measurements:
         if len(m.clique) == 1:
@@ -134,9 +198,9 @@ def released_inward(
             continue
         cells = discretiser.fine[name]
         w = np.asarray(weights[name])
-        shown = np.array([bool((w[cells.coarse == b] > 0).any()) for b in range(bins)])
         mass = np.asarray(model.answer((name,)), dtype=np.float64)
-        target = inward(mass[:bins], sigma[name], shown)
+        count, sd = released_counts(discretiser, name, measurements, (fine or {}).get(name))
+        target = inward(mass[:bins], count, sd)
         span = shown_span(cells, w)
         if span is not None:
             target = beyond_span(discretiser.edges(name), span, mass[:bins], sigma[name])[target]
@@ -145,4 +209,12 @@ def released_inward(
     return out
 
 
-__all__ = ["HELD", "beyond_span", "inward", "released_inward", "shown_span"]
+__all__ = [
+    "HELD",
+    "beyond_span",
+    "inward",
+    "noise",
+    "released_counts",
+    "released_inward",
+    "shown_span",
+]
