@@ -21,6 +21,7 @@ from dpevolve.engine.tails import (
     inward,
     noise,
     released_counts,
+    whole_bins,
 )
 from dpevolve.measurements import HistogramQuery, MarginalQuery, Measurement
 from dpevolve.privacy import Budget, GaussianEvent
@@ -183,3 +184,18 @@ def test_a_widened_range_keeps_the_rows_near_the_data() -> None:
         out = plain.sample(2000, np.random.default_rng(seed))["x"].to_numpy(float)
         before.append(_beyond(out, frame))
     assert np.mean(after) <= max(0.6 * np.mean(before), 0.005), (after, before)
+
+
+class _Parity(MarginalQuery):
+    """A coarse query of another shape (an extension's): no groups, yet coarse."""
+
+    @property
+    def coarse(self) -> bool:
+        return True
+
+
+def test_only_queries_that_count_a_column_bin_by_bin_are_combined() -> None:
+    assert whole_bins(MarginalQuery(("a", "b")), 0)
+    grouped_b = MarginalQuery(("a", "b"), groups=(None, (0, 0, 1)))
+    assert whole_bins(grouped_b, 0) and not whole_bins(grouped_b, 1)
+    assert not whole_bins(_Parity(("a", "b")), 0)

@@ -39,7 +39,7 @@ import numpy as np
 
 from dpevolve.engine.discretise import MARGIN, Discretiser, FineCells
 from dpevolve.engine.smoothing import DECODE_FLOOR, SUPPORT
-from dpevolve.measurements import Estimator, Measurement
+from dpevolve.measurements import Estimator, MarginalQuery, Measurement
 
 #: A bin the model gives less than this many rows holds nothing (its fitted answer is
 #: rarely exactly zero).
@@ -107,7 +107,7 @@ def released_counts(
     fine: Measurement | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per value bin of numeric column ``name``, its count as every release shows it
-    and that count's noise scale: each marginal holding the column (not grouped on it)
+    and that count's noise scale: each marginal query holding the column (not grouped on it)
     summed over its other attributes, and the fine histogram summed over each bin's
     cells, combined by inverse variance (post-processing; a bin no release measures:
     count 0, scale infinite)."""
@@ -115,11 +115,10 @@ def released_counts(
     precision = np.zeros(bins)
     total = np.zeros(bins)
     for m in measurements:
-        if name not in m.clique:
+        if not isinstance(m.query, MarginalQuery) or name not in m.clique:
             continue
         axis = m.clique.index(name)
-        groups = m.query.groups
-        if (groups is not None and groups[axis] is not None) or not np.isfinite(m.sigma):
+        if not (whole_bins(m.query, axis) and np.isfinite(m.sigma)):
             continue
         noisy = np.moveaxis(np.asarray(m.noisy, dtype=np.float64), axis, 0)
         cells = noisy[0].size  # per bin: the cells of the other attributes summed
@@ -139,6 +138,15 @@ def released_counts(
     count = np.where(measured, total / np.where(measured, precision, 1.0), 0.0)
     sd = np.where(measured, 1.0 / np.sqrt(np.where(measured, precision, 1.0)), np.inf)
     return count, sd
+
+
+def whole_bins(query: MarginalQuery, axis: int) -> bool:
+    """Whether ``query`` counts its attribute ``axis`` bin by bin: a plain marginal, or
+    one grouped on its other attributes only. A coarse query of another shape (an
+    extension's parity of two codes, docs/architecture.md) answers something else."""
+    if not query.coarse:
+        return True
+    return query.groups is not None and query.groups[axis] is None
 
 
 def shown_span(cells: FineCells, weights: np.ndarray) -> tuple[float, float] | None:
@@ -217,4 +225,5 @@ __all__ = [
     "released_counts",
     "released_inward",
     "shown_span",
+    "whole_bins",
 ]
