@@ -4,10 +4,16 @@ Exact (no sampling): runs on neighbouring tables coupled by the same noisy outpu
 (:func:`tests.privacy.exact.engine_violations`) must end in the same decoding: which
 end bins decode inward, and as which bin, is post-processing of the model and the
 released fine histograms. The table is built so that a slip shows: a column whose
-equal-width bins stay (its values spread over the declared range, no bin crowded),
-with an empty bin below its top one, and the moving record alone in that top bin on
-``D``: a span read from the private maximum would keep the top bin on ``D`` and fold
-it inward on ``D'``.
+equal-width bins stay (its values spread over the declared range, no bin crowded), the
+moving record alone in the top bin on ``D`` and two rows in the bin below it. That bin
+is held, so no gap lies between the top bin and the data, and the released count of the
+top bin matches what the model gives it: :func:`~dpevolve.engine.tails.inward` leaves
+it, and only the span decides (:func:`~dpevolve.engine.tails.beyond_span`). The rows
+end at 49 so that on ``D'`` the span (up to 50, plus a tenth of its width) stops short
+of the top bin's lower edge (56): a span read from the private maximum keeps the top
+bin on ``D`` and folds it inward on ``D'``. (With an empty bin below the top one, the
+inverse-variance released counts let ``inward`` fold it on both sides, and the span
+went unseen.)
 """
 
 from __future__ import annotations
@@ -34,8 +40,8 @@ BUDGET = Budget(rho=4.0)
 #: (record of D, record of D', on_invalid of D'): the lone top row moved into the data,
 #: and replaced by a row the schema refuses, dropped.
 PAIRS = [((63, "1"), (20, "1"), "error"), ((63, "1"), (99, "1"), "drop")]
-#: Forty-eight rows, one at each of 0..47: six bins of eight, the seventh empty.
-CASE = Case(SCHEMA, SPEC, BUDGET, [(w, str(w % 2)) for w in range(48)], PAIRS)
+#: Fifty rows, one at each of 0..49: six bins of eight, two rows in the seventh.
+CASE = Case(SCHEMA, SPEC, BUDGET, [(w, str(w % 2)) for w in range(50)], PAIRS)
 
 
 @pytest.mark.parametrize("pair", PAIRS)
