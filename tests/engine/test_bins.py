@@ -15,7 +15,14 @@ from dpevolve.data.encoding import encode
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine
-from dpevolve.engine.bins import LOOSE, THRESHOLD, histogram_quantile, released_edges
+from dpevolve.engine.bins import (
+    LOOSE,
+    THRESHOLD,
+    ZERO_REACH,
+    histogram_quantile,
+    released_edges,
+    snapper,
+)
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release
 from dpevolve.engine.smoothing import decode_weights
@@ -273,3 +280,23 @@ def test_decoding_ignores_fine_cells_within_the_noise() -> None:
     assert np.all((first >= cells.lo[signal]) & (first <= cells.hi[signal]))
     back = disc.codes(encode(out, SCHEMA))[:, x]
     assert np.array_equal(back, codes[:, x])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(-40, 40), min_size=2, max_size=30, unique=True),
+    st.lists(st.floats(-45.0, 45.0), min_size=1, max_size=10),
+)
+def test_edges_snap_to_the_grid_and_onto_zero_when_next_to_it(steps, points) -> None:
+    grid = np.sort(np.array([0.0] + [0.37 * k for k in steps if k]))
+    inner = np.sort(np.array(points))
+    out = snapper(grid)(inner)
+    assert np.all(np.isin(out, grid)) and np.all(np.diff(out) >= 0)  # order kept
+    nearest = grid[np.argmin(np.abs(grid[None, :] - inner[:, None]), axis=1)]
+    moved = np.flatnonzero(out != nearest)
+    if moved.size:  # at most the one nearest 0, onto 0, from a neighbour of it
+        assert moved.size == 1 and out[moved[0]] == 0.0
+        zero = int(np.flatnonzero(grid == 0.0)[0])
+        assert abs(int(np.flatnonzero(grid == nearest[moved[0]])[0]) - zero) <= ZERO_REACH
+    near_zero = np.abs(np.searchsorted(grid, nearest) - np.flatnonzero(grid == 0.0)[0])
+    assert (0.0 in out) == bool(np.any(near_zero <= ZERO_REACH))

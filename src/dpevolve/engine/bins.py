@@ -54,6 +54,12 @@ LOOSE = 0.5
 #: years of schooling, read in [10.7, 14.2], reach 8 and 18).
 REACH = 0.5
 
+#: A bin edge placed this many fine boundaries from 0 moves onto 0 (where 0 is
+#: one: a fine partition of a range holding 0 has it as a boundary). A sign is where
+#: many rules change: the XOR of a feature N(0, 1) declared on [-4, 200], cut at 0,
+#: had its bin edge at -0.02 and lost 0.07 of its score.
+ZERO_REACH = 1
+
 
 def loose_edges(
     column: NumericColumn,
@@ -254,7 +260,7 @@ def released_edges(
                 continue
             quantile = _uniform(column)  # the values between atoms: no better guess
         grid = _cuts(cells)
-        edges = loose_edges(column, quantile, bins, mode, _snapper(grid), grid, atoms)
+        edges = loose_edges(column, quantile, bins, mode, snapper(grid), grid, atoms)
         if edges is not None:
             out[column.name] = edges
     return out
@@ -310,16 +316,25 @@ def _cuts(cells: FineCells) -> np.ndarray:
     return 0.5 * (values[1:] + values[:-1])
 
 
-def _snapper(grid: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    """Inner edges to the nearest point of ``grid`` (sorted)."""
+def snapper(grid: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """Inner edges to the nearest point of ``grid`` (sorted); where 0 is a point of it,
+    the edge nearest 0 onto 0 when it lies within :data:`ZERO_REACH` points of it."""
+    zero = np.flatnonzero(grid == 0.0)
 
     def snap(points: np.ndarray) -> np.ndarray:
         if grid.size == 0:
             return points
         pos = np.searchsorted(grid, points)
-        left = grid[np.clip(pos - 1, 0, grid.size - 1)]
-        right = grid[np.clip(pos, 0, grid.size - 1)]
-        return np.where(np.abs(points - left) <= np.abs(right - points), left, right)
+        left = np.clip(pos - 1, 0, grid.size - 1)
+        right = np.clip(pos, 0, grid.size - 1)
+        at = np.where(np.abs(points - grid[left]) <= np.abs(grid[right] - points), left, right)
+        if zero.size and at.size:
+            # the nearest edge in grid points: none lies between it and 0, so the
+            # order stays
+            near = int(np.argmin(np.abs(at - zero[0])))
+            if abs(int(at[near]) - int(zero[0])) <= ZERO_REACH:
+                at[near] = zero[0]
+        return grid[at]
 
     return snap
 
@@ -358,11 +373,13 @@ __all__ = [
     "SPIKE",
     "TAIL",
     "THRESHOLD",
+    "ZERO_REACH",
     "atom_edges",
     "histogram_quantile",
     "loose_edges",
     "released_atoms",
     "released_edges",
     "released_support",
+    "snapper",
     "spikes",
 ]
