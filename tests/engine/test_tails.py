@@ -54,27 +54,29 @@ def test_an_island_the_releases_support_stays() -> None:
     assert inward(light, count, SD)[-1] == 6
 
 
-def test_a_thin_end_bin_the_releases_deny_decodes_inward() -> None:
-    """No gap: the last bin holds 150 rows where the releases show -80, more than two
-    noise scales fewer, so it decodes as the bin before; where the releases show what
-    the model holds (a real thin tail the model fits), it stays; the empty bins before a
-    300-row bin hide no data next to it (every part of the stretch next to the rest is
-    tested, not only the whole)."""
+def test_a_thin_end_bin_the_releases_cannot_tell_from_noise_decodes_inward() -> None:
+    """No gap: the last bin holds 150 rows where the releases show -80, or the 150 the
+    model holds, both within two noise scales: it decodes as the bin before; a tail the
+    releases show above two scales (210 rows) stays; the empty bins before a 300-row
+    bin hide no data next to it (every part of the stretch next to the rest is tested,
+    not only the whole)."""
     mass = np.array([0.0, 0.0, 0.0, 300.0, 500.0, 400.0, 250.0, 150.0])
     count = np.array([0.0, 0.0, 0.0, 300.0, 500.0, 400.0, 250.0, -80.0])
     target = inward(mass, count, np.full(8, SIGMA))
     assert target.tolist() == [3, 3, 3, 3, 4, 5, 6, 6]
     count[-1] = 150.0
+    assert inward(mass, count, np.full(8, SIGMA)).tolist() == [3, 3, 3, 3, 4, 5, 6, 6]
+    mass[-1] = count[-1] = DECODE_FLOOR * SIGMA + 10.0
     assert inward(mass, count, np.full(8, SIGMA)).tolist() == [3, 3, 3, 3, 4, 5, 6, 7]
 
 
 def test_noise_is_the_formula() -> None:
     """Cumulative mass within DECODE_FLOOR scales and count within DECODE_FLOOR (SUPPORT
-    past a gap) scales, every prefix from the inside; without a gap, the whole count
-    DECODE_FLOOR scales below the mass."""
+    past a gap) scales, every prefix from the inside."""
     sd = np.array([10.0, 10.0])
     assert noise(np.array([20.0, 8.0]), np.array([-20.0, 8.0]), sd, gap=False)
-    assert not noise(np.array([20.0, 8.0]), np.array([20.0, 8.0]), sd, gap=False)
+    assert noise(np.array([20.0, 8.0]), np.array([20.0, 8.0]), sd, gap=False)
+    assert not noise(np.array([20.0, 8.0]), np.array([20.1, 8.0]), sd, gap=False)
     assert not noise(np.array([20.1, 0.0]), np.array([0.0, 0.0]), sd, gap=False)
     assert not noise(np.array([0.0, 29.0]), np.array([0.0, 0.0]), sd, gap=False)
     assert not noise(np.array([0.0, 0.0]), np.array([25.0, -60.0]), sd, gap=False)
