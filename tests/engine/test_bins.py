@@ -19,8 +19,10 @@ from dpevolve.engine.bins import (
     LOOSE,
     THRESHOLD,
     ZERO_REACH,
+    close,
     histogram_quantile,
     released_edges,
+    round_points,
     snapper,
 )
 from dpevolve.engine.discretise import Discretiser
@@ -294,9 +296,22 @@ def test_edges_snap_to_the_grid_and_onto_zero_when_next_to_it(steps, points) -> 
     assert np.all(np.isin(out, grid)) and np.all(np.diff(out) >= 0)  # order kept
     nearest = grid[np.argmin(np.abs(grid[None, :] - inner[:, None]), axis=1)]
     moved = np.flatnonzero(out != nearest)
-    if moved.size:  # at most the one nearest 0, onto 0, from a neighbour of it
-        assert moved.size == 1 and out[moved[0]] == 0.0
-        zero = int(np.flatnonzero(grid == 0.0)[0])
-        assert abs(int(np.flatnonzero(grid == nearest[moved[0]])[0]) - zero) <= ZERO_REACH
-    near_zero = np.abs(np.searchsorted(grid, nearest) - np.flatnonzero(grid == 0.0)[0])
-    assert (0.0 in out) == bool(np.any(near_zero <= ZERO_REACH))
+    at = np.searchsorted(grid, nearest)
+    rounds = round_points(grid, inner)
+    # moved edges only onto round points of the grid, from a neighbour of one
+    assert np.all(np.isin(np.searchsorted(grid, out[moved]), rounds))
+    assert np.all(np.abs(np.searchsorted(grid, out[moved]) - at[moved]) <= ZERO_REACH)
+    zero = int(np.flatnonzero(grid == 0.0)[0])
+    reach = [abs(k - zero) <= ZERO_REACH and close(grid, int(k), zero) for k in at]
+    if rounds.size == 1:  # 0 alone is round: whether an edge lands on it
+        assert (0.0 in out) == any(reach)
+
+
+def test_round_points_are_multiples_of_the_largest_power_of_ten_within_the_edges() -> None:
+    """An XOR feature N(50, 10) on a grid of 1.6: with edges over [28, 76], 50 is
+    round (a multiple of 10) and the edge next to it moves onto it; 0 always is."""
+    grid = np.array([-4.0, 0.0, 30.0, 48.4, 50.0, 51.6, 53.2, 60.0, 100.0])
+    rounds = grid[round_points(grid, np.array([28.0, 48.4, 53.2, 76.0]))]
+    assert rounds.tolist() == [0.0, 30.0, 50.0, 60.0, 100.0]
+    assert snapper(grid)(np.array([48.3, 52.0])).tolist() == [50.0, 51.6]  # not 30: a wide cell
+    assert grid[round_points(grid, np.array([1.0]))].tolist() == [0.0]  # no span: 0 alone

@@ -14,6 +14,7 @@ from dpevolve.data.encoding import encode
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec
+from dpevolve.engine.boundaries import ROUND_APART, ROUND_REACH, rounded
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import FINE, marginal_event, sigma_for
 from dpevolve.engine.plan import Plan, Spend
@@ -86,7 +87,39 @@ def test_the_refined_partition_keeps_the_cells_outside(a: float, width: float, n
     assert gaps.min() >= step - 1e-9
     expected = 128 if name == "a" else min(128, math.floor((high - low) / step))
     assert inner.size - 1 == expected
-    assert np.allclose(gaps, gaps[0])
+    width = (high - low) / expected
+    if name == "k":  # a value step: equal intervals, each holding a value
+        assert np.allclose(gaps, width)
+    else:  # a boundary next to a round value moved onto it (rounded)
+        assert np.all(np.abs(gaps - width) <= ROUND_REACH * width + 1e-9 * width)
+
+
+@settings(max_examples=100, deadline=None)
+@given(a=st.floats(-1000.0, 1000.0), width=st.floats(1e-3, 1e3), cells=st.integers(1, 300))
+def test_rounded_boundaries_move_a_little_onto_round_values(
+    a: float, width: float, cells: int
+) -> None:
+    """Each boundary moves by at most ROUND_REACH of a width, onto a multiple of the
+    power of ten at least ROUND_APART widths; the ends stay, the order stays."""
+    bounds = np.linspace(a, a + width * cells, cells + 1)
+    out = rounded(bounds)
+    assert out[0] == bounds[0] and out[-1] == bounds[-1]
+    assert np.all(np.diff(out) > 0)
+    step = bounds[1] - bounds[0]
+    moved = out != bounds
+    assert np.all(np.abs(out - bounds) <= ROUND_REACH * step * (1 + 1e-9))
+    unit = 10.0 ** math.ceil(math.log10(ROUND_APART * step))
+    ratio = out[moved] / unit
+    assert np.allclose(ratio, np.round(ratio))
+    assert np.array_equal(rounded(bounds, 1.0), bounds)  # a value step: kept
+
+
+def test_a_sign_and_a_round_threshold_become_boundaries() -> None:
+    """The N(0, 1) feature of the XOR declared on [-4, 200]: its zoom's cells (82 over
+    [-4, 9.6], one boundary at -0.02) get 0; the equal-width partition, 50."""
+    zoom = rounded(np.linspace(-4.0, 9.6, 83))
+    assert 0.0 in zoom and np.isclose(zoom, -0.0195, atol=1e-3).sum() == 0
+    assert 50.0 in rounded(np.linspace(-4.0, 200.0, 129))
 
 
 def test_data_in_one_cell_zoom_twice_where_the_first_zoom_still_shows_few_cells() -> None:

@@ -1,5 +1,6 @@
 """Boundaries of a numeric column's partitions: given bin edges checked, a point made
-a boundary, and a span refined (the zoom's cells, :mod:`~dpevolve.engine.zoom`).
+a boundary, a span refined (the zoom's cells, :mod:`~dpevolve.engine.zoom`), and
+boundaries next to round values moved onto them.
 
 Pure functions of public inputs and released values; used by
 :class:`~dpevolve.engine.discretise.Discretiser` (docs/engine.md, Bins and Zoom).
@@ -50,10 +51,45 @@ def refined(
     a, b = max(float(span[0]), float(edges[0])), min(float(span[1]), float(edges[-1]))
     if not b > a:
         return edges
-    inner = np.linspace(a, b, cell_count(a, b, cells, step) + 1)
+    inner = rounded(np.linspace(a, b, cell_count(a, b, cells, step) + 1), step)
     apart = 1e-6 * (b - a)  # a boundary next to an end of the span is that end
     below, above = edges[edges < a - apart], edges[edges > b + apart]
     return np.unique(np.concatenate([below, inner, above]))
 
 
-__all__ = ["cell_count", "checked_edges", "refined", "with_point"]
+#: An inner boundary of equal-width cells (a continuous column's partition, a zoom's)
+#: this share of their width or less from a round value moves onto it (:func:`rounded`).
+ROUND_REACH = 0.25
+
+#: Round values lie at least this many cell widths apart (:func:`rounded`): a
+#: few boundaries move, the cells stay of about equal width.
+ROUND_APART = 5.0
+
+
+def rounded(bounds: np.ndarray, step: float | None = None) -> np.ndarray:
+    """Equal-width boundaries with each inner one that lies within :data:`ROUND_REACH`
+    of a width of a round value moved onto it: a multiple of the smallest power of ten
+    at least :data:`ROUND_APART` widths (0 among them: a sign, or a round threshold,
+    where many rules change, then falls between cells, not just off one). At most one
+    boundary in ``ROUND_APART`` moves, by at most a quarter of a width, so the order
+    stays. A column with a value ``step`` keeps its boundaries (a round value there is
+    one of its values, not a boundary between two). Public: a function of the span."""
+    if bounds.size < 3 or step is not None:
+        return bounds
+    width = float(bounds[1] - bounds[0])
+    unit = 10.0 ** math.ceil(math.log10(ROUND_APART * width))
+    inner = bounds[1:-1]
+    near = np.round(inner / unit) * unit + 0.0
+    inner = np.where(np.abs(inner - near) <= ROUND_REACH * width, near, inner)
+    return np.concatenate([bounds[:1], inner, bounds[-1:]])
+
+
+__all__ = [
+    "ROUND_APART",
+    "ROUND_REACH",
+    "cell_count",
+    "checked_edges",
+    "refined",
+    "rounded",
+    "with_point",
+]

@@ -36,7 +36,7 @@ import pandas as pd
 
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
-from dpevolve.engine.boundaries import checked_edges, refined, with_point
+from dpevolve.engine.boundaries import checked_edges, refined, rounded, with_point
 from dpevolve.measurements import Domain
 
 #: A released fine histogram describes where a column's values lie (its cells above the
@@ -237,6 +237,7 @@ class Discretiser:
             parts = [np.linspace(a, b, per_bin + 1)[:-1] for a, b in pairwise(bounds)]
             edges = np.append(np.concatenate(parts), bounds[-1])
         else:
+            edges = rounded(edges, step)
             for a, b, count in self.zoom.get(column.name, ()):
                 edges = refined(edges, (a, b), count, step)
             for point in sorted(zero | set(wholes)):
