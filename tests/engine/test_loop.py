@@ -145,3 +145,41 @@ def test_the_ledger_states_an_uneven_grouping_exactly() -> None:
     assert grouping_facts(uneven)["groups"] == grouping_facts(even)["groups"]
     assert grouping_facts(uneven) != grouping_facts(even)
     assert grouping_facts(MarginalQuery(("x", "y"))) == {}
+
+
+def test_refits_stop_at_round_tol_and_the_last_fit_at_final_tol(nulls_schema) -> None:
+    """The estimator's refits run at ``round_tol`` and the last fit at ``final_tol``
+    (docs/engine.md, Options): each fit's tolerance and cap are what the spec says."""
+    from dpevolve.engine.loop import default_estimator
+    from dpevolve.estimate import MarkovRandomField
+
+    seen: list[tuple[float, int]] = []
+
+    class Recording(MarkovRandomField):
+        def fit(self, measurements):  # type: ignore[no-untyped-def]
+            seen.append((self.tol, self.iterations))
+            return super().fit(measurements)
+
+    def factory(domain, total, spec):  # type: ignore[no-untyped-def]
+        model = default_estimator(domain, total, spec)
+        assert isinstance(model, MarkovRandomField)
+        return Recording(domain, total, iterations=model.iterations, tol=model.tol)
+
+    spec = EngineSpec(bins=5, fine_cells=40, rounds=4, round_tol=0.02, final_tol=1e-4)
+    fit_engine(
+        FrameSource(_table(1000), nulls_schema),
+        nulls_schema,
+        Budget(epsilon=1.0, delta=1e-5),
+        spec,
+        noise=SeededNoise(3),
+        rng=np.random.default_rng(0),
+        estimator=factory,
+    )
+    assert len(seen) >= 3
+    assert all(s == (0.02, spec.round_iters) for s in seen[:-1])
+    assert seen[-1] == (1e-4, spec.final_iters)
+    for bad in (-0.1, 1.0):
+        with pytest.raises(InputError, match="round_tol"):
+            EngineSpec(round_tol=bad)
+        with pytest.raises(InputError, match="final_tol"):
+            EngineSpec(final_tol=bad)

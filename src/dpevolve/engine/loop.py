@@ -77,7 +77,7 @@ def default_estimator(domain: Domain, total: int, spec: EngineSpec) -> Estimator
     """The graphical model of :mod:`dpevolve.estimate`."""
     from dpevolve.estimate import MarkovRandomField
 
-    return MarkovRandomField(domain, total, iterations=spec.round_iters)
+    return MarkovRandomField(domain, total, iterations=spec.round_iters, tol=spec.round_tol)
 
 
 def default_model_size(domain: Domain, cliques: Sequence[Clique]) -> float:
@@ -250,7 +250,7 @@ def run_engine(
     _release_rules(run, schedule.atom_rules, fine, about)
     model = _first_fit(run, domain, build(domain, n, chosen), given, about)
     model, history = _selected(run, schedule, model)
-    model = _final_fit(model, run.fitted(), chosen.final_iters)
+    model = _final_fit(model, run.fitted(), chosen.final_iters, chosen.final_tol)
     result = EngineResult(
         schema, run.discretiser, run.measurements, fine, ledger, model, n, history
     )
@@ -297,10 +297,15 @@ def _selected(
     return model, history
 
 
-def _final_fit(model: Estimator, measurements: list[Measurement], iterations: int) -> Estimator:
-    """The last, longer fit (warm start): more iterations where the model takes them."""
+def _final_fit(
+    model: Estimator, measurements: list[Measurement], iterations: int, tol: float
+) -> Estimator:
+    """The last, longer fit (warm start): more iterations and the tighter tolerance where
+    the model takes them (the refits before it stop at ``round_tol``)."""
     if hasattr(model, "iterations"):
         model.iterations = iterations
+    if hasattr(model, "tol"):
+        model.tol = tol
     return model.fit(measurements)
 
 

@@ -150,6 +150,12 @@ class EngineSpec:
         large); weighted as the fine pair. Empty: none.
     round_iters, final_iters
         Estimator iterations per warm-started refit and for the final fit.
+    round_tol, final_tol
+        The estimator's stopping tolerance (relative fall of the loss over its window
+        of steps) in the refits before the last fit and in the last fit. A refit only
+        steers the next selection and the last fit starts where it stopped, so the
+        refits stop at the looser tolerance and the last fit converges once
+        (docs/scale.md: wide tables' CPU 0.5-0.75x, quality within noise).
     pe_share
         Share of ``rho`` for the PE stage after the marginal rounds
         (:mod:`~dpevolve.engine.refine`): nearest-candidate votes over model draws that
@@ -232,6 +238,8 @@ class EngineSpec:
     pair_groups: tuple[int, ...] = (5,)
     round_iters: int = 100
     final_iters: int = 500
+    round_tol: float = 1e-2
+    final_tol: float = 1e-3
     pe_share: float = 0.25
     pe_rounds: int = 4
     pe_candidates: int = 1000
@@ -268,7 +276,7 @@ class EngineSpec:
             )
         shares: tuple[str, ...] = ("fine_share", "atom_share", "zoom_share", "oneway_share")
         shares += ("pe_share", "tree_share")
-        for name in (*shares, "relation_share"):
+        for name in (*shares, "relation_share", "round_tol", "final_tol"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and 0.0 <= value < 1.0):
                 raise InputError(f"engine spec: {name} must lie in [0, 1), got {value!r}")
