@@ -201,15 +201,12 @@ def zoom_spacings(column: NumericColumn, values: np.ndarray, most: int) -> list[
 
 
 def children(parents: np.ndarray, width: float, spacing: float) -> np.ndarray:
-    """The multiples of ``spacing`` in ``[c - width / 2, c + width / 2]`` for each
-    parent ``c`` (sorted; public: a function of released cells). Both ends: a row
-    half-way between two candidates counts at one of them (the nearer in floating
-    point), and a value such as 10.30895 between 10.3089 and 10.3090 would otherwise be
-    no child of the cell that counted it."""
+    """The multiples of ``spacing`` in ``[c - width / 2, c + width / 2)`` for each
+    parent ``c`` (sorted; public: a function of released cells)."""
     out = []
     for c in np.sort(np.asarray(parents, dtype=np.float64)):
         first = math.ceil((c - width / 2.0) / spacing - 1e-9)
-        last = math.floor((c + width / 2.0) / spacing + 1e-9) + 1
+        last = math.ceil((c + width / 2.0) / spacing - 1e-9)
         out.append(np.arange(first, last) * spacing)
     values = np.concatenate(out) if out else np.empty(0)
     return np.unique(_rounded(values, spacing))
