@@ -17,10 +17,10 @@ from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine
 from dpevolve.engine.bins import (
     LOOSE,
+    ROUND_EDGE_REACH,
     THRESHOLD,
-    ZERO_REACH,
-    close,
     histogram_quantile,
+    no_wider_cell_between,
     released_edges,
     round_points,
     snapper,
@@ -300,9 +300,11 @@ def test_edges_snap_to_the_grid_and_onto_zero_when_next_to_it(steps, points) -> 
     rounds = round_points(grid, inner)
     # moved edges only onto round points of the grid, from a neighbour of one
     assert np.all(np.isin(np.searchsorted(grid, out[moved]), rounds))
-    assert np.all(np.abs(np.searchsorted(grid, out[moved]) - at[moved]) <= ZERO_REACH)
+    assert np.all(np.abs(np.searchsorted(grid, out[moved]) - at[moved]) <= ROUND_EDGE_REACH)
     zero = int(np.flatnonzero(grid == 0.0)[0])
-    reach = [abs(k - zero) <= ZERO_REACH and close(grid, int(k), zero) for k in at]
+    reach = [
+        abs(k - zero) <= ROUND_EDGE_REACH and no_wider_cell_between(grid, int(k), zero) for k in at
+    ]
     if rounds.size == 1:  # 0 alone is round: whether an edge lands on it
         assert (0.0 in out) == any(reach)
 

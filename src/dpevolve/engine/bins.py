@@ -59,7 +59,7 @@ REACH = 0.5
 #: a power of ten: :func:`round_points`) moves onto it. A sign or a round threshold is
 #: where many rules change: the XOR of features N(50, 10) and N(0, 1) declared on
 #: [-4, 200], cut at 50 and 0, had its bin edges at 48.7 and at -0.02.
-ZERO_REACH = 1
+ROUND_EDGE_REACH = 1
 
 
 def loose_edges(
@@ -319,7 +319,7 @@ def _cuts(cells: FineCells) -> np.ndarray:
 
 def snapper(grid: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     """Inner edges to the nearest point of ``grid`` (sorted); an edge within
-    :data:`ZERO_REACH` points of a round point of the grid (0, or a multiple of the
+    :data:`ROUND_EDGE_REACH` points of a round point of the grid (0, or a multiple of the
     largest power of ten that fits in the span of the edges) moves onto it."""
 
     def snap(points: np.ndarray) -> np.ndarray:
@@ -337,14 +337,15 @@ def snapper(grid: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
             if free.size == 0 or z in at:
                 continue
             near = int(free[np.argmin(np.abs(at[free] - z))])
-            if abs(int(at[near]) - int(z)) <= ZERO_REACH and close(grid, int(at[near]), z):
+            k = int(at[near])
+            if abs(k - int(z)) <= ROUND_EDGE_REACH and no_wider_cell_between(grid, k, z):
                 at[near] = z
         return grid[np.sort(at)]
 
     return snap
 
 
-def close(grid: np.ndarray, at: int, to: int) -> bool:
+def no_wider_cell_between(grid: np.ndarray, at: int, to: int) -> bool:
     """Whether grid point ``to`` lies no further from point ``at`` than the narrower of
     the cells beside ``at`` (an edge next to a wide cell, at the end of a zoom, does
     not jump across it)."""
@@ -360,8 +361,9 @@ def round_points(grid: np.ndarray, points: np.ndarray) -> np.ndarray:
     if not width > 0:
         return np.flatnonzero(grid == 0.0)
     unit = 10.0 ** math.floor(math.log10(width))
-    ratio = grid / unit
-    return np.flatnonzero((grid == 0.0) | (np.abs(ratio - np.round(ratio)) < 1e-9))
+    with np.errstate(over="ignore", invalid="ignore"):  # a vanishing span: no multiple
+        ratio = grid / unit
+        return np.flatnonzero((grid == 0.0) | (np.abs(ratio - np.round(ratio)) < 1e-9))
 
 
 def histogram_quantile(
@@ -395,14 +397,14 @@ __all__ = [
     "CROWDED",
     "LOOSE",
     "REACH",
+    "ROUND_EDGE_REACH",
     "SPIKE",
     "TAIL",
     "THRESHOLD",
-    "ZERO_REACH",
     "atom_edges",
-    "close",
     "histogram_quantile",
     "loose_edges",
+    "no_wider_cell_between",
     "released_atoms",
     "released_edges",
     "released_support",
