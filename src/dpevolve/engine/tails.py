@@ -92,12 +92,10 @@ def noise(mass: np.ndarray, count: np.ndarray, sd: np.ndarray, gap: bool) -> boo
     place lands beyond them)."""
     scale = np.sqrt(np.cumsum(np.asarray(sd, dtype=np.float64) ** 2))
     held, shown = np.cumsum(mass), np.cumsum(count)
-    if not np.all(held <= DECODE_FLOOR * scale):
-        return False
-    if gap:
-        return bool(np.all(shown <= SUPPORT * scale))
     floor = DECODE_FLOOR * scale
-    return bool(np.all(shown <= floor))
+    if not np.all(held <= floor):
+        return False
+    return bool(np.all(shown <= (SUPPORT * scale if gap else floor)))
 
 
 def released_counts(
