@@ -7,9 +7,10 @@ quarter of the columns, spread over the table, so a model that leaves a column
 unconnected loses its part. The schema is what ``dpevolve schema infer`` proposes on a
 public draw of the same generator. Prints one JSON line per run: TSTR, the real model's
 accuracy on the same test rows, CPU seconds and peak memory (one run per process for a
-run's own peak), the cliques holding the label and how many of the label's columns
-share one with it, and the mean Spearman error over the numeric pairs (all, and those
-whose real Spearman is at least 0.3 in size).
+run's own peak), the estimator's fits and work (evaluations times measurements, free of
+the machine's load), the adaptive rounds, the cliques holding the label and how many of
+the label's columns share one with it, and the mean Spearman error over the numeric
+pairs (all, and those whose real Spearman is at least 0.3 in size).
 
     DPEVOLVE_DATA=... python benchmarks/wide_other.py 40,100 0,1 '{"tree_share": 0}'
 """
@@ -31,6 +32,8 @@ from quality_paired import paired_grid
 from dpevolve.data.sources import FrameSource
 from dpevolve.datasets.suite import inferred_schema
 from dpevolve.engine import EngineSpec, fit_engine
+from dpevolve.engine.loop import default_estimator
+from dpevolve.estimate import MarkovRandomField
 from dpevolve.privacy import Budget
 from dpevolve.privacy.noise import make_noise
 from dpevolve.reporting.tstr import tstr
@@ -104,6 +107,29 @@ def rank_errors(real: pd.DataFrame, synth: pd.DataFrame, numeric: list[str]) -> 
     }
 
 
+class _Work:
+    """The estimator's work in a run, free of the machine's load: fits, and evaluations
+    times the measurements each fit reads (a mirror-descent step is linear in them)."""
+
+    def __init__(self) -> None:
+        self.fits = 0
+        self.work = 0
+
+    def factory(self, domain: Any, total: int, spec: EngineSpec) -> MarkovRandomField:
+        model = default_estimator(domain, total, spec)
+        assert isinstance(model, MarkovRandomField)
+        tally = self
+
+        class Counted(MarkovRandomField):
+            def fit(self, measurements: Any) -> MarkovRandomField:
+                out = super().fit(measurements)
+                tally.fits += 1
+                tally.work += self.stats.evaluations * len(measurements)
+                return out
+
+        return Counted(domain, total, iterations=model.iterations, tol=model.tol)
+
+
 def run(d: int, seed: int, options: dict[str, Any], n: int = 20_000) -> dict[str, Any]:
     """One engine run with seeded noise on the ``d``-column table."""
     public = make_other(d, 5_000, 10_000 + seed)
@@ -112,6 +138,7 @@ def run(d: int, seed: int, options: dict[str, Any], n: int = 20_000) -> dict[str
     test = make_other(d, 10_000, 20_000 + seed)
     train, _ = schema.validate(train, on_invalid="drop", what="train")
     test, _ = schema.validate(test, on_invalid="drop", what="test")
+    work = _Work()
     cpu = time.process_time()
     result = fit_engine(
         FrameSource(train, schema),
@@ -120,6 +147,7 @@ def run(d: int, seed: int, options: dict[str, Any], n: int = 20_000) -> dict[str
         EngineSpec(**options),
         noise=make_noise(seed + 1000),
         rng=np.random.default_rng(seed),
+        estimator=work.factory,
     )
     synth = result.sample(len(train), np.random.default_rng(seed))
     cpu = time.process_time() - cpu
@@ -136,6 +164,9 @@ def run(d: int, seed: int, options: dict[str, Any], n: int = 20_000) -> dict[str
         "extra": options,
         "cpu": round(cpu, 1),
         "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "fits": work.fits,
+        "refit_work": work.work,
+        "rounds": len({h["round"] for h in result.history if "stage" not in h}),
         "beyond_ones": sum(len(c) > 1 for c in cliques),
         "unconnected": len(schema.names) - len(covered),
         "label_cliques": sum(LABEL in c and len(c) > 1 for c in cliques),

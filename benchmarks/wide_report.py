@@ -105,10 +105,12 @@ def plot(result: dict[str, Any], path: Path) -> None:
 def main() -> None:
     rows = [json.loads(line) for line in Path(sys.argv[1]).read_text().splitlines() if line]
     baseline = json.dumps(json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}, sort_keys=True)
-    result = {"baseline": baseline, "runs": rows, "summary": summary(rows, baseline)}
+    summarised = summary(rows, baseline)
     out = Path(sys.argv[2])
-    out.write_text(json.dumps(result, indent=1) + "\n")
-    plot(result["summary"], out.with_suffix(".png"))
+    out.write_text(
+        json.dumps({"baseline": baseline, "runs": rows, "summary": summarised}, indent=1) + "\n"
+    )
+    plot(summarised, out.with_suffix(".png"))
 
 
 if __name__ == "__main__":
