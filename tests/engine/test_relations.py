@@ -146,7 +146,7 @@ def test_a_run_joins_the_numbers_on_recorded_coarse_pairs() -> None:
     for h in picked:
         assert forest.open_mask([h["clique"]])[0]
         forest.join(h["clique"])
-        assert h["groups"] == [4, 4]
+        assert h["groups"] == [spec.relation_groups] * 2
     assert forest.joined()
     events = result.ledger.to_dict()["events"]
     chosen = [e for e in events if e.get("stage") == "relations"]
