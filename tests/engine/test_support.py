@@ -32,6 +32,19 @@ def _histogram(cells, lo: float, hi: float, n: int, sigma: float, seed: int) -> 
     return truth + rng.normal(0.0, sigma, cells.size)
 
 
+def _shown(cells, low: float, high: float, cover: float, n: int, seed: int):
+    """Decoding weights on the value cells within [low, high] holding ``cover`` of the
+    ``n`` rows (cells above the noise), nothing elsewhere; and which cells those are."""
+    rng = np.random.default_rng(seed)
+    shown = (cells.lo >= low) & (cells.hi <= high) & (np.arange(cells.size) >= cells.atoms)
+    weights = np.where(shown, rng.uniform(0.5, 1.5, cells.size), 0.0)
+    return weights * cover * n / weights.sum(), shown
+
+
+def _decoded(disc: Discretiser, codes: np.ndarray, weights: np.ndarray, n: int | None, seed: int):
+    return disc.decode(codes, np.random.default_rng(seed), {"v": weights}, n)["v"].to_numpy()
+
+
 @settings(max_examples=20, deadline=None)
 @given(seed=st.integers(0, 10_000), name=st.sampled_from(["v", "k"]))
 def test_an_empty_bin_decodes_next_to_the_data(seed: int, name: str) -> None:
@@ -83,19 +96,15 @@ def test_an_end_bin_straddling_the_datas_end_keeps_near_them(
     across its whole width."""
     disc = Discretiser(SCHEMA, 10, 96)
     cells = disc.fine["v"]
-    n = 5000
-    rng = np.random.default_rng(seed)
-    shown = (cells.lo >= low) & (cells.hi <= 60.0) & (np.arange(cells.size) >= cells.atoms)
-    weights = np.where(shown, rng.uniform(0.5, 1.5, cells.size), 0.0)
-    weights *= cover * n / weights.sum()
+    weights, shown = _shown(cells, low, 60.0, cover, 5000, seed)
     first = float(np.min(cells.lo[shown]))
     span = float(np.max(cells.hi[shown])) - first
     codes = np.zeros((2000, 3), dtype=np.int64)  # every row in bin 0: [0, 10)
-    out = disc.decode(codes, np.random.default_rng(seed), {"v": weights}, n)["v"].to_numpy()
+    out = _decoded(disc, codes, weights, 5000, seed)
     width = float(np.max(cells.hi - cells.lo))
     assert first - MARGIN * span < 10.0  # the margin reaches into bin 0
     assert out.min() >= first - MARGIN * span - width and out.max() < 10.0
-    before = disc.decode(codes, np.random.default_rng(seed), {"v": weights})["v"].to_numpy()
+    before = _decoded(disc, codes, weights, None, seed)
     assert before.min() < 2.0  # without the row count: the bin as drawn
 
 
@@ -115,17 +124,13 @@ def test_an_end_bin_wholly_past_the_data_decodes_at_its_side_nearest_them(
     cell nearest the data, not across the bin out to the declared end."""
     disc = Discretiser(SCHEMA, 10, 96)
     cells = disc.fine["v"]
-    n = 5000
-    rng = np.random.default_rng(seed)
-    shown = (cells.lo >= 20.0) & (cells.hi <= high) & (np.arange(cells.size) >= cells.atoms)
-    weights = np.where(shown, rng.uniform(0.5, 1.5, cells.size), 0.0)
-    weights *= cover * n / weights.sum()
+    weights, shown = _shown(cells, 20.0, high, cover, 5000, seed)
     last = float(np.max(cells.hi[shown]))
     assert last + MARGIN * (last - 20.0) < 90.0  # the last bin lies wholly past the margin
     codes = np.zeros((2000, 3), dtype=np.int64)
     codes[:, 0] = 9
-    out = disc.decode(codes, np.random.default_rng(seed), {"v": weights}, n)["v"].to_numpy()
+    out = _decoded(disc, codes, weights, 5000, seed)
     nearest = int(np.argmin(np.where(cells.coarse == 9, cells.lo, np.inf)))
     assert out.min() >= 90.0 and out.max() <= cells.hi[nearest]
-    before = disc.decode(codes, np.random.default_rng(seed), {"v": weights})["v"].to_numpy()
+    before = _decoded(disc, codes, weights, None, seed)
     assert before.max() > 98.0  # without the row count: the bin as drawn
