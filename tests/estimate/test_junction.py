@@ -56,6 +56,19 @@ def test_tree_covers_every_clique_and_has_running_intersection(case) -> None:
     assert model_size_mb(domain, cliques) == tree_cells(domain, tree) * 8 / 2**20
 
 
+@settings(max_examples=150, deadline=None)
+@given(domains_and_cliques(), st.data())
+def test_the_clique_containing_a_query_is_the_smallest_first_holder(case, data) -> None:
+    """``containing`` looks only among the cliques holding one of the query's attributes
+    and finds what a scan of every clique finds: the smallest holder, the first on ties."""
+    domain, cliques = case
+    tree = junction_tree(domain, cliques)
+    query = data.draw(st.lists(st.sampled_from(domain.names), max_size=4, unique=True))
+    holders = [i for i, c in enumerate(tree.cliques) if set(query) <= set(c)]
+    scan = min(holders, key=lambda i: len(tree.cliques[i]), default=None)
+    assert tree.containing(query) == scan
+
+
 def test_chain_gives_its_edges_and_the_model_size_counts_their_cells() -> None:
     domain = Domain(("a", "b", "c", "d"), (3, 4, 5, 6))
     cliques = [("a", "b"), ("b", "c"), ("c", "d")]

@@ -173,10 +173,10 @@ def _covering_subtree(tree: JunctionTree, clique: Clique) -> tuple[set[int], int
     left = set(clique)
     members = tree.members
     while left:
-        best = max(
-            range(len(tree.cliques)),
-            key=lambda k: (len(left & members[k]), -len(members[k])),
-        )
+        # only cliques holding an attribute still left can cover any (index order kept,
+        # so ties go to the same clique as a scan of all)
+        near = sorted({k for a in left for k in tree.holding.get(a, ())})
+        best = max(near, key=lambda k: (len(left & members[k]), -len(members[k])))
         chosen.add(best)
         left -= members[best]
     depth = tree.depth
