@@ -77,7 +77,8 @@ def column_report(
     mass = np.asarray(result.model.answer((name,)), dtype=np.float64)[: disc.bins]
     marginals = result.measurements.marginals()
     count, sd = released_counts(disc, name, marginals, fine)
-    target = np.asarray(released.inward.get(name, np.arange(disc.bins)))[: disc.bins]
+    fold = released.inward.get(name)
+    target = np.arange(disc.bins) if fold is None else np.asarray(fold.target)[: disc.bins]
     stop = cells.size - int(cells.nullable)
     present = real[~np.isnan(real)]
     truth = np.bincount(np.searchsorted(edges[1:-1], present, side="right"), minlength=disc.bins)
@@ -87,7 +88,7 @@ def column_report(
         f"{column.hi:.4g}]); moved {name in disc.moved}, support {disc.support.get(name)}, "
         f"zoom {disc.zoom.get(name)}; fine sigma {sigma:.1f}, weights hold "
         f"{weights[:stop].sum():.0f} of {result.rows}; shown span {shown_span(cells, weights)}",
-        f"   inward targets {target.tolist()}",
+        f"   inward targets {target.tolist()}, end bins {None if fold is None else fold.ends}",
         f"   edges {np.round(edges, 4).tolist()}",
         f"   model mass {mass.round(1).tolist()}",
         f"   released   {count.round(1).tolist()}",

@@ -29,8 +29,9 @@ Model = TypeVar("Model", bound=EstimatorParams)
 #: Bumped whenever a saved model's pickled classes change shape (3: the engine model's
 #: inward decoding, the synthetic table's seed; 4: every method's generator in
 #: ``generator_``, the ``method`` parameter; 5: the marginal support's release is a
-#: ``Measurement``), so an older file is refused by name.
-FORMAT = "dpevolve-model/5"
+#: ``Measurement``; 6: the inward decoding's end bins), so an older file is refused
+#: by name.
+FORMAT = "dpevolve-model/6"
 
 #: Fitted attributes that are released values or public facts (``n`` under replace-one).
 RELEASED = (

@@ -118,3 +118,29 @@ def test_a_moved_tail_bin_keeps_near_the_shown_data_whatever_the_cover() -> None
     assert out.min() >= 60.0 and out.max() <= reach
     wide = disc.decode(codes, np.random.default_rng(0), {"v": weights})["v"]
     assert wide.max() > 300.0  # without the row count: the bin as drawn
+
+
+def test_a_moved_tail_bin_wholly_past_the_shown_data_decodes_in_its_nearest_cells() -> None:
+    """A moved column's first bin ([0, 20)) wholly below the shown data ([30, 60)): its
+    rows decode in its cells within the margin's reach of its cell nearest the data;
+    where the model gives the bin no more than noise (``thin``) and the weights hold far
+    less than 90% of the rows, in that one cell (alcohol's empty first bin of
+    unemployment rates, given 2.0 noise scales, drew rows 1.8 below the data across the
+    margin's reach)."""
+    edges = np.r_[0.0, np.linspace(20.0, 60.0, 19), 500.0]
+    disc = Discretiser(SCHEMA, 20, 2048, {"v": edges})
+    cells = disc.fine["v"]
+    weights = np.zeros(cells.size)
+    body = (cells.lo >= 30.0) & (cells.hi <= 60.0) & (np.arange(cells.size) >= cells.atoms)
+    weights[body] = 1.0
+    codes = np.zeros((500, 2), dtype=np.int64)  # every row in bin 0
+    nearest = int(np.argmax(np.where(cells.coarse == 0, cells.hi, -np.inf)))
+    shown = float(np.max(cells.hi[body]) - np.min(cells.lo[body]))
+    reach = cells.lo[nearest] - MARGIN * (1.0 + 2.0 * MARGIN) * shown
+    for rows in (10_000, int(weights.sum())):  # without and with the cover
+        held = disc.decode(codes, np.random.default_rng(0), {"v": weights}, rows)["v"]
+        assert held.min() >= reach - 1e-9 and held.min() < cells.lo[nearest]
+        assert held.max() <= 20.0
+    rng = np.random.default_rng(0)
+    thin = disc.decode(codes, rng, {"v": weights}, 10_000, {"v": (0, 19)}, {"v": (0,)})["v"]
+    assert thin.min() >= cells.lo[nearest] and thin.max() <= 20.0

@@ -134,3 +134,29 @@ def test_an_end_bin_wholly_past_the_data_decodes_at_its_side_nearest_them(
     assert out.min() >= 90.0 and out.max() <= cells.hi[nearest]
     before = _decoded(disc, codes, weights, None, seed)
     assert before.max() > 98.0  # without the row count: the bin as drawn
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    high=st.floats(42.0, 55.0),
+    cover=st.floats(0.05, 0.85),
+    target=st.integers(6, 8),
+)
+def test_a_bin_the_ends_fold_into_decodes_as_an_end_bin(
+    seed: int, high: float, cover: float, target: int
+) -> None:
+    """The model's end bins folded into a bin past the data (``ends``: twoyear's fold
+    target, held by 0.6 model rows, took the 66 rows of the noise beyond it): that bin
+    decodes as an end bin, in its cell nearest the data, not across its width."""
+    disc = Discretiser(SCHEMA, 10, 96)
+    cells = disc.fine["v"]
+    weights, _ = _shown(cells, 20.0, high, cover, 5000, seed)
+    codes = np.zeros((2000, 3), dtype=np.int64)
+    codes[:, 0] = target
+    rng = np.random.default_rng(seed)
+    out = disc.decode(codes, rng, {"v": weights}, 5000, {"v": (0, target)})["v"].to_numpy()
+    nearest = int(np.argmin(np.where(cells.coarse == target, cells.lo, np.inf)))
+    assert out.min() >= 10.0 * target and out.max() <= cells.hi[nearest]
+    inner = _decoded(disc, codes, weights, 5000, seed)
+    assert inner.max() > 10.0 * target + 8.0  # an inner bin: drawn across its width

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 import pandas as pd
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
@@ -18,6 +18,7 @@ from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.smoothing import DECODE_FLOOR, SUPPORT
 from dpevolve.engine.tails import (
     HELD,
+    folded_ends,
     inward,
     noise,
     released_counts,
@@ -201,3 +202,31 @@ def test_only_queries_that_count_a_column_bin_by_bin_are_combined() -> None:
     grouped_b = MarginalQuery(("a", "b"), groups=(None, (0, 0, 1)))
     assert whole_bins(grouped_b, 0) and not whole_bins(grouped_b, 1)
     assert not whole_bins(_Parity(("a", "b")), 0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    bins=st.integers(4, 20),
+    low=st.integers(0, 3),
+    high=st.integers(0, 3),
+    mass=st.lists(st.floats(0.0, 500.0), min_size=20, max_size=20),
+    sd=st.floats(1.0, 80.0),
+)
+def test_an_end_folds_into_an_end_bin_only_where_that_bin_holds_noise(
+    bins: int, low: int, high: int, mass: list[float], sd: float
+) -> None:
+    """The first ``low`` and last ``high`` bins fold into their neighbours further in:
+    an end that decodes as itself stays an end bin; a fold target is an end bin, and
+    any end bin thin, exactly where the model gives it at most ``DECODE_FLOOR`` noise
+    scales."""
+    assume(low + high <= bins - 2)  # each end folds into a bin of its own
+    target = np.arange(bins)
+    target[:low] = low
+    target[bins - high :] = bins - 1 - high
+    m = np.asarray(mass[:bins])
+    ends, thin = folded_ends(target, m, np.full(bins, sd))
+    for end, into in ((0, low), (bins - 1, bins - 1 - high)):
+        noise = m[into] <= DECODE_FLOOR * sd
+        assert (into in ends) == (into == end or noise)
+        assert (into in thin) == noise
+    assert set(ends) <= {low, bins - 1 - high} and set(thin) <= set(ends)

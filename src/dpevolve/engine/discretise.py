@@ -301,6 +301,8 @@ class Discretiser:
         rng: np.random.Generator,
         fine: dict[str, np.ndarray] | None = None,
         rows: int | None = None,
+        ends: Mapping[str, tuple[int, ...]] | None = None,
+        thin: Mapping[str, tuple[int, ...]] | None = None,
     ) -> pd.DataFrame:
         """Coarse codes ``(rows, d)`` back to a table in schema order, declared types.
 
@@ -313,22 +315,25 @@ class Discretiser:
         count, public) is given and the weights hold at least :data:`COVER` of it: then
         equal weights on its cells within the weighted cells' span widened by
         :data:`MARGIN`, or the nearest weighted cell where none is, so no value lands
-        far from where the released histogram shows data. An end bin (a moved column's
-        tail, out to the declared end, or any column's first or last bin) keeps to the
-        cells within that span whatever the weights hold; a moved column's end bin wholly
-        past it, to its cells nearest it (those within the margin of the nearest), and
-        with a ``support``, to its cells within that first; any other end bin wholly past
-        it where the weights hold less than :data:`COVER`, to its one cell nearest it
-        (catholic's empty last bin of math scores, its release 2.5 noise scales high,
-        drew 1.2% of the rows across the bin out to the declared end, 5 points past the
-        data).
+        far from where the released histogram shows data. An end bin (``ends``: by
+        default a column's first and last) keeps to the cells within that span whatever
+        the weights hold; wholly past it, to its cells nearest it: a moved column's,
+        those within the margin of the nearest (with a ``support``, within that first);
+        any other, and a ``thin`` one (the model gives it no more than noise), where
+        the weights hold less than :data:`COVER`, its one nearest cell
+        (docs/engine.md, Decoding values within a bin: catholic's empty last bin of math scores drew 1.2%
+        of the rows 5 points past the data across the bin; alcohol's thin first bin
+        of unemployment rates, rows 1.8 below the data across the margin's reach;
+        :func:`~dpevolve.engine.tails.folded_ends`).
         """
         columns: dict[str, object] = {}
         for j, column in enumerate(self.schema.columns):
             c = np.asarray(codes[:, j], dtype=np.int64)
             if isinstance(column, NumericColumn):
                 hist = None if fine is None else fine.get(column.name)
-                values = self._values(column, c, rng, hist, rows)
+                end = (ends or {}).get(column.name, (0, self.bins - 1))
+                noise = (thin or {}).get(column.name, ())
+                values = self._values(column, c, rng, hist, rows, end, noise)
                 columns[column.name] = column.format(values)
             else:
                 columns[column.name] = _categorical(column, c)
@@ -341,6 +346,8 @@ class Discretiser:
         rng: np.random.Generator,
         hist: np.ndarray | None,
         total: int | None,
+        ends: tuple[int, ...],
+        thin: tuple[int, ...],
     ) -> np.ndarray:
         cells = self.fine[column.name]
         weights = _cell_weights(cells, hist)
@@ -355,7 +362,7 @@ class Discretiser:
             inside = np.flatnonzero(cells.coarse == b)
             if inside.size == 0:  # a bin holding no value of the grid: the nearest one
                 inside = np.array([int(np.nanargmin(np.abs(cells.lo - centre)))])
-            tail = total is not None and b in (0, self.bins - 1)
+            tail = total is not None and b in ends
             moved_tail = tail and column.name in self.moved
             if moved_tail and column.name in self.support:
                 inside = _within(cells, inside, self.support[column.name])
@@ -365,17 +372,16 @@ class Discretiser:
             near = np.zeros(inside.size, dtype=bool)
             if window is not None:
                 near = (cells.hi[inside] >= window[0]) & (cells.lo[inside] <= window[1])
-                if moved_tail and not near.any():
-                    near = _nearest_cells(cells, inside, window)
-                elif tail and not span and not near.any():
-                    near = _nearest_cells(cells, inside, window, reach=0.0)
+                if tail and not near.any() and (moved_tail or not span):
+                    one = not span and (b in thin or not moved_tail)
+                    near = _nearest_cells(cells, inside, window, reach=0.0 if one else MARGIN)
             if window is not None and (span or near.any()):
                 # the released histogram shows no data here: the bin's cells within the
                 # margin of those it does show, else the nearest cell that does (an end
                 # bin holds a tail share of the rows: its part near the data, whatever
-                # the cover; a moved tail wholly past them, its cells nearest them, as
-                # far as the margin reaches past the nearest; another end bin wholly
-                # past them where the cover cannot say more, its one nearest cell)
+                # the cover; wholly past them, a moved tail's cells as far as the margin
+                # reaches past the nearest, else, where the cover cannot say more, its
+                # one nearest cell, as for a moved tail holding noise alone)
                 inside = inside[near] if near.any() else inside[:0]
                 if inside.size == 0:
                     inside = np.array([_nearest_weighted(cells, weights, centre)])

@@ -15,6 +15,7 @@ import pandas as pd
 
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.refine import SAMPLE_ROWS, Refinement, block_sizes
+from dpevolve.engine.tails import Fold
 from dpevolve.measurements import Estimator
 
 
@@ -33,8 +34,9 @@ class EngineModel:
     rows
         The private row count ``n`` (public under replace-one), the default row count.
     inward
-        Per numeric column, the bin each of its cells decodes as: end bins the model
-        gives noise mass past a gap decode inward (:mod:`~dpevolve.engine.tails`).
+        Per numeric column, the bin each of its cells decodes as and the bins that
+        decode as its ends: end bins the model gives noise mass past a gap decode
+        inward (:class:`~dpevolve.engine.tails.Fold`).
     refinement
         The PE stage's reweighting of the model's rows (:mod:`~dpevolve.engine.refine`).
     """
@@ -44,7 +46,7 @@ class EngineModel:
     model: Estimator
     rows: int
     refinement: Refinement | None = None
-    inward: Mapping[str, np.ndarray] = field(default_factory=dict)
+    inward: Mapping[str, Fold] = field(default_factory=dict)
 
     def sample(self, rows: int | None, rng: np.random.Generator) -> pd.DataFrame:
         """``rows`` (default ``n``) fresh rows drawn from the model (post-processing):
@@ -70,7 +72,9 @@ class EngineModel:
         """``count`` rows of the model itself (before any PE reweighting)."""
         codes = np.asarray(self.model.sample(count, rng), dtype=np.int64)
         names = [c.name for c in self.discretiser.schema.columns]
-        for name, target in self.inward.items():
+        for name, fold in self.inward.items():
             j = names.index(name)
-            codes[:, j] = np.asarray(target, dtype=np.int64)[codes[:, j]]
-        return self.discretiser.decode(codes, rng, dict(self.fine), self.rows)
+            codes[:, j] = np.asarray(fold.target, dtype=np.int64)[codes[:, j]]
+        ends = {name: fold.ends for name, fold in self.inward.items()}
+        thin = {name: fold.thin for name, fold in self.inward.items()}
+        return self.discretiser.decode(codes, rng, dict(self.fine), self.rows, ends, thin)

@@ -34,6 +34,7 @@ See docs/engine.md, decoding.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -178,25 +179,58 @@ def beyond_span(
     return target
 
 
+@dataclass(frozen=True)
+class Fold:
+    """How one numeric column's cells decode: ``target[c]``, the bin cell ``c``
+    decodes as (a missing cell stays itself); ``ends``, the bins that decode as the
+    column's end bins, and ``thin``, those of them the model gives no more than noise
+    (:meth:`~dpevolve.engine.discretise.Discretiser.decode`)."""
+
+    target: np.ndarray
+    ends: tuple[int, ...]
+    thin: tuple[int, ...]
+
+
+def folded_ends(
+    target: np.ndarray, mass: np.ndarray, sd: np.ndarray
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The end bins of a column whose value bins decode as ``target``, and the thin
+    ones: those the model gives at most :data:`~dpevolve.engine.smoothing.DECODE_FLOOR`
+    noise scales ``sd`` of the bin (what the noise of an empty bin leaves). At an end
+    that decodes as itself, that end; where the end folds into a thin bin (itself
+    noise, set apart from the data: twoyear's fold target past the data, held by 0.6
+    rows, took the 66 rows of the noise beyond it), that bin; a fold into a bin
+    holding data leaves that side without an end bin (its rows are the data's)."""
+    ends: list[int] = []
+    thin: list[int] = []
+    for end in (0, target.size - 1):
+        into = int(target[end])
+        noise = bool(mass[into] <= DECODE_FLOOR * sd[into])
+        if into == end or noise:
+            ends.append(into)
+        if noise:
+            thin.append(into)
+    return tuple(ends), tuple(thin)
+
+
 def released_inward(
     discretiser: Discretiser,
     model: Estimator,
     measurements: Iterable[Measurement],
     weights: Mapping[str, np.ndarray],
     fine: Mapping[str, Measurement] | None = None,
-) -> dict[str, np.ndarray]:
+) -> dict[str, Fold]:
     """Per numeric column with a released 1-way marginal and fine histogram, the bin
-    each of its cells decodes as (:func:`inward`, :func:`beyond_span`;
-    a missing cell stays itself); ``fine``: the released fine histograms, counted with
-    the marginals (:func:`released_counts`). Columns whose end bins all decode as
-    themselves are left out."""
+    each of its cells decodes as (:func:`inward`, :func:`beyond_span`) and its end bins
+    (:func:`folded_ends`); ``fine``: the released fine histograms, counted with the
+    marginals (:func:`released_counts`)."""
     measurements = list(measurements)
     sigma: dict[str, float] = {}
     for m in measurements:
         if len(m.clique) == 1:
             name = m.clique[0]
             sigma[name] = min(sigma.get(name, np.inf), float(m.sigma))
-    out: dict[str, np.ndarray] = {}
+    out: dict[str, Fold] = {}
     bins = discretiser.bins
     for column in discretiser.numeric:
         name = column.name
@@ -210,14 +244,16 @@ def released_inward(
         span = shown_span(cells, w)
         if span is not None:
             target = beyond_span(discretiser.edges(name), span, mass[:bins], sigma[name])[target]
-        if np.any(target != np.arange(bins)):
-            out[name] = np.append(target, np.arange(bins, mass.size))
+        ends, thin = folded_ends(target, mass[:bins], sd)
+        out[name] = Fold(np.append(target, np.arange(bins, mass.size)), ends, thin)
     return out
 
 
 __all__ = [
     "HELD",
+    "Fold",
     "beyond_span",
+    "folded_ends",
     "inward",
     "noise",
     "released_counts",
