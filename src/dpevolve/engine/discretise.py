@@ -321,10 +321,10 @@ class Discretiser:
         those within the margin of the nearest (with a ``support``, within that first);
         any other, and a ``thin`` one (the model gives it no more than noise), where
         the weights hold less than :data:`COVER`, its one nearest cell
-        (docs/engine.md, Decoding values within a bin: catholic's empty last bin of math scores drew 1.2%
-        of the rows 5 points past the data across the bin; alcohol's thin first bin
-        of unemployment rates, rows 1.8 below the data across the margin's reach;
-        :func:`~dpevolve.engine.tails.folded_ends`).
+        (docs/engine.md, Decoding values within a bin: catholic's empty last bin of
+        math scores drew 1.2% of the rows 5 points past the data across the bin;
+        alcohol's thin first bin of unemployment rates, rows 1.8 below the data
+        across the margin's reach; :func:`~dpevolve.engine.tails.folded_ends`).
         """
         columns: dict[str, object] = {}
         for j, column in enumerate(self.schema.columns):
