@@ -10,9 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
-from dpevolve.engine.discretise import MARGIN, Discretiser
+from dpevolve.engine.cells import MARGIN, shown_span
+from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.smoothing import DECODE_FLOOR, SUPPORT, adjacent_run, decode_weights
-from dpevolve.engine.tails import beyond_span, shown_span
+from dpevolve.engine.tails import beyond_span
 
 SCHEMA = Schema((NumericColumn("v", 0.0, 500.0), CategoricalColumn("y", ("no", "yes"))), label="y")
 

@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
-from dpevolve.engine.discretise import MARGIN, Discretiser
+from dpevolve.engine.cells import MARGIN
+from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.smoothing import decode_weights
 
 SCHEMA = Schema(

@@ -20,12 +20,8 @@ from itertools import pairwise
 import numpy as np
 
 from dpevolve.data.schema import NumericColumn
-from dpevolve.engine.discretise import (
-    Discretiser,
-    FineCells,
-    atom_tolerance,
-    value_step,
-)
+from dpevolve.engine.cells import FineCells
+from dpevolve.engine.discretise import Discretiser, atom_tolerance, value_step
 from dpevolve.engine.mass import SPIKE, THRESHOLD, released_mass, spikes, standing
 from dpevolve.measurements import Measurement
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 from itertools import pairwise
 
 import numpy as np
@@ -37,19 +36,18 @@ import pandas as pd
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.engine.boundaries import checked_edges, refined, rounded, with_point
+from dpevolve.engine.cells import (
+    COVER,
+    MARGIN,
+    FineCells,
+    cell_weights,
+    cells_within,
+    nearest_cells,
+    nearest_weighted,
+    shown_span,
+    whole_atoms,
+)
 from dpevolve.measurements import Domain
-
-#: A released fine histogram describes where a column's values lie (its cells above the
-#: noise hold at least this share of the ``n`` rows): bins may be placed from it
-#: (:mod:`~dpevolve.engine.bins`), and nothing is decoded beyond its cells.
-COVER = 0.9
-
-
-#: A bin of floored cells decodes within the span of the weighted cells widened by this
-#: share of it (else at the nearest weighted cell): a thin real tail the noise hides
-#: (Adult's ages past 65) keeps the rows the model gives it nearby; a tenth, since the span
-#: lies inside the data, puts no value beyond them by more than a tenth of their width.
-MARGIN = 0.1
 
 
 def value_step(column: NumericColumn) -> float | None:
@@ -67,42 +65,6 @@ def _round_to(values: np.ndarray, step: float | None) -> np.ndarray:
         return np.round(values)
     digits = max(0, round(-math.log10(step)))
     return np.round(values, digits)
-
-
-@dataclass(frozen=True)
-class FineCells:
-    """The fine partition of one numeric column (public: from the schema alone).
-
-    Cells ``0 .. atoms - 1`` are atoms (single values ``lo[i]``); the others are the
-    intervals ``[lo[i], hi[i])``, ``bins * per_bin`` of them in order (``per_bin`` in
-    each coarse bin, unless the bins are nested in the equal-width partition);
-    ``coarse[i]`` is the bin that holds cell ``i``. A nullable column's last cell is the
-    missing cell (``coarse`` = the missing bin). On a ``grid`` every cell is an atom: one per value.
-    """
-
-    lo: np.ndarray
-    hi: np.ndarray
-    coarse: np.ndarray
-    atoms: int
-    per_bin: int
-    step: float | None
-    nullable: bool
-
-    @property
-    def size(self) -> int:
-        return int(self.lo.size)
-
-    @property
-    def grid(self) -> bool:
-        return self.per_bin == 0
-
-    @property
-    def boundaries(self) -> np.ndarray:
-        """The sorted boundaries of the intervals, end points included (none on a grid)."""
-        stop = self.size - int(self.nullable)
-        if self.grid or stop <= self.atoms:
-            return np.empty(0)
-        return np.append(self.lo[self.atoms : stop], self.hi[stop - 1])
 
 
 class Discretiser:
@@ -350,7 +312,8 @@ class Discretiser:
         thin: tuple[int, ...],
     ) -> np.ndarray:
         cells = self.fine[column.name]
-        weights = _cell_weights(cells, hist)
+        weights = cell_weights(cells, hist)
+        whole = whole_atoms(cells, weights) if hist is not None else None
         span = total is not None and hist is not None and weights.sum() >= COVER * total
         out = np.full(bins.size, np.nan)
         for b in np.unique(bins):
@@ -365,16 +328,18 @@ class Discretiser:
             tail = total is not None and b in ends
             moved_tail = tail and column.name in self.moved
             if moved_tail and column.name in self.support:
-                inside = _within(cells, inside, self.support[column.name])
+                inside = cells_within(cells, inside, self.support[column.name])
+            own = weights[inside].sum() > 0
+            if not own and whole is not None and np.isin(inside, whole).any():
+                inside = inside[np.isin(inside, whole)]  # the data's whole numbers
             p = weights[inside]
-            own = p.sum() > 0
-            window = _window(cells, weights) if not own and (span or tail) else None
+            window = shown_span(cells, weights) if not own and (span or tail) else None
             near = np.zeros(inside.size, dtype=bool)
             if window is not None:
                 near = (cells.hi[inside] >= window[0]) & (cells.lo[inside] <= window[1])
                 if tail and not near.any() and (moved_tail or not span):
                     one = not span and (b in thin or not moved_tail)
-                    near = _nearest_cells(cells, inside, window, reach=0.0 if one else MARGIN)
+                    near = nearest_cells(cells, inside, window, reach=0.0 if one else MARGIN)
             if window is not None and (span or near.any()):
                 # the released histogram shows no data here: the bin's cells within the
                 # margin of those it does show, else the nearest cell that does (an end
@@ -384,7 +349,7 @@ class Discretiser:
                 # one nearest cell, as for a moved tail holding noise alone)
                 inside = inside[near] if near.any() else inside[:0]
                 if inside.size == 0:
-                    inside = np.array([_nearest_weighted(cells, weights, centre)])
+                    inside = np.array([nearest_weighted(cells, weights, centre)])
                 p = np.ones(inside.size)
             p = p / p.sum() if p.sum() > 0 else np.full(inside.size, 1.0 / inside.size)
             picked = inside[rng.choice(inside.size, size=rows.size, p=p)]
@@ -396,44 +361,6 @@ class Discretiser:
             )
             out[rows] = value if high < low else np.clip(value, low, high)
         return np.clip(out, column.lo, column.hi)
-
-
-def _window(cells: FineCells, weights: np.ndarray) -> tuple[float, float] | None:
-    """The span of the value cells of positive weight, widened by :data:`MARGIN` of it
-    on each side (``None`` where no cell weighs anything)."""
-    stop = cells.size - int(cells.nullable)
-    positive = np.flatnonzero(weights[:stop] > 0)
-    if positive.size == 0:
-        return None
-    low, high = float(np.min(cells.lo[positive])), float(np.max(cells.hi[positive]))
-    margin = MARGIN * (high - low)
-    return low - margin, high + margin
-
-
-def _within(cells: FineCells, inside: np.ndarray, span: tuple[float, float]) -> np.ndarray:
-    """The cells ``inside`` (of one bin) that meet ``span``, else those nearest it."""
-    meet = (cells.hi[inside] > span[0]) & (cells.lo[inside] < span[1])
-    meet |= (cells.lo[inside] >= span[0]) & (cells.lo[inside] <= span[1])  # atoms
-    return inside[meet] if meet.any() else inside[_nearest_cells(cells, inside, span)]
-
-
-def _nearest_cells(
-    cells: FineCells, inside: np.ndarray, window: tuple[float, float], reach: float = MARGIN
-) -> np.ndarray:
-    """Which of the cells ``inside`` (a bin wholly past ``window``) lie nearest it: the
-    nearest, and those within ``reach`` of the window's width past it."""
-    gap = np.maximum(cells.lo[inside] - window[1], 0.0)
-    gap = gap + np.maximum(window[0] - cells.hi[inside], 0.0)
-    return np.asarray(gap <= gap.min() + reach * (window[1] - window[0]))
-
-
-def _nearest_weighted(cells: FineCells, weights: np.ndarray, centre: float) -> int:
-    """The value cell of positive weight nearest to ``centre`` (an atom's distance is to
-    its value, an interval's to its nearer end)."""
-    index = np.arange(cells.size - int(cells.nullable))
-    index = index[weights[index] > 0]
-    gap = np.maximum(cells.lo[index] - centre, 0.0) + np.maximum(centre - cells.hi[index], 0.0)
-    return int(index[np.argmin(gap)])
 
 
 def _check_nested(edges: np.ndarray, cells: FineCells, tolerance: float) -> None:
@@ -480,16 +407,6 @@ def _bin_bounds(edges: np.ndarray, b: int, step: float | None) -> tuple[float, f
     return first, top  # top < first: the bin holds no grid value
 
 
-def _cell_weights(cells: FineCells, hist: np.ndarray | None) -> np.ndarray:
-    """Sampling weight of every fine cell: its clipped noisy count, or its width."""
-    if hist is not None:
-        return np.clip(np.asarray(hist, dtype=np.float64), 0.0, None)
-    width = np.where(np.arange(cells.size) < cells.atoms, 0.0, cells.hi - cells.lo)
-    if cells.grid:
-        width = np.ones(cells.size)
-    return np.nan_to_num(width, nan=1.0)
-
-
 def _categorical(column: CategoricalColumn, codes: np.ndarray) -> np.ndarray:
     values = np.array(column.values, dtype=object)
     if column.nullable:
@@ -497,4 +414,4 @@ def _categorical(column: CategoricalColumn, codes: np.ndarray) -> np.ndarray:
     return pd.Series(values[codes]).infer_objects().to_numpy()
 
 
-__all__ = ["COVER", "MARGIN", "Discretiser", "FineCells", "atom_tolerance", "value_step"]
+__all__ = ["Discretiser", "atom_tolerance", "value_step"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpevolve.engine.discretise import FineCells
+from dpevolve.engine.cells import FineCells
 
 #: A value of an integer (or ``decimals``) column is an atom only where its count is
 #: more than this many times the mean of its neighbours' (:func:`spikes`): the first

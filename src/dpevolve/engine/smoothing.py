@@ -47,7 +47,7 @@ from itertools import takewhile
 
 import numpy as np
 
-from dpevolve.engine.discretise import FineCells
+from dpevolve.engine.cells import FineCells
 
 #: Kernel widths tried, in cells (0: the released counts as they are).
 BANDWIDTHS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)

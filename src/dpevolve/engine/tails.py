@@ -23,9 +23,10 @@ the stretch lies past a bin the model gives nothing (a gap), at most
 and rows move only from a column's ends inwards.
 
 Further, the bins wholly beyond the span of the fine cells the decoding
-weights show data in, widened by :data:`~dpevolve.engine.discretise.MARGIN` of it
-(:func:`shown_span`), decode as the nearest bin that is not, when the model gives them
-together at most :data:`~dpevolve.engine.smoothing.DECODE_FLOOR` noise scales
+weights show data in, widened by :data:`~dpevolve.engine.cells.MARGIN` of it
+(:func:`~dpevolve.engine.cells.shown_span`), decode as the nearest bin that is not,
+when the model gives them together at most
+:data:`~dpevolve.engine.smoothing.DECODE_FLOOR` noise scales
 (:func:`beyond_span`): the real tail that can go with them is one the releases cannot
 tell from noise, and it moves in by no more than the margin.
 See docs/engine.md, decoding.
@@ -38,7 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpevolve.engine.discretise import MARGIN, Discretiser, FineCells
+from dpevolve.engine.cells import shown_span
+from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.smoothing import DECODE_FLOOR, SUPPORT
 from dpevolve.measurements import Estimator, MarginalQuery, Measurement
 
@@ -148,19 +150,6 @@ def whole_bins(query: MarginalQuery, axis: int) -> bool:
     return query.groups is not None and query.groups[axis] is None
 
 
-def shown_span(cells: FineCells, weights: np.ndarray) -> tuple[float, float] | None:
-    """The values from the lowest to the highest fine cell of positive decoding weight,
-    widened by :data:`~dpevolve.engine.discretise.MARGIN` of their width on each side
-    (``None`` where no cell weighs anything)."""
-    stop = cells.size - int(cells.nullable)
-    positive = np.flatnonzero(np.asarray(weights[:stop]) > 0)
-    if positive.size == 0:
-        return None
-    low, high = float(np.min(cells.lo[positive])), float(np.max(cells.hi[positive]))
-    margin = MARGIN * (high - low)
-    return low - margin, high + margin
-
-
 def beyond_span(
     edges: np.ndarray, span: tuple[float, float], mass: np.ndarray, sigma: float
 ) -> np.ndarray:
@@ -258,6 +247,5 @@ __all__ = [
     "noise",
     "released_counts",
     "released_inward",
-    "shown_span",
     "whole_bins",
 ]
