@@ -101,16 +101,22 @@ def test_shown_span_is_the_weighted_cells_widened_by_the_margin() -> None:
     assert shown_span(cells, np.zeros(cells.size)) is None
 
 
+def _moved_shown(fine_cells: int, low: float):
+    """A moved column (bins on [20, 60], its tails out to 0 and 500) whose decoding
+    weights show data in [low, 60) alone; the discretiser, its cells, the weights and
+    which cells hold them."""
+    edges = np.r_[0.0, np.linspace(20.0, 60.0, 19), 500.0]
+    disc = Discretiser(SCHEMA, 20, fine_cells, {"v": edges})
+    cells = disc.fine["v"]
+    body = (cells.lo >= low) & (cells.hi <= 60.0) & (np.arange(cells.size) >= cells.atoms)
+    return disc, cells, body.astype(float), body
+
+
 def test_a_moved_tail_bin_keeps_near_the_shown_data_whatever_the_cover() -> None:
     """A public range's tail bin out to the declared end ([60, 500]) with weights only in
     [20, 60) holding far less than 90% of the rows: its rows decode within the shown
     span's margin, not across the tail; an interior bin without weights is unchanged."""
-    edges = np.r_[0.0, np.linspace(20.0, 60.0, 19), 500.0]
-    disc = Discretiser(SCHEMA, 20, 128, {"v": edges})
-    cells = disc.fine["v"]
-    weights = np.zeros(cells.size)
-    body = (cells.lo >= 20.0) & (cells.hi <= 60.0) & (np.arange(cells.size) >= cells.atoms)
-    weights[body] = 1.0
+    disc, cells, weights, _ = _moved_shown(128, 20.0)
     codes = np.zeros((500, 2), dtype=np.int64)
     codes[:, 0] = 19
     rows = 10_000  # the weights hold a tiny share: no cover
@@ -128,12 +134,7 @@ def test_a_moved_tail_bin_wholly_past_the_shown_data_decodes_in_its_nearest_cell
     less than 90% of the rows, in that one cell (alcohol's empty first bin of
     unemployment rates, given 2.0 noise scales, drew rows 1.8 below the data across the
     margin's reach)."""
-    edges = np.r_[0.0, np.linspace(20.0, 60.0, 19), 500.0]
-    disc = Discretiser(SCHEMA, 20, 2048, {"v": edges})
-    cells = disc.fine["v"]
-    weights = np.zeros(cells.size)
-    body = (cells.lo >= 30.0) & (cells.hi <= 60.0) & (np.arange(cells.size) >= cells.atoms)
-    weights[body] = 1.0
+    disc, cells, weights, body = _moved_shown(2048, 30.0)
     codes = np.zeros((500, 2), dtype=np.int64)  # every row in bin 0
     nearest = int(np.argmax(np.where(cells.coarse == 0, cells.hi, -np.inf)))
     shown = float(np.max(cells.hi[body]) - np.min(cells.lo[body]))
