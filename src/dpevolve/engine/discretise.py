@@ -313,44 +313,13 @@ class Discretiser:
     ) -> np.ndarray:
         cells = self.fine[column.name]
         weights = cell_weights(cells, hist)
-        whole = whole_atoms(cells, weights) if hist is not None else None
-        span = total is not None and hist is not None and weights.sum() >= COVER * total
+        edges = self._edges[column.name]
         out = np.full(bins.size, np.nan)
         for b in np.unique(bins):
             rows = np.flatnonzero(bins == b)
             if b == self.bins and column.nullable:
                 continue  # the missing cell decodes to a missing value
-            edges = self._edges[column.name]
-            centre = 0.5 * (edges[b] + edges[b + 1])
-            inside = np.flatnonzero(cells.coarse == b)
-            if inside.size == 0:  # a bin holding no value of the grid: the nearest one
-                inside = np.array([int(np.nanargmin(np.abs(cells.lo - centre)))])
-            tail = total is not None and b in ends
-            moved_tail = tail and column.name in self.moved
-            if moved_tail and column.name in self.support:
-                inside = cells_within(cells, inside, self.support[column.name])
-            own = weights[inside].sum() > 0
-            if not own and whole is not None and np.isin(inside, whole).any():
-                inside = inside[np.isin(inside, whole)]  # the data's whole numbers
-            p = weights[inside]
-            window = shown_span(cells, weights) if not own and (span or tail) else None
-            near = np.zeros(inside.size, dtype=bool)
-            if window is not None:
-                near = (cells.hi[inside] >= window[0]) & (cells.lo[inside] <= window[1])
-                if tail and not near.any() and (moved_tail or not span):
-                    one = not span and (b in thin or not moved_tail)
-                    near = nearest_cells(cells, inside, window, reach=0.0 if one else MARGIN)
-            if window is not None and (span or near.any()):
-                # the released histogram shows no data here: the bin's cells within the
-                # margin of those it does show, else the nearest cell that does (an end
-                # bin holds a tail share of the rows: its part near the data, whatever
-                # the cover; wholly past them, a moved tail's cells as far as the margin
-                # reaches past the nearest, else, where the cover cannot say more, its
-                # one nearest cell, as for a moved tail holding noise alone)
-                inside = inside[near] if near.any() else inside[:0]
-                if inside.size == 0:
-                    inside = np.array([nearest_weighted(cells, weights, centre)])
-                p = np.ones(inside.size)
+            inside, p, own = self._bin_cells(column, int(b), weights, hist, total, ends, thin)
             p = p / p.sum() if p.sum() > 0 else np.full(inside.size, 1.0 / inside.size)
             picked = inside[rng.choice(inside.size, size=rows.size, p=p)]
             lo, hi = cells.lo[picked], cells.hi[picked]
@@ -361,6 +330,55 @@ class Discretiser:
             )
             out[rows] = value if high < low else np.clip(value, low, high)
         return np.clip(out, column.lo, column.hi)
+
+    def _bin_cells(
+        self,
+        column: NumericColumn,
+        b: int,
+        weights: np.ndarray,
+        hist: np.ndarray | None,
+        total: int | None,
+        ends: tuple[int, ...],
+        thin: tuple[int, ...],
+    ) -> tuple[np.ndarray, np.ndarray, bool]:
+        """The cells bin ``b`` decodes in, their weights (zero: equal), and whether the
+        bin's own cells weigh anything (:meth:`decode`)."""
+        cells = self.fine[column.name]
+        edges = self._edges[column.name]
+        centre = 0.5 * (edges[b] + edges[b + 1])
+        inside = np.flatnonzero(cells.coarse == b)
+        if inside.size == 0:  # a bin holding no value of the grid: the nearest one
+            inside = np.array([int(np.nanargmin(np.abs(cells.lo - centre)))])
+        tail = total is not None and b in ends
+        moved_tail = tail and column.name in self.moved
+        if moved_tail and column.name in self.support:
+            inside = cells_within(cells, inside, self.support[column.name])
+        own = bool(weights[inside].sum() > 0)
+        if own:
+            return inside, weights[inside], own
+        whole = whole_atoms(cells, weights) if hist is not None else None
+        if whole is not None and np.isin(inside, whole).any():
+            inside = inside[np.isin(inside, whole)]  # the data's whole numbers
+        span = total is not None and hist is not None and weights.sum() >= COVER * total
+        window = shown_span(cells, weights) if span or tail else None
+        if window is None:
+            return inside, weights[inside], own
+        near = (cells.hi[inside] >= window[0]) & (cells.lo[inside] <= window[1])
+        if tail and not near.any() and (moved_tail or not span):
+            one = not span and (b in thin or not moved_tail)
+            near = nearest_cells(cells, inside, window, reach=0.0 if one else MARGIN)
+        if not (span or near.any()):
+            return inside, weights[inside], own
+        # the released histogram shows no data here: the bin's cells within the margin
+        # of those it does show, else the nearest cell that does (an end bin holds a
+        # tail share of the rows: its part near the data, whatever the cover; wholly
+        # past them, a moved tail's cells as far as the margin reaches past the nearest,
+        # else, where the cover cannot say more, its one nearest cell, as for a moved
+        # tail holding noise alone)
+        inside = inside[near] if near.any() else inside[:0]
+        if inside.size == 0:
+            inside = np.array([nearest_weighted(cells, weights, centre)])
+        return inside, np.ones(inside.size), own
 
 
 def _check_nested(edges: np.ndarray, cells: FineCells, tolerance: float) -> None:
