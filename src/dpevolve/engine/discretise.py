@@ -314,12 +314,19 @@ class Discretiser:
         cells = self.fine[column.name]
         weights = cell_weights(cells, hist)
         edges = self._edges[column.name]
+        # per column, once: what the weights show, and whether they bound every bin
+        whole = whole_atoms(cells, weights) if hist is not None else None
+        span = total is not None and hist is not None and weights.sum() >= COVER * total
+        shown = shown_span(cells, weights)
+        ends = ends if total is not None else ()  # without the row count, no end bins
         out = np.full(bins.size, np.nan)
         for b in np.unique(bins):
             rows = np.flatnonzero(bins == b)
             if b == self.bins and column.nullable:
                 continue  # the missing cell decodes to a missing value
-            inside, p, own = self._bin_cells(column, int(b), weights, hist, total, ends, thin)
+            inside, p, own = self._bin_cells(
+                column, int(b), weights, whole, shown, span, ends, thin
+            )
             p = p / p.sum() if p.sum() > 0 else np.full(inside.size, 1.0 / inside.size)
             picked = inside[rng.choice(inside.size, size=rows.size, p=p)]
             lo, hi = cells.lo[picked], cells.hi[picked]
@@ -336,31 +343,32 @@ class Discretiser:
         column: NumericColumn,
         b: int,
         weights: np.ndarray,
-        hist: np.ndarray | None,
-        total: int | None,
+        whole: np.ndarray | None,
+        shown: tuple[float, float] | None,
+        span: bool,
         ends: tuple[int, ...],
         thin: tuple[int, ...],
     ) -> tuple[np.ndarray, np.ndarray, bool]:
         """The cells bin ``b`` decodes in, their weights (zero: equal), and whether the
-        bin's own cells weigh anything (:meth:`decode`)."""
+        bin's own cells weigh anything (:meth:`decode`); ``whole``, ``shown`` and
+        ``span``: the column's whole-number atoms, the span its weights show and whether
+        they bound every bin."""
         cells = self.fine[column.name]
         edges = self._edges[column.name]
         centre = 0.5 * (edges[b] + edges[b + 1])
         inside = np.flatnonzero(cells.coarse == b)
         if inside.size == 0:  # a bin holding no value of the grid: the nearest one
             inside = np.array([int(np.nanargmin(np.abs(cells.lo - centre)))])
-        tail = total is not None and b in ends
+        tail = b in ends
         moved_tail = tail and column.name in self.moved
         if moved_tail and column.name in self.support:
             inside = cells_within(cells, inside, self.support[column.name])
         own = bool(weights[inside].sum() > 0)
         if own:
             return inside, weights[inside], own
-        whole = whole_atoms(cells, weights) if hist is not None else None
         if whole is not None and np.isin(inside, whole).any():
             inside = inside[np.isin(inside, whole)]  # the data's whole numbers
-        span = total is not None and hist is not None and weights.sum() >= COVER * total
-        window = shown_span(cells, weights) if span or tail else None
+        window = shown if span or tail else None
         if window is None:
             return inside, weights[inside], own
         near = (cells.hi[inside] >= window[0]) & (cells.lo[inside] <= window[1])

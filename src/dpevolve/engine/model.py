@@ -73,8 +73,10 @@ class EngineModel:
         codes = np.asarray(self.model.sample(count, rng), dtype=np.int64)
         names = [c.name for c in self.discretiser.schema.columns]
         for name, fold in self.inward.items():
-            j = names.index(name)
-            codes[:, j] = np.asarray(fold.target, dtype=np.int64)[codes[:, j]]
+            target = np.asarray(fold.target, dtype=np.int64)
+            if np.any(target != np.arange(target.size)):  # a pass over the rows only where it moves
+                j = names.index(name)
+                codes[:, j] = target[codes[:, j]]
         ends = {name: fold.ends for name, fold in self.inward.items()}
         thin = {name: fold.thin for name, fold in self.inward.items()}
         return self.discretiser.decode(codes, rng, dict(self.fine), self.rows, ends, thin)
