@@ -39,6 +39,7 @@ import pandas as pd
 from dpevolve.backends.base import Backend
 from dpevolve.data.schema import Schema
 from dpevolve.data.sources import PrivateSource
+from dpevolve.engine.association import shrunk
 from dpevolve.engine.atom_rules import atom_columns, release_atom_rules
 from dpevolve.engine.atoms import release_atoms
 from dpevolve.engine.bins import released_edges, released_support
@@ -156,11 +157,20 @@ class _Run:
     progress: bool
     backend: Backend | None
     prior: tuple[Measurement, ...] = ()
+    shrunk: dict[int, tuple[Measurement, Measurement]] = field(default_factory=dict)
 
     def fitted(self) -> list[Measurement]:
         """What the estimator reconciles: the public pseudo-measurements (free, never
-        released) and the private measurements."""
-        return [*self.prior, *self.measurements.marginals()]
+        released) and the private measurements, a pair of numbers shrunk toward its
+        association fit (``EngineSpec.pair_shrinkage``; post-processing)."""
+        released = self.measurements.marginals()
+        if not self.spec.pair_shrinkage:
+            return [*self.prior, *released]
+        values = {c.name: self.discretiser.bins for c in self.discretiser.numeric}
+        for m in released:
+            if id(m) not in self.shrunk or self.shrunk[id(m)][0] is not m:
+                self.shrunk[id(m)] = (m, shrunk(m, values))
+        return [*self.prior, *(self.shrunk[id(m)][1] for m in released)]
 
     def model_cliques(self) -> list[Clique]:
         """The cliques the model holds (public ones included)."""

@@ -101,6 +101,12 @@ class EngineSpec:
         (docs/engine.md); on the d = 40 table (23) 1.2-2.6x, and there the phase keeps
         the rank correlations of the strongly related pairs. The suite's tables hold at
         most 9 numeric columns.
+    pair_shrinkage
+        ``True``: every released coarse pair of two numeric columns (the relations
+        phase's, a coarse candidate's) reaches the estimator shrunk toward its
+        linear-by-linear association fit
+        (:mod:`~dpevolve.engine.association`: post-processing), so the noise does not
+        pull a strong rank relation toward independence; ``False``: as released.
     anneal
         When a refit barely moved the chosen marginal, the next rounds divide ``sigma``
         and multiply ``epsilon`` by this (AIM: 2).
@@ -228,6 +234,7 @@ class EngineSpec:
     relation_share: float = 0.3
     relation_groups: int = 6
     relation_max_numeric: int = 32
+    pair_shrinkage: bool = True
     anneal: float = 2.0
     max_model_mb: float = 2.0
     max_candidates: int = 600
