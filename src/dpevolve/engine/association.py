@@ -89,10 +89,10 @@ def association_fit(table: np.ndarray) -> np.ndarray:
 
     row_mass = np.clip(y.sum(axis=1), 1.0, None)
     col_mass = np.clip(y.sum(axis=0), 1.0, None)
+    # start from independence at the released margins
     start = np.concatenate(
-        [np.log(row_mass), np.log(col_mass / col_mass.sum()), [0.0]]
-    )  # independence at the released margins
-    start[:rows] += np.log(total / row_mass.sum())
+        [np.log(row_mass * total / row_mass.sum()), np.log(col_mass / col_mass.sum()), [0.0]]
+    )
     solution = least_squares(residual, start, jac=jacobian, method="lm", max_nfev=200)
     return cells(solution.x)
 
@@ -154,9 +154,7 @@ def shrunk(measurement: Measurement[MarginalQuery], values: Mapping[str, int]) -
     if ordered is None:
         return measurement
     rows, cols = ordered
-    table = np.asarray(measurement.noisy, dtype=np.float64)
-    smooth = shrink_pair(table.reshape(table.shape[0], -1), measurement.sigma, (rows, cols))
-    smooth = smooth.reshape(table.shape)
+    smooth = shrink_pair(measurement.noisy, measurement.sigma, (rows, cols))
     smooth.setflags(write=False)
     return replace(measurement, noisy=smooth)
 
