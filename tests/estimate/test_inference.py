@@ -1,16 +1,19 @@
-"""Belief propagation and out-of-tree marginals against brute-force enumeration."""
+"""Belief propagation (the flat tree) and out-of-tree marginals against brute-force
+enumeration."""
 
 from __future__ import annotations
 
 import string
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpevolve.estimate import junction_tree
 from dpevolve.estimate.factor import broadcast_shape
-from dpevolve.estimate.inference import calibrate, clique_marginal
+from dpevolve.estimate.flat import FlatTree
+from dpevolve.estimate.inference import clique_marginal
 from dpevolve.measurements import Domain
 
 
@@ -41,7 +44,8 @@ def test_calibrated_beliefs_and_any_marginal_match_enumeration(data) -> None:
     rng = np.random.default_rng(seed)
     potentials = [3.0 * rng.standard_normal(domain.shape(c)) for c in tree.cliques]
     joint = _brute(domain, tree, potentials)
-    probs = calibrate(tree, potentials)
+    # 0: every clique exchanges messages by broadcasts, 512: by pair lists
+    probs = FlatTree(domain, tree, data.draw(st.sampled_from([0, 4, 512]))).beliefs(potentials)
     for clique, p in zip(tree.cliques, probs, strict=True):
         np.testing.assert_allclose(p, _marg(domain, joint, clique), atol=1e-12)
     query = domain.canonical(data.draw(subsets))
@@ -50,12 +54,15 @@ def test_calibrated_beliefs_and_any_marginal_match_enumeration(data) -> None:
     )
 
 
-def test_extreme_log_potentials_stay_in_range() -> None:
+@pytest.mark.parametrize("batch", [0, 512])
+def test_extreme_log_potentials_stay_in_range(batch: int) -> None:
     domain = Domain(("a", "b", "c"), (2, 3, 2))
     tree = junction_tree(domain, [("a", "b"), ("b", "c")])
     ab = np.array([[0.0, -2000.0, 5000.0], [1.0, 4999.0, -1e4]])
     bc = np.array([[3000.0, 2999.0], [0.0, 0.0], [-800.0, -801.0]])
-    probs = calibrate(tree, [ab if c == ("a", "b") else bc for c in tree.cliques])
+    probs = FlatTree(domain, tree, batch).beliefs(
+        [ab if c == ("a", "b") else bc for c in tree.cliques]
+    )
     by_clique = dict(zip(tree.cliques, probs, strict=True))
     p_ab = by_clique[("a", "b")]
     assert np.isclose(p_ab.sum(), 1.0) and np.all(np.isfinite(p_ab))

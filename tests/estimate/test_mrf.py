@@ -193,12 +193,13 @@ def _counts(sample: np.ndarray, clique: tuple[str, ...]) -> np.ndarray:
 
 def test_stratified_rows_carry_less_sampling_noise_but_follow_the_model() -> None:
     from dpevolve.estimate import junction_tree
-    from dpevolve.estimate.inference import calibrate, clique_marginal
+    from dpevolve.estimate.flat import FlatTree
+    from dpevolve.estimate.inference import clique_marginal
     from dpevolve.estimate.sampling import forward_sample
 
     tree = junction_tree(DOMAIN, [("a", "b"), ("b", "c", "d")])
     rng = np.random.default_rng(0)
-    probs = calibrate(tree, [rng.normal(size=DOMAIN.shape(c)) for c in tree.cliques])
+    probs = FlatTree(DOMAIN, tree).beliefs([rng.normal(size=DOMAIN.shape(c)) for c in tree.cliques])
     rows = 3000
     root = tree.cliques[tree.order[0]]
     expected = clique_marginal(tree, probs, root) * rows

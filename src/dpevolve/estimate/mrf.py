@@ -20,8 +20,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from dpevolve.errors import InputError
-from dpevolve.estimate.factor import add_all_into, combine_into, marginals
-from dpevolve.estimate.inference import calibrate, clique_marginal
+from dpevolve.estimate.factor import combine_into
+from dpevolve.estimate.flat import FlatTree, Incidence
+from dpevolve.estimate.inference import clique_marginal
 from dpevolve.estimate.junction import JunctionTree, junction_tree
 from dpevolve.estimate.objective import Stacked, Target, attribute_estimates, targets
 from dpevolve.estimate.optimize import Evaluation, Trace, minimise
@@ -152,11 +153,10 @@ class MarkovRandomField:
 
 
 class _State:
-    """The fixed parts of one fit: the tree, the targets and the tree clique of each."""
+    """The fixed parts of one fit: the tree laid out flat, the targets, and the map
+    between the targets' stacked cells and the tree's (:mod:`dpevolve.estimate.flat`)."""
 
     def __init__(self, domain: Domain, tree: JunctionTree, goals: list[Target], total: float):
-        self.shapes = [domain.shape(c) for c in tree.cliques]
-        self.tree = tree
         self.goals = goals
         homes = [tree.containing(g.clique) for g in goals]
         if any(h is None for h in homes):
@@ -164,22 +164,15 @@ class _State:
         self.homes: list[int] = [h for h in homes if h is not None]
         self.total = total
         self.stacked = Stacked(goals)
-        self.by_home: dict[int, list[int]] = {}
-        for k, h in enumerate(self.homes):
-            self.by_home.setdefault(h, []).append(k)
-        # Per tree clique, its targets' cliques and (slice, shape, query or None where
-        # fine): made once, as every step reads them for every target.
-        self.parts = {
-            h: (
-                tuple(goals[k].clique for k in ks),
-                [
-                    (self.stacked.slices[k], goals[k].mean.shape,
-                     goals[k].query if goals[k].query.coarse else None)
-                    for k in ks
-                ],
-            )
-            for h, ks in self.by_home.items()
-        }  # fmt: skip
+        self.flat = FlatTree(domain, tree)
+        self.incidence = Incidence(
+            self.flat,
+            [g.query for g in goals],
+            [g.mean.shape for g in goals],
+            [part.start for part in self.stacked.slices],
+            self.homes,
+            self.stacked.size,
+        )
 
     def initial_step(self) -> float:
         """A step under the loss's curvature in the potentials (about total * precision)."""
@@ -189,31 +182,10 @@ class _State:
         worst = max(per_home.values(), default=1.0)
         return 1.0 / (2.0 * self.total * worst)
 
-    def potentials(self, theta: np.ndarray) -> list[np.ndarray]:
-        """The measured cliques' potentials (one vector) summed into their tree cliques."""
-        out = [np.zeros(s) for s in self.shapes]
-        for h, (cliques, items) in self.parts.items():
-            values = [
-                theta[part].reshape(shape)
-                if query is None
-                else query.expand(theta[part].reshape(shape))
-                for part, shape, query in items
-            ]
-            add_all_into(out[h], self.tree.cliques[h], list(zip(cliques, values, strict=True)))
-        return out
-
-    def marginals(self, probs: list[np.ndarray]) -> np.ndarray:
-        """The model's counts on every measured clique, as one vector."""
-        out = np.empty(self.stacked.size)
-        for h, (cliques, items) in self.parts.items():
-            found = marginals(probs[h], self.tree.cliques[h], cliques)
-            for (part, _, query), m in zip(items, found, strict=True):
-                out[part] = (m if query is None else query.project(m)).ravel()
-        out *= self.total
-        return out
-
     def evaluate(self, theta: np.ndarray) -> Evaluation[list[np.ndarray]]:
         """Loss, gradient and marginals of the model with potentials ``theta``."""
-        probs = calibrate(self.tree, self.potentials(theta))
-        mus = self.marginals(probs)
-        return Evaluation(self.stacked.loss(mus), self.stacked.gradient(mus), mus, probs)
+        beliefs = self.flat.calibrate(self.incidence.potentials(theta))
+        mus = self.incidence.marginals(beliefs)
+        mus *= self.total
+        loss, gradient = self.stacked.loss(mus), self.stacked.gradient(mus)
+        return Evaluation(loss, gradient, mus, self.flat.views(beliefs))
