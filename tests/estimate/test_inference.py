@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from dpevolve.estimate import junction_tree
 from dpevolve.estimate.factor import broadcast_shape
 from dpevolve.estimate.flat import FlatTree
-from dpevolve.estimate.inference import clique_marginal
+from dpevolve.estimate.inference import clique_marginal, conditionals
 from dpevolve.measurements import Domain
 
 
@@ -46,11 +46,12 @@ def test_calibrated_beliefs_and_any_marginal_match_enumeration(data) -> None:
     joint = _brute(domain, tree, potentials)
     # 0: every clique exchanges messages by broadcasts, 512: by pair lists
     probs = FlatTree(domain, tree, data.draw(st.sampled_from([0, 4, 512]))).beliefs(potentials)
+    conds = conditionals(tree, probs)
     for clique, p in zip(tree.cliques, probs, strict=True):
         np.testing.assert_allclose(p, _marg(domain, joint, clique), atol=1e-12)
     query = domain.canonical(data.draw(subsets))
     np.testing.assert_allclose(
-        clique_marginal(tree, probs, query), _marg(domain, joint, query), atol=1e-12
+        clique_marginal(tree, probs, conds, query), _marg(domain, joint, query), atol=1e-12
     )
 
 

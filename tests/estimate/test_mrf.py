@@ -194,15 +194,16 @@ def _counts(sample: np.ndarray, clique: tuple[str, ...]) -> np.ndarray:
 def test_stratified_rows_carry_less_sampling_noise_but_follow_the_model() -> None:
     from dpevolve.estimate import junction_tree
     from dpevolve.estimate.flat import FlatTree
-    from dpevolve.estimate.inference import clique_marginal
+    from dpevolve.estimate.inference import clique_marginal, conditionals
     from dpevolve.estimate.sampling import forward_sample
 
     tree = junction_tree(DOMAIN, [("a", "b"), ("b", "c", "d")])
     rng = np.random.default_rng(0)
     probs = FlatTree(DOMAIN, tree).beliefs([rng.normal(size=DOMAIN.shape(c)) for c in tree.cliques])
+    conds = conditionals(tree, probs)
     rows = 3000
     root = tree.cliques[tree.order[0]]
-    expected = clique_marginal(tree, probs, root) * rows
+    expected = clique_marginal(tree, probs, conds, root) * rows
     strat = forward_sample(DOMAIN, tree, probs, rows, np.random.default_rng(1))
     plain = forward_sample(DOMAIN, tree, probs, rows, np.random.default_rng(1), stratified=False)
     # systematic draws: the root clique's counts are its expected counts, rounded
@@ -213,6 +214,6 @@ def test_stratified_rows_carry_less_sampling_noise_but_follow_the_model() -> Non
         [forward_sample(DOMAIN, tree, probs, 7, np.random.default_rng(s)) for s in range(3000)]
     )
     for clique in [("a", "b"), ("b", "c", "d"), ("a", "d")]:
-        p = clique_marginal(tree, probs, clique)
+        p = clique_marginal(tree, probs, conds, clique)
         bound = 5 * np.sqrt(p * (1 - p) / many.shape[0]) + 1e-12
         assert np.all(np.abs(_counts(many, clique) / many.shape[0] - p) <= bound), clique

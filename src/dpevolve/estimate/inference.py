@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 import string
+from collections import Counter
 from collections.abc import Sequence
+from itertools import chain
 
 import numpy as np
 
@@ -20,14 +22,35 @@ from dpevolve.estimate.junction import JunctionTree
 from dpevolve.measurements import Clique
 
 
-def clique_marginal(tree: JunctionTree, probs: Sequence[np.ndarray], clique: Clique) -> np.ndarray:
-    """The model's probabilities on ``clique`` (domain order) from calibrated ``probs``.
+def conditionals(tree: JunctionTree, probs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Each tree clique's conditional given its separator to its parent (its calibrated
+    belief divided by the separator's marginal, 0 where that is 0); a root's is its
+    belief. Made once per fitted model: every out-of-tree marginal reads them."""
+    out = []
+    for i, (clique, belief) in enumerate(zip(tree.cliques, probs, strict=True)):
+        sep = tree.separator[i]
+        if tree.parent[i] < 0:
+            out.append(belief)
+            continue
+        mass = sum_to(belief, clique, sep, keepdims=True)
+        out.append(belief * _reciprocal(mass))
+    return out
+
+
+def clique_marginal(
+    tree: JunctionTree,
+    probs: Sequence[np.ndarray],
+    conditional: Sequence[np.ndarray],
+    clique: Clique,
+) -> np.ndarray:
+    """The model's probabilities on ``clique`` (domain order) from calibrated ``probs``
+    and their :func:`conditionals`.
 
     Inside one tree clique this is a sum over the others; otherwise the smallest subtree
     whose cliques cover ``clique`` is contracted leaves-first, each clique entering as its
-    conditional given the separator to its subtree parent, and only the queried and
-    separator attributes kept along the way (the junction-tree factorisation
-    ``p = prod p_C / prod p_S``, Koller & Friedman 2009, sec. 10.4).
+    conditional given the separator to its subtree parent (its top as its marginal), and
+    only the queried and separator attributes kept along the way (the junction-tree
+    factorisation ``p = prod p_C / prod p_S``, Koller & Friedman 2009, sec. 10.4).
     """
     home = tree.containing(clique)
     if home is not None:
@@ -41,11 +64,7 @@ def clique_marginal(tree: JunctionTree, probs: Sequence[np.ndarray], clique: Cli
     messages: dict[int, tuple[Clique, np.ndarray]] = {}
     for i in _post_order(top, kids):
         attrs = tree.cliques[i]
-        factors: list[tuple[Clique, np.ndarray]] = [(attrs, probs[i])]
-        if i != top:
-            sep = tree.separator[i]
-            sep_mass = sum_to(probs[i], attrs, sep)
-            factors.append((sep, _reciprocal(sep_mass)))
+        factors = [(attrs, probs[i] if i == top else conditional[i])]
         everything = set(attrs)
         for c in kids[i]:
             factors.append(messages.pop(c))
@@ -128,10 +147,11 @@ def _covering_subtree(tree: JunctionTree, clique: Clique) -> tuple[set[int], int
     left = set(clique)
     members = tree.members
     while left:
-        # only cliques holding an attribute still left can cover any (index order kept,
-        # so ties go to the same clique as a scan of all)
-        near = sorted({k for a in left for k in tree.holding.get(a, ())})
-        best = max(near, key=lambda k: (len(left & members[k]), -len(members[k])))
+        # only cliques holding an attribute still left can cover any: the one covering
+        # most, then the smallest, then the first (as a scan of all would choose)
+        hits = Counter(chain.from_iterable(tree.holding.get(a, ()) for a in left))
+        most = max(hits.values())
+        best = min((k for k, h in hits.items() if h == most), key=lambda k: (len(members[k]), k))
         chosen.add(best)
         left -= members[best]
     depth = tree.depth

@@ -22,7 +22,7 @@ import numpy as np
 from dpevolve.errors import InputError
 from dpevolve.estimate.factor import combine_into
 from dpevolve.estimate.flat import FlatTree, Incidence
-from dpevolve.estimate.inference import clique_marginal
+from dpevolve.estimate.inference import clique_marginal, conditionals
 from dpevolve.estimate.junction import JunctionTree, junction_tree
 from dpevolve.estimate.objective import Stacked, Target, attribute_estimates, targets
 from dpevolve.estimate.optimize import Evaluation, Trace, minimise
@@ -57,6 +57,9 @@ class MarkovRandomField:
         (:func:`dpevolve.estimate.optimize.minimise`).
     """
 
+    # A model pickled before the conditionals were kept reads this default (made anew).
+    _conditionals: list[np.ndarray] | None = None
+
     def __init__(
         self,
         domain: Domain,
@@ -78,6 +81,7 @@ class MarkovRandomField:
         self.stats = Trace()
         self._step: float | None = None
         self._probs: list[np.ndarray] | None = None
+        self._conditionals: list[np.ndarray] | None = None
 
     # -- fitting -------------------------------------------------------------------------
 
@@ -112,6 +116,7 @@ class MarkovRandomField:
         self.potentials = state.stacked.unstack(flat)
         self.tree = tree
         self._probs = last.payload
+        self._conditionals = None
         return self
 
     def _independent_start(self, goals: list[Target]) -> dict[MarginalQuery, np.ndarray]:
@@ -142,7 +147,9 @@ class MarkovRandomField:
         """The model's counts on ``clique`` (shape ``domain.shape(clique)``, sum ``total``)."""
         clique = self.domain.canonical(clique)
         tree, probs = self._model()
-        return self.total * clique_marginal(tree, probs, clique)
+        if self._conditionals is None:  # made on the first query of a fit
+            self._conditionals = conditionals(tree, probs)
+        return self.total * clique_marginal(tree, probs, self._conditionals, clique)
 
     def sample(self, rows: int, rng: np.random.Generator) -> np.ndarray:
         """``rows`` fresh records drawn from the model, ``(rows, d)`` int64 cell codes."""
