@@ -76,18 +76,22 @@ def test_incidence_adds_expanded_potentials_and_its_adjoint_sums_marginals(case)
 
 @settings(max_examples=40, deadline=None)
 @given(trees_and_queries())
-def test_the_layout_puts_each_level_in_one_stretch_and_views_round_trip(case) -> None:
+def test_small_cliques_lie_by_level_before_the_large_and_views_round_trip(case) -> None:
     domain, tree, _, seed, batch = case
     flat = FlatTree(domain, tree, batch)
     arrays = [np.random.default_rng(seed).random(s) for s in flat.shapes]
     for got, want in zip(flat.views(flat.flatten(arrays)), arrays, strict=True):
         np.testing.assert_array_equal(got, want)
-    depth_of_cell = np.empty(flat.size, dtype=int)
+    depth = np.full(flat.size, -1)  # each small clique's cells: its depth
     for i, o in enumerate(flat.offset):
-        depth_of_cell[o : o + int(np.prod(flat.shapes[i]))] = tree.depth[i]
-    assert np.all(np.diff(depth_of_cell) >= 0)
-    for depth, level in enumerate(flat.levels):
-        assert np.all(depth_of_cell[level.start : level.stop] == depth)
+        size = int(np.prod(flat.shapes[i]))
+        assert (o + size <= flat.small) != flat.large(i)
+        if not flat.large(i):
+            depth[o : o + size] = tree.depth[i]
+    assert np.all(np.diff(depth[: flat.small]) >= 0) and np.all(depth[flat.small :] == -1)
+    for k, level in enumerate(flat.levels):
+        assert np.all(depth[level.start : level.stop] == k)
+        assert all(tree.depth[i] == k and flat.large(i) for i in level.large)
 
 
 def test_cell_index_is_the_projection_of_each_cell() -> None:

@@ -55,9 +55,10 @@ def cell_index(shape: Sequence[int], attrs: Clique, part: Clique) -> np.ndarray:
 
 
 def _sums(index: np.ndarray, weights: np.ndarray, length: int) -> np.ndarray:
-    """``out[k]`` the sum of ``weights`` where ``index`` is ``k`` (float64, also when
-    there is nothing to sum, where ``bincount`` gives integers)."""
-    return np.bincount(index, weights=weights, minlength=length).astype(np.float64, copy=False)
+    """``out[k]`` the sum of ``weights`` where ``index`` is ``k`` (float64)."""
+    if not index.size:  # bincount would give integers
+        return np.zeros(length)
+    return np.bincount(index, weights=weights, minlength=length)
 
 
 def _joined(parts: list[np.ndarray]) -> np.ndarray:
@@ -65,43 +66,44 @@ def _joined(parts: list[np.ndarray]) -> np.ndarray:
 
 
 class _Level:
-    """One depth of the tree: its cells ``[start, stop)``, its cliques' first cells
-    (level-local) and sizes, its segments ``[seg_start, seg_stop)``, each cell's segment
-    and each segment's clique (level-local); the (parent cell, child segment) pairs of
-    its small cliques' children and the (parent, child) links of its large ones."""
+    """One depth of the tree. Its small cliques' cells ``[start, stop)`` and segments
+    ``[seg_start, seg_stop)``: their first cells (level-local) and sizes, each cell's
+    segment (global) and each segment's clique (level-local), and the (parent cell,
+    child segment) pairs of their children (level-local cells, global segments). Its
+    large cliques are listed in ``large``."""
 
     def __init__(self, start: int, seg_start: int) -> None:
         self.start = self.stop = start
         self.seg_start = self.seg_stop = seg_start
+        self.large: list[int] = []
         self.firsts: list[int] = []
         self.segment: list[np.ndarray] = []
         self.owner: list[np.ndarray] = []
         self.pair_cell: list[np.ndarray] = []
         self.pair_segment: list[np.ndarray] = []
-        self.wide: list[tuple[int, int]] = []
 
-    def add(self, size: int, segments: np.ndarray, count: int) -> None:
+    def add_small(self, size: int, segments: np.ndarray, count: int) -> None:
         self.firsts.append(self.stop - self.start)
-        self.segment.append(segments + (self.seg_stop - self.seg_start))
+        self.segment.append(segments + self.seg_stop)
         self.owner.append(np.full(count, len(self.firsts) - 1, dtype=np.intp))
         self.stop += size
         self.seg_stop += count
 
     def freeze(self) -> None:
-        """Index arrays from the lists; the pairs local to this level's cells and to the
-        next level's segments (which start where this level's end)."""
+        """Index arrays from the lists."""
         self.first = np.asarray(self.firsts, dtype=np.intp)
         self.sizes = np.diff(np.append(self.first, self.stop - self.start))
-        self.cell_segment = np.concatenate(self.segment)
-        self.segment_clique = np.concatenate(self.owner)
+        self.cell_segment = _joined(self.segment)
+        self.segment_clique = _joined(self.owner)
         self.up_cell = _joined(self.pair_cell) - self.start
-        self.up_segment = _joined(self.pair_segment) - self.seg_stop
+        self.up_segment = _joined(self.pair_segment)
 
 
 class FlatTree:
-    """A junction tree's cells in one vector (see the module); cliques of more than
-    ``batch_cells`` cells exchange messages by broadcasts and sums (so does
-    :class:`Incidence` for measured cliques inside them).
+    """A junction tree's cells in one vector (see the module). The small cliques come
+    first, by depth, up to ``small``; cliques of more than ``batch_cells`` cells follow,
+    calibrated one at a time by broadcasts and sums (and so are the measured cliques
+    inside them, by :class:`Incidence`). Their segments are laid out the same way.
 
     ``offset[i]`` is where tree clique ``i``'s cells start, ``seg_offset[i]`` where its
     segments start; ``views(flat)`` cuts a flat vector into the cliques' arrays (views,
@@ -114,44 +116,57 @@ class FlatTree:
         self.shapes = [tuple(domain.shape(c)) for c in tree.cliques]
         self.sep_shapes = [tuple(domain.shape(s)) for s in tree.separator]
         rank = {i: k for k, i in enumerate(tree.order)}
-        placed = sorted(range(len(tree.cliques)), key=lambda i: (tree.depth[i], rank[i]))
+        placed = sorted(
+            range(len(tree.cliques)), key=lambda i: (self.large(i), tree.depth[i], rank[i])
+        )
         self.offset = [0] * len(tree.cliques)
         self.seg_offset = [0] * len(tree.cliques)
-        self.levels: list[_Level] = []
+        self.levels = [_Level(0, 0) for _ in range(max(tree.depth, default=-1) + 1)]
         cells = segments = 0
         for i in placed:
-            if tree.depth[i] == len(self.levels):
-                self.levels.append(_Level(cells, segments))
+            level = self.levels[tree.depth[i]]
             size, count = math.prod(self.shapes[i]), math.prod(self.sep_shapes[i])
-            own = cell_index(self.shapes[i], tree.cliques[i], tree.separator[i])
-            self.levels[-1].add(size, own, count)
+            if self.large(i):
+                level.large.append(i)
+            else:
+                if level.stop == level.start:  # the level's first small clique
+                    level.start = level.stop = cells
+                    level.seg_start = level.seg_stop = segments
+                own = cell_index(self.shapes[i], tree.cliques[i], tree.separator[i])
+                level.add_small(size, own, count)
             self.offset[i], self.seg_offset[i] = cells, segments
             cells, segments = cells + size, segments + count
+        self.small = sum(math.prod(self.shapes[i]) for i in placed if not self.large(i))
         for i in placed:
             p = tree.parent[i]
-            if p < 0:
-                continue
-            parent_level = self.levels[tree.depth[p]]
-            if math.prod(self.shapes[p]) > self.batch_cells:
-                parent_level.wide.append((p, i))
-                continue
-            into = cell_index(self.shapes[p], tree.cliques[p], tree.separator[i])
-            parent_level.pair_cell.append(self.offset[p] + np.arange(into.size, dtype=np.intp))
-            parent_level.pair_segment.append(self.seg_offset[i] + into)
+            if p >= 0 and not self.large(p):
+                into = cell_index(self.shapes[p], tree.cliques[p], tree.separator[i])
+                cells_of_p = self.offset[p] + np.arange(into.size, dtype=np.intp)
+                self.levels[tree.depth[p]].pair_cell.append(cells_of_p)
+                self.levels[tree.depth[p]].pair_segment.append(self.seg_offset[i] + into)
         for level in self.levels:
             level.freeze()
         self.size = cells
         self.segments = segments
 
+    def large(self, i: int) -> bool:
+        """Whether tree clique ``i`` is calibrated on its own (more than ``batch_cells``)."""
+        return math.prod(self.shapes[i]) > self.batch_cells
+
     def views(self, flat: np.ndarray) -> list[np.ndarray]:
         """Each tree clique's part of ``flat`` in its cell shape (tree clique order)."""
         return [self.view(flat, i) for i in range(len(self.shapes))]
 
-    def view(self, flat: np.ndarray, i: int, start: int = 0) -> np.ndarray:
-        """Tree clique ``i``'s part of ``flat`` (a vector of the cells from ``start``
-        on) in its cell shape."""
-        shape, first = self.shapes[i], self.offset[i] - start
-        return flat[first : first + math.prod(shape)].reshape(shape)
+    def view(self, flat: np.ndarray, i: int) -> np.ndarray:
+        """Tree clique ``i``'s part of ``flat`` in its cell shape."""
+        shape = self.shapes[i]
+        return flat[self.offset[i] : self.offset[i] + math.prod(shape)].reshape(shape)
+
+    def segment_view(self, segments: np.ndarray, i: int) -> np.ndarray:
+        """Tree clique ``i``'s separator values in ``segments`` in its separator's shape."""
+        start = self.seg_offset[i]
+        shape = self.sep_shapes[i]
+        return segments[start : start + math.prod(shape)].reshape(shape)
 
     def flatten(self, arrays: Sequence[np.ndarray]) -> np.ndarray:
         """One flat vector from per-clique arrays (tree clique order)."""
@@ -171,55 +186,101 @@ class FlatTree:
         Upward, deepest level first, each clique adds its children's log messages, leaves
         log space once shifted by its largest value and becomes its conditional given
         its separator; where a separator value's mass underflows (under
-        :data:`FRAGILE_MASS`) the level is redone with one shift per separator value.
-        Downward, a clique's belief is that conditional times its parent's separator
-        marginal (Hugin's update), so no cell is divided by another.
+        :data:`FRAGILE_MASS`) it is redone with one shift per separator value (the whole
+        level's small cliques at once). Downward, a clique's belief is that conditional
+        times its parent's separator marginal (Hugin's update), so no cell is divided by
+        another.
         """
-        cond = np.empty(self.size)
+        beliefs = np.empty(self.size)  # each clique's conditional, then its belief
         log_up = np.zeros(self.segments)
         for level in reversed(self.levels):
-            log_values = np.array(log_potentials[level.start : level.stop], dtype=float)
-            self._collect(level, log_values, log_up)
-            top = np.maximum.reduceat(log_values, level.first)
-            shift = top[level.segment_clique]
-            values = np.exp(log_values - np.repeat(top, level.sizes))
-            mass = _sums(level.cell_segment, values, shift.size)
-            if np.min(mass) < FRAGILE_MASS:
-                shift = np.full(shift.size, -np.inf)
-                np.maximum.at(shift, level.cell_segment, log_values)
-                values = np.exp(log_values - shift[level.cell_segment])
-                mass = _sums(level.cell_segment, values, shift.size)
-            cond[level.start : level.stop] = values / mass[level.cell_segment]
-            log_up[level.seg_start : level.seg_stop] = np.log(mass) + shift
-        beliefs = cond
+            self._upward_small(level, log_potentials, log_up, beliefs)
+            for i in level.large:
+                self._upward_large(i, log_potentials, log_up, beliefs)
         for parent, level in zip(self.levels, self.levels[1:], strict=False):
-            separator = self._separators(parent, level, beliefs)
+            separator = self._separators(parent, beliefs)
             beliefs[level.start : level.stop] *= separator[level.cell_segment]
+            for i in level.large:
+                local = self.segment_view(separator, i)
+                combine_into(np.multiply, self.view(beliefs, i), self.tree.cliques[i], local,
+                             self.tree.separator[i])  # fmt: skip
         return beliefs
 
-    def _collect(self, level: _Level, log_values: np.ndarray, log_up: np.ndarray) -> None:
-        """Add the children's log messages into ``log_values`` (the level's cells)."""
+    def _upward_small(
+        self, level: _Level, log_potentials: np.ndarray, log_up: np.ndarray, out: np.ndarray
+    ) -> None:
+        """The level's small cliques, all at once: conditionals into ``out`` (computed in
+        place there), log messages into ``log_up``."""
+        if level.stop == level.start:
+            return
+        values = out[level.start : level.stop]
+        self._log_values_small(level, log_potentials, log_up, values)
+        top = np.maximum.reduceat(values, level.first)
+        shift = top[level.segment_clique]
+        values -= np.repeat(top, level.sizes)
+        np.exp(values, out=values)
+        local = level.cell_segment - level.seg_start
+        mass = _sums(local, values, shift.size)
+        if np.min(mass) < FRAGILE_MASS:
+            self._log_values_small(level, log_potentials, log_up, values)
+            shift = np.full(shift.size, -np.inf)
+            np.maximum.at(shift, local, values)
+            values -= shift[local]
+            np.exp(values, out=values)
+            mass = _sums(local, values, shift.size)
+        values /= mass[local]
+        log_up[level.seg_start : level.seg_stop] = np.log(mass) + shift
+
+    def _log_values_small(
+        self, level: _Level, log_potentials: np.ndarray, log_up: np.ndarray, out: np.ndarray
+    ) -> None:
+        """The small cliques' log potentials plus their children's log messages."""
+        np.copyto(out, log_potentials[level.start : level.stop])
         if level.up_cell.size:
-            messages = log_up[level.seg_stop :][level.up_segment]
-            log_values += _sums(level.up_cell, messages, level.stop - level.start)
-        for p, c in level.wide:
-            target = self.view(log_values, p, level.start)
-            message = self._segments(log_up, c).reshape(self.sep_shapes[c])
-            combine_into(np.add, target, self.tree.cliques[p], message, self.tree.separator[c])
+            out += _sums(level.up_cell, log_up[level.up_segment], level.stop - level.start)
 
-    def _separators(self, parent: _Level, level: _Level, beliefs: np.ndarray) -> np.ndarray:
-        """The parent's marginal on each segment of ``level`` (level-local)."""
+    def _upward_large(
+        self, i: int, log_potentials: np.ndarray, log_up: np.ndarray, out: np.ndarray
+    ) -> None:
+        """One large clique: its conditional into ``out`` (computed in place there), its
+        log message into ``log_up``."""
+        clique, sep = self.tree.cliques[i], self.tree.separator[i]
+        values = self.view(out, i)
+        self._log_values_large(i, log_potentials, log_up, values)
+        top = float(np.max(values))
+        values -= top
+        np.exp(values, out=values)
+        mass = sum_to(values, clique, sep, keepdims=True)
+        shift = np.full(mass.shape, top)
+        if np.min(mass) < FRAGILE_MASS:
+            self._log_values_large(i, log_potentials, log_up, values)
+            rest = tuple(k for k, a in enumerate(clique) if a not in sep)
+            shift = np.max(values, axis=rest, keepdims=True)
+            values -= shift
+            np.exp(values, out=values)
+            mass = np.sum(values, axis=rest, keepdims=True)
+        values /= mass
+        self.segment_view(log_up, i)[...] = (np.log(mass) + shift).reshape(self.sep_shapes[i])
+
+    def _log_values_large(
+        self, i: int, log_potentials: np.ndarray, log_up: np.ndarray, out: np.ndarray
+    ) -> None:
+        """Large clique ``i``'s log potential plus its children's log messages."""
+        np.copyto(out, self.view(log_potentials, i))
+        for c in self.tree.children[i]:
+            message = self.segment_view(log_up, c)
+            combine_into(np.add, out, self.tree.cliques[i], message, self.tree.separator[c])
+
+    def _separators(self, parent: _Level, beliefs: np.ndarray) -> np.ndarray:
+        """The marginal of each of the parent level's cliques on its children's separators
+        (a vector over all segments; the other entries 0)."""
         parent_beliefs = beliefs[parent.start : parent.stop][parent.up_cell]
-        out = _sums(parent.up_segment, parent_beliefs, level.seg_stop - level.seg_start)
-        for p, c in parent.wide:
-            summed = sum_to(self.view(beliefs, p), self.tree.cliques[p], self.tree.separator[c])
-            start = self.seg_offset[c] - level.seg_start
-            out[start : start + summed.size] = summed.ravel()
+        out = _sums(parent.up_segment, parent_beliefs, self.segments)
+        for p in parent.large:
+            for c in self.tree.children[p]:
+                summed = sum_to(self.view(beliefs, p), self.tree.cliques[p], self.tree.separator[c])
+                self.segment_view(out, c)[...] = summed
         return out
-
-    def _segments(self, flat_segments: np.ndarray, i: int) -> np.ndarray:
-        start = self.seg_offset[i]
-        return flat_segments[start : start + math.prod(self.sep_shapes[i])]
 
 
 class Incidence:
@@ -246,7 +307,7 @@ class Incidence:
         self.wide: dict[int, list[tuple[MarginalQuery, tuple[int, ...], slice]]] = {}
         for query, shape, start, home in zip(queries, shapes, starts, homes, strict=True):
             clique, home_shape = flat.tree.cliques[home], flat.shapes[home]
-            if math.prod(home_shape) > flat.batch_cells:
+            if flat.large(home):
                 part = slice(start, start + math.prod(shape))
                 self.wide.setdefault(home, []).append((query, shape, part))
                 continue
@@ -263,9 +324,14 @@ class Incidence:
         self.measured = _joined(measured)
         self.size = int(size)
 
-    def potentials(self, theta: np.ndarray) -> np.ndarray:
-        """The tree's flat log potentials from the stacked ``theta``."""
-        out = _sums(self.cell, theta[self.measured], self.flat.size)
+    def potentials(self, theta: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """The tree's flat log potentials from the stacked ``theta``, written into
+        ``out`` where given (a work vector the caller reuses: a fit's steps would
+        otherwise take fresh pages from the system for every step's copy)."""
+        out = np.empty(self.flat.size) if out is None else out
+        small = self.flat.small
+        out[:small] = _sums(self.cell, theta[self.measured], small)
+        out[small:] = 0.0
         for home, items in self.wide.items():
             values = [(q.clique, q.expand(theta[part].reshape(shape))) for q, shape, part in items]
             add_all_into(self.flat.view(out, home), self.flat.tree.cliques[home], values)

@@ -180,6 +180,7 @@ class _State:
             self.homes,
             self.stacked.size,
         )
+        self.work = np.empty(self.flat.size)  # the log potentials of the step at hand
 
     def initial_step(self) -> float:
         """A step under the loss's curvature in the potentials (about total * precision)."""
@@ -191,7 +192,8 @@ class _State:
 
     def evaluate(self, theta: np.ndarray) -> Evaluation[list[np.ndarray]]:
         """Loss, gradient and marginals of the model with potentials ``theta``."""
-        beliefs = self.flat.calibrate(self.incidence.potentials(theta))
+        log_potentials = self.incidence.potentials(theta, out=self.work)
+        beliefs = self.flat.calibrate(log_potentials)
         mus = self.incidence.marginals(beliefs)
         mus *= self.total
         loss, gradient = self.stacked.loss(mus), self.stacked.gradient(mus)
