@@ -9,10 +9,11 @@ first and back, with the arithmetic of the two-pass sum-product (Koller & Friedm
 sec. 10.2): summing the level's small cliques to their separators is one ``bincount``
 over the segments, and the messages between a small clique and its children a gather
 and a ``bincount`` over a fixed list of (parent cell, child segment) pairs. The large
-cliques come after and are calibrated one at a time: a child's message enters by a
-broadcast (:func:`~dpevolve.estimate.factor.combine_into`) and a separator marginal
-leaves by a sum (:func:`~dpevolve.estimate.factor.sum_to`), where a pair list would
-cost a gathered read per cell and child. Either way the conditionals are computed in
+cliques come after and are calibrated one at a time: the children's messages enter by
+broadcasts (:func:`~dpevolve.estimate.factor.add_all_into`, nested separators merged
+first) and the separator marginals leave by sums
+(:func:`~dpevolve.estimate.factor.marginals`), where a pair list would cost a gathered
+read per cell and child. Either way the conditionals are computed in
 place in the output vector.
 
 On a d = 200 model of 193 cliques of at most 240 cells a calibration took 7.7-9.4 ms
@@ -98,6 +99,7 @@ class _Level:
         self.first = np.asarray(self.firsts, dtype=np.intp)
         self.sizes = np.diff(np.append(self.first, self.stop - self.start))
         self.cell_segment = _joined(self.segment)
+        self.local_segment = self.cell_segment - self.seg_start
         self.segment_clique = _joined(self.owner)
         self.up_cell = _joined(self.pair_cell) - self.start
         self.up_segment = _joined(self.pair_segment)
@@ -223,7 +225,7 @@ class FlatTree:
         shift = top[level.segment_clique]
         values -= np.repeat(top, level.sizes)
         np.exp(values, out=values)
-        local = level.cell_segment - level.seg_start
+        local = level.local_segment
         mass = _sums(local, values, shift.size)
         if np.min(mass) < FRAGILE_MASS:
             self._log_values_small(level, log_potentials, log_up, values)
@@ -271,9 +273,10 @@ class FlatTree:
     ) -> None:
         """Large clique ``i``'s log potential plus its children's log messages."""
         np.copyto(out, self.view(log_potentials, i))
-        for c in self.tree.children[i]:
-            message = self.segment_view(log_up, c)
-            combine_into(np.add, out, self.tree.cliques[i], message, self.tree.separator[c])
+        messages = [
+            (self.tree.separator[c], self.segment_view(log_up, c)) for c in self.tree.children[i]
+        ]
+        add_all_into(out, self.tree.cliques[i], messages)
 
     def _separators(self, parent: _Level, beliefs: np.ndarray) -> np.ndarray:
         """The marginal of each of the parent level's cliques on its children's separators
@@ -281,8 +284,10 @@ class FlatTree:
         parent_beliefs = beliefs[parent.start : parent.stop][parent.up_cell]
         out = _sums(parent.up_segment, parent_beliefs, self.segments)
         for p in parent.large:
-            for c in self.tree.children[p]:
-                summed = sum_to(self.view(beliefs, p), self.tree.cliques[p], self.tree.separator[c])
+            kids = self.tree.children[p]
+            seps = [self.tree.separator[c] for c in kids]
+            found = marginals(self.view(beliefs, p), self.tree.cliques[p], seps)
+            for c, summed in zip(kids, found, strict=True):
                 self.segment_view(out, c)[...] = summed
         return out
 
