@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine
-from dpevolve.engine.bins import ATOM_SHARE, released_atoms, released_edges
+from dpevolve.engine.bins import ATOM_BINS, ATOM_SHARE, atom_bins, released_atoms, released_edges
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release
 from dpevolve.engine.public import public_edges
@@ -77,7 +77,7 @@ def test_no_atom_where_the_release_shows_none() -> None:
     released = _released(base, frame, sigma=10.0)
     cells = base.fine["spend"]
     weights = np.asarray(released["spend"].noisy, dtype=float)
-    assert released_atoms(cells, weights, len(frame), 5) == []
+    assert released_atoms(cells, weights, len(frame)) == []
 
 
 @settings(max_examples=30, deadline=None)
@@ -86,8 +86,25 @@ def test_an_atom_is_a_value_above_the_share(share: float, n: int) -> None:
     cells = Discretiser(SCHEMA, 10, 96).fine["spend"]
     weights = np.zeros(cells.size)
     weights[0] = share * n  # the atom at lo
-    atoms = released_atoms(cells, weights, n, 5)
-    assert atoms == ([0.0] if share * n >= ATOM_SHARE * n and share > 0 else [])
+    atoms = released_atoms(cells, weights, n)
+    assert [v for v, _ in atoms] == ([0.0] if share * n >= ATOM_SHARE * n and share > 0 else [])
+    assert all(abs(s - share) < 1e-12 for _, s in atoms)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    bins=st.integers(2, 64),
+    shares=st.lists(st.floats(ATOM_SHARE, 0.9), max_size=20).filter(lambda s: sum(s) <= 1.0),
+)
+def test_atom_bins_leave_the_rest_its_share_and_every_atom_two_edges(
+    bins: int, shares: list[float]
+) -> None:
+    most = atom_bins(bins, shares)
+    base = max(1, int(ATOM_BINS * bins))
+    assert most >= base
+    if most > base:  # raised: the inner atoms' edges fit, the rest keeps its share of bins
+        assert 2 * most + 1 <= bins
+        assert bins - most >= (1.0 - sum(shares)) * bins - 1e-9
 
 
 def test_public_atoms_get_bins_of_their_own() -> None:

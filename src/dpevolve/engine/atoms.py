@@ -28,7 +28,8 @@ of ``EngineSpec.atom_share``. Every release is charged to the run's
 whose noisy count is at least :data:`~dpevolve.engine.bins.ATOM_SHARE` of the ``n``
 rows and :data:`~dpevolve.engine.bins.THRESHOLD` noise scales, and stand out among
 their neighbours (:func:`~dpevolve.engine.bins.spikes`); the
-:data:`~dpevolve.engine.bins.ATOM_BINS` share of the bins largest. Each becomes an atom
+:func:`~dpevolve.engine.bins.most_atoms` largest (their bins:
+:func:`~dpevolve.engine.bins.atom_bins`). Each becomes an atom
 of its column's fine partition (``Discretiser(..., atoms=...)``) and keeps a bin of its
 own (:func:`~dpevolve.engine.bins.released_edges`), so it decodes to itself.
 """
@@ -47,7 +48,7 @@ from dpevolve.backends.local import LocalBackend
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.sources import PrivateSource
-from dpevolve.engine.bins import ATOM_BINS, ATOM_SHARE, THRESHOLD, spikes
+from dpevolve.engine.bins import ATOM_SHARE, THRESHOLD, most_atoms, spikes
 from dpevolve.engine.discretise import atom_tolerance, value_step
 from dpevolve.engine.measure import BATCH_ROWS, marginal_event, release, sigma_for
 from dpevolve.engine.plan import Spend
@@ -252,7 +253,7 @@ def release_atoms(
     not spent)."""
     if not candidates or rho <= 0:
         return {}
-    most = _most(bins)
+    most = most_atoms(bins)
     columns = {c.name: c for c in Layout.of(schema).numeric if c.name in candidates}
     levels = {a: zoom_spacings(c, np.asarray(candidates[a]), most) for a, c in columns.items()}
     # each column's equal share, split over its levels: a column without zoom keeps
@@ -312,11 +313,6 @@ def _released(
     measurements.append(Measurement(listed, measured.noisy, measured.sigma, event))
     ledger.record(event, round=0, clique=[name], cells=int(counts.size), level=level)
     return np.asarray(measured.noisy, dtype=np.float64)
-
-
-def _most(bins: int) -> int:
-    """At most this many atoms of a column keep bins of their own."""
-    return max(1, int(ATOM_BINS * bins))
 
 
 __all__ = [

@@ -30,7 +30,8 @@ from dpevolve.measurements import Measurement
 #: shows in a 2-way marginal. The evaluation calls a value an atom from 5% up.
 ATOM_SHARE = 0.05
 
-#: At most this share of a column's bins are atoms' own bins.
+#: At least this share of a column's bins may be atoms' own bins (more where the atoms
+#: hold most of the rows: :func:`atom_bins`).
 ATOM_BINS = 0.25
 
 #: Equal-width bins are crowded, and the bins go to the quantiles instead, where one
@@ -245,10 +246,12 @@ def released_edges(
         counts = np.asarray(measured.noisy, dtype=np.float64).ravel()
         mass = released_mass(cells, counts, float(measured.sigma), n)
         weights = standing(counts, float(measured.sigma))
-        most = max(1, int(ATOM_BINS * bins))
+        heavy = released_atoms(cells, weights, n)
         given = [float(v) for v in (known or {}).get(column.name, ())]
-        extra = [v for v in released_atoms(cells, weights, n, most) if v not in given]
-        atoms = sorted((given + extra)[:most])
+        extra = [v for v, _ in heavy if v not in given]
+        # a given atom off the fine atoms holds at least the atom share
+        shares = [s for _, s in heavy] + [ATOM_SHARE] * (len(given) - (len(heavy) - len(extra)))
+        atoms = sorted((given + extra)[: atom_bins(bins, shares)])
         rest = mass.copy()
         rest[np.isin(cells.lo, atoms) & (np.arange(cells.size) < cells.atoms)] = 0.0
         quantile = histogram_quantile(cells, rest)  # values only: missing left out
@@ -283,17 +286,36 @@ def released_support(
     return out
 
 
-def released_atoms(cells: FineCells, weights: np.ndarray, n: int, most: int) -> list[float]:
+def most_atoms(bins: int) -> int:
+    """The most atoms of a column that can have bins of their own among ``bins``: an
+    inner atom takes two edges (:func:`atom_edges`), so ``(bins - 1) // 2`` (at least
+    the :data:`ATOM_BINS` share)."""
+    return max(1, int(ATOM_BINS * bins), (bins - 1) // 2)
+
+
+def atom_bins(bins: int, shares: Sequence[float] = ()) -> int:
+    """At most this many of a column's ``bins`` are atoms' own bins, given the heavy
+    values' ``shares`` of the rows: :data:`ATOM_BINS` of them, or more where the atoms
+    hold most of the column, as many as leave the values between them bins in
+    proportion to their share (at least one), up to :func:`most_atoms`. A column of a
+    few values (fair's years married: seven values, each 6-33% of the rows) then keeps
+    every value a bin."""
+    rest = max(0.0, 1.0 - float(sum(shares)))
+    share = bins - max(1, math.ceil(rest * bins))
+    return max(1, int(ATOM_BINS * bins), min(most_atoms(bins), share))
+
+
+def released_atoms(cells: FineCells, weights: np.ndarray, n: int) -> list[tuple[float, float]]:
     """The single values of a fine partition (its atoms) whose released, thresholded
     count is at least :data:`ATOM_SHARE` of ``n`` and, on a grid, a spike
-    (:func:`spikes`): the ``most`` largest, sorted."""
+    (:func:`spikes`), with their shares of ``n``: largest first."""
     counts = np.asarray(weights[: cells.atoms], dtype=np.float64)
     heavy = counts >= ATOM_SHARE * n
     if cells.grid:
         heavy &= spikes(counts)
     index = np.flatnonzero(heavy)
-    index = index[np.argsort(-counts[index], kind="stable")][:most]
-    return sorted(float(cells.lo[i]) for i in index)
+    index = index[np.argsort(-counts[index], kind="stable")]
+    return [(float(cells.lo[i]), float(counts[i]) / n) for i in index]
 
 
 def _uniform(column: NumericColumn) -> Callable[[np.ndarray], np.ndarray]:
@@ -397,9 +419,11 @@ __all__ = [
     "SPIKE",
     "TAIL",
     "THRESHOLD",
+    "atom_bins",
     "atom_edges",
     "histogram_quantile",
     "loose_edges",
+    "most_atoms",
     "no_wider_cell_between",
     "released_atoms",
     "released_edges",

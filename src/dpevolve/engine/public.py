@@ -47,7 +47,7 @@ import pandas as pd
 
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
-from dpevolve.engine.bins import ATOM_BINS, ATOM_SHARE, LOOSE, TAIL, loose_edges, spikes
+from dpevolve.engine.bins import ATOM_SHARE, LOOSE, TAIL, atom_bins, loose_edges, spikes
 from dpevolve.engine.discretise import Discretiser, value_step
 from dpevolve.engine.measure import count_marginals
 from dpevolve.engine.spec import PUBLIC_PRIORS, EngineSpec
@@ -158,7 +158,7 @@ def public_edges(
     points (crowded bins, or ``quantile``: the inner edges at public quantiles).
     Integer and ``decimals`` columns cut half-way between representable values.
     Public facts only: free. ``atoms_out``, when given, receives each column's heavy
-    values, all of them (not only the ``ATOM_BINS`` share given bins of their own).
+    values, all of them (not only the :func:`~dpevolve.engine.bins.atom_bins` given bins of their own).
     """
     out: dict[str, np.ndarray] = {}
     for column in schema.columns:
@@ -169,11 +169,10 @@ def public_edges(
         if values.size == 0:
             continue
         step = value_step(column)
-        atoms = public_atoms(values, max(1, int(ATOM_BINS * bins)), step)
-        if atoms_out is not None:
-            heavy = public_atoms(values, round(1.0 / ATOM_SHARE), step)
-            if heavy:
-                atoms_out[column.name] = heavy
+        heavy = public_atoms(values, step)
+        atoms = sorted(v for v, _ in heavy[: atom_bins(bins, [s for _, s in heavy])])
+        if atoms_out is not None and heavy:
+            atoms_out[column.name] = sorted(v for v, _ in heavy)
         rest = values[~np.isin(values, atoms)]
         rest = rest if rest.size else values
 
@@ -189,10 +188,10 @@ def public_edges(
     return out
 
 
-def public_atoms(values: np.ndarray, most: int, step: float | None) -> list[float]:
+def public_atoms(values: np.ndarray, step: float | None) -> list[tuple[float, float]]:
     """Public values holding at least :data:`~dpevolve.engine.bins.ATOM_SHARE` of the
     public rows (in a column of ``step``, spikes among their neighbours:
-    :func:`~dpevolve.engine.bins.spikes`): the ``most`` largest, sorted."""
+    :func:`~dpevolve.engine.bins.spikes`), with their shares of the rows: largest first."""
     found, counts = np.unique(values, return_counts=True)
     heavy = counts >= ATOM_SHARE * values.size
     if step is not None and found.size:
@@ -202,11 +201,11 @@ def public_atoms(values: np.ndarray, most: int, step: float | None) -> list[floa
             dense[grid] = counts
             heavy &= spikes(dense)[grid]
     index = np.flatnonzero(heavy)
-    index = index[np.argsort(-counts[index], kind="stable")][:most]
+    index = index[np.argsort(-counts[index], kind="stable")]
     picked = found[index]
     if step is not None:  # on the grid, as the fine partition codes values (float32 4.2: 4.2)
         picked = np.round(np.round(picked / step) * step, max(0, round(-math.log10(step))))
-    return sorted({float(v) for v in picked})
+    return [(float(v), float(c) / values.size) for v, c in zip(picked, counts[index], strict=True)]
 
 
 def public_counts(
