@@ -158,7 +158,8 @@ def public_edges(
     points (crowded bins, or ``quantile``: the inner edges at public quantiles).
     Integer and ``decimals`` columns cut half-way between representable values.
     Public facts only: free. ``atoms_out``, when given, receives each column's heavy
-    values, all of them (not only the :func:`~dpevolve.engine.bins.atom_bins` given bins of their own).
+    values, all of them (not only those :func:`~dpevolve.engine.bins.atom_bins` gives
+    bins of their own).
     """
     out: dict[str, np.ndarray] = {}
     for column in schema.columns:
