@@ -46,9 +46,10 @@ def _records(
     grid=st.sampled_from([0, 1, 2, 4]),
     m=st.integers(1, 40),
     seed=st.integers(0, 2**31 - 1),
+    block=st.sampled_from([7, module.TREE_BLOCK]),
 )
 def test_the_cells_are_the_votes_argmin_bit_for_bit(
-    numeric: int, cards: list[int], grid: int, m: int, seed: int
+    numeric: int, cards: list[int], grid: int, m: int, seed: int, block: int
 ) -> None:
     if numeric == 0 and not cards:
         cards = [3]
@@ -58,7 +59,9 @@ def test_the_cells_are_the_votes_argmin_bit_for_bit(
     rows = _records(rng, 300, numeric, cards, grid)
     candidates = _records(rng, m, numeric, cards, grid)
     want = hard_nearest(distance.pairwise(rows, candidates))
-    assert (nearest(rows, candidates, distance) == want).all()
+    with pytest.MonkeyPatch.context() as patch:  # many blocks on the tree path, or one
+        patch.setattr(module, "TREE_BLOCK", block)
+        assert (nearest(rows, candidates, distance) == want).all()
     # the private histogram: what the local reference backend sums for the hard vote
     batches = [rows.take(slice(0, 120)), rows.take(slice(120, 300))]
     local = LocalBackend().vote(batches, candidates, distance, HardVote())

@@ -44,6 +44,10 @@ MARGIN = 1e-9
 #: Rows per block (bounds memory at ``BLOCK x candidates`` on the block path).
 BLOCK = 8192
 
+#: Rows per block on the tree path (memory ``TREE_BLOCK x TREE_K``; every block pays a
+#: query per combination of categories, so fewer, longer blocks cost less).
+TREE_BLOCK = 1 << 16
+
 
 def _uses_tree(distance: Distance) -> bool:
     """The exact plain embedding (not the missing-aware one), narrow enough for a tree."""
@@ -126,8 +130,8 @@ class CandidateTree:
     def nearest(self, rows: Records) -> np.ndarray:
         """Index of each row's nearest candidate (canonical distance, lowest index on ties)."""
         out = np.empty(len(rows), dtype=np.int64)
-        for start in range(0, len(rows), BLOCK):
-            block = rows.take(slice(start, start + BLOCK))
+        for start in range(0, len(rows), TREE_BLOCK):
+            block = rows.take(slice(start, start + TREE_BLOCK))
             out[start : start + len(block)] = self._block(block)
         return out
 
@@ -217,4 +221,12 @@ def hard_votes(
     return histogram
 
 
-__all__ = ["BLOCK", "TREE_K", "TREE_MAX_DIM", "CandidateTree", "hard_votes", "nearest"]
+__all__ = [
+    "BLOCK",
+    "TREE_BLOCK",
+    "TREE_K",
+    "TREE_MAX_DIM",
+    "CandidateTree",
+    "hard_votes",
+    "nearest",
+]

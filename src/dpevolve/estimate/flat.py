@@ -312,11 +312,19 @@ class Incidence:
         self.flat = flat
         cells: list[np.ndarray] = []
         measured: list[np.ndarray] = []
-        # per large tree clique, its measured queries, shapes and stacked slices
+        # per large tree clique, its measured queries, shapes and stacked slices; and the
+        # first query on the whole clique, as a stacked index per cell (gathered straight
+        # into the clique: a fit's every step would otherwise expand it into fresh pages)
         self.wide: dict[int, list[tuple[MarginalQuery, tuple[int, ...], slice]]] = {}
+        self.whole: dict[int, tuple[MarginalQuery, slice, np.ndarray]] = {}
         for query, shape, start, home in zip(queries, shapes, starts, homes, strict=True):
             clique, home_shape = flat.tree.cliques[home], flat.shapes[home]
             if flat.large(home):
+                if query.clique == clique and home not in self.whole:
+                    groups = query.expand(np.arange(math.prod(shape), dtype=float).reshape(shape))
+                    index = start + np.asarray(groups, dtype=np.intp).ravel()
+                    self.whole[home] = (query, slice(start, start + math.prod(shape)), index)
+                    continue
                 part = slice(start, start + math.prod(shape))
                 self.wide.setdefault(home, []).append((query, shape, part))
                 continue
@@ -341,6 +349,8 @@ class Incidence:
         small = self.flat.small
         out[:small] = _sums(self.cell, theta[self.measured], small)
         out[small:] = 0.0
+        for home, (_, _, index) in self.whole.items():
+            np.take(theta, index, out=self.flat.view(out, home).reshape(-1))
         for home, items in self.wide.items():
             values = [(q.clique, q.expand(theta[part].reshape(shape))) for q, shape, part in items]
             add_all_into(self.flat.view(out, home), self.flat.tree.cliques[home], values)
@@ -349,6 +359,8 @@ class Incidence:
     def marginals(self, beliefs: np.ndarray) -> np.ndarray:
         """Each stacked cell's sum of the flat ``beliefs`` over the tree cells it covers."""
         out = _sums(self.measured, beliefs[self.cell], self.size)
+        for home, (query, part, _) in self.whole.items():
+            out[part] = query.project(self.flat.view(beliefs, home)).ravel()
         for home, items in self.wide.items():
             view, clique = self.flat.view(beliefs, home), self.flat.tree.cliques[home]
             found = marginals(view, clique, [q.clique for q, _, _ in items])
