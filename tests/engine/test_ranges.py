@@ -13,7 +13,7 @@ from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.engine.cells import MARGIN, shown_span
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.smoothing import DECODE_FLOOR, SUPPORT, adjacent_run, decode_weights
-from dpevolve.engine.tails import beyond_span
+from dpevolve.engine.tails import beyond_span, held_bins
 
 SCHEMA = Schema((NumericColumn("v", 0.0, 500.0), CategoricalColumn("y", ("no", "yes"))), label="y")
 
@@ -146,3 +146,40 @@ def test_a_moved_tail_bin_wholly_past_the_shown_data_decodes_in_its_nearest_cell
     rng = np.random.default_rng(0)
     thin = disc.decode(codes, rng, {"v": weights}, 10_000, {"v": (0, 19)}, {"v": (0,)})["v"]
     assert thin.min() >= cells.lo[nearest] and thin.max() <= 20.0
+
+
+def test_held_bins_are_those_standing_support_scales_above_zero() -> None:
+    count = np.array([500.0, 40.0, 41.0, -5.0, 90.0, 7.0])
+    sd = np.array([10.0, 10.0, 10.0, 10.0, np.inf, 1.0])
+    assert held_bins(count, sd) == (0, 2, 5)  # 40 is 4 scales, not above; inf: unmeasured
+
+
+def _interior_without_weights() -> tuple[Discretiser, np.ndarray, np.ndarray, int]:
+    """Weights (the fine histogram) show data in [0, 200) and nothing above, holding
+    every row (cover); bin 10 ([250, 275)) is interior, its cells weighing nothing."""
+    disc = Discretiser(SCHEMA, 20, 128)
+    cells = disc.fine["v"]
+    weights = ((cells.hi <= 200.0) & (np.arange(cells.size) >= cells.atoms)).astype(float)
+    weights *= 1000.0 / weights.sum()
+    codes = np.zeros((400, 2), dtype=np.int64)
+    codes[:, 0] = 10
+    return disc, weights, codes, 1000
+
+
+def test_a_bin_the_releases_show_data_in_keeps_its_rows_whatever_the_fine_cells() -> None:
+    """Restaurant inspections' chains of 219-650 locations: 394 of 10,871 rows spread
+    too thin for any fine cell to show them, yet their bins' counts stand far out of the
+    noise. Such a bin decodes within its own cells; a bin the releases do not show data
+    in still decodes at the nearest shown data."""
+    disc, weights, codes, rows = _interior_without_weights()
+    edges = disc.edges("v")
+    held = disc.decode(codes, np.random.default_rng(0), {"v": weights}, rows, held={"v": (10,)})
+    values = held["v"].to_numpy()
+    assert values.min() >= edges[10] and values.max() <= edges[11]
+    assert np.unique(np.floor(values / 5.0)).size > 3  # spread over the bin, not one cell
+    moved = disc.decode(codes, np.random.default_rng(0), {"v": weights}, rows)["v"].to_numpy()
+    assert moved.max() <= 200.0  # the nearest shown data, as before
+    end = codes.copy()
+    end[:, 0] = 19
+    ends = disc.decode(end, np.random.default_rng(0), {"v": weights}, rows, held={"v": (19,)})
+    assert ends["v"].max() < edges[19]  # an end bin keeps near the shown data, as before

@@ -265,6 +265,7 @@ class Discretiser:
         rows: int | None = None,
         ends: Mapping[str, tuple[int, ...]] | None = None,
         thin: Mapping[str, tuple[int, ...]] | None = None,
+        held: Mapping[str, tuple[int, ...]] | None = None,
     ) -> pd.DataFrame:
         """Coarse codes ``(rows, d)`` back to a table in schema order, declared types.
 
@@ -277,7 +278,10 @@ class Discretiser:
         count, public) is given and the weights hold at least :data:`COVER` of it: then
         equal weights on its cells within the weighted cells' span widened by
         :data:`MARGIN`, or the nearest weighted cell where none is, so no value lands
-        far from where the released histogram shows data. An end bin (``ends``: by
+        far from where the released histogram shows data, except in a bin ``held``
+        shows data in (its count across the releases stands out of their noise:
+        :func:`~dpevolve.engine.tails.held_bins`) that is not an end bin: its rows
+        stay among its own cells. An end bin (``ends``: by
         default a column's first and last) keeps to the cells within that span whatever
         the weights hold; wholly past it, to its cells nearest it: a moved column's,
         those within the margin of the nearest (with a ``support``, within that first);
@@ -295,7 +299,8 @@ class Discretiser:
                 hist = None if fine is None else fine.get(column.name)
                 end = (ends or {}).get(column.name, (0, self.bins - 1))
                 noise = (thin or {}).get(column.name, ())
-                values = self._values(column, c, rng, hist, rows, end, noise)
+                shows = (held or {}).get(column.name, ())
+                values = self._values(column, c, rng, hist, rows, end, noise, shows)
                 columns[column.name] = column.format(values)
             else:
                 columns[column.name] = _categorical(column, c)
@@ -310,6 +315,7 @@ class Discretiser:
         total: int | None,
         ends: tuple[int, ...],
         thin: tuple[int, ...],
+        held: tuple[int, ...] = (),
     ) -> np.ndarray:
         cells = self.fine[column.name]
         weights = cell_weights(cells, hist)
@@ -325,7 +331,7 @@ class Discretiser:
             if b == self.bins and column.nullable:
                 continue  # the missing cell decodes to a missing value
             inside, p, own = self._bin_cells(
-                column, int(b), weights, whole, shown, span, ends, thin
+                column, int(b), weights, whole, shown, span, ends, thin, held
             )
             p = p / p.sum() if p.sum() > 0 else np.full(inside.size, 1.0 / inside.size)
             picked = inside[rng.choice(inside.size, size=rows.size, p=p)]
@@ -348,11 +354,12 @@ class Discretiser:
         span: bool,
         ends: tuple[int, ...],
         thin: tuple[int, ...],
+        held: tuple[int, ...] = (),
     ) -> tuple[np.ndarray, np.ndarray, bool]:
         """The cells bin ``b`` decodes in, their weights (zero: equal), and whether the
         bin's own cells weigh anything (:meth:`decode`); ``whole``, ``shown`` and
         ``span``: the column's whole-number atoms, the span its weights show and whether
-        they bound every bin."""
+        they bound every bin; ``held``: the bins the releases show data in."""
         cells = self.fine[column.name]
         edges = self._edges[column.name]
         centre = 0.5 * (edges[b] + edges[b + 1])
@@ -369,7 +376,7 @@ class Discretiser:
         if whole is not None and np.isin(inside, whole).any():
             inside = inside[np.isin(inside, whole)]  # the data's whole numbers
         window = shown if span or tail else None
-        if window is None:
+        if window is None or (b in held and not tail):
             return inside, weights[inside], own
         near = (cells.hi[inside] >= window[0]) & (cells.lo[inside] <= window[1])
         if tail and not near.any() and (moved_tail or not span):

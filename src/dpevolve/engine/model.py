@@ -79,4 +79,5 @@ class EngineModel:
                 codes[:, j] = target[codes[:, j]]
         ends = {name: fold.ends for name, fold in self.inward.items()}
         thin = {name: fold.thin for name, fold in self.inward.items()}
-        return self.discretiser.decode(codes, rng, dict(self.fine), self.rows, ends, thin)
+        held = {name: fold.held for name, fold in self.inward.items()}
+        return self.discretiser.decode(codes, rng, dict(self.fine), self.rows, ends, thin, held)

@@ -172,12 +172,26 @@ def beyond_span(
 class Fold:
     """How one numeric column's cells decode: ``target[c]``, the bin cell ``c``
     decodes as (a missing cell stays itself); ``ends``, the bins that decode as the
-    column's end bins, and ``thin``, those of them the model gives no more than noise
+    column's end bins, and ``thin``, those of them the model gives no more than noise;
+    ``held``, the bins the releases show data in (:func:`held_bins`), which decode
+    within their own cells whatever the fine histogram shows of them
     (:meth:`~dpevolve.engine.discretise.Discretiser.decode`)."""
 
     target: np.ndarray
     ends: tuple[int, ...]
     thin: tuple[int, ...]
+    held: tuple[int, ...] = ()
+
+
+def held_bins(count: np.ndarray, sd: np.ndarray) -> tuple[int, ...]:
+    """The value bins whose released count (every release of the column combined:
+    :func:`released_counts`) stands :data:`~dpevolve.engine.smoothing.SUPPORT` noise
+    scales above zero: data the releases show, though a wide bin's rows may be spread
+    too thin for any one fine cell to show them (restaurant inspections' chains of
+    219-650 locations: 394 of 10,871 rows, each fine cell's count under its noise)."""
+    count = np.asarray(count, dtype=np.float64)
+    sd = np.asarray(sd, dtype=np.float64)
+    return tuple(int(b) for b in np.flatnonzero(np.isfinite(sd) & (count > SUPPORT * sd)))
 
 
 def folded_ends(
@@ -234,7 +248,8 @@ def released_inward(
         if span is not None:
             target = beyond_span(discretiser.edges(name), span, mass[:bins], sigma[name])[target]
         ends, thin = folded_ends(target, mass[:bins], sd)
-        out[name] = Fold(np.append(target, np.arange(bins, mass.size)), ends, thin)
+        whole = np.append(target, np.arange(bins, mass.size))
+        out[name] = Fold(whole, ends, thin, held_bins(count, sd))
     return out
 
 
@@ -243,6 +258,7 @@ __all__ = [
     "Fold",
     "beyond_span",
     "folded_ends",
+    "held_bins",
     "inward",
     "noise",
     "released_counts",
