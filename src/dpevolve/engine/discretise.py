@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Mapping, Sequence
 from itertools import pairwise
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -65,6 +66,18 @@ def _round_to(values: np.ndarray, step: float | None) -> np.ndarray:
         return np.round(values)
     digits = max(0, round(-math.log10(step)))
     return np.round(values, digits)
+
+
+class BinRoles(NamedTuple):
+    """What the releases say of one numeric column's bins, for decoding
+    (:meth:`Discretiser.decode`; :class:`~dpevolve.engine.tails.Fold`): its end bins,
+    the thin ones among them, the bins they show data in, and the span each held end
+    bin's rows lie in."""
+
+    ends: tuple[int, ...]
+    thin: tuple[int, ...]
+    held: tuple[int, ...]
+    reach: dict[int, tuple[float, float]]
 
 
 class Discretiser:
@@ -266,6 +279,7 @@ class Discretiser:
         ends: Mapping[str, tuple[int, ...]] | None = None,
         thin: Mapping[str, tuple[int, ...]] | None = None,
         held: Mapping[str, tuple[int, ...]] | None = None,
+        reach: Mapping[str, Mapping[int, tuple[float, float]]] | None = None,
     ) -> pd.DataFrame:
         """Coarse codes ``(rows, d)`` back to a table in schema order, declared types.
 
@@ -281,7 +295,9 @@ class Discretiser:
         far from where the released histogram shows data, except in a bin ``held``
         shows data in (its count across the releases stands out of their noise:
         :func:`~dpevolve.engine.tails.held_bins`) that is not an end bin: its rows
-        stay among its own cells. An end bin (``ends``: by
+        stay among its own cells; a held end bin with a ``reach`` (per bin, the span
+        its rows lie in: :func:`~dpevolve.engine.tails.end_reach`), among its cells
+        within that span. An end bin (``ends``: by
         default a column's first and last) keeps to the cells within that span whatever
         the weights hold; wholly past it, to its cells nearest it: a moved column's,
         those within the margin of the nearest (with a ``support``, within that first);
@@ -297,10 +313,13 @@ class Discretiser:
             c = np.asarray(codes[:, j], dtype=np.int64)
             if isinstance(column, NumericColumn):
                 hist = None if fine is None else fine.get(column.name)
-                end = (ends or {}).get(column.name, (0, self.bins - 1))
-                noise = (thin or {}).get(column.name, ())
-                shows = (held or {}).get(column.name, ())
-                values = self._values(column, c, rng, hist, rows, end, noise, shows)
+                roles = BinRoles(
+                    (ends or {}).get(column.name, (0, self.bins - 1)),
+                    (thin or {}).get(column.name, ()),
+                    (held or {}).get(column.name, ()),
+                    dict((reach or {}).get(column.name, {})),
+                )
+                values = self._values(column, c, rng, hist, rows, roles)
                 columns[column.name] = column.format(values)
             else:
                 columns[column.name] = _categorical(column, c)
@@ -313,9 +332,7 @@ class Discretiser:
         rng: np.random.Generator,
         hist: np.ndarray | None,
         total: int | None,
-        ends: tuple[int, ...],
-        thin: tuple[int, ...],
-        held: tuple[int, ...] = (),
+        roles: BinRoles,
     ) -> np.ndarray:
         cells = self.fine[column.name]
         weights = cell_weights(cells, hist)
@@ -324,15 +341,14 @@ class Discretiser:
         whole = whole_atoms(cells, weights) if hist is not None else None
         span = total is not None and hist is not None and weights.sum() >= COVER * total
         shown = shown_span(cells, weights)
-        ends = ends if total is not None else ()  # without the row count, no end bins
+        if total is None:  # without the row count, no end bins
+            roles = BinRoles((), roles.thin, roles.held, {})
         out = np.full(bins.size, np.nan)
         for b in np.unique(bins):
             rows = np.flatnonzero(bins == b)
             if b == self.bins and column.nullable:
                 continue  # the missing cell decodes to a missing value
-            inside, p, own = self._bin_cells(
-                column, int(b), weights, whole, shown, span, ends, thin, held
-            )
+            inside, p, own = self._bin_cells(column, int(b), weights, whole, shown, span, roles)
             p = p / p.sum() if p.sum() > 0 else np.full(inside.size, 1.0 / inside.size)
             picked = inside[rng.choice(inside.size, size=rows.size, p=p)]
             lo, hi = cells.lo[picked], cells.hi[picked]
@@ -352,21 +368,22 @@ class Discretiser:
         whole: np.ndarray | None,
         shown: tuple[float, float] | None,
         span: bool,
-        ends: tuple[int, ...],
-        thin: tuple[int, ...],
-        held: tuple[int, ...] = (),
+        roles: BinRoles,
     ) -> tuple[np.ndarray, np.ndarray, bool]:
         """The cells bin ``b`` decodes in, their weights (zero: equal), and whether the
         bin's own cells weigh anything (:meth:`decode`); ``whole``, ``shown`` and
         ``span``: the column's whole-number atoms, the span its weights show and whether
-        they bound every bin; ``held``: the bins the releases show data in."""
+        they bound every bin; ``roles``: what the releases say of its bins."""
         cells = self.fine[column.name]
         edges = self._edges[column.name]
         centre = 0.5 * (edges[b] + edges[b + 1])
         inside = np.flatnonzero(cells.coarse == b)
         if inside.size == 0:  # a bin holding no value of the grid: the nearest one
             inside = np.array([int(np.nanargmin(np.abs(cells.lo - centre)))])
-        tail = b in ends
+        tail = b in roles.ends
+        if tail and b in roles.reach:  # a held end bin: its rows within their reach
+            inside = cells_within(cells, inside, roles.reach[b])
+            return inside, weights[inside], True
         moved_tail = tail and column.name in self.moved
         if moved_tail and column.name in self.support:
             inside = cells_within(cells, inside, self.support[column.name])
@@ -376,11 +393,11 @@ class Discretiser:
         if whole is not None and np.isin(inside, whole).any():
             inside = inside[np.isin(inside, whole)]  # the data's whole numbers
         window = shown if span or tail else None
-        if window is None or (b in held and not tail):
+        if window is None or (b in roles.held and not tail):
             return inside, weights[inside], own
         near = (cells.hi[inside] >= window[0]) & (cells.lo[inside] <= window[1])
         if tail and not near.any() and (moved_tail or not span):
-            one = not span and (b in thin or not moved_tail)
+            one = not span and (b in roles.thin or not moved_tail)
             near = nearest_cells(cells, inside, window, reach=0.0 if one else MARGIN)
         if not (span or near.any()):
             return inside, weights[inside], own

@@ -77,7 +77,11 @@ class EngineModel:
             if np.any(target != np.arange(target.size)):  # a pass over the rows only where it moves
                 j = names.index(name)
                 codes[:, j] = target[codes[:, j]]
-        ends = {name: fold.ends for name, fold in self.inward.items()}
-        thin = {name: fold.thin for name, fold in self.inward.items()}
-        held = {name: fold.held for name, fold in self.inward.items()}
-        return self.discretiser.decode(codes, rng, dict(self.fine), self.rows, ends, thin, held)
+        folds = self.inward.items()
+        ends = {name: fold.ends for name, fold in folds}
+        thin = {name: fold.thin for name, fold in folds}
+        held = {name: fold.held for name, fold in folds}
+        reach = {name: {b: (lo, hi) for b, lo, hi in fold.reach} for name, fold in folds}
+        return self.discretiser.decode(
+            codes, rng, dict(self.fine), self.rows, ends, thin, held, reach
+        )
