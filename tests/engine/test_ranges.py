@@ -6,6 +6,7 @@ stretch, decode as the nearest bin inside it (tails.beyond_span)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,7 +14,7 @@ from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.engine.cells import MARGIN, shown_span
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.smoothing import DECODE_FLOOR, SUPPORT, adjacent_run, decode_weights
-from dpevolve.engine.tails import beyond_span, held_bins
+from dpevolve.engine.tails import beyond_span, end_reach, held_bins
 
 SCHEMA = Schema((NumericColumn("v", 0.0, 500.0), CategoricalColumn("y", ("no", "yes"))), label="y")
 
@@ -74,18 +75,22 @@ def test_beyond_span_moves_only_light_end_bins_wholly_outside() -> None:
     low=st.floats(0.0, 100.0),
     width=st.floats(1.0, 100.0),
     sigma=st.floats(1.0, 300.0),
+    held=st.sets(st.integers(0, 19), max_size=3),
 )
 def test_beyond_span_maps_into_the_span_and_never_outwards(
-    mass: np.ndarray, low: float, width: float, sigma: float
+    mass: np.ndarray, low: float, width: float, sigma: float, held: set[int]
 ) -> None:
     edges = np.linspace(0.0, 100.0, 21)
-    target = beyond_span(edges, (low, low + width), mass, sigma)
+    target = beyond_span(edges, (low, low + width), mass, sigma, held)
     moved = np.flatnonzero(target != np.arange(20))
+    assert not set(moved) & held  # a bin the releases show data in stays
     for b in moved:
         assert edges[b + 1] <= low or edges[b] >= low + width  # only bins wholly outside
         t = target[b]
-        assert edges[t + 1] > low and edges[t] < low + width  # into one that is not
+        inside = edges[t + 1] > low and edges[t] < low + width
+        assert inside or t in held  # into one that is not, or the outermost held one
         assert abs(t - b) > 0
+        assert not any(min(b, t) < h < max(b, t) for h in held)  # never past a held bin
 
 
 def test_shown_span_is_the_weighted_cells_widened_by_the_margin() -> None:
@@ -183,3 +188,60 @@ def test_a_bin_the_releases_show_data_in_keeps_its_rows_whatever_the_fine_cells(
     end[:, 0] = 19
     ends = disc.decode(end, np.random.default_rng(0), {"v": weights}, rows, held={"v": (19,)})
     assert ends["v"].max() < edges[19]  # an end bin keeps near the shown data, as before
+
+
+def test_beyond_span_keeps_a_bin_the_releases_show_data_in() -> None:
+    """cps91's husbands' earnings: the bins past the shown span (1,008) hold 171 model
+    rows, under 2 noise scales of the 1-way (112) together, but the first of them is
+    4.3 scales out across the releases: it stays, and only the bins past it fold."""
+    edges = np.linspace(0.0, 2200.0, 21)
+    mass = np.r_[np.full(10, 200.0), 82.7, 14.1, 11.9, 1.5, 0.0, 5.7, 19.8, 33.5, 0.0, 1.6]
+    folded = beyond_span(edges, (-91.7, 1008.3), mass, 112.0)
+    assert folded[10:].tolist() == [9] * 10
+    kept = beyond_span(edges, (-91.7, 1008.3), mass, 112.0, held=(10,))
+    assert kept[:11].tolist() == list(range(11)) and kept[11:].tolist() == [10] * 9
+
+
+def test_end_reach_is_the_end_count_at_the_pooled_density_next_to_it() -> None:
+    edges = np.array([0.0, 1.0, 2.0, 3.0, 3.0 + 1e-9, 4.0, 20.0])
+    count = np.array([100.0, 90.0, 30.0, 500.0, 30.0, 120.0])
+    sd = np.full(6, 10.0)
+    # from the end bin inwards: [3, 4) holds 30 (3 scales: not yet); the atom's own bin
+    # at 3 shows no density; [2, 3) with it 60 rows over width 2 (4.2 scales): 30 a unit
+    top = end_reach(edges, count, sd, 5, top=True, atom_width=1e-6)
+    assert top == pytest.approx((4.0, 8.0))
+    # the first bin's 100 rows at the 90 a unit of the next reach past its width: all of it
+    assert end_reach(edges, count, sd, 0, top=False, atom_width=1e-6) == (0.0, 1.0)
+    flipped = end_reach(-edges[::-1], count[::-1], sd, 0, top=False, atom_width=1e-6)
+    assert flipped == pytest.approx((-8.0, -4.0))
+    quiet = count.copy()
+    quiet[5] = 39.0  # under 4 scales: not held
+    assert end_reach(edges, quiet, sd, 5, top=True, atom_width=1e-6) is None
+    assert end_reach(edges, count, np.full(6, 1e3), 5, top=True) is None  # nothing stands out
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    rate=st.floats(0.05, 2.0),
+    scale=st.floats(1.0, 50.0),
+    rows=st.integers(2_000, 50_000),
+)
+def test_a_tail_thinning_out_is_reached_no_further_than_its_data(
+    rate: float, scale: float, rows: int
+) -> None:
+    """Exponential data cut into 19 bins of ``scale`` and an end bin out to 1,000
+    scales, counts as they are (noise 1): the end bin's reach stays within its data's
+    99.9% point (every bin's density falls outwards)."""
+    edges = np.r_[np.arange(20) * scale, 1000.0 * scale]
+    cdf = 1.0 - np.exp(-rate * edges / scale)
+    count = rows * np.diff(cdf)
+    sd = np.ones(20)
+    reach = end_reach(edges, count, sd, 19, top=True)
+    if reach is not None:
+        assert edges[19] <= reach[0] < reach[1] <= edges[20]
+        assert reach[1] <= -np.log(1e-3 * np.exp(-rate * 19)) * scale / rate + 1e-9
+    # the limit of a falling density: even, out to ``last``; reached exactly, not past
+    last = edges[19] + (rate / 2.0) * 40.0 * scale
+    even = rows * np.diff(np.minimum(edges, last)) / last
+    reach = end_reach(edges, even, sd, 19, top=True)
+    assert reach is not None and reach[1] == pytest.approx(last)
