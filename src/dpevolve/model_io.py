@@ -30,7 +30,9 @@ Model = TypeVar("Model", bound=EstimatorParams)
 #: inward decoding, the synthetic table's seed; 4: every method's generator in
 #: ``generator_``, the ``method`` parameter; 5: the marginal support's release is a
 #: ``Measurement``; 6: the inward decoding's end bins), so an older file is refused
-#: by name.
+#: by name. Fields added with a default that keeps the earlier behaviour need no bump
+#: (the inward decoding's held bins and end reach: a file without them decodes as
+#: before).
 FORMAT = "dpevolve-model/6"
 
 #: Fitted attributes that are released values or public facts (``n`` under replace-one).

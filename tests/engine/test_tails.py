@@ -4,6 +4,7 @@ show no data, decodes in the nearest bin inside it; nothing else moves."""
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import replace
 
 import numpy as np
@@ -18,6 +19,7 @@ from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.smoothing import DECODE_FLOOR, SUPPORT
 from dpevolve.engine.tails import (
     HELD,
+    Fold,
     folded_ends,
     inward,
     noise,
@@ -230,3 +232,15 @@ def test_an_end_folds_into_an_end_bin_only_where_that_bin_holds_noise(
         assert (into in ends) == (into == end or noise)
         assert (into in thin) == noise
     assert set(ends) <= {low, bins - 1 - high} and set(thin) <= set(ends)
+
+
+def test_a_fold_saved_before_held_bins_loads_and_decodes_as_before() -> None:
+    """A model file of the same format written before ``held`` and ``reach``: the
+    unpickled fold has neither in its state and reads the defaults (nothing held)."""
+    fold = Fold(np.arange(4), (0, 3), ())
+    state = {k: v for k, v in fold.__dict__.items() if k not in ("held", "reach")}
+    old = Fold.__new__(Fold)
+    old.__dict__.update(state)
+    loaded = pickle.loads(pickle.dumps(old))
+    assert loaded.held == () and loaded.reach == ()
+    assert loaded.ends == (0, 3) and np.array_equal(loaded.target, np.arange(4))
