@@ -245,3 +245,22 @@ def test_a_tail_thinning_out_is_reached_no_further_than_its_data(
     even = rows * np.diff(np.minimum(edges, last)) / last
     reach = end_reach(edges, even, sd, 19, top=True)
     assert reach is not None and reach[1] == pytest.approx(last)
+
+
+def test_a_held_bin_at_the_datas_end_decodes_within_its_reach_unless_its_cells_show_data() -> None:
+    """black_politicians' median household income of black residents: the bins past
+    [2, 9) fold into it, so it is the data's top end; its cells show nothing, and its
+    rows decode within its reach (had been drawn across all of [2, 9): 5% of the rows
+    at 7-9, the data's 99th percentile 3.7). Where its cells do show data, they lead."""
+    disc, weights, codes, rows = _interior_without_weights()
+    edges = disc.edges("v")
+    span = (float(edges[10]), float(edges[10]) + 5.0)
+    reach = {"v": {10: span}}
+    out = disc.decode(codes, np.random.default_rng(0), {"v": weights}, rows, reach=reach)
+    values = out["v"].to_numpy()
+    cell = 500.0 / 100  # one fine cell: cells_within keeps every cell meeting the span
+    assert values.min() >= span[0] and values.max() <= span[1] + cell
+    shown = weights.copy()
+    shown[np.flatnonzero(disc.fine["v"].coarse == 10)[-1]] = 50.0  # the bin's last cell
+    led = disc.decode(codes, np.random.default_rng(0), {"v": shown}, rows, reach=reach)
+    assert led["v"].min() >= edges[11] - cell  # the weighted cell, not the reach

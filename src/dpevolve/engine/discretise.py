@@ -295,12 +295,13 @@ class Discretiser:
         far from where the released histogram shows data, except in a bin ``held``
         shows data in (its count across the releases stands out of their noise:
         :func:`~dpevolve.engine.tails.held_bins`) that is not an end bin: its rows
-        stay among its own cells; a held end bin with a ``reach`` (per bin, the span
-        its rows lie in: :func:`~dpevolve.engine.tails.end_reach`), among its cells
-        within that span. An end bin (``ends``: by
-        default a column's first and last) keeps to the cells within that span whatever
-        the weights hold; wholly past it, to its cells nearest it: a moved column's,
-        those within the margin of the nearest (with a ``support``, within that first);
+        stay among its own cells; a held bin at an end of the data whose cells all
+        weigh nothing, with a ``reach`` (per bin, the span its rows lie in:
+        :func:`~dpevolve.engine.tails.end_reach`), among its cells within that span.
+        An end bin (``ends``: by default a column's first and last) keeps to the cells
+        within that span whatever the weights hold; wholly past it, to its cells
+        nearest it: a moved column's, those within the margin of the nearest (with a
+        ``support``, within that first);
         any other, and a ``thin`` one (the model gives it no more than noise), where
         the weights hold less than :data:`COVER`, its one nearest cell
         (docs/engine.md, Decoding values within a bin: catholic's empty last bin of
@@ -381,7 +382,8 @@ class Discretiser:
         if inside.size == 0:  # a bin holding no value of the grid: the nearest one
             inside = np.array([int(np.nanargmin(np.abs(cells.lo - centre)))])
         tail = b in roles.ends
-        if tail and b in roles.reach:  # a held end bin: its rows within their reach
+        if b in roles.reach and not weights[inside].sum() > 0:
+            # a held bin at an end of the data whose cells show nothing: within its reach
             inside = cells_within(cells, inside, roles.reach[b])
             return inside, weights[inside], True
         moved_tail = tail and column.name in self.moved

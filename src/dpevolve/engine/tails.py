@@ -222,8 +222,9 @@ class Fold:
     column's end bins, and ``thin``, those of them the model gives no more than noise;
     ``held``, the bins the releases show data in (:func:`held_bins`), which decode
     within their own cells whatever the fine histogram shows of them; ``reach``, per
-    held end bin ``(bin, low, high)``, the span its rows decode within
-    (:func:`end_reach`; :meth:`~dpevolve.engine.discretise.Discretiser.decode`)."""
+    held bin at either end of the data (an end bin, or the bin an end folds into)
+    ``(bin, low, high)``, the span its rows decode within (:func:`end_reach`;
+    :meth:`~dpevolve.engine.discretise.Discretiser.decode`)."""
 
     target: np.ndarray
     ends: tuple[int, ...]
@@ -299,9 +300,13 @@ def released_inward(
             target = beyond_span(edges, span, mass[:bins], sigma[name], held)[target]
         ends, thin = folded_ends(target, mass[:bins], sd)
         whole = np.append(target, np.arange(bins, mass.size))
+        # each side's outermost bin as decoded (an end folded into a bin holding data
+        # makes that bin the data's end)
         sides = [(int(target[0]), False), (int(target[bins - 1]), True)]
+        if sides[0][0] == sides[1][0]:
+            sides = []  # one bin holds both ends: no side to reach out from
         atom = 4.0 * atom_tolerance(column)
-        spans = [(e, end_reach(edges, count, sd, e, top, atom)) for e, top in sides if e in ends]
+        spans = [(e, end_reach(edges, count, sd, e, top, atom)) for e, top in sides]
         reach = tuple((e, *span) for e, span in spans if span is not None)
         out[name] = Fold(whole, ends, thin, held, reach)
     return out
