@@ -29,6 +29,12 @@ when the model gives them together at most
 :data:`~dpevolve.engine.smoothing.DECODE_FLOOR` noise scales
 (:func:`beyond_span`): the real tail that can go with them is one the releases cannot
 tell from noise, and it moves in by no more than the margin.
+
+The other way round, a bin whose combined count stands
+:data:`~dpevolve.engine.smoothing.SUPPORT` noise scales out holds data
+(:func:`held_bins`): it is never folded as beyond that span, an inner one decodes within
+its own cells, and one at either end of the data whose cells show nothing decodes as far
+out as its count reaches at the density of the bins next to it (:func:`end_reach`).
 See docs/engine.md, decoding.
 """
 
