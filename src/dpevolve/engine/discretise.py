@@ -71,8 +71,8 @@ def _round_to(values: np.ndarray, step: float | None) -> np.ndarray:
 class BinRoles(NamedTuple):
     """What the releases say of one numeric column's bins, for decoding
     (:meth:`Discretiser.decode`; :class:`~dpevolve.engine.tails.Fold`): its end bins,
-    the thin ones among them, the bins they show data in, and the span each held end
-    bin's rows lie in."""
+    the thin ones among them, the bins they show data in, and the span the rows of each
+    held bin at an end of the data lie in."""
 
     ends: tuple[int, ...]
     thin: tuple[int, ...]
