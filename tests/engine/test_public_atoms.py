@@ -63,3 +63,10 @@ def test_public_atoms_of_single_precision_lie_on_the_column_grid() -> None:
     is the atom 4.2, the value the fine partition codes rows to."""
     values = np.float32([4.2] * 30 + [5.0 + 0.1 * k for k in range(40)]).astype(np.float64)
     assert [v for v, _ in public_atoms(values, 0.1)] == [4.2]
+
+
+def test_public_values_one_on_the_grid_are_one_atom_with_their_rows() -> None:
+    """Two float32 spellings of 4.2 (each 20% of the rows) are the one atom 4.2 holding
+    40%, listed once (the cap on atoms' bins counts it once)."""
+    values = np.r_[[4.2] * 20, [np.float32(4.2)] * 20, 5.0 + 0.1 * np.arange(60)]
+    assert public_atoms(values, 0.1) == [(4.2, 0.4)]

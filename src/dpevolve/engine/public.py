@@ -206,7 +206,10 @@ def public_atoms(values: np.ndarray, step: float | None) -> list[tuple[float, fl
     picked = found[index]
     if step is not None:  # on the grid, as the fine partition codes values (float32 4.2: 4.2)
         picked = np.round(np.round(picked / step) * step, max(0, round(-math.log10(step))))
-    return [(float(v), float(c) / values.size) for v, c in zip(picked, counts[index], strict=True)]
+    shares: dict[float, float] = {}  # values the grid makes one share their rows
+    for v, c in zip(picked, counts[index], strict=True):
+        shares[float(v)] = shares.get(float(v), 0.0) + float(c) / values.size
+    return sorted(shares.items(), key=lambda item: -item[1])
 
 
 def public_counts(
