@@ -245,3 +245,22 @@ def test_a_bad_public_table_fails_before_any_release() -> None:
             public=bad,
         )
     assert isinstance(PublicInputs.of(_loose(50, 1), LOOSE_SCHEMA, EngineSpec()), PublicInputs)
+
+
+@pytest.mark.parametrize("prior", ["off", "tree"])
+def test_value_bins_are_the_bins_holding_a_tail_share_of_the_public_rows(prior: str) -> None:
+    """With or without the public prior's counts: per numeric column, the bins holding
+    at least TAIL of the public rows, from the public values as the discretiser bins
+    them."""
+    from dpevolve.engine.bins import TAIL
+
+    frame = _loose(4000, 3)
+    inputs = PublicInputs.of(frame, LOOSE_SCHEMA, EngineSpec(public_prior=prior))
+    disc = Discretiser(LOOSE_SCHEMA, 20, 128, inputs.edges)
+    inputs.count(disc)
+    shown = inputs.value_bins(disc)
+    for name in ("x", "k"):
+        edges = disc.edges(name)
+        codes = np.searchsorted(edges[1:-1], frame[name].to_numpy(float), side="right")
+        share = np.bincount(codes, minlength=20) / len(frame)
+        assert shown[name] == tuple(int(b) for b in np.flatnonzero(share >= TAIL))

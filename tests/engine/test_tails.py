@@ -244,3 +244,25 @@ def test_a_fold_saved_before_held_bins_loads_and_decodes_as_before() -> None:
     loaded = pickle.loads(pickle.dumps(old))
     assert loaded.held == () and loaded.reach == ()
     assert loaded.ends == (0, 3) and np.array_equal(loaded.target, np.arange(4))
+
+
+def test_bins_a_public_table_shows_data_in_are_never_folded() -> None:
+    """The noise island past a gap folds inward; where a public table shows data in its
+    last bin, the stretch holding that bin stays (the empty bins before it still fold
+    where a shorter stretch is noise: here none is, the island keeps them apart)."""
+    mass = np.array([*BODY[:-1], 90.0])
+    count = np.array(BODY, dtype=float)
+    assert inward(mass, count, SD)[-1] == 6
+    kept = inward(mass, count, SD, kept={9})
+    assert kept[-1] == 9 and kept[:3].tolist() == [3, 3, 3]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    mass=st.lists(st.floats(0.0, 400.0), min_size=8, max_size=8).map(np.array),
+    count=st.lists(st.floats(-200.0, 400.0), min_size=8, max_size=8).map(np.array),
+    kept=st.sets(st.integers(0, 7), max_size=3),
+)
+def test_a_kept_bin_decodes_as_itself(mass: np.ndarray, count: np.ndarray, kept: set[int]) -> None:
+    target = inward(mass, count, np.full(8, SIGMA), kept=kept)
+    assert all(target[b] == b for b in kept)

@@ -104,6 +104,10 @@ class EngineResult:
         Every release's event, in release order (selections included).
     model
         The fitted estimator (post-processing of the marginals).
+    public_bins
+        Per numeric column, the bins a public table shows data in (none without one):
+        they hold data when the model's rows are decoded
+        (:func:`~dpevolve.engine.tails.released_inward`).
     """
 
     schema: Schema
@@ -115,6 +119,8 @@ class EngineResult:
     rows: int
     history: list[dict[str, Any]] = field(default_factory=list)
     refinement: Refinement | None = None
+    #: Per numeric column, the bins a public table shows data in (public facts).
+    public_bins: dict[str, tuple[int, ...]] | None = None
 
     @property
     def events(self) -> tuple[Event, ...]:
@@ -136,7 +142,9 @@ class EngineResult:
             for name, m in self.fine.items()
         }
         marginals = self.measurements.marginals()
-        inward = released_inward(self.discretiser, self.model, marginals, fine, self.fine)
+        inward = released_inward(
+            self.discretiser, self.model, marginals, fine, self.fine, self.public_bins
+        )
         return EngineModel(self.discretiser, fine, self.model, self.rows, self.refinement, inward)
 
 
@@ -262,8 +270,9 @@ def run_engine(
     model, history = _selected(run, schedule, model)
     model = _final_fit(model, run.fitted(), chosen.final_iters, chosen.final_tol)
     result = EngineResult(
-        schema, run.discretiser, run.measurements, fine, ledger, model, n, history
-    )
+        schema, run.discretiser, run.measurements, fine, ledger, model, n, history,
+        public_bins=given.value_bins(run.discretiser) if given is not None else None,
+    )  # fmt: skip
     if schedule.pe > 0:
         stage = StageInputs(
             source, schema, noise, ledger, run.spend, schedule.pe, chosen.pe_rounds,

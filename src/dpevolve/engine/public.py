@@ -110,6 +110,20 @@ class PublicInputs:
     def rows(self) -> int:
         return len(self.frame)
 
+    def value_bins(self, discretiser: Discretiser) -> dict[str, tuple[int, ...]]:
+        """Per numeric column, the value bins holding at least :data:`TAIL` of the
+        public rows: where the public table shows data (free;
+        :func:`~dpevolve.engine.tails.released_inward`)."""
+        if self.rows == 0:
+            return {}
+        names = [c.name for c in discretiser.numeric]
+        ones = self.counts or public_counts(self.frame, self.schema, discretiser, pairs=False)
+        out: dict[str, tuple[int, ...]] = {}
+        for name in names:
+            counts = np.asarray(ones[(name,)], dtype=np.float64)[: discretiser.bins]
+            out[name] = tuple(int(b) for b in np.flatnonzero(counts >= TAIL * self.rows))
+        return out
+
     def count(self, discretiser: Discretiser) -> None:
         """The prior's public counts (nothing when the spec has no prior)."""
         if self.spec.public_prior != "off" and self.rows > 0:

@@ -55,11 +55,14 @@ from dpevolve.measurements import Estimator, MarginalQuery, Measurement
 HELD = 0.5
 
 
-def inward(mass: np.ndarray, count: np.ndarray, sd: np.ndarray) -> np.ndarray:
+def inward(
+    mass: np.ndarray, count: np.ndarray, sd: np.ndarray, kept: Collection[int] = ()
+) -> np.ndarray:
     """The bin each value bin decodes as (itself unless inward; module docstring).
 
-    Per end, the longest stretch of end bins that is noise (:func:`noise`) and leaves a
-    bin the model holds mass in further in decodes as the nearest such bin.
+    Per end, the longest stretch of end bins that is noise (:func:`noise`), holds none
+    of the ``kept`` bins and leaves a bin the model holds mass in further in decodes
+    as the nearest such bin.
 
     Parameters
     ----------
@@ -68,6 +71,8 @@ def inward(mass: np.ndarray, count: np.ndarray, sd: np.ndarray) -> np.ndarray:
     count, sd
         Per bin, the released count (every release of the column combined:
         :func:`released_counts`) and its noise scale.
+    kept
+        Bins known to hold data (a public table's: :func:`released_inward`).
     """
     mass = np.asarray(mass, dtype=np.float64)
     count = np.asarray(count, dtype=np.float64)
@@ -77,7 +82,7 @@ def inward(mass: np.ndarray, count: np.ndarray, sd: np.ndarray) -> np.ndarray:
     for order in (np.arange(mass.size), np.arange(mass.size)[::-1]):
         for k in range(order.size - 1, 0, -1):
             outer, rest = order[:k], order[k:]
-            if not held[rest].any():
+            if not held[rest].any() or np.isin(outer, list(kept)).any():
                 continue
             gap = not held[order[k - 1]]
             inner = outer[::-1]  # from the bins further in, outwards
@@ -278,11 +283,14 @@ def released_inward(
     measurements: Iterable[Measurement],
     weights: Mapping[str, np.ndarray],
     fine: Mapping[str, Measurement] | None = None,
+    public: Mapping[str, Collection[int]] | None = None,
 ) -> dict[str, Fold]:
     """Per numeric column with a released 1-way marginal and fine histogram, the bin
     each of its cells decodes as (:func:`inward`, :func:`beyond_span`) and its end bins
     (:func:`folded_ends`); ``fine``: the released fine histograms, counted with the
-    marginals (:func:`released_counts`)."""
+    marginals (:func:`released_counts`); ``public``: per column, the bins a public
+    table shows data in (public facts: free), which, but for the two end bins, hold
+    data as the releases' held bins do (:func:`held_bins`) and are never folded."""
     measurements = list(measurements)
     sigma: dict[str, float] = {}
     for m in measurements:
@@ -299,8 +307,12 @@ def released_inward(
         w = np.asarray(weights[name])
         mass = np.asarray(model.answer((name,)), dtype=np.float64)
         count, sd = released_counts(discretiser, name, measurements, (fine or {}).get(name))
-        held, edges = held_bins(count, sd), discretiser.edges(name)
-        target = inward(mass[:bins], count, sd)
+        # a public table's tails reach past the private data as often as not: its end
+        # bins keep the end bins' own rules
+        shown = set((public or {}).get(name, ())) - {0, bins - 1}
+        held = tuple(sorted(set(held_bins(count, sd)) | shown))
+        edges = discretiser.edges(name)
+        target = inward(mass[:bins], count, sd, shown)
         span = shown_span(cells, w)
         if span is not None:
             target = beyond_span(edges, span, mass[:bins], sigma[name], held)[target]
