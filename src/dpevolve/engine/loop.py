@@ -119,7 +119,6 @@ class EngineResult:
     rows: int
     history: list[dict[str, Any]] = field(default_factory=list)
     refinement: Refinement | None = None
-    #: Per numeric column, the bins a public table shows data in (public facts).
     public_bins: dict[str, tuple[int, ...]] | None = None
 
     @property

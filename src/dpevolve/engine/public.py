@@ -116,12 +116,11 @@ class PublicInputs:
         :func:`~dpevolve.engine.tails.released_inward`)."""
         if self.rows == 0:
             return {}
-        names = [c.name for c in discretiser.numeric]
         ones = self.counts or public_counts(self.frame, self.schema, discretiser, pairs=False)
         out: dict[str, tuple[int, ...]] = {}
-        for name in names:
-            counts = np.asarray(ones[(name,)], dtype=np.float64)[: discretiser.bins]
-            out[name] = tuple(int(b) for b in np.flatnonzero(counts >= TAIL * self.rows))
+        for column in discretiser.numeric:
+            counts = np.asarray(ones[(column.name,)], dtype=np.float64)[: discretiser.bins]
+            out[column.name] = tuple(int(b) for b in np.flatnonzero(counts >= TAIL * self.rows))
         return out
 
     def count(self, discretiser: Discretiser) -> None:

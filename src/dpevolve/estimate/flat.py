@@ -66,6 +66,13 @@ def _sums(index: np.ndarray, weights: np.ndarray, length: int) -> np.ndarray:
     return np.bincount(index, weights=weights, minlength=length)
 
 
+def _group_index(query: MarginalQuery, shape: tuple[int, ...]) -> np.ndarray:
+    """Per fine cell of ``query``'s clique (row-major), the index of its measured cell
+    (its group's, on a coarse query) among the ``shape`` cells."""
+    groups = query.expand(np.arange(math.prod(shape), dtype=float).reshape(shape))
+    return np.asarray(groups, dtype=np.intp).ravel()
+
+
 def _joined(parts: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.intp)
 
@@ -320,21 +327,18 @@ class Incidence:
         for query, shape, start, home in zip(queries, shapes, starts, homes, strict=True):
             clique, home_shape = flat.tree.cliques[home], flat.shapes[home]
             if flat.large(home):
-                if query.clique == clique and home not in self.whole:
-                    groups = query.expand(np.arange(math.prod(shape), dtype=float).reshape(shape))
-                    index = start + np.asarray(groups, dtype=np.intp).ravel()
-                    self.whole[home] = (query, slice(start, start + math.prod(shape)), index)
-                    continue
                 part = slice(start, start + math.prod(shape))
-                self.wide.setdefault(home, []).append((query, shape, part))
+                if query.clique == clique and home not in self.whole:
+                    self.whole[home] = (query, part, start + _group_index(query, shape))
+                else:
+                    self.wide.setdefault(home, []).append((query, shape, part))
                 continue
             index = cell_index(home_shape, clique, query.clique)
             if query.coarse:
                 fine = tuple(
                     s for s, a in zip(home_shape, clique, strict=True) if a in query.clique
                 )
-                groups = query.expand(np.arange(math.prod(shape), dtype=float).reshape(shape))
-                index = np.asarray(groups, dtype=np.intp).reshape(fine).ravel()[index]
+                index = _group_index(query, shape).reshape(fine).ravel()[index]
             cells.append(flat.offset[home] + np.arange(index.size, dtype=np.intp))
             measured.append(start + index)
         self.cell = _joined(cells)
