@@ -3,6 +3,8 @@ released 1-ways, the plan's share, and a run that joins the numeric columns."""
 
 from __future__ import annotations
 
+from itertools import combinations, permutations
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,7 +15,12 @@ from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine
 from dpevolve.engine.plan import Plan
-from dpevolve.engine.relations import quantile_grouping, relation_queries
+from dpevolve.engine.relations import (
+    closing_pairs,
+    quantile_grouping,
+    relation_queries,
+    width_two,
+)
 from dpevolve.engine.tree import Forest
 from dpevolve.errors import InputError
 from dpevolve.measurements import Domain
@@ -76,12 +83,13 @@ def test_relation_queries_pair_the_numbers_coarse() -> None:
     numeric=st.integers(0, 200),
     share=st.sampled_from([0.0, 0.15, 0.5]),
     widest=st.sampled_from([2, 16, 200]),
+    width=st.sampled_from([1, 2]),
 )
 def test_the_plan_states_the_relations_share(
-    columns: int, numeric: int, share: float, widest: int
+    columns: int, numeric: int, share: float, widest: int, width: int
 ) -> None:
     numeric = min(numeric, columns)
-    spec = EngineSpec(relation_share=share, relation_max_numeric=widest)
+    spec = EngineSpec(relation_share=share, relation_max_numeric=widest, relation_width=width)
     plan = Plan.of(Budget(epsilon=1.0, delta=1e-5), spec, columns, numeric)
     parts = plan.fine + plan.oneway + plan.relations + plan.tree + plan.rounds + plan.pe
     assert parts == pytest.approx(plan.total, rel=1e-12)
@@ -89,7 +97,9 @@ def test_the_plan_states_the_relations_share(
         Budget(epsilon=1.0, delta=1e-5), EngineSpec(relation_share=0.0), columns, numeric
     )
     runs = share > 0 and 2 <= numeric <= widest
-    assert plan.relation_edges == (numeric - 1 if runs else 0)
+    # a spanning tree's k - 1 edges, or a 2-tree's 2k - 3 (k - 2 triangles closed)
+    edges = numeric - 1 if width == 1 else 2 * numeric - 3
+    assert plan.relation_edges == (edges if runs else 0)
     whole = plan.total - plan.fine - plan.oneway - plan.pe  # what the rounds had
     assert plan.relations == pytest.approx(share * whole if runs else 0.0, rel=1e-12)
     if runs:
@@ -138,7 +148,7 @@ def _fit(spec: EngineSpec, seed: int = 0):
 
 
 def test_a_run_joins_the_numbers_on_recorded_coarse_pairs() -> None:
-    spec = EngineSpec(rounds=6, pe_share=0.0, final_iters=100)
+    spec = EngineSpec(rounds=6, pe_share=0.0, final_iters=100, relation_width=1)
     result, _ = _fit(spec)
     picked = [h for h in result.history if h.get("stage") == "relations"]
     assert len(picked) == 2  # k - 1 for the 3 numeric columns
@@ -189,20 +199,93 @@ def test_the_default_gates_the_phase_on_the_numeric_columns() -> None:
         EngineSpec(relation_max_numeric=1)
 
 
+def test_the_closing_picks_make_a_triangle_and_the_tree_does_not_pair_them_again() -> None:
+    """``relation_width`` 2 on three numbers: the two joining picks, then the third pair
+    closing the triangle, each drawn, recorded and released coarse; the tree phase
+    starts from their component, so none of its picks pairs two of them."""
+    spec = EngineSpec(rounds=6, pe_share=0.0, final_iters=100)
+    result, _ = _fit(spec)
+    picked = [frozenset(h["clique"]) for h in result.history if h.get("stage") == "relations"]
+    assert len(picked) == 3 and set(picked) == {frozenset(p) for p in combinations("uvw", 2)}
+    events = result.ledger.to_dict()["events"]
+    draws = [e for e in events if e.get("stage") == "relations"]
+    assert [e["kind"] for e in draws] == ["exponential"] * 3
+    rounds = {e["round"] for e in draws}
+    released = [e for e in events if e["round"] in rounds and e["kind"] == "gaussian"]
+    assert len(released) == 3
+    tree = [h["clique"] for h in result.history if h.get("stage") == "tree"]
+    assert tree and not any(set(c) <= {"u", "v", "w"} for c in tree)
+    total = sum(e.rho for e in result.events)  # the tree's unused picks: the rounds'
+    assert total == pytest.approx(zcdp_budget(Budget(epsilon=1.0, delta=1e-5)), rel=1e-8)
+
+
 def test_the_phases_run_together_with_the_label_tree() -> None:
     """The relations phase then the label tree (``tree_label_columns`` 3): the tree
-    joins the other columns and releases each pick with the label, after its draws."""
+    joins the columns the relations did not (here a category ``c``) and releases each
+    pick with the label, after its draws."""
     spec = EngineSpec(rounds=6, pe_share=0.0, final_iters=100, tree_label_columns=3)
-    result, _ = _fit(spec)
+    frame, schema = _numbers(3000, 0)
+    frame["c"] = np.random.default_rng(2).choice(["a", "b", "c"], size=len(frame))
+    schema = Schema((*schema.columns, CategoricalColumn("c", ("a", "b", "c"))), label="y")
+    result = fit_engine(
+        FrameSource(frame, schema), schema, Budget(epsilon=1.0, delta=1e-5), spec,
+        noise=SeededNoise(0), rng=np.random.default_rng(0),
+    )  # fmt: skip
     stages = [h.get("stage") for h in result.history]
-    assert stages[:4] == ["relations", "relations", "tree", "tree"]
+    assert stages[:4] == ["relations", "relations", "relations", "tree"]
     tree = [h for h in result.history if h.get("stage") == "tree"]
-    assert all(len(h["clique"]) == 3 and "y" in h["clique"] for h in tree)
-    assert all(h["groups"] == [5, 5, None] for h in tree)  # numerics in 5 groups
+    assert len(tree) == 1 and {"c", "y"} < set(tree[0]["clique"])
+    assert len(tree[0]["clique"]) == 3  # the pair joining c, with the label
+    assert sorted(tree[0]["groups"], key=str) == [5, None, None]  # its number in 5 groups
     events = result.ledger.to_dict()["events"]
     draws = [e for e in events if e.get("stage") == "tree"]
-    assert [len(e["clique"]) for e in draws] == [2, 2]  # the pair scored and drawn
-    # every draw comes before the tree's releases (one counting pass after the picks)
+    assert [len(e["clique"]) for e in draws] == [2]  # the pair scored and drawn
+    # the draw comes before the tree's release (one counting pass after the picks)
     last_draw = max(i for i, e in enumerate(events) if e.get("stage") == "tree")
-    released = [i for i, e in enumerate(events) if e["round"] in {3, 4} and "stage" not in e]
-    assert len(released) == 2 and min(released) > last_draw
+    released = [
+        i for i, e in enumerate(events) if e["round"] == draws[0]["round"] and "stage" not in e
+    ]
+    assert len(released) == 1 and min(released) > last_draw
+
+
+def _treewidth(vertices: list[int], edges: set[frozenset[int]]) -> int:
+    """The treewidth by brute force: the best elimination order's widest neighbourhood."""
+    best = len(vertices)
+    for order in permutations(vertices):
+        graph = {v: {u for e in edges if v in e for u in e if u != v} for v in vertices}
+        width = 0
+        for v in order:
+            near = graph.pop(v)
+            width = max(width, len(near))
+            for u in near:
+                graph[u] |= near - {u}
+                graph[u].discard(v)
+        best = min(best, width)
+    return best
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    vertices=st.integers(1, 6),
+    edges=st.sets(st.tuples(st.integers(0, 5), st.integers(0, 5)), max_size=15),
+)
+def test_width_two_is_treewidth_at_most_two(vertices: int, edges: set) -> None:
+    kept = {frozenset(e) for e in edges if e[0] != e[1] and max(e) < vertices}
+    assert width_two([tuple(e) for e in kept]) == (_treewidth(list(range(vertices)), kept) <= 2)
+
+
+def test_closing_pairs_close_triangles_and_never_make_four_a_clique() -> None:
+    path = [("a", "b"), ("b", "c"), ("c", "d")]
+    every = list(combinations("abcd", 2))
+    # a-c and b-d close a triangle; a-d is three steps off; picked pairs are out
+    assert [every[i] for i in closing_pairs(path, every)] == [("a", "c"), ("b", "d")]
+    # a-b-c and b-c-d closed: a-d would make the four one clique of treewidth three
+    closed = [*path, ("a", "c"), ("b", "d")]
+    assert closing_pairs(closed, every) == []
+    assert width_two(closed) and not width_two([*closed, ("a", "d")])
+
+
+def test_the_spec_takes_a_relation_width_of_one_or_two() -> None:
+    for bad in (0, 3, True, 2.0):
+        with pytest.raises(InputError, match="relation_width"):
+            EngineSpec(relation_width=bad)

@@ -38,6 +38,8 @@ exact fine counts                         span)
 dropped                                   drawn and the ledger follow the drop)
 relation / label-tree groups cut at the   the cut tables' coupled runs (the moving
 exact 1-way counts                        record crosses x's median)
+relation closing draws neither charged    the triangle tables' coupled runs (a noise
+nor recorded                              call no ledger event pays for)
 decoding span from the private min/max    the coupled atom run (the end bins decode
                                           inward on one side only)
 zoom span from the private min/max        the coupled zoom run (D' zooms into another
@@ -84,7 +86,7 @@ from .test_engine_exact import PAIRS, engine_audit
 from .test_label_tree_exact import exact_tree_groups, tree_audit
 from .test_model_file import model_file_violations
 from .test_parity_exact import parity_audit
-from .test_relations_exact import cut_audit, exact_groups
+from .test_relations_exact import cut_audit, exact_groups, triangle_audit, unrecorded_closing
 from .test_run_audit import main_pair_violations
 
 
@@ -395,6 +397,7 @@ MUTANTS = {
     "n-counts-valid-rows-only": valid_rows,
     "relation-groups-at-exact-counts": exact_groups,
     "label-tree-groups-at-exact-counts": exact_tree_groups,
+    "relation-closing-draws-unrecorded": unrecorded_closing,
 }
 SELECTION = {"selection-scale-half", "selection-scale-quarter", "selection-rho-eps2-16"}
 
@@ -431,6 +434,7 @@ CAUGHT_BY: dict[str, Callable[[], list[str]]] = {
     "n-counts-valid-rows-only": functools.partial(engine_audit, PAIRS[3:4]),
     "relation-groups-at-exact-counts": cut_audit,
     "label-tree-groups-at-exact-counts": tree_audit,
+    "relation-closing-draws-unrecorded": triangle_audit,
     "zoom-span-from-private-range": zoom_audit,
     "zoom-release-free": zoom_audit,
     "noise-source-half-scale": main_pair_violations,

@@ -49,7 +49,7 @@ from dpevolve.engine.model import EngineModel
 from dpevolve.engine.plan import Schedule, Spend
 from dpevolve.engine.public import PublicInputs, warm_start
 from dpevolve.engine.refine import Refinement, StageInputs, refine
-from dpevolve.engine.relations import relation_queries
+from dpevolve.engine.relations import relation_picks, relation_queries
 from dpevolve.engine.rounds import adaptive_rounds, grouping_facts
 from dpevolve.engine.select import candidates, weight
 from dpevolve.engine.smoothing import decode_weights
@@ -309,7 +309,8 @@ def _selected(
     # the rounds are numbered after the planned tree (the label tree picks one fewer)
     start = len(history) + schedule.tree_edges
     if schedule.tree is not None:
-        model, picked = _tree(run, schedule.tree, model, start=len(history))
+        joined = tuple(tuple(h["clique"]) for h in history)
+        model, picked = _tree(run, schedule.tree, model, len(history), joined)
         history += picked
     history += adaptive_rounds(run, schedule, model, start=start)
     return model, history
@@ -422,11 +423,19 @@ def _release_ones(run: _Run, schedule: Schedule) -> None:
 
 
 def _tree(
-    run: _Run, scales: tuple[float, float], model: Estimator, start: int = 0
+    run: _Run,
+    scales: tuple[float, float],
+    model: Estimator,
+    start: int = 0,
+    joined: tuple[Clique, ...] = (),
 ) -> tuple[Estimator, list[dict[str, Any]]]:
     """The spanning-tree phase (:mod:`~dpevolve.engine.tree`): charged, recorded draws
     among the pairs joining two components, each pair then released (with the label,
-    numerics grouped, under ``tree_label_groups``: :func:`~dpevolve.engine.tree.joined`)."""
+    numerics grouped, under ``tree_label_groups``: :func:`~dpevolve.engine.tree.joined`).
+    The components start from the pairs ``joined`` by the relations phase: numbers it
+    related are not paired again cell by cell (nor made a cycle whose junction tree
+    clique would hold four or five of them); what the plan gave the picks not made
+    goes to the rounds."""
     domain = run.discretiser.domain
     label = run.discretiser.schema.label
     numeric = {c.name: run.discretiser.bins for c in run.discretiser.numeric}
@@ -441,7 +450,7 @@ def _tree(
     )
     sigma, epsilon = scales
     weights = np.array([weight(q.clique, label, spec.label_weight) for q in pairs])
-    picks = Picks(pairs, weights, names, sigma, epsilon, start, "tree", released)
+    picks = Picks(pairs, weights, names, sigma, epsilon, start, "tree", released, joined)
     return spanning(run, model, picks, grouping_facts)
 
 
@@ -450,7 +459,8 @@ def _relations(
 ) -> tuple[Estimator, list[dict[str, Any]]]:
     """The relations phase (:mod:`~dpevolve.engine.relations`): ``k - 1`` charged,
     recorded draws among the numeric pairs on quantile groups of the model's released
-    1-ways, each picked pair then released coarse."""
+    1-ways joining the numeric columns, then (``relation_width`` 2) ``k - 2`` closing
+    triangles, each picked pair then released coarse."""
     domain = run.discretiser.domain
     numeric = [c.name for c in run.discretiser.numeric]
     masses = {a: np.asarray(model.answer((a,))).ravel() for a in numeric}
@@ -461,7 +471,8 @@ def _relations(
         return model, []
     sigma, epsilon = scales
     weights = np.ones(len(pairs))
-    picks = Picks(pairs, weights, numeric, sigma, epsilon, 0, "relations")
+    closing = relation_picks(len(numeric), run.spec.relation_width) - (len(numeric) - 1)
+    picks = Picks(pairs, weights, numeric, sigma, epsilon, 0, "relations", closing=closing)
     return spanning(run, model, picks, grouping_facts)
 
 

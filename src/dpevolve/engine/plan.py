@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 from dpevolve.engine.atom_rules import RULE_SHARE
 from dpevolve.engine.measure import sigma_for
+from dpevolve.engine.relations import relation_picks
 from dpevolve.engine.spec import EngineSpec
 from dpevolve.errors import PrivacyError
 from dpevolve.privacy import Budget, zcdp_budget
@@ -94,7 +95,7 @@ class Plan:
         rounds = total - fine - atoms - zoom - oneway - pe
         planned = spec.planned_rounds(columns)
         per_round = rounds / planned
-        links = numeric - 1 if spec.runs_relations(numeric) else 0
+        links = relation_picks(numeric, spec.relation_width) if spec.runs_relations(numeric) else 0
         relations = spec.relation_share * rounds if links else 0.0
         edges = max(0, columns - 1) if spec.tree_share > 0 else 0
         tree = min(spec.tree_share * (rounds - relations), edges * per_round)

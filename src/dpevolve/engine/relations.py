@@ -1,4 +1,4 @@
-"""The relations phase: a spanning tree over the numeric columns, on quantile groups.
+"""The relations phase: pairs joining the numeric columns, on quantile groups.
 
 Why (issue 25, the relations between numbers). The spanning-tree phase
 (:mod:`~dpevolve.engine.tree`) joins every column, but on a table with a label it joins
@@ -16,6 +16,16 @@ equal mass (:func:`quantile_grouping`), a nullable column's missing cell a group
 own. ``groups x groups`` cells carry the pair's rank order at a noise a fine pair
 cannot afford.
 
+Closing triangles (``EngineSpec.relation_width`` 2). A tree carries the relation of two
+columns it does not pair only as the product along its path: on black_politicians'
+seven numbers, even the best spanning tree of the real rank correlations implies them
+0.11 off on average, 0.17 for the tree the picks found. So ``k - 2`` more picks follow,
+each among the pairs that close a triangle with two picked pairs and keep the picked
+graph of treewidth two (:func:`closing_pairs`, :func:`width_two`): a 2-tree, as
+PrivBayes' networks of degree two (Zhang et al. 2017), whose model cliques hold three
+numeric columns at most. Each is scored against the model refitted to the tree's
+releases (what the tree already carries does not count again).
+
 Privacy. The groups are cut at the quantiles of the model's 1-way answer, a function of
 the released 1-ways (post-processing, fixed before this phase reads a record; the
 ledger records each grouping). A pick is the tree phase's exponential-mechanism draw:
@@ -24,18 +34,21 @@ independent model (the same public grouping applied to both, so its sensitivity 
 ``2 w`` as for any coarse query), the candidate set public (earlier picks), one
 :class:`~dpevolve.privacy.events.ExponentialEvent` per pick; each picked pair is a
 coarse :class:`~dpevolve.measurements.MarginalQuery` released with the discrete
-Gaussian at sensitivity ``sqrt(2)`` whatever its grouping. The plan
-(:mod:`~dpevolve.engine.plan`) gives the phase ``relation_share`` of the rounds' rho.
+Gaussian at sensitivity ``sqrt(2)`` whatever its grouping. A closing pick's candidates
+depend only on earlier picks (public), its scores on the model fitted to released
+values (post-processing) and the exact coarse counts: the same sensitivity. The plan
+(:mod:`~dpevolve.engine.plan`) gives the phase ``relation_share`` of the rounds' rho,
+in equal parts to its :func:`relation_picks` picks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import combinations
 
 import numpy as np
 
-from dpevolve.measurements import Domain, Grouping, MarginalQuery
+from dpevolve.measurements import Clique, Domain, Grouping, MarginalQuery
 
 
 def quantile_grouping(mass: np.ndarray, bins: int, groups: int) -> Grouping:
@@ -94,4 +107,54 @@ def relation_queries(
     return out
 
 
-__all__ = ["quantile_grouping", "relation_queries"]
+def relation_picks(numeric: int, width: int) -> int:
+    """The picks of the relations phase on ``numeric`` numeric columns (public): ``k - 1``
+    joining them, and with ``width`` 2 the ``k - 2`` that close triangles (a 2-tree's
+    ``2 k - 3`` pairs); none below two columns."""
+    if numeric < 2:
+        return 0
+    return numeric - 1 + (numeric - 2 if width >= 2 else 0)
+
+
+def width_two(edges: Iterable[Clique]) -> bool:
+    """Whether the graph of ``edges`` has treewidth at most two: it reduces to nothing by
+    removing a vertex of degree at most two, joining its two neighbours when it has two
+    (a series-parallel reduction; a graph of treewidth three or more is left with every
+    vertex of degree three or more)."""
+    graph: dict[str, set[str]] = {}
+    for a, b in edges:  # pairs
+        graph.setdefault(a, set()).add(b)
+        graph.setdefault(b, set()).add(a)
+    while graph:
+        low = next((v for v, near in graph.items() if len(near) <= 2), None)
+        if low is None:
+            return False
+        near = graph.pop(low)
+        for u in near:
+            graph[u].discard(low)
+        if len(near) == 2:
+            u, w = near
+            graph[u].add(w)
+            graph[w].add(u)
+    return True
+
+
+def closing_pairs(picked: Sequence[Clique], candidates: Sequence[Clique]) -> list[int]:
+    """The indices of the ``candidates`` not yet ``picked`` whose two columns are each
+    paired with a third column by the picks, and that keep the picked graph of
+    treewidth two (:func:`width_two`; public: earlier picks)."""
+    near: dict[str, set[str]] = {}
+    for a, b in picked:
+        near.setdefault(a, set()).add(b)
+        near.setdefault(b, set()).add(a)
+    taken = {frozenset(p) for p in picked}
+    out = []
+    for i, (a, b) in enumerate(candidates):
+        if frozenset((a, b)) in taken or not near.get(a, set()) & near.get(b, set()):
+            continue
+        if width_two([*picked, (a, b)]):
+            out.append(i)
+    return out
+
+
+__all__ = ["closing_pairs", "quantile_grouping", "relation_picks", "relation_queries", "width_two"]

@@ -20,6 +20,10 @@ PUBLIC_PRIORS = ("off", "ones", "tree")
 #: How a public table may place the numeric bins (:attr:`EngineSpec.public_bins`).
 PUBLIC_BINS = ("off", "range", "quantile")
 
+#: Treewidths the relations phase may give the graph of its picks
+#: (:attr:`EngineSpec.relation_width`).
+RELATION_WIDTHS = (1, 2)
+
 #: Where the numeric bins may be placed from released values (:attr:`EngineSpec.adaptive_bins`).
 ADAPTIVE_BINS = ("off", "released")
 
@@ -93,6 +97,16 @@ class EngineSpec:
         Relations between numbers): Spearman error -0.009 +- 0.008 on the 8 tables
         where it is largest (5 seeds), SDMetrics and TSTR within their noise; Adult-9's
         TSTR -0.003 (the label's rounds give up what the pairs take).
+    relation_width
+        ``1``: the relations phase picks ``k - 1`` pairs, a spanning tree of the numeric
+        columns; ``2``: then ``k - 2`` more, each closing a triangle of picked pairs
+        while the picked graph keeps treewidth two
+        (:func:`~dpevolve.engine.relations.closing_pairs`), so that two numbers the tree
+        does not pair are related through a triangle rather than a long path, and the
+        model's cliques hold three numeric columns at most. Against ``1``, 10 of the
+        suite's tables x 3 seeds paired (docs/engine.md, Relations between numbers):
+        Spearman error -0.0087 +- 0.0072, TSTR +0.0002 +- 0.0059, SDMetrics -0.0022 +-
+        0.0032.
     relation_max_numeric
         The relations phase runs only on tables of at most this many numeric columns (a
         public fact of the schema). On wide tables its ``k - 1`` picks, with the tree's,
@@ -233,6 +247,7 @@ class EngineSpec:
     tree_label_quantiles: bool = True
     relation_share: float = 0.3
     relation_groups: int = 6
+    relation_width: int = 2
     relation_max_numeric: int = 32
     pair_shrinkage: bool = True
     anneal: float = 2.0
@@ -280,6 +295,11 @@ class EngineSpec:
             _at_least(name, getattr(self, name), 1)
         _at_least("relation_groups", self.relation_groups, 2)
         _at_least("relation_max_numeric", self.relation_max_numeric, 2)
+        if type(self.relation_width) is not int or self.relation_width not in RELATION_WIDTHS:
+            raise InputError(
+                f"engine spec: relation_width must be one of {RELATION_WIDTHS}, "
+                f"got {self.relation_width!r}"
+            )
         if not isinstance(self.tree_label_quantiles, bool):
             raise InputError(
                 f"engine spec: tree_label_quantiles must be true or false, "

@@ -32,7 +32,7 @@ from dpevolve.data.sources import PrivateSource
 from dpevolve.engine import select
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.plan import Spend
-from dpevolve.engine.relations import quantile_grouping
+from dpevolve.engine.relations import closing_pairs, quantile_grouping
 from dpevolve.measurements import (
     Clique,
     Domain,
@@ -152,7 +152,10 @@ class Picks:
     ledger names, and ``released``: where given, what makes the query released for a
     picked pair in its place (the label tree's pair with the label, :func:`joined`:
     made for the ``d - 2`` picks only, not the ``C(d - 1, 2)`` pairs), all of them
-    counted in one pass after the last pick and then released in pick order."""
+    counted in one pass after the last pick and then released in pick order.
+    ``joined``: pairs an earlier phase picked, whose columns start in one component;
+    ``closing``: picks after the columns are joined, each closing a triangle
+    (:func:`~dpevolve.engine.relations.closing_pairs`; with ``released`` unset)."""
 
     pairs: list[MarginalQuery]
     weights: np.ndarray
@@ -162,6 +165,8 @@ class Picks:
     start: int
     stage: str
     released: Callable[[MarginalQuery], MarginalQuery] | None = None
+    joined: tuple[Clique, ...] = ()
+    closing: int = 0
 
 
 def tree_picks(
@@ -210,15 +215,19 @@ def spanning(
     picks: Picks,
     facts: Callable[[MarginalQuery], dict[str, Any]],
 ) -> tuple[Estimator, list[dict[str, Any]]]:
-    """Kruskal's picks over ``picks.names`` (:class:`Forest`): one charged, recorded
-    draw per pick among the pairs joining two components, each pick then released
-    (``picks.released``: its query, after the last pick); the model is refitted once at
-    the end (the scores read only the 1-ways), so the history entries have no
+    """Kruskal's picks over ``picks.names`` (:class:`Forest`, from the components of
+    ``picks.joined``): one charged, recorded draw per pick among the pairs joining two
+    components, each pick then released (``picks.released``: its query, after the last
+    pick); then ``picks.closing`` closing picks (:func:`closing`). The model is refitted
+    once at the end (the scores read only the 1-ways), so the history entries have no
     ``moved``. ``facts`` gives a coarse query's public grouping for the ledger and the
     history."""
-    pairs, weights, sigma = picks.pairs, picks.weights, picks.sigma
+    pairs, sigma = picks.pairs, picks.sigma
     values = _scores(run, model, picks)  # private
     forest = Forest(picks.names)
+    for pair in picks.joined:
+        if all(a in forest.index for a in pair):  # the label tree leaves the label out
+            forest.join(pair)
     cliques = [q.clique for q in pairs]
     ends = forest.ends(cliques)
     chosen: list[tuple[int, MarginalQuery]] = []
@@ -228,14 +237,8 @@ def spanning(
         if open_.size == 0:
             break
         round_ += 1
-        event = select.selection_event(picks.epsilon, weights[open_])
-        run.spend.charge(event)
-        index = int(open_[select.draw(values[open_], event, run.noise)])
+        index = _draw(run, picks, open_, values, round_, facts)
         pick = pairs[index]
-        run.ledger.record(
-            event, round=round_, clique=list(pick.clique), stage=picks.stage, **facts(pick)
-        )
-        run.measurements.append(selection(index, len(pairs), event))
         forest.join(pick.clique)
         if picks.released is None:
             run.measure(pick, sigma, round_, "marginal")  # counted already
@@ -246,6 +249,8 @@ def spanning(
         run.prefetch([q for _, q in chosen])  # one pass for all the picked queries
         for r, query in chosen:
             run.measure(query, sigma, r, "marginal")
+    elif picks.closing:
+        chosen += closing(run, model.fit(run.fitted()), picks, chosen, round_, facts)
     history = [
         {"round": r, "clique": q.clique, "groups": None, **facts(q), "sigma": sigma,
          "moved": None, "model_mb": None, "stage": picks.stage}
@@ -255,4 +260,69 @@ def spanning(
     return model.fit(run.fitted()), history
 
 
-__all__ = ["Forest", "PickRun", "Picks", "independent", "joined", "spanning", "tree_picks"]
+def closing(
+    run: PickRun,
+    model: Estimator,
+    picks: Picks,
+    chosen: Sequence[tuple[int, MarginalQuery]],
+    round_: int,
+    facts: Callable[[MarginalQuery], dict[str, Any]],
+) -> list[tuple[int, MarginalQuery]]:
+    """Up to ``picks.closing`` charged, recorded draws, each among the pairs that close a
+    triangle of the picks so far and keep their graph of treewidth two
+    (:func:`~dpevolve.engine.relations.closing_pairs`: public), each then released. A
+    pair's score is :func:`~dpevolve.engine.select.quality` against ``model``, fitted
+    to the releases so far (post-processing): what the picked pairs already carry
+    through the model does not count again."""
+    values = np.empty(len(picks.pairs))  # private
+    for i, q in enumerate(picks.pairs):
+        exact = run.counts(q)
+        # the model's counts: post-processing of released values
+        answer = q.project(np.asarray(model.answer(q.clique))).reshape(exact.shape)
+        values[i] = select.quality(exact, answer, picks.sigma, float(picks.weights[i]))
+    cliques = [q.clique for q in picks.pairs]
+    picked = [q.clique for _, q in chosen]
+    out: list[tuple[int, MarginalQuery]] = []
+    for _ in range(picks.closing):
+        open_ = np.array(closing_pairs([*picks.joined, *picked], cliques), dtype=np.int64)
+        if open_.size == 0:
+            break
+        round_ += 1
+        pick = picks.pairs[_draw(run, picks, open_, values, round_, facts)]
+        picked.append(pick.clique)
+        run.measure(pick, picks.sigma, round_, "marginal")
+        out.append((round_, pick))
+    return out
+
+
+def _draw(
+    run: PickRun,
+    picks: Picks,
+    open_: np.ndarray,
+    values: np.ndarray,
+    round_: int,
+    facts: Callable[[MarginalQuery], dict[str, Any]],
+) -> int:
+    """One charged, recorded exponential-mechanism draw among the pairs ``open_``
+    (public) on their scores ``values`` (private); the index of the pair drawn."""
+    event = select.selection_event(picks.epsilon, picks.weights[open_])
+    run.spend.charge(event)
+    index = int(open_[select.draw(values[open_], event, run.noise)])
+    pick = picks.pairs[index]
+    run.ledger.record(
+        event, round=round_, clique=list(pick.clique), stage=picks.stage, **facts(pick)
+    )
+    run.measurements.append(selection(index, len(picks.pairs), event))
+    return index
+
+
+__all__ = [
+    "Forest",
+    "PickRun",
+    "Picks",
+    "closing",
+    "independent",
+    "joined",
+    "spanning",
+    "tree_picks",
+]
