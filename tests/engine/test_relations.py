@@ -97,8 +97,10 @@ def test_the_plan_states_the_relations_share(
         Budget(epsilon=1.0, delta=1e-5), EngineSpec(relation_share=0.0), columns, numeric
     )
     runs = share > 0 and 2 <= numeric <= widest
-    # a spanning tree's k - 1 edges, or a 2-tree's 2k - 3 (k - 2 triangles closed)
-    edges = numeric - 1 if width == 1 else 2 * numeric - 3
+    # a spanning tree's k - 1 edges, or a 2-tree's 2k - 3 (k - 2 triangles closed) on
+    # tables of at most relation_close_max_numeric numbers
+    closes = width == 2 and numeric <= spec.relation_close_max_numeric
+    edges = 2 * numeric - 3 if closes else numeric - 1
     assert plan.relation_edges == (edges if runs else 0)
     whole = plan.total - plan.fine - plan.oneway - plan.pe  # what the rounds had
     assert plan.relations == pytest.approx(share * whole if runs else 0.0, rel=1e-12)
@@ -217,6 +219,19 @@ def test_the_closing_picks_make_a_triangle_and_the_tree_does_not_pair_them_again
     assert tree and not any(set(c) <= {"u", "v", "w"} for c in tree)
     total = sum(e.rho for e in result.events)  # the tree's unused picks: the rounds'
     assert total == pytest.approx(zcdp_budget(Budget(epsilon=1.0, delta=1e-5)), rel=1e-8)
+
+
+def test_beyond_the_close_gate_the_phase_builds_a_tree_and_the_tree_starts_afresh() -> None:
+    """Three numbers, triangles closed up to two (``relation_close_max_numeric``): the
+    phase picks the ``k - 1`` joining pairs only, and the spanning tree starts from
+    every column apart, as before closing existed (so it may pair two numbers)."""
+    spec = EngineSpec(rounds=6, pe_share=0.0, final_iters=100, relation_close_max_numeric=2)
+    assert spec.relation_width_for(2) == 2 and spec.relation_width_for(3) == 1
+    result, _ = _fit(spec)
+    picked = [h for h in result.history if h.get("stage") == "relations"]
+    assert len(picked) == 2
+    tree = [h["clique"] for h in result.history if h.get("stage") == "tree"]
+    assert len(tree) == 3  # d - 1 for the four columns: the relations joined none of them
 
 
 def test_the_phases_run_together_with_the_label_tree() -> None:

@@ -309,7 +309,10 @@ def _selected(
     # the rounds are numbered after the planned tree (the label tree picks one fewer)
     start = len(history) + schedule.tree_edges
     if schedule.tree is not None:
-        joined = tuple(tuple(h["clique"]) for h in history)
+        # after closed triangles the tree starts from the numbers' component
+        numeric = len(run.discretiser.numeric)
+        closed = run.spec.relation_width_for(numeric) == 2
+        joined = tuple(tuple(h["clique"]) for h in history) if closed else ()
         model, picked = _tree(run, schedule.tree, model, len(history), joined)
         history += picked
     history += adaptive_rounds(run, schedule, model, start=start)
@@ -432,10 +435,10 @@ def _tree(
     """The spanning-tree phase (:mod:`~dpevolve.engine.tree`): charged, recorded draws
     among the pairs joining two components, each pair then released (with the label,
     numerics grouped, under ``tree_label_groups``: :func:`~dpevolve.engine.tree.joined`).
-    The components start from the pairs ``joined`` by the relations phase: numbers it
-    related are not paired again cell by cell (nor made a cycle whose junction tree
-    clique would hold four or five of them); what the plan gave the picks not made
-    goes to the rounds."""
+    The components start from the pairs ``joined`` by a relations phase that closed
+    triangles: numbers it related are not paired again cell by cell (nor made a cycle
+    whose junction tree clique would hold four or five of them); what the plan gave the
+    picks not made goes to the rounds."""
     domain = run.discretiser.domain
     label = run.discretiser.schema.label
     numeric = {c.name: run.discretiser.bins for c in run.discretiser.numeric}
@@ -471,7 +474,8 @@ def _relations(
         return model, []
     sigma, epsilon = scales
     weights = np.ones(len(pairs))
-    closing = relation_picks(len(numeric), run.spec.relation_width) - (len(numeric) - 1)
+    width = run.spec.relation_width_for(len(numeric))
+    closing = relation_picks(len(numeric), width) - (len(numeric) - 1)
     picks = Picks(pairs, weights, numeric, sigma, epsilon, 0, "relations", closing=closing)
     return spanning(run, model, picks, grouping_facts)
 

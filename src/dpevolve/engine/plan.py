@@ -95,7 +95,8 @@ class Plan:
         rounds = total - fine - atoms - zoom - oneway - pe
         planned = spec.planned_rounds(columns)
         per_round = rounds / planned
-        links = relation_picks(numeric, spec.relation_width) if spec.runs_relations(numeric) else 0
+        width = spec.relation_width_for(numeric)
+        links = relation_picks(numeric, width) if spec.runs_relations(numeric) else 0
         relations = spec.relation_share * rounds if links else 0.0
         edges = max(0, columns - 1) if spec.tree_share > 0 else 0
         tree = min(spec.tree_share * (rounds - relations), edges * per_round)

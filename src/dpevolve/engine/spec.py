@@ -89,8 +89,9 @@ class EngineSpec:
     relation_share
         Share of the rounds' ``rho`` for the relations phase before the tree phase
         (:mod:`~dpevolve.engine.relations`): on tables of ``k >= 2`` numeric columns,
-        ``k - 1`` pairs joining them, each measured on ``relation_groups`` quantile
-        groups of both columns. ``0``: no relations phase.
+        ``k - 1`` pairs joining them (and ``relation_width``'s closing pairs), each
+        measured on ``relation_groups`` quantile groups of both columns. ``0``: no
+        relations phase.
     relation_groups
         Groups per numeric column in the relations phase's coarse pairs. The defaults
         (0.3, 6) against (0.15, 4), the suite's tables paired (docs/engine.md,
@@ -103,10 +104,16 @@ class EngineSpec:
         while the picked graph keeps treewidth two
         (:func:`~dpevolve.engine.relations.closing_pairs`), so that two numbers the tree
         does not pair are related through a triangle rather than a long path, and the
-        model's cliques hold three numeric columns at most. Against ``1``, 10 of the
-        suite's tables x 3 seeds paired (docs/engine.md, Relations between numbers):
-        Spearman error -0.0087 +- 0.0072, TSTR +0.0002 +- 0.0059, SDMetrics -0.0022 +-
-        0.0032.
+        model's cliques hold three numeric columns at most; the spanning-tree phase then
+        starts from the numbers' component. Against ``1``, 10 of the suite's tables x 3
+        seeds paired (docs/engine.md, Closing triangles): Spearman error -0.0087 +-
+        0.0072, TSTR +0.0002 +- 0.0059, SDMetrics -0.0022 +- 0.0032.
+    relation_close_max_numeric
+        Triangles are closed (``relation_width`` 2) only on tables of at most this many
+        numeric columns (a public fact of the schema; wider: a spanning tree). On the
+        d = 40 wide table (23 numerics) closing them lost 0.05 TSTR on each of 3 seeds:
+        the numbers' 43 picks split the phase's share, and the label joins their one
+        component by a single tree pair (docs/engine.md). The suite's tables hold 3-9.
     relation_max_numeric
         The relations phase runs only on tables of at most this many numeric columns (a
         public fact of the schema). On wide tables its ``k - 1`` picks, with the tree's,
@@ -248,6 +255,7 @@ class EngineSpec:
     relation_share: float = 0.3
     relation_groups: int = 6
     relation_width: int = 2
+    relation_close_max_numeric: int = 12
     relation_max_numeric: int = 32
     pair_shrinkage: bool = True
     anneal: float = 2.0
@@ -295,6 +303,7 @@ class EngineSpec:
             _at_least(name, getattr(self, name), 1)
         _at_least("relation_groups", self.relation_groups, 2)
         _at_least("relation_max_numeric", self.relation_max_numeric, 2)
+        _at_least("relation_close_max_numeric", self.relation_close_max_numeric, 2)
         if type(self.relation_width) is not int or self.relation_width not in RELATION_WIDTHS:
             raise InputError(
                 f"engine spec: relation_width must be one of {RELATION_WIDTHS}, "
@@ -382,6 +391,12 @@ class EngineSpec:
         (a public fact of the schema): ``relation_share`` and ``relation_max_numeric``
         allow it and there is a pair to join."""
         return self.relation_share > 0 and 2 <= numeric <= self.relation_max_numeric
+
+    def relation_width_for(self, numeric: int) -> int:
+        """The treewidth the relations phase gives its picks on a table of ``numeric``
+        numeric columns (public): ``relation_width``, or 1 (a spanning tree) beyond
+        ``relation_close_max_numeric``."""
+        return self.relation_width if numeric <= self.relation_close_max_numeric else 1
 
     def planned_rounds(self, columns: int) -> int:
         """Rounds that set the first round's noise: ``rounds``, or per column capped."""
