@@ -310,13 +310,16 @@ def _selected(
     start = len(history) + schedule.tree_edges
     if schedule.tree is not None:
         # after closed triangles the tree starts from the numbers' component
-        numeric = len(run.discretiser.numeric)
-        closed = run.spec.relation_width_for(numeric) == 2
-        joined = tuple(tuple(h["clique"]) for h in history) if closed else ()
+        joined = tuple(tuple(h["clique"]) for h in history) if _closed(run, history) else ()
         model, picked = _tree(run, schedule.tree, model, len(history), joined)
         history += picked
     history += adaptive_rounds(run, schedule, model, start=start)
     return model, history
+
+
+def _closed(run: _Run, history: list[dict[str, Any]]) -> bool:
+    """Whether the relations phase closed a triangle (picked more than ``k - 1`` pairs)."""
+    return len(history) > len(run.discretiser.numeric) - 1
 
 
 def _final_fit(
