@@ -22,9 +22,10 @@ seven numbers, even the best spanning tree of the real rank correlations implies
 0.11 off on average, 0.17 for the tree the picks found. So ``k - 2`` more picks follow,
 each among the pairs that close a triangle with two picked pairs and keep the picked
 graph of treewidth two (:func:`closing_pairs`, :func:`width_two`): a 2-tree, as
-PrivBayes' networks of degree two (Zhang et al. 2017), whose model cliques hold three
-numeric columns at most. Each is scored against the model refitted to the tree's
-releases (what the tree already carries does not count again).
+PrivBayes' networks of degree two (Zhang, Cormode, Procopiuc, Srivastava & Xiao 2017,
+ACM TODS 42(4)), whose model cliques hold three numeric columns at most. Each is
+scored against the model refitted to the tree's releases (what the tree already
+carries does not count again).
 
 Privacy. The groups are cut at the quantiles of the model's 1-way answer, a function of
 the released 1-ways (post-processing, fixed before this phase reads a record; the
