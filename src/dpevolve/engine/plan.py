@@ -20,7 +20,9 @@ the budget's ``rho`` (given, or the largest whose CKS conversion meets
   ``relation_max_numeric`` numeric columns
   (:meth:`~dpevolve.engine.spec.EngineSpec.runs_relations`), ``relation_share`` of
   what the rounds have: ``k - 1`` picks among the pairs of the ``k`` numeric columns,
-  each with its coarse measurement (``relation_edges``), at an equal share each;
+  and ``k - 2`` closing triangles where ``relation_width_for`` says 2
+  (:func:`~dpevolve.engine.relations.relation_picks`), each with its coarse measurement
+  (``relation_edges``), at an equal share each;
 * for the spanning-tree phase (:mod:`~dpevolve.engine.tree`), ``d - 1`` picks each
   with its measurement, at most ``tree_share`` of what the rounds have and at most one
   planned round's cost per pair (``tree``); the planned rounds shrink by as many rounds'
