@@ -425,7 +425,15 @@ def test_default_engine_counts_on_the_workers(client, monkeypatch, small_schema,
 
     assert len(votes) == EngineSpec().pe_rounds  # the PE stage votes on the workers too
     pd.testing.assert_frame_equal(dask.synthetic_, local.synthetic_)
-    assert dask.history_ == local.history_
+    # the same rounds on the same releases; a refit's movement may differ in its last
+    # bits (a BLAS call inside einsum, while the workers' threads run: seen once in CI,
+    # 67.38210750 against 67.38210570), so floats are compared to 1e-6
+    assert len(dask.history_) == len(local.history_)
+    for there, here in zip(dask.history_, local.history_, strict=True):
+        assert there.keys() == here.keys()
+        for key, value in here.items():
+            expected = pytest.approx(value, rel=1e-6) if isinstance(value, float) else value
+            assert there[key] == expected, key
 
 
 def test_hybrid_marginals_counted_on_the_workers(
