@@ -141,3 +141,41 @@ def test_a_moved_columns_end_bins_decode_within_the_released_support() -> None:
     start = disc.edges("wage")[19]
     width = float(np.diff(disc.fine["wage"].boundaries).max())
     assert values.min() >= start and values.max() <= max(high, start + width) + 1e-9
+
+
+def test_a_held_end_bins_one_run_of_weights_past_the_support_overrules_it() -> None:
+    """injury's ages: 42% of the rows in the last bin, weighted in one run over 40-68,
+    had all been drawn within the support the first histogram showed (46 and below).
+    A held end bin whose weights lie mostly past the support (here the bin lies wholly
+    past it: its nearest cell stands for it), in one run from there, decodes among
+    them; a run set apart by a floored gap (noise), or a bin the releases do not show
+    data in, keeps to the support."""
+    base = Discretiser(SCHEMA, 20, 128)
+    frame = _skewed(2250, 3)
+    released = _released(base, frame, 77.0, 3)
+    edges = released_edges(base, released, len(frame))
+    support = released_support(base, released, len(frame), edges)
+    disc = Discretiser(SCHEMA, 20, 128, edges, nested=edges, support=support)
+    cells = disc.fine["wage"]
+    start = float(disc.edges("wage")[19])
+    assert start >= support["wage"][1]
+    inside = np.flatnonzero(cells.coarse == 19)
+    run = inside[(cells.lo[inside] >= start) & (cells.lo[inside] < start + 60.0)]
+    run = run[np.argsort(cells.lo[run])]
+    weights = np.zeros(cells.size)
+    weights[run] = 30.0
+    codes = disc.codes(encode(frame, SCHEMA))
+    codes[:, disc.domain.index("wage")] = 19
+    cell = float(np.diff(cells.boundaries).max())
+
+    def top(w: np.ndarray, held: tuple[int, ...]) -> float:
+        out = disc.decode(
+            codes, np.random.default_rng(0), {"wage": w}, len(frame), held={"wage": held}
+        )
+        return float(out["wage"].max())
+
+    assert top(weights, (19,)) > start + 50.0
+    assert top(weights, ()) <= start + cell + 1e-9
+    island = weights.copy()
+    island[run[1 : run.size // 2]] = 0.0  # the nearest cell, a gap, then the rest
+    assert top(island, (19,)) <= start + cell + 1e-9

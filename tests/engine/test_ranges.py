@@ -14,7 +14,7 @@ from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.engine.cells import MARGIN, shown_span
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.smoothing import DECODE_FLOOR, SUPPORT, adjacent_run, decode_weights
-from dpevolve.engine.tails import beyond_span, end_reach, held_bins
+from dpevolve.engine.tails import FALL, beyond_span, end_reach, held_bins, shown_reach
 
 SCHEMA = Schema((NumericColumn("v", 0.0, 500.0), CategoricalColumn("y", ("no", "yes"))), label="y")
 
@@ -202,18 +202,22 @@ def test_beyond_span_keeps_a_bin_the_releases_show_data_in() -> None:
     assert kept[:11].tolist() == list(range(11)) and kept[11:].tolist() == [10] * 9
 
 
-def test_end_reach_is_the_end_count_at_the_pooled_density_next_to_it() -> None:
+def test_end_reach_is_the_end_count_falling_from_the_pooled_density_next_to_it() -> None:
+    """From the bin's inner edge outwards, a density falling linearly from that of the
+    bins next to it to zero, holding the bin's count: FALL times the even extent."""
     edges = np.array([0.0, 1.0, 2.0, 3.0, 3.0 + 1e-9, 4.0, 20.0])
     count = np.array([100.0, 90.0, 30.0, 500.0, 30.0, 120.0])
     sd = np.full(6, 10.0)
     # from the end bin inwards: [3, 4) holds 30 (3 scales: not yet); the atom's own bin
     # at 3 shows no density; [2, 3) with it 60 rows over width 2 (4.2 scales): 30 a unit
     top = end_reach(edges, count, sd, 5, top=True, atom_width=1e-6)
-    assert top == pytest.approx((4.0, 8.0))
-    # the first bin's 100 rows at the 90 a unit of the next reach past its width: all of it
-    assert end_reach(edges, count, sd, 0, top=False, atom_width=1e-6) == (0.0, 1.0)
+    assert top == pytest.approx((4.0, 4.0 + FALL * 120.0 / 30.0))
+    # the first bin's 100 rows at the 90 a unit of the next: past its width (decoding
+    # keeps its own cells)
+    bottom = end_reach(edges, count, sd, 0, top=False, atom_width=1e-6)
+    assert bottom == pytest.approx((1.0, 1.0 - FALL * 100.0 / 90.0))
     flipped = end_reach(-edges[::-1], count[::-1], sd, 0, top=False, atom_width=1e-6)
-    assert flipped == pytest.approx((-8.0, -4.0))
+    assert flipped == pytest.approx((-top[0], -top[1]))
     quiet = count.copy()
     quiet[5] = 39.0  # under 4 scales: not held
     assert end_reach(edges, quiet, sd, 5, top=True, atom_width=1e-6) is None
@@ -238,13 +242,74 @@ def test_a_tail_thinning_out_is_reached_no_further_than_its_data(
     sd = np.ones(20)
     reach = end_reach(edges, count, sd, 19, top=True)
     if reach is not None:
-        assert edges[19] <= reach[0] < reach[1] <= edges[20]
+        assert edges[19] == reach[0] < reach[1] <= edges[20]
         assert reach[1] <= -np.log(1e-3 * np.exp(-rate * 19)) * scale / rate + 1e-9
-    # the limit of a falling density: even, out to ``last``; reached exactly, not past
+    # the limit of a falling density: even, out to ``last``; the falling density from
+    # the same height reaches FALL times as far (a quarter of the bin's rows past it)
     last = edges[19] + (rate / 2.0) * 40.0 * scale
     even = rows * np.diff(np.minimum(edges, last)) / last
     reach = end_reach(edges, even, sd, 19, top=True)
-    assert reach is not None and reach[1] == pytest.approx(last)
+    assert reach is not None and reach[1] == pytest.approx(edges[19] + FALL * (last - edges[19]))
+
+
+def _shown_near_the_edge(rest: float) -> tuple[Discretiser, np.ndarray, np.ndarray, float]:
+    """Bin 0 of four on [0, 500) (cells of 500 / 120) with its three top cells weighted
+    40 each and ``rest`` more rows than that in the bin's count (the fine histogram
+    shows 120 of the bin's rows); the weights' lower edge."""
+    disc = Discretiser(SCHEMA, 4, 120)
+    cells = disc.fine["v"]
+    weights = np.zeros(cells.size)
+    inside = np.flatnonzero(cells.coarse == 0)
+    weights[inside[-3:]] = 40.0
+    weights[np.flatnonzero(cells.coarse == 1)] = 40.0
+    count = np.zeros(4)
+    count[0] = 120.0 + rest
+    return disc, weights, count, float(cells.lo[inside[-3]])
+
+
+def test_shown_reach_is_the_rest_of_the_count_falling_from_the_last_shown_cell() -> None:
+    disc, weights, count, apex = _shown_near_the_edge(60.0)
+    cells = disc.fine["v"]
+    sd = np.full(4, 10.0)
+    last = np.flatnonzero(cells.coarse == 0)[-1]
+    density = 40.0 / float(cells.hi[last] - cells.lo[last])
+    assert shown_reach(cells, weights, count, sd, 0, top=False) == pytest.approx(
+        (apex, apex - FALL * 60.0 / density)
+    )
+    # no tail: the cells hold the count, or what they miss is within 2 noise scales
+    for rest in (-5.0, 19.0):
+        _, _, near, _ = _shown_near_the_edge(rest)
+        assert shown_reach(cells, weights, near, sd, 0, top=False) is None
+    assert shown_reach(cells, np.zeros(cells.size), count, sd, 0, top=False) is None
+    # a weighted run that does not start at the bin's inner edge: the rows the cells
+    # miss may lie in the gap (injury's ages: the densest values floored)
+    gap = weights.copy()
+    gap[last] = 0.0
+    assert shown_reach(cells, gap, count, sd, 0, top=False) is None
+
+
+@settings(max_examples=25, deadline=None)
+@given(rest=st.floats(10.0, 400.0))
+def test_an_end_bins_rows_the_cells_do_not_show_thin_out_past_them(rest: float) -> None:
+    """twoyear's test scores: the fine histogram shows the top of the lowest bin, the
+    bin's count holds as many again. Decoded, the rest lands past the shown cells, its
+    share as the count says, thinning out (the nearer half of its reach holds three
+    quarters of it) and never past the reach."""
+    disc, weights, count, apex = _shown_near_the_edge(rest)
+    cells = disc.fine["v"]
+    foot = shown_reach(cells, weights, count, np.ones(4), 0, top=False)[1]
+    codes = np.zeros((20_000, 2), dtype=np.int64)
+    out = disc.decode(
+        codes, np.random.default_rng(1), {"v": weights}, 10_000, reach={"v": {0: (apex, foot)}}
+    )["v"].to_numpy()
+    past = out < apex
+    assert past.mean() == pytest.approx(rest / (120.0 + rest), abs=0.02)
+    inside = np.flatnonzero(cells.coarse == 0)
+    cell = float(np.max(cells.hi[inside] - cells.lo[inside]))  # the widest cell meeting the foot
+    assert out.min() >= max(foot, 0.0) - cell
+    if apex - foot > 4 * cell:
+        near = (out >= 0.5 * (apex + foot)) & past
+        assert near.sum() / past.sum() == pytest.approx(0.75, abs=0.05)
 
 
 def test_a_held_bin_at_the_datas_end_decodes_within_its_reach_unless_its_cells_show_data() -> None:

@@ -6,7 +6,9 @@ bin's own cells weigh nothing, the bin decodes among cells chosen from where the
 do show data (:func:`shown_span`, :func:`cells_within`, :func:`nearest_cells`,
 :func:`nearest_weighted`), and in a column whose weights lie on its whole numbers, among
 those (:func:`whole_atoms`). Post-processing of released values; docs/engine.md,
-Decoding values within a bin.
+Decoding values within a bin. At an end of the data a bin's rows may thin out past
+the cells the weights show (:func:`thinning`), and a held end bin's weights may
+overrule the support its column's first histogram showed (:func:`overrules_support`).
 """
 
 from __future__ import annotations
@@ -98,6 +100,71 @@ def cells_within(cells: FineCells, inside: np.ndarray, span: tuple[float, float]
     return inside[meet] if meet.any() else inside[nearest_cells(cells, inside, span)]
 
 
+def falling(cells: FineCells, inside: np.ndarray, apex: float, foot: float) -> np.ndarray:
+    """Weights of the cells ``inside`` under a density falling linearly from 1 at
+    ``apex`` to zero at ``foot`` (either side of it), per unit of value: each cell's
+    part between them times the density at that part's middle (a grid's value stands
+    for its step; an atom of an interval partition for nothing)."""
+    low, high = min(apex, foot), max(apex, foot)
+    a = np.clip(cells.lo[inside], low, high)
+    b = np.clip(cells.hi[inside], low, high)
+    height = np.clip(1.0 - np.abs(0.5 * (a + b) - apex) / max(high - low, 1e-300), 0.0, 1.0)
+    point = cells.grid | (np.asarray(inside) < cells.atoms)
+    return np.asarray(height * np.where(point, cells.step or 0.0, b - a))
+
+
+def outer_density(
+    cells: FineCells, weights: np.ndarray, inside: np.ndarray, upward: bool
+) -> tuple[float, float] | None:
+    """The outer boundary of the weighted cell of ``inside`` furthest up (``upward``)
+    or down, and its weight per unit of value: a grid value's per its step (an atom of
+    an interval partition shows no density and is passed over); ``None`` where no such
+    cell weighs anything."""
+    points = inside if cells.grid else inside[inside >= cells.atoms]
+    shown = points[np.asarray(weights)[points] > 0]
+    if shown.size == 0:
+        return None
+    i = int(shown[np.argmax(cells.hi[shown])] if upward else shown[np.argmin(cells.lo[shown])])
+    width = (cells.step or 0.0) if cells.grid else float(cells.hi[i] - cells.lo[i])
+    if width <= 0:
+        return None
+    return float(cells.hi[i] if upward else cells.lo[i]), float(weights[i]) / width
+
+
+def overrules_support(
+    cells: FineCells, weights: np.ndarray, inside: np.ndarray, within: np.ndarray
+) -> bool:
+    """Whether a held end bin's weights overrule the support its column's first fine
+    histogram showed (``within``: its cells inside that support): they lie mostly past
+    it, in one run of weighted cells (injury's ages past 34.5: 42% of the rows, weighted
+    over 40-68, had been drawn at 46 and below). A run set apart by a floored gap is
+    the noise the support keeps out."""
+    if 2.0 * weights[within].sum() >= weights[inside].sum():
+        return False
+    shown = np.flatnonzero(weights[inside[np.argsort(cells.lo[inside], kind="stable")]] > 0)
+    return bool(shown.size) and int(shown[-1] - shown[0]) + 1 == shown.size
+
+
+def thinning(
+    cells: FineCells, inside: np.ndarray, weights: np.ndarray, apex: float, foot: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The cells and weights of a bin at an end of the data whose rows thin out from
+    ``apex`` to ``foot`` (:func:`~dpevolve.engine.tails.end_reach`,
+    :func:`~dpevolve.engine.tails.shown_reach`): where its cells
+    show nothing, its cells between them under a falling density; else its weights,
+    and past the furthest weighted cell the density there falling to zero at ``foot``."""
+    upward = foot > apex
+    edge = outer_density(cells, weights, inside, upward)
+    if edge is None:
+        inside = cells_within(cells, inside, (min(apex, foot), max(apex, foot)))
+        return inside, falling(cells, inside, apex, foot)
+    start, density = edge  # the weights' own edge (a stored ``apex`` may predate them)
+    past = (cells.lo[inside] >= start) if upward else (cells.hi[inside] <= start)
+    tail = np.zeros(inside.size)
+    tail[past] = density * falling(cells, inside[past], start, foot)
+    return inside, weights[inside] + tail
+
+
 def nearest_cells(
     cells: FineCells, inside: np.ndarray, window: tuple[float, float], reach: float = MARGIN
 ) -> np.ndarray:
@@ -142,8 +209,12 @@ __all__ = [
     "FineCells",
     "cell_weights",
     "cells_within",
+    "falling",
     "nearest_cells",
     "nearest_weighted",
+    "outer_density",
+    "overrules_support",
     "shown_span",
+    "thinning",
     "whole_atoms",
 ]

@@ -45,7 +45,9 @@ from dpevolve.engine.cells import (
     cells_within,
     nearest_cells,
     nearest_weighted,
+    overrules_support,
     shown_span,
+    thinning,
     whole_atoms,
 )
 from dpevolve.measurements import Domain
@@ -382,13 +384,14 @@ class Discretiser:
         if inside.size == 0:  # a bin holding no value of the grid: the nearest one
             inside = np.array([int(np.nanargmin(np.abs(cells.lo - centre)))])
         tail = b in roles.ends
-        if b in roles.reach and not weights[inside].sum() > 0:
-            # a held bin at an end of the data whose cells show nothing: within its reach
-            inside = cells_within(cells, inside, roles.reach[b])
-            return inside, weights[inside], True
+        if b in roles.reach:
+            inside, p = thinning(cells, inside, weights, *roles.reach[b])
+            return inside, p, True
         moved_tail = tail and column.name in self.moved
         if moved_tail and column.name in self.support:
-            inside = cells_within(cells, inside, self.support[column.name])
+            within = cells_within(cells, inside, self.support[column.name])
+            if b not in roles.held or not overrules_support(cells, weights, inside, within):
+                inside = within
         own = bool(weights[inside].sum() > 0)
         if own:
             return inside, weights[inside], own
