@@ -73,8 +73,9 @@ def _round_to(values: np.ndarray, step: float | None) -> np.ndarray:
 class BinRoles(NamedTuple):
     """What the releases say of one numeric column's bins, for decoding
     (:meth:`Discretiser.decode`; :class:`~dpevolve.engine.tails.Fold`): its end bins,
-    the thin ones among them, the bins they show data in, and the span the rows of each
-    held bin at an end of the data lie in."""
+    the thin ones among them, the bins they show data in, and for a bin at an end of
+    the data whose rows thin out, ``(apex, foot)``: where their density falls from its
+    height to zero (:func:`~dpevolve.engine.cells.thinning`)."""
 
     ends: tuple[int, ...]
     thin: tuple[int, ...]
@@ -297,9 +298,12 @@ class Discretiser:
         far from where the released histogram shows data, except in a bin ``held``
         shows data in (its count across the releases stands out of their noise:
         :func:`~dpevolve.engine.tails.held_bins`) that is not an end bin: its rows
-        stay among its own cells; a held bin at an end of the data whose cells all
-        weigh nothing, with a ``reach`` (per bin, the span its rows lie in:
-        :func:`~dpevolve.engine.tails.end_reach`), among its cells within that span.
+        stay among its own cells; a bin at an end of the data with a ``reach`` (per
+        bin, ``(apex, foot)``: :func:`~dpevolve.engine.tails.end_reach`,
+        :func:`~dpevolve.engine.tails.shown_reach`) under a density thinning out to the
+        foot (:func:`~dpevolve.engine.cells.thinning`); a held moved end bin whose
+        weights lie mostly past the ``support``, in one run, among them
+        (:func:`~dpevolve.engine.cells.overrules_support`).
         An end bin (``ends``: by default a column's first and last) keeps to the cells
         within that span whatever the weights hold; wholly past it, to its cells
         nearest it: a moved column's, those within the margin of the nearest (with a

@@ -33,8 +33,10 @@ tell from noise, and it moves in by no more than the margin.
 The other way round, a bin whose combined count stands
 :data:`~dpevolve.engine.smoothing.SUPPORT` noise scales out holds data
 (:func:`held_bins`): it is never folded as beyond that span, an inner one decodes within
-its own cells, and one at either end of the data whose cells show nothing decodes as far
-out as its count reaches at the density of the bins next to it (:func:`end_reach`).
+its own cells, and one at either end of the data whose cells show nothing decodes under a
+density falling from that of the bins next to it to zero, holding its count
+(:func:`end_reach`). At either end of the data, rows a bin's count holds past the run
+of cells its weights show thin out past that run (:func:`shown_reach`).
 See docs/engine.md, decoding.
 """
 
@@ -125,17 +127,19 @@ def end_reach(
     top: bool,
     atom_width: float = 0.0,
 ) -> tuple[float, float] | None:
-    """Where a held end bin's rows lie: from its inner edge outwards, as far as its
-    count reaches at the density (rows per unit of value) of the bins next to it
-    further in, pooled from the end bin inwards until their count stands
-    :data:`~dpevolve.engine.smoothing.SUPPORT` noise scales above zero (``count``,
-    ``sd``: every release combined, :func:`released_counts`). A tail thins out past
-    the data's body, so at that density its rows reach no further than the data do;
-    the fine histogram, whose cells each hold a few of them under the noise, cannot say
-    more (alcohol's beer taxes: 19% of the rows in the last bin, [0.56, 2.8], had been
-    drawn within 0.03 of its inner edge). ``top``: the column's upper end (else its
-    lower); an atom's own bin (no wider than ``atom_width``) shows no density.
-    ``None`` where the end bin is not held or the pooled bins never stand out."""
+    """Where a held end bin's rows lie, ``(apex, foot)``: from its inner edge (the apex)
+    outwards under a density falling linearly from that of the bins next to it further
+    in (rows per unit of value, pooled from the end bin inwards until their count stands
+    :data:`~dpevolve.engine.smoothing.SUPPORT` noise scales above zero) to zero at the
+    foot, holding the bin's count (``count``, ``sd``: every release combined,
+    :func:`released_counts`): :data:`FALL` times as far as that density held even
+    would reach. A tail thins out past the data's body, so the even spread is the
+    shortest its rows can reach; the fine histogram, whose cells each hold a few of
+    them under the noise, cannot say more (alcohol's beer taxes: 19% of the rows in the
+    last bin, [0.56, 2.8], had been drawn within 0.03 of its inner edge). ``top``: the
+    column's upper end (else its lower); an atom's own bin (no wider than
+    ``atom_width``) shows no density. ``None`` where the end bin is not held or the
+    pooled bins never stand out."""
     count = np.asarray(count, dtype=np.float64)
     sd = np.asarray(sd, dtype=np.float64)
     if not (np.isfinite(sd[end]) and count[end] > SUPPORT * sd[end]):
@@ -271,9 +275,11 @@ class Fold:
     column's end bins, and ``thin``, those of them the model gives no more than noise;
     ``held``, the bins the releases show data in (:func:`held_bins`), which decode
     within their own cells whatever the fine histogram shows of them; ``reach``, per
-    held bin at either end of the data (an end bin, or the bin an end folds into)
-    ``(bin, low, high)``, the span its rows decode within (:func:`end_reach`;
-    :meth:`~dpevolve.engine.discretise.Discretiser.decode`)."""
+    bin at either end of the data (an end bin, or the bin an end folds into) whose rows
+    thin out, ``(bin, apex, foot)`` (:func:`end_reach`, :func:`shown_reach`;
+    :func:`~dpevolve.engine.cells.thinning`). A model file written before the rows
+    thinned out holds ``(bin, low, high)``, an even span: read as a density falling
+    from ``low`` to ``high``."""
 
     target: np.ndarray
     ends: tuple[int, ...]
