@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
-from dpevolve.engine.cells import MARGIN, shown_span
+from dpevolve.engine.cells import MARGIN, falling, shown_span
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.smoothing import DECODE_FLOOR, SUPPORT, adjacent_run, decode_weights
 from dpevolve.engine.tails import FALL, beyond_span, end_reach, held_bins, shown_reach
@@ -329,3 +329,31 @@ def test_a_held_bin_at_the_datas_end_decodes_within_its_reach_unless_its_cells_s
     shown[np.flatnonzero(disc.fine["v"].coarse == 10)[-1]] = 50.0  # the bin's last cell
     led = disc.decode(codes, np.random.default_rng(0), {"v": shown}, rows, reach=reach)
     assert led["v"].min() >= edges[11] - cell  # the weighted cell, not the reach
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    start=st.floats(0.0, 400.0),
+    length=st.floats(1.0, 400.0),
+    downward=st.booleans(),
+)
+def test_a_falling_density_holds_half_its_base_times_its_height(
+    start: float, length: float, downward: bool
+) -> None:
+    """Over cells covering it, the weights of a density falling linearly from 1 at the
+    apex to 0 at the foot sum to the triangle's area, ``length / 2`` (the midpoint rule
+    is exact for a linear density, whatever the cells), and fall away from the apex."""
+    cells = Discretiser(SCHEMA, 20, 128).fine["v"]
+    inside = np.arange(cells.atoms, cells.values)
+    apex = start if not downward else min(start + length, 500.0)
+    foot = min(apex + length, 500.0) if not downward else max(apex - length, 0.0)
+    weights = falling(cells, inside, apex, foot)
+    assert weights.sum() == pytest.approx(abs(foot - apex) / 2.0, rel=1e-9)
+    low, high = min(apex, foot), max(apex, foot)
+    a = np.clip(cells.lo[inside], low, high)
+    b = np.clip(cells.hi[inside], low, high)
+    part = b - a > 0
+    height = weights[part] / (b - a)[part]  # the density at each part's middle
+    order = np.argsort(np.abs(0.5 * (a + b)[part] - apex))
+    assert np.all(np.diff(height[order]) <= 1e-9)
+    assert not weights[~part].any()  # nothing outside the triangle
