@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
-from dpevolve.engine.cells import MARGIN, falling, shown_span
+from dpevolve.engine.cells import MARGIN, falling, shown_span, thinning
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.smoothing import DECODE_FLOOR, SUPPORT, adjacent_run, decode_weights
 from dpevolve.engine.tails import FALL, beyond_span, end_reach, held_bins, shown_reach
@@ -357,3 +357,26 @@ def test_a_falling_density_holds_half_its_base_times_its_height(
     order = np.argsort(np.abs(0.5 * (a + b)[part] - apex))
     assert np.all(np.diff(height[order]) <= 1e-9)
     assert not weights[~part].any()  # nothing outside the triangle
+
+
+def test_on_a_grid_the_tail_starts_past_the_last_weighted_value() -> None:
+    """Whole numbers 0-30, one cell per value: the values 20-24 weighted 10 each, the
+    rest of the bin's rows thin out from half a step past 24; the last weighted value
+    keeps its own weight (the tail does not start on it), and the tail's values fall
+    away, holding the triangle's rows."""
+    schema = Schema(
+        (NumericColumn("a", 0, 30, integer=True), CategoricalColumn("y", ("0", "1"))),
+        label="y",
+    )
+    cells = Discretiser(schema, 20, 128).fine["a"]
+    assert cells.grid
+    inside = np.flatnonzero((cells.lo >= 20) & (cells.lo <= 30))
+    weights = np.zeros(cells.size)
+    weights[(cells.lo >= 20) & (cells.lo <= 24)] = 10.0
+    kept, p = thinning(cells, inside, weights, 24.5, 29.5)
+    by_value = dict(zip(cells.lo[kept].tolist(), p.tolist(), strict=True))
+    assert by_value[24.0] == 10.0
+    # from 24.5 to 29.5 at 10 rows a value at first: 25 rows, the midpoint rule exact
+    tail = [by_value[v] for v in (25.0, 26.0, 27.0, 28.0, 29.0)]
+    assert tail == pytest.approx([9.0, 7.0, 5.0, 3.0, 1.0])
+    assert by_value[30.0] == 0.0

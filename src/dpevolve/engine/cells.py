@@ -117,9 +117,9 @@ def outer_density(
     cells: FineCells, weights: np.ndarray, inside: np.ndarray, upward: bool
 ) -> tuple[float, float] | None:
     """The outer boundary of the weighted cell of ``inside`` furthest up (``upward``)
-    or down, and its weight per unit of value: a grid value's per its step (an atom of
-    an interval partition shows no density and is passed over); ``None`` where no such
-    cell weighs anything."""
+    or down, and its weight per unit of value: a grid value's per its step, its
+    boundary half a step out (an atom of an interval partition shows no density and is
+    passed over); ``None`` where no such cell weighs anything."""
     points = inside if cells.grid else inside[inside >= cells.atoms]
     shown = points[np.asarray(weights)[points] > 0]
     if shown.size == 0:
@@ -128,7 +128,9 @@ def outer_density(
     width = (cells.step or 0.0) if cells.grid else float(cells.hi[i] - cells.lo[i])
     if width <= 0:
         return None
-    return float(cells.hi[i] if upward else cells.lo[i]), float(weights[i]) / width
+    half = 0.5 * width if cells.grid else 0.0
+    edge = float(cells.hi[i]) + half if upward else float(cells.lo[i]) - half
+    return edge, float(weights[i]) / width
 
 
 def overrules_support(
