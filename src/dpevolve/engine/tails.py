@@ -54,7 +54,8 @@ from dpevolve.measurements import Estimator, MarginalQuery, Measurement
 
 #: A held end bin's density falls linearly from that of the bins next to it to zero:
 #: its rows reach this many times as far as they would at an even density
-#: (:func:`end_reach`).
+#: (:func:`end_reach`). Not a free choice: a triangle of that height holding the same
+#: rows has twice the even spread's base.
 FALL = 2.0
 
 #: A bin the model gives less than this many rows holds nothing (its fitted answer is
