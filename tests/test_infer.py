@@ -15,6 +15,7 @@ from dpevolve.data.ranges import (
     TAIL_RANK,
     decimals_of,
     is_natural_bound,
+    read_from_single,
     round_outward,
     tail_spreads,
 )
@@ -82,6 +83,25 @@ def test_single_precision_values_keep_the_decimals_they_were_written_with() -> N
     assert decimals_of(np.array([4.2, 5.3])) == 1
     # not single precision (nor a short decimal): no decimals
     assert decimals_of(np.array([np.pi, np.e])) is None
+
+
+def test_single_precision_values_are_declared_float32_and_written_back_as_read() -> None:
+    """The output of a float32 column equals its input value for value: 0.045 read from
+    single precision is 0.04500000178813934, and a synthetic 0.045 must be the same."""
+    written = np.array([0.045, 0.075, 0.124, 2.5, 1.0] * 20)
+    read = written.astype(np.float32).astype(np.float64)
+    assert read_from_single(read)
+    assert not read_from_single(written)  # short decimals: a double column
+    assert not read_from_single(np.array([2.5, 1.0, 0.0]))  # exact in both: says nothing
+    assert not read_from_single(np.array([np.pi]))  # not single precision
+    schema = Schema.infer(pd.DataFrame({"tax": read, "plain": written}))
+    tax, plain = schema["tax"], schema["plain"]
+    assert isinstance(tax, NumericColumn) and tax.float32 and tax.decimals == 3
+    assert isinstance(plain, NumericColumn) and not plain.float32
+    assert "float32: true" in schema_yaml(infer_schema(pd.DataFrame({"tax": read})), "public.csv")
+    out = tax.format(written[:5])
+    np.testing.assert_array_equal(out, read[:5])
+    assert Schema.from_dict(schema.to_dict())["tax"] == tax
 
 
 @settings(max_examples=200, deadline=None)

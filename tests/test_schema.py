@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ast
+import math
 from pathlib import Path
 
 import numpy as np
@@ -261,6 +262,44 @@ def test_decode_rounds_to_the_declared_decimals_within_the_range(decimals, lo, s
     assert values.min() >= column.lo and values.max() <= column.hi
     with pytest.raises(InputError, match="no number with 0 decimals lies in"):
         NumericColumn("y", 1.25, 1.75, decimals=0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.floats(-1e4, 1e4, allow_nan=False),
+    st.floats(1e-3, 1e5, allow_nan=False),
+    st.lists(st.floats(-0.5, 1.5, allow_nan=False), min_size=1, max_size=20),
+    st.none() | st.integers(0, 6),
+)
+def test_a_float32_column_writes_single_precision_values_within_its_range(
+    lo, span, units, decimals
+):
+    hi = lo + span
+    if decimals is not None and math.ceil(lo * 10**decimals) > math.floor(hi * 10**decimals):
+        return  # no number with these decimals in the range (the column refuses it)
+    column = NumericColumn("x", lo, hi, decimals=decimals, float32=True)
+    out = column.format(np.clip(lo + np.array(units) * span, lo, hi))
+    assert np.array_equal(out.astype(np.float32).astype(np.float64), out)
+    assert out.min() >= lo and out.max() <= hi
+    plain = NumericColumn("x", lo, hi, decimals=decimals).format(
+        np.clip(lo + np.array(units) * span, lo, hi)
+    )
+    # the same value, as single precision writes it (or the nearest single inside)
+    assert np.all(np.abs(out - plain) <= 2 * np.spacing(np.abs(plain).astype(np.float32)))
+
+
+def test_float32_is_declared_and_checked() -> None:
+    decl = {"type": "numeric", "lo": 0, "hi": 10, "decimals": 2, "float32": True}
+    column = Schema.from_dict({"columns": {"x": decl}})["x"]
+    assert isinstance(column, NumericColumn) and column.float32
+    assert column.to_dict()["float32"] is True
+    for bad, message in (
+        ({**decl, "float32": "yes"}, "'float32' must be true or false"),
+        ({"type": "numeric", "lo": 0, "hi": 9, "integer": True, "float32": True}, "no 'float32'"),
+        ({"type": "categorical", "values": [1], "float32": True}, "only for numeric"),
+    ):
+        with pytest.raises(InputError, match=message):
+            Schema.from_dict({"columns": {"x": bad}})
 
 
 def test_decimals_are_declared_checked_and_inferred() -> None:

@@ -258,7 +258,7 @@ def test_value_bins_are_the_bins_holding_a_tail_share_of_the_public_rows(prior: 
     frame = _loose(4000, 3)
     inputs = PublicInputs.of(frame, LOOSE_SCHEMA, EngineSpec(public_prior=prior))
     disc = Discretiser(LOOSE_SCHEMA, 20, 128, inputs.edges)
-    inputs.count(disc)
+    inputs.read(disc)
     shown = inputs.value_bins(disc)
     for name in ("x", "k"):
         edges = disc.edges(name)

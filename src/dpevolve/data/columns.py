@@ -44,7 +44,10 @@ class NumericColumn:
     rounded (rounding is not a contraction: it can push two values within a policy's
     threshold further apart than the noise was calibrated for). ``decimals`` is how many
     decimals the column's values carry: synthetic values are rounded to it on output
-    (post-processing; input cells are never rounded).
+    (post-processing; input cells are never rounded). ``float32``: the values are
+    stored in single precision (a Stata or Parquet float32 column: 4.2 reads as
+    4.19999980926514), and synthetic values are written the same way, so a value of the
+    output equals the same value of the input.
     """
 
     name: str
@@ -54,6 +57,7 @@ class NumericColumn:
     weight: float | None = None
     nullable: bool = False
     decimals: int | None = None
+    float32: bool = False
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.lo) and math.isfinite(self.hi)):
@@ -76,6 +80,8 @@ class NumericColumn:
                 f"column '{self.name}': 'decimals' must be a whole number from 0 to "
                 f"{MAX_DECIMALS}, got {self.decimals!r}"
             )
+        if self.integer and self.float32:
+            raise InputError(f"column '{self.name}': an integer column has no 'float32'")
         if self.decimals is not None:
             grid_lo, grid_hi = self.grid_range
             if grid_lo > grid_hi:
@@ -122,6 +128,8 @@ class NumericColumn:
             out["integer"] = True
         elif self.decimals is not None:
             out["decimals"] = self.decimals
+        if self.float32:
+            out["float32"] = True
         if self.weight is not None:
             out["weight"] = self.weight
         if self.nullable:
@@ -130,7 +138,8 @@ class NumericColumn:
 
     def format(self, numbers: np.ndarray) -> Any:
         """Decoded numbers (clipped, NaN for missing) as the column's table values:
-        whole numbers for an integer column, rounded to ``decimals`` when declared."""
+        whole numbers for an integer column, rounded to ``decimals`` when declared, in
+        single precision where ``float32``."""
         if self.integer:
             rounded = np.clip(np.round(numbers), *self.whole_range)
             if self.nullable:
@@ -140,8 +149,18 @@ class NumericColumn:
             return rounded.astype(np.int64)
         if self.decimals is not None:
             # Rounding can step past a bound that is off the grid: clip to the grid's ends.
-            return np.clip(np.round(numbers, self.decimals), *self.grid_range)
-        return numbers
+            numbers = np.clip(np.round(numbers, self.decimals), *self.grid_range)
+        return _single(numbers, self.lo, self.hi) if self.float32 else numbers
+
+
+def _single(numbers: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """``numbers`` as single-precision values read back, none past ``[lo, hi]`` (the
+    nearest single inward where rounding crossed a bound)."""
+    single = np.asarray(numbers, dtype=np.float32)
+    wide = single.astype(np.float64)  # compared as doubles: the bounds need not be singles
+    single = np.where(wide > hi, np.nextafter(single, np.float32(-np.inf)), single)
+    single = np.where(wide < lo, np.nextafter(single, np.float32(np.inf)), single)
+    return single.astype(np.float64)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,9 @@
   ``datetime`` columns, widened to whole years;
 * numbers become numeric columns on a widened, rounded range
   (:func:`dpevolve.data.ranges.round_outward`), with ``integer: true`` when every public
-  value is whole and ``decimals`` otherwise (:func:`dpevolve.data.ranges.decimals_of`);
+  value is whole and ``decimals`` otherwise (:func:`dpevolve.data.ranges.decimals_of`;
+  ``float32`` where the values were read from single precision:
+  :func:`dpevolve.data.ranges.read_from_single`);
   integer columns with at most ``max_categories`` values, text and the label become
   categorical, except a run of whole numbers (more than :data:`CODES` values filling
   at least :data:`COUNT_FILL` of the span between the smallest and the largest: ages
@@ -41,7 +43,7 @@ from dpevolve.data.columns import CategoricalColumn, Column, NumericColumn
 from dpevolve.data.date_formats import date_format
 from dpevolve.data.identifiers import IdentifierColumn, propose_identifier
 from dpevolve.data.messages import plain_cell
-from dpevolve.data.ranges import decimals_of, round_outward, tail_spreads
+from dpevolve.data.ranges import decimals_of, read_from_single, round_outward, tail_spreads
 from dpevolve.data.types import DEFAULT_FORMATS, UNITS, DateColumn, to_units
 from dpevolve.errors import InputError
 
@@ -178,7 +180,10 @@ def _numeric_column(
     lo, hi = float(as_float.min()), float(as_float.max())
     wide = round_outward(lo, hi, margin, lo >= 0, integral, tail_spreads(as_float))
     decimals = None if integral else decimals_of(as_float)
-    column = NumericColumn(key, *wide, integer=integral, nullable=nullable, decimals=decimals)
+    single = not integral and read_from_single(as_float)
+    column = NumericColumn(
+        key, *wide, integer=integral, nullable=nullable, decimals=decimals, float32=single
+    )
     return column, (lo, hi)
 
 

@@ -20,7 +20,9 @@ The range rule (:func:`round_outward`), for public extremes ``[lo, hi]`` with sp
 ``m = 0`` declares the public extremes themselves. The precision rule
 (:func:`decimals_of`): the fewest decimals, at most :data:`MAX_INFERRED_DECIMALS`,
 that write every public value exactly (values read from single precision: whose
-single-precision values are theirs); none when more are needed.
+single-precision values are theirs); none when more are needed. Values read from single
+precision (:func:`read_from_single`) are declared ``float32``, so the output writes
+them as the input does.
 """
 
 from __future__ import annotations
@@ -150,11 +152,24 @@ def decimals_of(values: np.ndarray) -> int | None:
     return None
 
 
+def read_from_single(values: np.ndarray) -> bool:
+    """Whether ``values`` were read from single precision: each is its float32 value,
+    and some are not written exactly with :data:`MAX_INFERRED_DECIMALS` decimals (4.2
+    read as 4.19999980926514; values such as 2.5 alone say nothing)."""
+    finite = values[np.isfinite(values)]
+    if finite.size == 0 or not np.array_equal(finite.astype(np.float32).astype(np.float64), finite):
+        return False
+    tolerance = 8 * np.spacing(np.abs(finite))
+    exact = np.abs(np.round(finite, MAX_INFERRED_DECIMALS) - finite) <= tolerance
+    return not bool(exact.all())
+
+
 __all__ = [
     "MAX_INFERRED_DECIMALS",
     "TAIL_RANK",
     "decimals_of",
     "is_natural_bound",
+    "read_from_single",
     "round_outward",
     "tail_spreads",
 ]

@@ -331,6 +331,7 @@ def _column_from_dict(name: str, decl: Any) -> Column:
             weight,
             nullable,
             None if integer else decimals,
+            _flag(name, decl, "float32"),
         )
     if kind == "categorical":
         values = decl.get("values")
@@ -349,7 +350,7 @@ def _column_from_dict(name: str, decl: Any) -> Column:
 
 _KINDS = ("numeric", "int", "integer", "float", "categorical", "date", "datetime")
 _KNOWN_KEYS = {"type", "lo", "hi", "integer", "weight", "values", "hierarchy", "name"}
-_KNOWN_KEYS |= {"nullable", "format", "decimals", "other"}
+_KNOWN_KEYS |= {"nullable", "format", "decimals", "float32", "other"}
 # Keys that only some types take (the first type names them in the message).
 _KEYS_FOR = {
     "format": ("date", "datetime"),
@@ -357,6 +358,7 @@ _KEYS_FOR = {
     "values": ("categorical",),
     "hierarchy": ("categorical",),
     "decimals": ("numeric", "int", "integer", "float"),
+    "float32": ("numeric", "int", "integer", "float"),
     "integer": ("numeric", "int", "integer", "float", "date", "datetime"),
 }
 

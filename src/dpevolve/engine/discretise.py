@@ -50,6 +50,7 @@ from dpevolve.engine.cells import (
     thinning,
     whole_atoms,
 )
+from dpevolve.engine.within import CellValues, draw_within
 from dpevolve.measurements import Domain
 
 
@@ -283,6 +284,7 @@ class Discretiser:
         thin: Mapping[str, tuple[int, ...]] | None = None,
         held: Mapping[str, tuple[int, ...]] | None = None,
         reach: Mapping[str, Mapping[int, tuple[float, float]]] | None = None,
+        within: Mapping[str, CellValues] | None = None,
     ) -> pd.DataFrame:
         """Coarse codes ``(rows, d)`` back to a table in schema order, declared types.
 
@@ -314,6 +316,9 @@ class Discretiser:
         math scores drew 1.2% of the rows 5 points past the data across the bin;
         alcohol's thin first bin of unemployment rates, rows 1.8 below the data
         across the margin's reach; :func:`~dpevolve.engine.tails.folded_ends`).
+        Within an interval cell, a value lands on a public table's repeated values
+        there at their share of its public rows (``within``:
+        :func:`~dpevolve.engine.within.draw_within`).
         """
         columns: dict[str, object] = {}
         for j, column in enumerate(self.schema.columns):
@@ -326,7 +331,8 @@ class Discretiser:
                     (held or {}).get(column.name, ()),
                     dict((reach or {}).get(column.name, {})),
                 )
-                values = self._values(column, c, rng, hist, rows, roles)
+                shape = (within or {}).get(column.name)
+                values = self._values(column, c, rng, hist, rows, roles, shape)
                 columns[column.name] = column.format(values)
             else:
                 columns[column.name] = _categorical(column, c)
@@ -340,6 +346,7 @@ class Discretiser:
         hist: np.ndarray | None,
         total: int | None,
         roles: BinRoles,
+        shape: CellValues | None,
     ) -> np.ndarray:
         cells = self.fine[column.name]
         weights = cell_weights(cells, hist)
@@ -360,6 +367,8 @@ class Discretiser:
             picked = inside[rng.choice(inside.size, size=rows.size, p=p)]
             lo, hi = cells.lo[picked], cells.hi[picked]
             value = _round_to(lo + rng.random(rows.size) * (hi - lo), cells.step)
+            if shape is not None:
+                value = draw_within(shape, picked, value, rng)
             # rounding may cross the bin's edge: keep the value in its (or the cell's) bin
             low, high = _bin_bounds(
                 edges, int(cells.coarse[picked[0]] if not own else b), cells.step

@@ -56,6 +56,7 @@ from dpevolve.engine.smoothing import decode_weights
 from dpevolve.engine.spec import EngineSpec
 from dpevolve.engine.tails import released_inward
 from dpevolve.engine.tree import Picks, spanning, tree_picks
+from dpevolve.engine.within import CellValues
 from dpevolve.engine.zoom import Span, release_zoom
 from dpevolve.measurements import (
     Clique,
@@ -108,6 +109,9 @@ class EngineResult:
         Per numeric column, the bins a public table shows data in (none without one):
         they hold data when the model's rows are decoded
         (:func:`~dpevolve.engine.tails.released_inward`).
+    within
+        Per numeric column, a public table's repeated values within its fine cells
+        (none without one): where decoded values land (:mod:`~dpevolve.engine.within`).
     """
 
     schema: Schema
@@ -120,6 +124,7 @@ class EngineResult:
     history: list[dict[str, Any]] = field(default_factory=list)
     refinement: Refinement | None = None
     public_bins: dict[str, tuple[int, ...]] | None = None
+    within: dict[str, CellValues] | None = None
 
     @property
     def events(self) -> tuple[Event, ...]:
@@ -144,7 +149,9 @@ class EngineResult:
         inward = released_inward(
             self.discretiser, self.model, marginals, fine, self.fine, self.public_bins
         )
-        return EngineModel(self.discretiser, fine, self.model, self.rows, self.refinement, inward)
+        return EngineModel(
+            self.discretiser, fine, self.model, self.rows, self.refinement, inward, self.within
+        )
 
 
 @dataclass
@@ -262,7 +269,7 @@ def run_engine(
         about["released_bins"] = {a: [float(e) for e in v] for a, v in placed.items()}
         ledger.add_metadata(engine=about)
     if given is not None:
-        given.count(run.discretiser)
+        given.read(run.discretiser)
     _release_ones(run, schedule)
     _release_rules(run, schedule.atom_rules, fine, about)
     model = _first_fit(run, domain, build(domain, n, chosen), given, about)
@@ -271,6 +278,7 @@ def run_engine(
     result = EngineResult(
         schema, run.discretiser, run.measurements, fine, ledger, model, n, history,
         public_bins=given.value_bins(run.discretiser) if given is not None else None,
+        within=given.within if given is not None else None,
     )  # fmt: skip
     if schedule.pe > 0:
         stage = StageInputs(

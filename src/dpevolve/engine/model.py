@@ -16,6 +16,7 @@ import pandas as pd
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.refine import SAMPLE_ROWS, Refinement, block_sizes
 from dpevolve.engine.tails import Fold
+from dpevolve.engine.within import CellValues
 from dpevolve.measurements import Estimator
 
 
@@ -39,6 +40,9 @@ class EngineModel:
         inward (:class:`~dpevolve.engine.tails.Fold`).
     refinement
         The PE stage's reweighting of the model's rows (:mod:`~dpevolve.engine.refine`).
+    within
+        Per numeric column, a public table's repeated values within its fine cells,
+        where values land (:mod:`~dpevolve.engine.within`; public facts).
     """
 
     discretiser: Discretiser
@@ -47,6 +51,8 @@ class EngineModel:
     rows: int
     refinement: Refinement | None = None
     inward: Mapping[str, Fold] = field(default_factory=dict)
+    # a default, not a factory: a model saved without it decodes as before
+    within: Mapping[str, CellValues] | None = None
 
     def sample(self, rows: int | None, rng: np.random.Generator) -> pd.DataFrame:
         """``rows`` (default ``n``) fresh rows drawn from the model (post-processing):
@@ -83,5 +89,5 @@ class EngineModel:
         held = {name: fold.held for name, fold in folds}
         reach = {name: {b: (lo, hi) for b, lo, hi in fold.reach} for name, fold in folds}
         return self.discretiser.decode(
-            codes, rng, dict(self.fine), self.rows, ends, thin, held, reach
+            codes, rng, dict(self.fine), self.rows, ends, thin, held, reach, self.within
         )

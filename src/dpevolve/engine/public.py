@@ -48,9 +48,10 @@ import pandas as pd
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine.bins import ATOM_SHARE, LOOSE, TAIL, atom_bins, loose_edges, spikes
-from dpevolve.engine.discretise import Discretiser, value_step
+from dpevolve.engine.discretise import Discretiser, atom_tolerance, value_step
 from dpevolve.engine.measure import count_marginals
 from dpevolve.engine.spec import PUBLIC_PRIORS, EngineSpec
+from dpevolve.engine.within import CellValues, cell_values
 from dpevolve.measurements import Clique, Domain, Estimator, MarginalQuery, Measurement
 from dpevolve.privacy import GaussianEvent
 
@@ -79,7 +80,7 @@ class PublicInputs:
     """A public table, validated, and what the engine takes from it.
 
     Build it with :meth:`of` before anything is released (a bad public table fails
-    first); :meth:`count` once the discretiser exists; :meth:`prior` once the 1-ways
+    first); :meth:`read` once the discretiser exists; :meth:`prior` once the 1-ways
     are released; :meth:`facts` for the ledger.
     """
 
@@ -92,6 +93,9 @@ class PublicInputs:
     #: numeric column: each a cell of its column's fine partition
     #: (``Discretiser(..., atoms=...)``), so it decodes to itself.
     atoms: dict[str, list[float]] | None = None
+    #: Per numeric column, the public repeated values within its fine cells, where
+    #: decoded values land (:mod:`~dpevolve.engine.within`; set by :meth:`read`).
+    within: dict[str, CellValues] | None = None
 
     @classmethod
     def of(cls, public: pd.DataFrame, schema: Schema, spec: EngineSpec) -> PublicInputs:
@@ -123,8 +127,17 @@ class PublicInputs:
             out[column.name] = tuple(int(b) for b in np.flatnonzero(counts >= TAIL * self.rows))
         return out
 
-    def count(self, discretiser: Discretiser) -> None:
-        """The prior's public counts (nothing when the spec has no prior)."""
+    def read(self, discretiser: Discretiser) -> None:
+        """What the engine takes from the public table once the bins are placed: its
+        repeated values within the fine cells (:attr:`within`) and the prior's counts
+        (none when the spec has no prior)."""
+        self.within = {}
+        for column in discretiser.numeric:
+            values = pd.to_numeric(self.frame[column.name], errors="coerce").to_numpy(float)
+            cells = discretiser.fine[column.name]
+            found = cell_values(cells, _on_grid(values, value_step(column)), atom_tolerance(column))
+            if found is not None:
+                self.within[column.name] = found
         if self.spec.public_prior != "off" and self.rows > 0:
             pairs = self.spec.public_prior == "tree"
             self.counts = public_counts(self.frame, self.schema, discretiser, pairs)
@@ -146,6 +159,7 @@ class PublicInputs:
             "rows": self.rows,
             "privacy": "public input: no budget, not a release",
             "bins": {name: [float(e) for e in edges] for name, edges in self.edges.items()},
+            "values_within_cells": sorted(self.within or {}),
         }
         if prior is not None:
             out["prior"] = {
@@ -217,12 +231,19 @@ def public_atoms(values: np.ndarray, step: float | None) -> list[tuple[float, fl
     index = np.flatnonzero(heavy)
     index = index[np.argsort(-counts[index], kind="stable")]
     picked = found[index]
-    if step is not None:  # on the grid, as the fine partition codes values (float32 4.2: 4.2)
-        picked = np.round(np.round(picked / step) * step, max(0, round(-math.log10(step))))
+    picked = _on_grid(picked, step)
     shares: dict[float, float] = {}  # values the grid makes one share their rows
     for v, c in zip(picked, counts[index], strict=True):
         shares[float(v)] = shares.get(float(v), 0.0) + float(c) / values.size
     return sorted(shares.items(), key=lambda item: -item[1])
+
+
+def _on_grid(values: np.ndarray, step: float | None) -> np.ndarray:
+    """Values on the grid of ``step``, as the fine partition codes them (float32 4.2
+    written 4.19999980926514: 4.2)."""
+    if step is None:
+        return values
+    return np.asarray(np.round(np.round(values / step) * step, max(0, round(-math.log10(step)))))
 
 
 def public_counts(

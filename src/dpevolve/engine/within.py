@@ -1,0 +1,102 @@
+"""Where a value lies within its fine cell: evenly, or at a public table's repeated values.
+
+A decoded value first picks a fine cell of its bin (from the released fine histogram),
+then a point in it: evenly over an interval cell. Many real columns hold few distinct
+values, each below the share that makes it an atom of its own (a state's beer tax,
+repeated over all its residents: 40 values of about 2% each; a chain's number of
+locations), and a value drawn evenly misses them all, so no synthetic value equals a real
+one and every measure read at those values (deciles, the label's rate at a value) loses
+what a real sample keeps. A public table shows them: within each interval cell, a public
+value met at least :data:`REPEATED` times is drawn with the share of the cell's public
+rows it holds; the rest of the cell is drawn evenly, as before.
+
+The cells' masses stay the released histogram's; only the position within a cell is
+public (:class:`CellValues` holds public facts alone). docs/engine.md, Public data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpevolve.engine.cells import FineCells
+
+#: A public value met this often is a value of the column, not a draw of a continuous one
+#: that happens to be written down (two equal floats are no chance).
+REPEATED = 2
+
+
+@dataclass(frozen=True)
+class CellValues:
+    """The public table's repeated values of one numeric column, per interval cell.
+
+    ``cell[k]`` is the fine cell holding ``value[k]`` (ascending, then by value),
+    ``upto[k]`` the share of that cell's public rows at its repeated values up to
+    ``value[k]``. Public facts.
+    """
+
+    cell: np.ndarray
+    value: np.ndarray
+    upto: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return int(self.value.size)
+
+
+def cell_values(cells: FineCells, public: np.ndarray, tolerance: float) -> CellValues | None:
+    """The repeated values of ``public`` (one column's public values on its value grid)
+    within the interval cells of ``cells``: ``None`` where none holds one, or the
+    partition is a grid (every value a cell of its own). A value within ``tolerance``
+    of an atom is that atom's, not its interval's."""
+    first, stop = cells.atoms, cells.values
+    values, counts = np.unique(public[np.isfinite(public)], return_counts=True)
+    if cells.grid or stop <= first or values.size == 0:
+        return None
+    lo, hi = cells.lo[first:stop], cells.hi[first:stop]
+    at = np.clip(np.searchsorted(lo, values, side="right") - 1, 0, lo.size - 1)
+    inside = (values >= lo[at]) & ((values < hi[at]) | (values == hi[-1]))
+    if first:
+        inside &= _far_from(values, np.sort(cells.lo[:first]), tolerance)
+    rows = np.bincount(at[inside], weights=counts[inside], minlength=lo.size)
+    keep = inside & (counts >= REPEATED)
+    if not keep.any():
+        return None
+    at = at[keep]
+    return CellValues(at + first, values[keep], _upto(at, counts[keep] / rows[at]))
+
+
+def draw_within(
+    shape: CellValues, picked: np.ndarray, even: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """Values of rows whose fine cells are ``picked``: the public repeated value where a
+    uniform draw falls among its cell's shares, else ``even`` (drawn evenly over the
+    cell)."""
+    keys = shape.cell + shape.upto  # increasing: a cell's shares sum to at most 1
+    position = picked.astype(np.float64) + rng.random(picked.size)
+    k = np.searchsorted(keys, position, side="right")
+    hit = k < shape.size
+    hit[hit] = shape.cell[k[hit]] == picked[hit]
+    out = np.array(even, dtype=np.float64, copy=True)
+    out[hit] = shape.value[k[hit]]
+    return out
+
+
+def _far_from(values: np.ndarray, atoms: np.ndarray, tolerance: float) -> np.ndarray:
+    """Whether each value lies more than ``tolerance`` from every (sorted) atom."""
+    right = np.clip(np.searchsorted(atoms, values), 0, atoms.size - 1)
+    left = np.clip(right - 1, 0, atoms.size - 1)
+    gap = np.minimum(np.abs(values - atoms[left]), np.abs(values - atoms[right]))
+    return np.asarray(gap > tolerance)
+
+
+def _upto(cell: np.ndarray, share: np.ndarray) -> np.ndarray:
+    """Each value's share summed with those before it in its cell (``cell`` ascending)."""
+    total = np.cumsum(share)
+    first = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
+    before = np.repeat(total[first] - share[first], np.diff(np.r_[first, cell.size]))
+    return np.asarray(total - before)
+
+
+__all__ = ["REPEATED", "CellValues", "cell_values", "draw_within"]
