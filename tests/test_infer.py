@@ -34,6 +34,7 @@ from dpevolve.errors import InputError
         ((0.12, 0.87), False, (0, 1)),  # a share
         ((-5.2, 40.3), False, (-10, 45)),
         ((3, 5), True, (2, 6)),
+        ((-158.84, -0.21), False, (-180, 0)),  # a loss: never above 0
     ],
 )
 def test_round_outward_gives_ranges_a_person_can_check(public, integer, expected) -> None:
@@ -65,8 +66,10 @@ def test_round_outward_widens_by_the_margin_and_at_most_twice_it(
     assert out_lo >= lo - 2 * margin * span - slack
     assert out_hi <= hi + 2 * margin * span + slack
     # a bound moves by at least the margin unless it is natural (or held at 0)
-    if not is_natural_bound(hi, span):
+    if not is_natural_bound(hi, span) and not (hi < 0 and out_hi == 0):
         assert out_hi >= hi + margin * span - 1e-9 * max(1.0, abs(hi))
+    if hi < 0:
+        assert out_hi <= 0
     if not is_natural_bound(lo, span) and not (non_negative and out_lo == 0):
         assert out_lo <= lo - margin * span + 1e-9 * max(1.0, abs(lo))
     if non_negative:

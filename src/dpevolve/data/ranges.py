@@ -13,7 +13,9 @@ The range rule (:func:`round_outward`), for public extremes ``[lo, hi]`` with sp
   distance from the extreme to the 10th most extreme public value (:data:`TAIL_RANK`).
   A heavy tail (incomes, spend, weights) is where a private table of the same kind goes
   furthest past the public extreme, and its spread says how far;
-* the low end never goes below 0 when every public value is non-negative;
+* the low end never goes below 0 when every public value is non-negative, nor the high
+  end above 0 when every one is negative (a loss, a debt: ``[-158.84, -0.21]`` becomes
+  ``[-180, 0]``, not ``[-180, 20]``);
 * an integer column's bounds stay whole numbers (a step of at least 1, which can add
   up to 1 beyond the window when ``2 m S < 1``).
 
@@ -129,6 +131,8 @@ def round_outward(
         out_hi = float(hi)
     else:
         out_hi = _nice(hi + high, hi + 2 * high, up=True, min_step=min_step)
+        if hi < 0:  # every public value is negative: the high end stays <= 0
+            out_hi = min(out_hi, 0.0)
     return float(out_lo), float(out_hi)
 
 
