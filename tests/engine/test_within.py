@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,7 +12,7 @@ from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine import fit_engine
 from dpevolve.engine.discretise import Discretiser, atom_tolerance
-from dpevolve.engine.within import REPEATED, cell_values, draw_within
+from dpevolve.engine.within import REPEATED, SHAPE_ROWS, cell_values, draw_within, public_shape
 from dpevolve.privacy import Budget
 from dpevolve.privacy.noise import SeededNoise
 
@@ -93,7 +94,43 @@ def test_a_public_table_puts_values_on_the_columns_own_values() -> None:
     without = _fit(None)
     assert with_public.sample(rng=np.random.default_rng(0))["tax"].isin(rates).mean() > 0.9
     assert without.sample(rng=np.random.default_rng(0))["tax"].isin(rates).mean() < 0.5
-    assert with_public.ledger.metadata["engine"]["public"]["values_within_cells"] == ["tax"]
+    facts = with_public.ledger.metadata["engine"]["public"]
+    assert facts["values_within_cells"] == ["tax"] and facts["shape_within_bins"] == ["tax"]
     # the released model carries them: a saved model draws the same values
     model = with_public.released()
     assert model.within is not None and set(model.within) == {"tax"}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.floats(0.1, 1e4), st.floats(0.0, 1.0))
+def test_public_shape_keeps_each_bins_weight_and_leans_on_the_public_where_noise_rules(
+    seed: int, sigma: float, floored: float
+) -> None:
+    cells = _cells()
+    rng = np.random.default_rng(seed)
+    w = rng.uniform(0, 500, cells.size) * (rng.random(cells.size) > floored)
+    p = rng.integers(0, 8, cells.size).astype(float)
+    mass = rng.uniform(0, 300, 21) * (rng.random(21) > 0.3)
+    out = public_shape(w, p, cells, sigma, mass)
+    index = np.arange(cells.values)
+    for b in np.unique(cells.coarse[index]):
+        inside = index[cells.coarse[index] == b]
+        total, rows = w[inside].sum(), p[inside].sum()
+        assert np.all(out[inside] >= 0)
+        if inside.size < 2 or rows < SHAPE_ROWS or (total <= 0 and mass[b] <= 0):
+            np.testing.assert_array_equal(out[inside], w[inside])
+            continue
+        if total <= 0:  # nothing shown: the public shape whole, at the model's rows
+            np.testing.assert_allclose(out[inside], mass[b] * p[inside] / rows)
+            continue
+        assert out[inside].sum() == pytest.approx(total, rel=1e-9, abs=1e-9)
+        # a mix of the private shape and the public one, nearer the less noisy
+        target = p[inside] * total / rows
+        moved = np.abs(target - w[inside]) > 1e-6 * total
+        if not moved.any():
+            continue
+        share = (out[inside] - w[inside])[moved] / (target - w[inside])[moved]
+        assert np.allclose(share, share[0]) and 0 <= share[0] <= 1
+        noisy = inside.size * sigma**2 / total**2
+        if abs(noisy * rows - 1) > 1e-3:
+            assert (share[0] > 0.5) == (noisy > 1.0 / rows)

@@ -56,7 +56,7 @@ from dpevolve.engine.smoothing import decode_weights
 from dpevolve.engine.spec import EngineSpec
 from dpevolve.engine.tails import released_inward
 from dpevolve.engine.tree import Picks, spanning, tree_picks
-from dpevolve.engine.within import CellValues
+from dpevolve.engine.within import CellValues, public_shape
 from dpevolve.engine.zoom import Span, release_zoom
 from dpevolve.measurements import (
     Clique,
@@ -109,9 +109,10 @@ class EngineResult:
         Per numeric column, the bins a public table shows data in (none without one):
         they hold data when the model's rows are decoded
         (:func:`~dpevolve.engine.tails.released_inward`).
-    within
-        Per numeric column, a public table's repeated values within its fine cells
-        (none without one): where decoded values land (:mod:`~dpevolve.engine.within`).
+    within, public_fine
+        Per numeric column, a public table's repeated values within its fine cells and
+        its rows in each cell (none without one): where decoded values land
+        (:mod:`~dpevolve.engine.within`).
     """
 
     schema: Schema
@@ -125,6 +126,7 @@ class EngineResult:
     refinement: Refinement | None = None
     public_bins: dict[str, tuple[int, ...]] | None = None
     within: dict[str, CellValues] | None = None
+    public_fine: dict[str, np.ndarray] | None = None
 
     @property
     def events(self) -> tuple[Event, ...]:
@@ -139,12 +141,14 @@ class EngineResult:
 
     def released(self) -> EngineModel:
         """The part that draws rows (released values and public facts only)."""
-        fine = {
-            name: decode_weights(
-                m.noisy, m.sigma, self.discretiser.fine[name], name in self.discretiser.moved
-            )
-            for name, m in self.fine.items()
-        }
+        public = self.public_fine or {}
+        fine: dict[str, np.ndarray] = {}
+        for name, m in self.fine.items():
+            cells = self.discretiser.fine[name]
+            fine[name] = decode_weights(m.noisy, m.sigma, cells, name in self.discretiser.moved)
+            if name in public:  # the model's rows per bin weigh a bin its cells show nothing in
+                mass = np.asarray(self.model.answer((name,)), dtype=np.float64)
+                fine[name] = public_shape(fine[name], public[name], cells, float(m.sigma), mass)
         marginals = self.measurements.marginals()
         inward = released_inward(
             self.discretiser, self.model, marginals, fine, self.fine, self.public_bins
@@ -279,6 +283,7 @@ def run_engine(
         schema, run.discretiser, run.measurements, fine, ledger, model, n, history,
         public_bins=given.value_bins(run.discretiser) if given is not None else None,
         within=given.within if given is not None else None,
+        public_fine=given.fine if given is not None else None,
     )  # fmt: skip
     if schedule.pe > 0:
         stage = StageInputs(

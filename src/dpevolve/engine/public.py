@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpevolve.data.encoding import encode
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine.bins import ATOM_SHARE, LOOSE, TAIL, atom_bins, loose_edges, spikes
@@ -96,6 +97,9 @@ class PublicInputs:
     #: Per numeric column, the public repeated values within its fine cells, where
     #: decoded values land (:mod:`~dpevolve.engine.within`; set by :meth:`read`).
     within: dict[str, CellValues] | None = None
+    #: Per numeric column, the public rows in each of its fine cells: the shape values
+    #: take within a bin (:func:`~dpevolve.engine.within.public_shape`; set by :meth:`read`).
+    fine: dict[str, np.ndarray] | None = None
 
     @classmethod
     def of(cls, public: pd.DataFrame, schema: Schema, spec: EngineSpec) -> PublicInputs:
@@ -129,12 +133,15 @@ class PublicInputs:
 
     def read(self, discretiser: Discretiser) -> None:
         """What the engine takes from the public table once the bins are placed: its
-        repeated values within the fine cells (:attr:`within`) and the prior's counts
-        (none when the spec has no prior)."""
-        self.within = {}
+        counts per fine cell (:attr:`fine`), its repeated values within the cells
+        (:attr:`within`) and the prior's counts (none when the spec has no prior)."""
+        self.within, self.fine = {}, {}
+        records = encode(self.frame, self.schema)
         for column in discretiser.numeric:
-            values = pd.to_numeric(self.frame[column.name], errors="coerce").to_numpy(float)
+            codes = discretiser.fine_codes(records, column.name)
             cells = discretiser.fine[column.name]
+            self.fine[column.name] = np.bincount(codes, minlength=cells.size).astype(float)
+            values = pd.to_numeric(self.frame[column.name], errors="coerce").to_numpy(float)
             found = cell_values(cells, _on_grid(values, value_step(column)), atom_tolerance(column))
             if found is not None:
                 self.within[column.name] = found
@@ -159,6 +166,7 @@ class PublicInputs:
             "rows": self.rows,
             "privacy": "public input: no budget, not a release",
             "bins": {name: [float(e) for e in edges] for name, edges in self.edges.items()},
+            "shape_within_bins": sorted(self.fine or {}),
             "values_within_cells": sorted(self.within or {}),
         }
         if prior is not None:
