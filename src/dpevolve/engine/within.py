@@ -13,7 +13,7 @@ both steps use it too (free: public facts, and the released values as they are):
   ``1 / P`` (``P`` public rows in the bin). The bin's weight stays ``W``; a bin whose
   cells show nothing takes the public shape whole, at the model's rows in it (a
   column's first bin [10, 43.5], 65% of the rows, each one-year cell under the noise,
-  had its rows spread under a falling density down to 6, past the data's 18).
+  had its rows spread under a falling density down to 10, past the data's 18).
 * **Where in the cell** (:func:`draw_within`). Many real columns hold few distinct
   values, each below the share that makes it an atom of its own (a state's beer tax,
   repeated over all its residents: 40 values of about 2% each; a chain's number of
