@@ -183,6 +183,34 @@ def test_missing_words_and_comma_numbers_are_named_never_silently_missing(
     assert report.rows_out == 2 and np.isnan(frame["a"].iloc[1])
 
 
+def test_census_n_for_not_applicable_reads_as_missing_unless_a_column_means_no(
+    tmp_path: Path, capsys
+) -> None:
+    """The ACS microdata write "N" for not applicable: an income column of numbers and
+    N is a nullable number, not 900 categories; where another column holds N among other
+    texts (Y/N), N is a value there and no missing word anywhere."""
+    rows = [f"{'N' if k % 7 == 0 else 1000 * k},{k % 4}" for k in range(60)]
+    public = tmp_path / "acs.csv"
+    public.write_text("income,kids\n" + "\n".join(rows) + "\n")
+    out = tmp_path / "s.yaml"
+    code, err = _cli(["schema", "infer", public, "-o", out], capsys)
+    assert code == 0, err
+    schema = Schema.load(out)
+    assert schema.na_values == ("N",)
+    income = schema["income"]
+    assert isinstance(income, NumericColumn) and income.nullable and income.integer
+    yes_no = tmp_path / "yn.csv"
+    yes_no.write_text(
+        "income,owns\n"
+        + "\n".join(f"{r.split(',')[0]},{'Y' if k % 2 else 'N'}" for k, r in enumerate(rows))
+        + "\n"
+    )
+    out2 = tmp_path / "s2.yaml"
+    code, err = _cli(["schema", "infer", yes_no, "-o", out2], capsys)
+    assert code == 0, err
+    assert Schema.load(out2).na_values == ()
+
+
 def test_schema_infer_declares_what_reads_back(tmp_path: Path, capsys) -> None:
     public = tmp_path / "public.csv"
     rows = [f"{k % 3 + 1},0{k % 3 + 1},{'NA' if k == 4 else k},x" for k in range(30)]

@@ -57,9 +57,10 @@ NUMBER = re.compile(
 #: A number written with a comma (``12,5``; ``12,500``): not a number here.
 COMMA_NUMBER = re.compile(r"\s*[+-]?[0-9]+(?:,[0-9]+)+\s*", re.ASCII)
 
-#: Texts that often mean "missing", and do here only when the schema lists them.
+#: Texts that often mean "missing", and do here only when the schema lists them ("N":
+#: the US Census Bureau's "not applicable", as in the ACS microdata).
 MISSING_WORDS = frozenset(
-    "NA N/A n/a na NaN nan null NULL Null None none - ? #N/A <NA> . missing NaT".split()
+    "NA N/A n/a na N NaN nan null NULL Null None none - ? #N/A <NA> . missing NaT".split()
 )
 
 # pandas' spellings of booleans (``read_csv``'s defaults).
