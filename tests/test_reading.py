@@ -209,6 +209,22 @@ def test_census_n_for_not_applicable_reads_as_missing_unless_a_column_means_no(
     code, err = _cli(["schema", "infer", yes_no, "-o", out2], capsys)
     assert code == 0, err
     assert Schema.load(out2).na_values == ()
+    # the label is never missing: its N (no decile) is one of its classes
+    labelled = tmp_path / "decile.csv"
+    labelled.write_text(
+        "income,decile\n"
+        + "\n".join(
+            f"{r.split(',')[0]},{'N' if k % 7 == 0 else k % 10}" for k, r in enumerate(rows)
+        )
+        + "\n"
+    )
+    out3 = tmp_path / "s3.yaml"
+    code, err = _cli(["schema", "infer", labelled, "-o", out3, "--label", "decile"], capsys)
+    assert code == 0, err
+    inferred = Schema.load(out3)
+    assert inferred.na_values == () and "N" in inferred["decile"].values
+    _, report = inferred.validate(read_table(labelled))
+    assert report.rows_out == 60
 
 
 def test_schema_infer_declares_what_reads_back(tmp_path: Path, capsys) -> None:

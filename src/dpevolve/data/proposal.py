@@ -106,7 +106,9 @@ def propose_columns(
     columns: list[Column | IdentifierColumn] = []
     ranges: dict[str, tuple[float, float]] = {}
     notes: list[str] = []
-    words = _missing_words(public, na_values, categorical)
+    # the label is never missing: a word among its codes (N: no decile) is one of its values
+    kept = (*categorical, label) if label is not None else tuple(categorical)
+    words = _missing_words(public, na_values, kept)
     if words:
         na_values = (*na_values, *words)
         notes.append(
