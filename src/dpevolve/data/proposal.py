@@ -106,9 +106,7 @@ def propose_columns(
     columns: list[Column | IdentifierColumn] = []
     ranges: dict[str, tuple[float, float]] = {}
     notes: list[str] = []
-    # the label is never missing: a word among its codes (N: no decile) is one of its values
-    kept = (*categorical, label) if label is not None else tuple(categorical)
-    words = _missing_words(public, na_values, kept)
+    words = _missing_words(public, na_values, categorical, label)
     if words:
         na_values = (*na_values, *words)
         notes.append(
@@ -190,14 +188,20 @@ def _numeric_column(
 
 
 def _missing_words(
-    public: pd.DataFrame, na_values: Sequence[str], categorical: Sequence[str]
+    public: pd.DataFrame,
+    na_values: Sequence[str],
+    categorical: Sequence[str],
+    label: str | None = None,
 ) -> list[str]:
     """Common missing words (:data:`~dpevolve.data.cells.MISSING_WORDS`) that stand for
     missing in the public table: each fills the gaps of a column whose other cells are
     numbers, and no column holds it among other values. Declared in ``na_values``, they
-    read as missing in the private table too (a word not listed is not a number)."""
+    read as missing in the private table too (a word not listed is not a number). The
+    ``label`` is never missing: a word among its codes (NIST's income deciles: N) is one
+    of its values, as in a ``categorical`` column."""
     found: set[str] = set()
     held: set[str] = set()
+    kept = {*map(str, categorical), *([str(label)] if label is not None else [])}
     for name in public.columns:
         cells = read_cells(public[name], na_values)
         assert cells.texts is not None
@@ -208,7 +212,7 @@ def _missing_words(
             if not COMMA_NUMBER.fullmatch(t)
         }  # numbers with a comma are refused later, by name
         numbers = bool((~np.isnan(cells.numbers[present])).any())
-        if texts and texts <= MISSING_WORDS and numbers and str(name) not in categorical:
+        if texts and texts <= MISSING_WORDS and numbers and str(name) not in kept:
             found |= texts
         else:
             held |= texts
