@@ -8,10 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dpevolve.data.encoding import encode
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine import fit_engine
-from dpevolve.engine.discretise import Discretiser, atom_tolerance
+from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.within import REPEATED, SHAPE_ROWS, cell_values, draw_within, public_shape
 from dpevolve.privacy import Budget
 from dpevolve.privacy.noise import SeededNoise
@@ -20,8 +21,17 @@ COLUMN = NumericColumn("tax", 0.0, 3.0, decimals=3)
 SCHEMA = Schema((COLUMN, CategoricalColumn("y", ("no", "yes"))), label="y")
 
 
+DISCRETISER = Discretiser(SCHEMA, 20, 128)
+
+
 def _cells():
-    return Discretiser(SCHEMA, 20, 128).fine["tax"]
+    return DISCRETISER.fine["tax"]
+
+
+def _codes(public: np.ndarray) -> np.ndarray:
+    """The fine cells the discretiser codes ``public`` tax values in."""
+    frame = pd.DataFrame({"tax": public, "y": "no"})
+    return DISCRETISER.fine_codes(encode(frame, SCHEMA), "tax")
 
 
 @settings(max_examples=60, deadline=None)
@@ -31,11 +41,11 @@ def test_cell_values_are_the_repeated_public_values_with_their_share_of_each_cel
 ) -> None:
     cells = _cells()
     public = np.array(thousandths, dtype=float) / 1000.0
-    found = cell_values(cells, public, atom_tolerance(COLUMN))
-    values, counts = np.unique(public, return_counts=True)
-    atoms = cells.lo[: cells.atoms]
-    interval = ~np.isin(values, atoms)
-    expected = values[interval & (counts >= REPEATED)]
+    codes = _codes(public)
+    found = cell_values(cells, codes, public)
+    interval = (codes >= cells.atoms) & (codes < cells.values)
+    values, counts = np.unique(public[interval], return_counts=True)
+    expected = values[counts >= REPEATED]
     if found is None:
         assert expected.size == 0
         return
@@ -44,11 +54,9 @@ def test_cell_values_are_the_repeated_public_values_with_their_share_of_each_cel
     for k in range(found.size):
         i, v = found.cell[k], found.value[k]
         last = i == cells.values - 1
-        assert cells.lo[i] <= v and (v < cells.hi[i] or (last and v == cells.hi[i]))
-        # the cell's public rows: every public value in it but the atoms'
-        below = (public < cells.hi[i]) | (last & (public == cells.hi[i]))
-        inside = (public >= cells.lo[i]) & below
-        inside &= ~np.isin(public, atoms)
+        # in its cell, up to the float error the discretiser codes edges with
+        assert cells.lo[i] - 1e-9 <= v and (v < cells.hi[i] + 1e-9 or last)
+        inside = codes == i  # the cell's public rows (an atom's value is the atom's)
         upto = public[inside & (public <= v) & np.isin(public, expected)].size / inside.sum()
         assert abs(found.upto[k] - upto) < 1e-12
 
@@ -59,7 +67,7 @@ def test_draws_land_on_the_public_values_at_their_shares_else_evenly() -> None:
     a, b = round(lo + 0.25 * (hi - lo), 3), round(lo + 0.75 * (hi - lo), 3)
     # in the cell: 5 rows at a, 3 at b, 2 once each; another cell holds no repeat
     public = np.array([a] * 5 + [b] * 3 + [lo + 0.1 * (hi - lo), lo + 0.9 * (hi - lo), 0.01])
-    found = cell_values(cells, public, atom_tolerance(COLUMN))
+    found = cell_values(cells, _codes(public), public)
     assert found is not None and found.size == 2
     rng = np.random.default_rng(0)
     picked = np.repeat([cells.atoms + 40, cells.atoms + 41], 20_000)

@@ -49,7 +49,7 @@ from dpevolve.data.encoding import encode
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine.bins import ATOM_SHARE, LOOSE, TAIL, atom_bins, loose_edges, spikes
-from dpevolve.engine.discretise import Discretiser, atom_tolerance, value_step
+from dpevolve.engine.discretise import Discretiser, value_step
 from dpevolve.engine.measure import count_marginals
 from dpevolve.engine.spec import PUBLIC_PRIORS, EngineSpec
 from dpevolve.engine.within import CellValues, cell_values
@@ -142,7 +142,7 @@ class PublicInputs:
             cells = discretiser.fine[column.name]
             self.fine[column.name] = np.bincount(codes, minlength=cells.size).astype(float)
             values = pd.to_numeric(self.frame[column.name], errors="coerce").to_numpy(float)
-            found = cell_values(cells, _on_grid(values, value_step(column)), atom_tolerance(column))
+            found = cell_values(cells, codes, _on_grid(values, value_step(column)))
             if found is not None:
                 self.within[column.name] = found
         if self.spec.public_prior != "off" and self.rows > 0:

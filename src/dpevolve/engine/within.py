@@ -60,26 +60,23 @@ class CellValues:
         return int(self.value.size)
 
 
-def cell_values(cells: FineCells, public: np.ndarray, tolerance: float) -> CellValues | None:
-    """The repeated values of ``public`` (one column's public values on its value grid)
-    within the interval cells of ``cells``: ``None`` where none holds one, or the
-    partition is a grid (every value a cell of its own). A value within ``tolerance``
-    of an atom is that atom's, not its interval's."""
-    first, stop = cells.atoms, cells.values
-    values, counts = np.unique(public[np.isfinite(public)], return_counts=True)
-    if cells.grid or stop <= first or values.size == 0:
+def cell_values(cells: FineCells, codes: np.ndarray, public: np.ndarray) -> CellValues | None:
+    """The repeated values of one column's ``public`` values (on its value grid), each
+    in the fine cell ``codes`` gives it (the discretiser's coding: an atom's value is
+    the atom's, not its interval's), within the interval cells of ``cells``: ``None``
+    where none holds one, or the partition is a grid (every value a cell of its own)."""
+    interval = (codes >= cells.atoms) & (codes < cells.values) & np.isfinite(public)
+    if cells.grid or not interval.any():
         return None
-    lo, hi = cells.lo[first:stop], cells.hi[first:stop]
-    at = np.clip(np.searchsorted(lo, values, side="right") - 1, 0, lo.size - 1)
-    inside = (values >= lo[at]) & ((values < hi[at]) | (values == hi[-1]))
-    if first:
-        inside &= _far_from(values, np.sort(cells.lo[:first]), tolerance)
-    rows = np.bincount(at[inside], weights=counts[inside], minlength=lo.size)
-    keep = inside & (counts >= REPEATED)
+    rows = np.bincount(codes[interval], minlength=cells.size)
+    pairs, counts = np.unique(
+        np.stack([codes[interval].astype(np.float64), public[interval]]), axis=1, return_counts=True
+    )
+    keep = counts >= REPEATED
     if not keep.any():
         return None
-    at = at[keep]
-    return CellValues(at + first, values[keep], _upto(at, counts[keep] / rows[at]))
+    at = pairs[0, keep].astype(np.int64)
+    return CellValues(at, pairs[1, keep], _upto(at, counts[keep] / rows[at]))
 
 
 def draw_within(
@@ -126,14 +123,6 @@ def public_shape(
         share = noisy / (noisy + 1.0 / rows)
         out[inside] = (1.0 - share) * out[inside] + share * total * counts[inside] / rows
     return out
-
-
-def _far_from(values: np.ndarray, atoms: np.ndarray, tolerance: float) -> np.ndarray:
-    """Whether each value lies more than ``tolerance`` from every (sorted) atom."""
-    right = np.clip(np.searchsorted(atoms, values), 0, atoms.size - 1)
-    left = np.clip(right - 1, 0, atoms.size - 1)
-    gap = np.minimum(np.abs(values - atoms[left]), np.abs(values - atoms[right]))
-    return np.asarray(gap > tolerance)
 
 
 def _upto(cell: np.ndarray, share: np.ndarray) -> np.ndarray:
