@@ -322,3 +322,38 @@ def test_heaped_weekly_hours_stay_numeric_and_few_codes_categorical() -> None:
     schema = infer_schema(public).schema
     assert isinstance(schema["hours"], NumericColumn) and schema["hours"].integer
     assert isinstance(schema["rating"], CategoricalColumn)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, 3),
+    st.lists(st.integers(1, 400), min_size=2, max_size=11),
+    st.integers(1, 30),
+    st.sampled_from([0, 1, 2]),
+)
+def test_few_whole_numbers_with_a_rare_top_are_an_open_count(low, seen, top, gaps) -> None:
+    """Children per family, family sizes: 4-12 values from 0 up with every (or nearly
+    every) whole number between and the largest seen fewer than 10 times read as a
+    number, widened past the top by at least the public span; codes whose top is
+    common, or that skip most whole numbers, stay categories."""
+    counts = [*seen, top]
+    values = low + np.arange(len(counts)) * (1 + gaps)
+    public = pd.DataFrame({"x": np.repeat(values, counts), "y": "a"})
+    column = infer_schema(public, label="y").schema["x"]
+    fill = len(counts) / (values[-1] - values[0] + 1)
+    open_count = len(counts) >= 4 and fill >= 0.75 and top < 10
+    assert isinstance(column, NumericColumn) == open_count
+    if open_count:
+        assert isinstance(column, NumericColumn) and column.integer and column.lo <= low
+        assert column.hi >= values[-1] + (values[-1] - values[0])
+
+
+def test_a_private_count_past_the_public_top_is_a_number_not_other() -> None:
+    # teens per household in happiness: 0-4 in public rows, a 7 among the private ones
+    teens = np.repeat([0, 1, 2, 3, 4], [600, 70, 20, 15, 3])
+    public = pd.DataFrame({"teens": teens, "y": ["a", "b"] * (teens.size // 2)})
+    schema = infer_schema(public, label="y").schema
+    assert isinstance(schema["teens"], NumericColumn)
+    private = pd.DataFrame({"teens": [7, 0], "y": ["a", "b"]})
+    frame, report = schema.validate(private)
+    assert frame["teens"].tolist() == [7, 0] and not report.changed

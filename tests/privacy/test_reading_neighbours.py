@@ -108,8 +108,9 @@ def test_neighbouring_tables_read_alike(tmp_path: Path, case: str) -> None:
 def test_the_default_flow_reads_one_odd_cell_as_one_row(tmp_path: Path) -> None:
     """``schema infer`` on a public table declares an integer column with a rare value a
     categorical with ``other: true``; the public table reads back valid under it, and one
-    private ``7.5`` sends that row alone to ``(other)`` (it moved every row once)."""
-    codes = [str(p + 1) for p in PICKS] + ["4"]  # 4 is rare: an 'other' bucket
+    private ``7.5`` sends that row alone to ``(other)`` (it moved every row once). The
+    rare value is the lowest: a rare top would make the codes an open count, a number."""
+    codes = [str(p + 2) for p in PICKS] + ["1"]  # 1 is rare: an 'other' bucket
     public = tmp_path / "public.csv"
     _csv(public, "code", codes, [*AGES, "30"])
     code, stderr = run_cli(["schema", "infer", public, "-o", tmp_path / "schema.yaml"])
@@ -120,7 +121,7 @@ def test_the_default_flow_reads_one_odd_cell_as_one_row(tmp_path: Path) -> None:
     assert column.declared == (1, 2, 3, 4)
     code, stderr = run_cli(["schema", "check", public, "-s", tmp_path / "schema.yaml"])
     assert code == 0, stderr
-    private = [str(p + 1) for p in PICKS]
+    private = [str(p + 2) for p in PICKS]
     keys = []
     for k, cells in enumerate((private, ["7.5", *private[1:]])):
         path = tmp_path / f"private{k}.csv"

@@ -14,7 +14,9 @@
   at least :data:`COUNT_FILL` of the span between the smallest and the largest: ages
   25-64, counts, weekly hours heaped on round values),
   which stays numeric: its order carries the relations, and 40 categories carry 40
-  cells of noise;
+  cells of noise; so does an open count (at least 4 non-negative values filling most of
+  their span, the largest rare: children per family), whose next value up is a number,
+  not ``(other)``;
 * a categorical column other than the label gets ``other: true`` when its public data
   hold a rare value (seen fewer than :data:`RARE` times): a column with a tail of rare
   values likely has values the public data did not show (the Good-Turing estimate of
@@ -178,7 +180,12 @@ def _numeric_column(
     if not (values.nunique() > max_categories or not integral or _counts(as_float)):
         return None
     lo, hi = float(as_float.min()), float(as_float.max())
-    wide = round_outward(lo, hi, margin, lo >= 0, integral, tail_spreads(as_float))
+    below, above = tail_spreads(as_float)
+    open_top = integral and _open_count(as_float)
+    if open_top:
+        # the top the public rows saw is rare: the private rows likely reach past it
+        above = max(above, OPEN_REACH * (hi - lo))
+    wide = round_outward(lo, hi, margin, lo >= 0, integral, (below, above), open_top)
     decimals = None if integral else decimals_of(as_float)
     single = not integral and read_from_single(as_float)
     column = NumericColumn(
@@ -272,13 +279,42 @@ CODES = 12
 COUNT_FILL = 0.25
 
 
+#: An open count's public values fill at least this share of the whole numbers between
+#: its extremes (happiness' babies per household take 6 of 0-6; codes such as years of
+#: schooling 9, 12, 14, 16, 17, 20 take half).
+OPEN_FILL = 0.75
+
+#: An open count's high end widens by at least this share of its public span (the
+#: private rows of happiness' teens per household reach 7 where the public ones stop at 4).
+OPEN_REACH = 1.0
+
+#: An open count has at least this many values (a 0/1/2 column reads well as categories).
+OPEN_VALUES = 4
+
+
 def _counts(values: np.ndarray) -> bool:
     """Whether whole numbers look like a count or an age: more than :data:`CODES`
     distinct values filling at least :data:`COUNT_FILL` of the span between the
-    extremes."""
+    extremes, or an open count (:func:`_open_count`)."""
     distinct = np.unique(values)
     span = float(distinct[-1] - distinct[0]) + 1.0
-    return bool(distinct.size > CODES and distinct.size >= COUNT_FILL * span)
+    return bool(distinct.size > CODES and distinct.size >= COUNT_FILL * span) or _open_count(values)
+
+
+def _open_count(values: np.ndarray) -> bool:
+    """Whether few whole numbers are a count with an open top: :data:`OPEN_VALUES` to
+    :data:`CODES` non-negative values filling :data:`OPEN_FILL` of their span,
+    the largest seen fewer than :data:`RARE` times (children per family, family sizes
+    1-13). As categories the private table's next value up would be ``(other)``; as a
+    number it is a number."""
+    distinct, seen = np.unique(values, return_counts=True)
+    span = float(distinct[-1] - distinct[0]) + 1.0
+    return bool(
+        OPEN_VALUES <= distinct.size <= CODES
+        and distinct[0] >= 0
+        and distinct.size >= OPEN_FILL * span
+        and seen[-1] < RARE
+    )
 
 
 def _date_column(

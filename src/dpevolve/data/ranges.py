@@ -98,6 +98,7 @@ def round_outward(
     non_negative: bool,
     integer: bool = False,
     tails: tuple[float, float] = (0.0, 0.0),
+    open_top: bool = False,
 ) -> tuple[float, float]:
     """The declared range proposed for public extremes ``[lo, hi]`` (see the module).
 
@@ -127,7 +128,7 @@ def round_outward(
         out_lo = _nice(lo - low, lo - 2 * low, up=False, min_step=min_step)
         if non_negative:
             out_lo = max(out_lo, 0.0)
-    if is_natural_bound(hi, span) and hi > lo:
+    if is_natural_bound(hi, span) and hi > lo and not open_top:
         out_hi = float(hi)
     else:
         out_hi = _nice(hi + high, hi + 2 * high, up=True, min_step=min_step)
