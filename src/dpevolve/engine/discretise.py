@@ -294,7 +294,8 @@ class Discretiser:
         rounded to the column's integrality or ``decimals``). Without a histogram every
         fine cell of the bin is equally likely, weighted by its width. A bin whose cells
         all weigh nothing falls back to equal weights, unless ``rows`` (the private row
-        count, public) is given and the weights hold at least :data:`COVER` of it: then
+        count, public) is given and the value cells' weights hold at least :data:`COVER`
+        of the rows the missing cell's weight leaves: then
         equal weights on its cells within the weighted cells' span widened by
         :data:`MARGIN`, or the nearest weighted cell where none is, so no value lands
         far from where the released histogram shows data, except in a bin ``held``
@@ -353,7 +354,11 @@ class Discretiser:
         edges = self._edges[column.name]
         # per column, once: what the weights show, and whether they bound every bin
         whole = whole_atoms(cells, weights) if hist is not None else None
-        span = total is not None and hist is not None and weights.sum() >= COVER * total
+        # the rows holding a value: a column mostly missing has few, and its missing
+        # cell's weight says nothing of where they lie
+        held = float(weights[: cells.values].sum())
+        valued = None if total is None else total - (float(weights.sum()) - held)
+        span = valued is not None and hist is not None and held >= COVER * valued
         shown = shown_span(cells, weights)
         if total is None:  # without the row count, no end bins
             roles = BinRoles((), roles.thin, roles.held, {})

@@ -54,7 +54,7 @@ from dpevolve.engine.rounds import adaptive_rounds, grouping_facts
 from dpevolve.engine.select import candidates, weight
 from dpevolve.engine.smoothing import decode_weights
 from dpevolve.engine.spec import EngineSpec
-from dpevolve.engine.tails import released_inward
+from dpevolve.engine.tails import counted_weights, released_counts, released_inward
 from dpevolve.engine.tree import Picks, spanning, tree_picks
 from dpevolve.engine.within import CellValues, public_shape
 from dpevolve.engine.zoom import Span, release_zoom
@@ -141,15 +141,16 @@ class EngineResult:
 
     def released(self) -> EngineModel:
         """The part that draws rows (released values and public facts only)."""
-        public = self.public_fine or {}
+        public, marginals = self.public_fine or {}, self.measurements.marginals()
         fine: dict[str, np.ndarray] = {}
         for name, m in self.fine.items():
             cells = self.discretiser.fine[name]
-            fine[name] = decode_weights(m.noisy, m.sigma, cells, name in self.discretiser.moved)
+            weights = decode_weights(m.noisy, m.sigma, cells, name in self.discretiser.moved)
+            counts = released_counts(self.discretiser, name, marginals, m)
+            fine[name] = counted_weights(weights, cells, *counts)
             if name in public:  # the model's rows per bin weigh a bin its cells show nothing in
                 mass = np.asarray(self.model.answer((name,)), dtype=np.float64)
                 fine[name] = public_shape(fine[name], public[name], cells, float(m.sigma), mass)
-        marginals = self.measurements.marginals()
         inward = released_inward(
             self.discretiser, self.model, marginals, fine, self.fine, self.public_bins
         )

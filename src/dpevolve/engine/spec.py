@@ -241,7 +241,7 @@ class EngineSpec:
     bins: int = 20
     fine_share: float = 0.05
     atom_share: float = 0.03
-    zoom_share: float = 0.05
+    zoom_share: float = 0.0625
     fine_cells: int = 128
     oneway_share: float = 0.06
     rounds: int | None = None

@@ -25,9 +25,10 @@ partition is released: one pass, each row in one cell, so under replace-one a co
 counts move by at most ``sqrt(2)`` in L2 and each zoomed column is one discrete
 Gaussian (``zoom:<column>`` in the ledger, its ``level``), charged to the run's
 :class:`~dpevolve.engine.plan.Spend` and appended to the measurement list. The plan's
-``zoom`` share (``EngineSpec.zoom_share``, public) is split evenly over at most
-:data:`LEVELS` levels, and a level's part evenly over the columns zooming at it; a level
-no column needs is not spent (the adaptive rounds' last round spends it). The refined
+``zoom`` share (``EngineSpec.zoom_share``, public) is split over at most
+:data:`LEVELS` levels (:data:`LEVEL_SHARES`: two fifths to each of the first two),
+and a level's part evenly over the columns zooming at it; a level no column needs is
+not spent (the adaptive rounds' last round spends it). The refined
 histogram then stands for the column's fine histogram: the bins are placed from it and
 values decoded with it.
 """
@@ -60,8 +61,13 @@ ZOOM = 0.25
 ROWS = 2.0
 
 #: At most this many zoom levels (a feature in ``[0, 1]`` declared on ``[-5, 4000]``
-#: sits in one of 128 cells, then in about 2 of the first zoom's 128).
-LEVELS = 2
+#: sits in one of 128 cells, then in about 2 of the first zoom's 128; a body 10 wide
+#: in a range widened to 2,000,000 by a few huge values needs the third).
+LEVELS = 3
+
+#: The zoom's ``rho`` per level: the first two alike, the third, which few columns need
+#: (a body 10 wide in a range widened to 2,000,000 by a few huge values), half as much.
+LEVEL_SHARES = (0.4, 0.4, 0.2)
 
 ZOOMED = "zoom:"
 """Prefix of the ledger label of a zoom release."""
@@ -78,6 +84,12 @@ def zoomable(discretiser: Discretiser) -> int:
     value (a public fact of the schema; the plan states the zoom's share only where one
     is, and none with a public table: its bins already sit where the data are)."""
     return sum(not cells.grid for cells in discretiser.fine.values())
+
+
+def level_share(level: int) -> float:
+    """The share of the zoom's ``rho`` level ``level`` (from 1) spends
+    (:data:`LEVEL_SHARES`)."""
+    return LEVEL_SHARES[level - 1]
 
 
 def zoom_cells(n: int, sigma: float, most: int) -> int:
@@ -136,12 +148,12 @@ def release_zoom(
     small part of its range; return the refined discretiser (from ``refine``) and the
     fine histograms with the zoomed columns' last release in place of their first.
 
-    ``rho`` (the plan's zoom share) goes to at most :data:`LEVELS` levels in equal parts,
-    each level's part to its zoomed columns in equal shares (module docstring); columns
-    in ``skip`` (placed from a public table) do not zoom. A level's cells
-    (:func:`zoom_cells`, at most ``most``: ``fine_cells``) are set at the noise of its
-    part split over the columns that would zoom at ``most`` cells; those that still
-    gain :data:`ZOOM` zoom.
+    ``rho`` (the plan's zoom share) goes to at most :data:`LEVELS` levels
+    (:func:`level_share`), each level's part to its zoomed columns in equal shares
+    (module docstring); columns in ``skip`` (placed from a public table) do not zoom.
+    A level's cells (:func:`zoom_cells`, at most ``most``: ``fine_cells``) are set at
+    the noise of its part split over the columns that would zoom at ``most`` cells;
+    those that still gain :data:`ZOOM` zoom.
     """
     if rho <= 0 or not fine:
         return discretiser, fine
@@ -153,7 +165,8 @@ def release_zoom(
         wanted = zoom_spans(discretiser, fine, n, columns, most)
         if not wanted:
             break
-        cells = zoom_cells(n, sigma_for(rho / LEVELS / len(wanted)), most)
+        part = level_share(level) * rho
+        cells = zoom_cells(n, sigma_for(part / len(wanted)), most)
         found = zoom_spans(discretiser, fine, n, list(wanted), cells)
         if not found:
             break
@@ -161,7 +174,7 @@ def release_zoom(
             spans.setdefault(name, []).append(span)
         columns = list(found)
         discretiser = refine(spans)
-        sigma = sigma_for(rho / LEVELS / len(columns))
+        sigma = sigma_for(part / len(columns))
         _, exact = count_marginals(source, discretiser, [], columns, backend=backend)
         for name in columns:
             event = marginal_event(sigma, ZOOMED + name)
@@ -177,11 +190,13 @@ def release_zoom(
 
 __all__ = [
     "LEVELS",
+    "LEVEL_SHARES",
     "ROWS",
     "ZOOM",
     "ZOOMED",
     "Refine",
     "Span",
+    "level_share",
     "release_zoom",
     "zoom_cells",
     "zoom_spans",
