@@ -67,7 +67,7 @@ import pytest
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import NumericColumn
 from dpevolve.data.sources import FrameSource, PrivateSource
-from dpevolve.engine import atoms, loop, rounds, select, zoom
+from dpevolve.engine import atoms, loop, model, rounds, select, zoom
 from dpevolve.engine.atom_rules import RULE, atom_columns
 from dpevolve.engine.atoms import ATOMS, release_atoms
 from dpevolve.engine.bins import released_edges, released_support
@@ -158,7 +158,7 @@ def exact_decoding(mp: pytest.MonkeyPatch) -> None:
     def weights(noisy, sigma, cells, tails=False):
         return decode_weights(exact[id(noisy)], sigma, cells, tails)
 
-    mp.setattr(loop, "decode_weights", weights)
+    mp.setattr(model, "decode_weights", weights)
 
 
 def private_values(source: PrivateSource, column: NumericColumn, index: int) -> np.ndarray:
@@ -253,7 +253,7 @@ def _span_inward(mp: pytest.MonkeyPatch, seen: dict[int, PrivateSource]) -> None
     """The decoding's span (tails.py) from the private column's min and max: the cells
     between them stand in for the released decoding weights."""
 
-    def inward(discretiser, model, measurements, weights, fine=None, public=None):
+    def inward(discretiser, fitted, measurements, weights, fine=None, public=None):
         source = seen[id(discretiser)]
         numeric = {c.name: (k, c) for k, c in enumerate(Layout.of(discretiser.schema).numeric)}
         bounded = {}
@@ -262,9 +262,9 @@ def _span_inward(mp: pytest.MonkeyPatch, seen: dict[int, PrivateSource]) -> None
             values = private_values(source, numeric[name][1], numeric[name][0])
             inside = (cells.hi >= values.min()) & (cells.lo <= values.max())
             bounded[name] = np.where(inside, 1.0, 0.0)[: np.asarray(w).size]
-        return released_inward(discretiser, model, measurements, bounded, fine, public)
+        return released_inward(discretiser, fitted, measurements, bounded, fine, public)
 
-    mp.setattr(loop, "released_inward", inward)
+    mp.setattr(model, "released_inward", inward)
 
 
 def private_inward(mp: pytest.MonkeyPatch) -> None:

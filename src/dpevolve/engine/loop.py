@@ -45,18 +45,16 @@ from dpevolve.engine.atoms import release_atoms
 from dpevolve.engine.bins import released_edges, released_support
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release
-from dpevolve.engine.model import EngineModel
+from dpevolve.engine.model import EngineModel, PublicFacts, released_model
 from dpevolve.engine.plan import Schedule, Spend
 from dpevolve.engine.public import PublicInputs, warm_start
 from dpevolve.engine.refine import Refinement, StageInputs, refine
 from dpevolve.engine.relations import relation_picks, relation_queries
 from dpevolve.engine.rounds import adaptive_rounds, grouping_facts
 from dpevolve.engine.select import candidates, weight
-from dpevolve.engine.smoothing import decode_weights
 from dpevolve.engine.spec import EngineSpec
-from dpevolve.engine.tails import counted_weights, released_counts, released_inward
 from dpevolve.engine.tree import Picks, spanning, tree_picks
-from dpevolve.engine.within import CellValues, public_shape
+from dpevolve.engine.within import CellValues
 from dpevolve.engine.zoom import Span, release_zoom
 from dpevolve.measurements import (
     Clique,
@@ -141,22 +139,10 @@ class EngineResult:
 
     def released(self) -> EngineModel:
         """The part that draws rows (released values and public facts only)."""
-        public, marginals = self.public_fine or {}, self.measurements.marginals()
-        fine: dict[str, np.ndarray] = {}
-        for name, m in self.fine.items():
-            cells = self.discretiser.fine[name]
-            weights = decode_weights(m.noisy, m.sigma, cells, name in self.discretiser.moved)
-            counts = released_counts(self.discretiser, name, marginals, m)
-            fine[name] = counted_weights(weights, cells, *counts)
-            if name in public:  # the model's rows per bin weigh a bin its cells show nothing in
-                mass = np.asarray(self.model.answer((name,)), dtype=np.float64)
-                fine[name] = public_shape(fine[name], public[name], cells, float(m.sigma), mass)
-        inward = released_inward(
-            self.discretiser, self.model, marginals, fine, self.fine, self.public_bins
-        )
-        return EngineModel(
-            self.discretiser, fine, self.model, self.rows, self.refinement, inward, self.within
-        )
+        return released_model(
+            self.discretiser, self.model, self.rows, self.measurements.marginals(), self.fine,
+            self.refinement, PublicFacts(self.public_bins, self.within, self.public_fine),
+        )  # fmt: skip
 
 
 @dataclass
