@@ -98,3 +98,12 @@ def cut_rule_accuracy(rows, test, cut: float = 2.8) -> float:
     keys = list(zip(test["tag"], test["x"] > cut, strict=True))
     guess = np.array([rule.get(key, False) for key in keys])
     return float(np.mean(guess == test["y"].eq("yes").to_numpy()))
+
+
+def ks_distance(a: np.ndarray, b: np.ndarray) -> float:
+    """The two-sample Kolmogorov-Smirnov distance: the largest gap between the
+    empirical distribution functions of ``a`` and ``b``."""
+    a, b = np.sort(a), np.sort(b)
+    grid = np.concatenate([a, b])
+    below_a = np.searchsorted(a, grid, "right") / a.size
+    return float(np.abs(below_a - np.searchsorted(b, grid, "right") / b.size).max())

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.engine.conftest import ks_distance
 
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
@@ -16,16 +17,6 @@ from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.model import public_ranks
 from dpevolve.privacy import Budget
 from dpevolve.privacy.noise import make_noise
-
-
-def _ks(a: np.ndarray, b: np.ndarray) -> float:
-    a, b = np.sort(a), np.sort(b)
-    grid = np.concatenate([a, b])
-    return float(
-        np.abs(
-            np.searchsorted(a, grid, "right") / a.size - np.searchsorted(b, grid, "right") / b.size
-        ).max()
-    )
 
 
 @settings(max_examples=60, deadline=None)
@@ -86,4 +77,4 @@ def test_a_mostly_missing_column_takes_the_public_shape() -> None:
         assert model.hidden is not None and "x" in model.hidden
         out = model.sample(4000, np.random.default_rng(seed))["x"].to_numpy(float)
         real = private["x"].to_numpy(float)
-        assert _ks(real[~np.isnan(real)], out[~np.isnan(out)]) < 0.12
+        assert ks_distance(real[~np.isnan(real)], out[~np.isnan(out)]) < 0.12
