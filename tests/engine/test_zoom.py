@@ -20,11 +20,11 @@ from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import FINE, marginal_event, sigma_for
 from dpevolve.engine.plan import Plan, Spend
 from dpevolve.engine.zoom import (
+    LEVEL_SHARES,
     LEVELS,
     ROWS,
     ZOOM,
     ZOOMED,
-    level_share,
     release_zoom,
     zoom_cells,
     zoom_spans,
@@ -201,7 +201,7 @@ def test_the_release_is_charged_at_the_formula_and_recorded() -> None:
     events = [e for e in ledger.events if e.label.startswith(ZOOMED)]
     first = [e for e in events if e.label in (ZOOMED + "a", ZOOMED + "k")][:2]
     assert {e.label for e in first} == {ZOOMED + "a", ZOOMED + "k"}  # level 1: a and k
-    assert all(math.isclose(e.sigma, sigma_for(level_share(1) * rho / 2)) for e in first)
+    assert all(math.isclose(e.sigma, sigma_for(LEVEL_SHARES[0] * rho / 2)) for e in first)
     assert ZOOMED + "g" not in {e.label for e in events}  # a grid: never
     assert spend.used <= rho * (1 + 1e-12)
     assert math.isclose(spend.used, sum(e.rho for e in events))
@@ -229,7 +229,7 @@ def test_the_plan_states_the_zoom_share() -> None:
 
 
 def test_the_levels_share_the_zoom_s_rho_the_third_least() -> None:
-    shares = [level_share(level) for level in range(1, LEVELS + 1)]
+    shares = list(LEVEL_SHARES)
     assert math.isclose(sum(shares), 1.0) and shares[0] == shares[1]
     assert all(a >= b for a, b in pairwise(shares))
 

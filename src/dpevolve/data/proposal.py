@@ -177,11 +177,11 @@ def _numeric_column(
             f"public column '{key}' holds infinite values: drop them, or declare the column by hand"
         )
     integral = bool(np.all(np.equal(np.round(as_float), as_float)))
-    if not (values.nunique() > max_categories or not integral or _counts(as_float)):
+    open_top = integral and _open_count(as_float)
+    if not (values.nunique() > max_categories or not integral or open_top or _counts(as_float)):
         return None
     lo, hi = float(as_float.min()), float(as_float.max())
     below, above = tail_spreads(as_float)
-    open_top = integral and _open_count(as_float)
     if open_top:
         # the top the public rows saw is rare: the private rows likely reach past it
         above = max(above, OPEN_REACH * (hi - lo))
@@ -295,10 +295,10 @@ OPEN_VALUES = 4
 def _counts(values: np.ndarray) -> bool:
     """Whether whole numbers look like a count or an age: more than :data:`CODES`
     distinct values filling at least :data:`COUNT_FILL` of the span between the
-    extremes, or an open count (:func:`_open_count`)."""
+    extremes."""
     distinct = np.unique(values)
     span = float(distinct[-1] - distinct[0]) + 1.0
-    return bool(distinct.size > CODES and distinct.size >= COUNT_FILL * span) or _open_count(values)
+    return bool(distinct.size > CODES and distinct.size >= COUNT_FILL * span)
 
 
 def _open_count(values: np.ndarray) -> bool:

@@ -356,9 +356,9 @@ class Discretiser:
         whole = whole_atoms(cells, weights) if hist is not None else None
         # the rows holding a value: a column mostly missing has few, and its missing
         # cell's weight says nothing of where they lie
-        held = float(weights[: cells.values].sum())
-        valued = None if total is None else total - (float(weights.sum()) - held)
-        span = valued is not None and hist is not None and held >= COVER * valued
+        weighed = float(weights[: cells.values].sum())
+        valued = None if total is None else total - (float(weights.sum()) - weighed)
+        span = valued is not None and hist is not None and weighed >= COVER * valued
         shown = shown_span(cells, weights)
         if total is None:  # without the row count, no end bins
             roles = BinRoles((), roles.thin, roles.held, {})

@@ -143,17 +143,17 @@ def released_model(
     given = public.fine or {}
     weights: dict[str, np.ndarray] = {}
     hidden: dict[str, np.ndarray] = {}
+    counts = {name: released_counts(discretiser, name, marginals, m) for name, m in fine.items()}
     for name, m in fine.items():
         cells = discretiser.fine[name]
         smooth = decode_weights(m.noisy, m.sigma, cells, name in discretiser.moved)
-        counts = released_counts(discretiser, name, marginals, m)
-        weights[name] = counted_weights(smooth, cells, *counts)
+        weights[name] = counted_weights(smooth, cells, *counts[name])
         if name in given:  # the model's rows per bin weigh a bin its cells show nothing in
             mass = np.asarray(model.answer((name,)), dtype=np.float64)
             weights[name] = public_shape(weights[name], given[name], cells, float(m.sigma), mass)
-            if not held_bins(*counts):
+            if not held_bins(*counts[name]):
                 hidden[name] = np.asarray(given[name], dtype=np.float64)
-    inward = released_inward(discretiser, model, marginals, weights, fine, public.bins)
+    inward = released_inward(discretiser, model, marginals, weights, fine, public.bins, counts)
     return EngineModel(
         discretiser, weights, model, rows, refinement, inward, public.within, hidden or None
     )

@@ -370,13 +370,15 @@ def released_inward(
     weights: Mapping[str, np.ndarray],
     fine: Mapping[str, Measurement] | None = None,
     public: Mapping[str, Collection[int]] | None = None,
+    counts: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> dict[str, Fold]:
     """Per numeric column with a released 1-way marginal and fine histogram, the bin
     each of its cells decodes as (:func:`inward`, :func:`beyond_span`) and its end bins
     (:func:`folded_ends`); ``fine``: the released fine histograms, counted with the
     marginals (:func:`released_counts`); ``public``: per column, the bins a public
     table shows data in (public facts: free), which, but for the two end bins, hold
-    data as the releases' held bins do (:func:`held_bins`) and are never folded."""
+    data as the releases' held bins do (:func:`held_bins`) and are never folded;
+    ``counts``: per column, :func:`released_counts` where the caller has them."""
     measurements = list(measurements)
     sigma: dict[str, float] = {}
     for m in measurements:
@@ -392,7 +394,10 @@ def released_inward(
         cells = discretiser.fine[name]
         w = np.asarray(weights[name])
         mass = np.asarray(model.answer((name,)), dtype=np.float64)
-        count, sd = released_counts(discretiser, name, measurements, (fine or {}).get(name))
+        if counts is not None and name in counts:
+            count, sd = counts[name]
+        else:
+            count, sd = released_counts(discretiser, name, measurements, (fine or {}).get(name))
         # a public table's tails reach past the private data as often as not: its end
         # bins keep the end bins' own rules
         shown = set((public or {}).get(name, ())) - {0, bins - 1}

@@ -63,11 +63,11 @@ ROWS = 2.0
 #: At most this many zoom levels (a feature in ``[0, 1]`` declared on ``[-5, 4000]``
 #: sits in one of 128 cells, then in about 2 of the first zoom's 128; a body 10 wide
 #: in a range widened to 2,000,000 by a few huge values needs the third).
-LEVELS = 3
-
 #: The zoom's ``rho`` per level: the first two alike, the third, which few columns need
 #: (a body 10 wide in a range widened to 2,000,000 by a few huge values), half as much.
 LEVEL_SHARES = (0.4, 0.4, 0.2)
+
+LEVELS = len(LEVEL_SHARES)
 
 ZOOMED = "zoom:"
 """Prefix of the ledger label of a zoom release."""
@@ -84,12 +84,6 @@ def zoomable(discretiser: Discretiser) -> int:
     value (a public fact of the schema; the plan states the zoom's share only where one
     is, and none with a public table: its bins already sit where the data are)."""
     return sum(not cells.grid for cells in discretiser.fine.values())
-
-
-def level_share(level: int) -> float:
-    """The share of the zoom's ``rho`` level ``level`` (from 1) spends
-    (:data:`LEVEL_SHARES`)."""
-    return LEVEL_SHARES[level - 1]
 
 
 def zoom_cells(n: int, sigma: float, most: int) -> int:
@@ -149,7 +143,7 @@ def release_zoom(
     fine histograms with the zoomed columns' last release in place of their first.
 
     ``rho`` (the plan's zoom share) goes to at most :data:`LEVELS` levels
-    (:func:`level_share`), each level's part to its zoomed columns in equal shares
+    (:data:`LEVEL_SHARES`), each level's part to its zoomed columns in equal shares
     (module docstring); columns in ``skip`` (placed from a public table) do not zoom.
     A level's cells (:func:`zoom_cells`, at most ``most``: ``fine_cells``) are set at
     the noise of its part split over the columns that would zoom at ``most`` cells;
@@ -165,7 +159,7 @@ def release_zoom(
         wanted = zoom_spans(discretiser, fine, n, columns, most)
         if not wanted:
             break
-        part = level_share(level) * rho
+        part = LEVEL_SHARES[level - 1] * rho
         cells = zoom_cells(n, sigma_for(part / len(wanted)), most)
         found = zoom_spans(discretiser, fine, n, list(wanted), cells)
         if not found:
@@ -196,7 +190,6 @@ __all__ = [
     "ZOOMED",
     "Refine",
     "Span",
-    "level_share",
     "release_zoom",
     "zoom_cells",
     "zoom_spans",
