@@ -28,6 +28,18 @@ def _table(n: int, seed: int = 0) -> pd.DataFrame:
     )
 
 
+def _codes_on(disc: Discretiser, frame: pd.DataFrame, column) -> np.ndarray:
+    """The evaluation's codes (docs/math.md §7) of a categorical column, or of a
+    numeric one on the discretiser's edges (equal-width where its range is cut at
+    round values, else at round values: ``round_edges``)."""
+    if not isinstance(column, NumericColumn):
+        return bin_codes(frame, column)
+    x = frame[column.name].to_numpy(dtype=np.float64)
+    codes = np.searchsorted(disc.edges(column.name)[1:-1], x, side="right")
+    codes[np.isnan(x)] = disc.bins
+    return codes
+
+
 def test_codes_are_the_evaluation_bins_and_fine_cells_sit_inside_them(nulls_schema) -> None:
     frame, _ = nulls_schema.validate(_table(3000))
     # the declared end points and exact edges are where two float paths could disagree
@@ -37,8 +49,11 @@ def test_codes_are_the_evaluation_bins_and_fine_cells_sit_inside_them(nulls_sche
     disc = Discretiser(nulls_schema, bins=20, fine_cells=64)
     codes = disc.codes(records)
     assert disc.domain.sizes == (20, 21, 4, 2)
+    # spend's [0, 100] is cut at round values already: the evaluation's equal bins
+    assert np.array_equal(codes[:, 1], bin_codes(frame, nulls_schema["spend"]))
+    assert 65.0 in disc.edges("age")  # [17, 90]: round edges, not every 3.65
     for j, column in enumerate(nulls_schema.columns):
-        expected = bin_codes(frame, column)
+        expected = _codes_on(disc, frame, column)
         assert np.array_equal(codes[:, j], expected), column.name
         if isinstance(column, NumericColumn):
             fine = disc.fine_codes(records, column.name)
@@ -72,7 +87,7 @@ def test_decoding_keeps_the_bin_point_masses_and_types(nulls_schema) -> None:
     assert report.rows_in == len(out)
     assert out["age"].dtype == np.int64
     for j, column in enumerate(nulls_schema.columns):
-        assert np.array_equal(bin_codes(clean, column), codes[:, j]), column.name
+        assert np.array_equal(_codes_on(disc, clean, column), codes[:, j]), column.name
     # the point masses come back from the fine histogram, not from uniform draws in a bin
     assert (out["age"] == 40).mean() == pytest.approx((frame["age"] == 40).mean(), abs=0.03)
     assert (out["spend"] == 0).mean() == pytest.approx((frame["spend"] == 0).mean(), abs=0.03)

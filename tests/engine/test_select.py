@@ -26,12 +26,13 @@ from dpevolve.engine.select import (
     coarse_pairs,
     draw,
     parity_candidates,
+    parity_neighbours,
     quantile_split,
     selection_event,
     split_grouping,
     weight,
 )
-from dpevolve.measurements import Domain
+from dpevolve.measurements import Domain, MarginalQuery
 from dpevolve.privacy.noise import SeededNoise
 
 
@@ -139,6 +140,35 @@ def test_parity_candidates_cut_each_column_at_its_own_quantiles() -> None:
     assert parity_candidates(domain, "y", numeric, masses, (0.5,), 3, 1) == []
     assert parity_candidates(domain, None, numeric, masses, (0.5,), 4, 1) == []
     assert parity_candidates(domain, "y", numeric, masses, (), 4, 1) == []
+
+
+@given(cuts=st.tuples(st.integers(1, 5), st.integers(1, 5)), reach=st.integers(1, 3))
+def test_parity_neighbours_move_one_cut_at_a_time(cuts: tuple[int, int], reach: int) -> None:
+    """A measured parity query's neighbours: one column's cut moved by 1 to ``reach``
+    bin edges (never onto an end of the range), the other cuts, the clique and a
+    nullable column's missing group kept; fine or coarser queries have none."""
+    bins = 6
+
+    def cut(at: int, cells: int) -> tuple[int, ...]:
+        return tuple(int(i >= at) for i in range(bins)) + (2,) * (cells - bins)
+
+    measured = MarginalQuery(("a", "c", "y"), (cut(cuts[0], 6), cut(cuts[1], 7), None))
+    numeric = {"a": bins, "c": bins}
+    found = parity_neighbours([measured], numeric, reach)
+    assert measured not in found
+    expected = set()
+    for k in range(2):
+        for step in range(-reach, reach + 1):
+            at = cuts[k] + step
+            if step and 0 < at < bins:
+                moved = list(cuts)
+                moved[k] = at
+                expected.add((cut(moved[0], 6), cut(moved[1], 7), None))
+    assert {q.groups for q in found} == expected
+    assert all(q.clique == measured.clique for q in found)
+    assert len(found) == len(set(found))
+    even = MarginalQuery(("a", "c", "y"), ((0, 0, 1, 1, 2, 2), cut(3, 7), None))
+    assert parity_neighbours([even, MarginalQuery(("a", "c", "y"))], numeric, reach) == []
 
 
 def test_all_label_cliques_of_the_top_order_when_few() -> None:

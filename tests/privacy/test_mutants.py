@@ -85,7 +85,7 @@ from .test_atom_rules_exact import WIDE_CASES
 from .test_engine_exact import PAIRS, engine_audit
 from .test_label_tree_exact import exact_tree_groups, tree_audit
 from .test_model_file import model_file_violations
-from .test_parity_exact import parity_audit
+from .test_parity_exact import moved_audit, parity_audit
 from .test_relations_exact import cut_audit, exact_groups, triangle_audit, unrecorded_closing
 from .test_run_audit import main_pair_violations
 
@@ -221,6 +221,25 @@ def private_parity(mp: pytest.MonkeyPatch) -> None:
             return self.run.counts(MarginalQuery(tuple(clique)))
 
     mp.setattr(rounds, "_pool", lambda run, label, model: pool(run, label, Exact(run)))
+
+
+def exact_moves(mp: pytest.MonkeyPatch) -> None:
+    """The parity cuts' moves (``parity_reach``) kept where the exact count of the
+    query's first cell is odd: a candidate list that one record changes."""
+    pool = rounds._pool
+
+    def leaky(run, label, model):
+        made = pool(run, label, model)
+        proposed = made._parity
+
+        def moved(queries):
+            found = proposed(queries)
+            return [q for q in found if q in made.parity or int(run.counts(q).ravel()[0]) % 2]
+
+        mp.setattr(made, "_parity", moved)
+        return made
+
+    mp.setattr(rounds, "_pool", leaky)
 
 
 def _sources(mp: pytest.MonkeyPatch) -> dict[int, PrivateSource]:
@@ -385,6 +404,7 @@ MUTANTS = {
     "atoms-found-from-exact-counts": exact_atoms,
     "atom-release-unrecorded": unrecorded(ATOMS),
     "parity-cut-at-private-quantiles": private_parity,
+    "parity-moves-from-exact-counts": exact_moves,
     "bins-read-the-private-column": column_bins,
     "decode-span-from-private-range": private_span,
     "decode-span-tails-only": private_inward,
@@ -429,6 +449,7 @@ CAUGHT_BY: dict[str, Callable[[], list[str]]] = {
     "decode-span-from-private-range": functools.partial(atoms_audit, 1),
     "decode-span-tails-only": test_tails_exact.CASE.violations,
     "parity-cut-at-private-quantiles": parity_audit,
+    "parity-moves-from-exact-counts": moved_audit,
     "atom-rules-from-exact-counts": WIDE_CASES[0].violations,
     "atom-rule-sensitivity-one": WIDE_CASES[1].violations,
     "n-counts-valid-rows-only": functools.partial(engine_audit, PAIRS[3:4]),

@@ -14,14 +14,19 @@ exact counts would add).
 
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
 import pandas as pd
 import pytest
 
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
-from dpevolve.engine import EngineSpec
+from dpevolve.data.sources import FrameSource
+from dpevolve.engine import EngineSpec, fit_engine
 from dpevolve.privacy import Budget
+from dpevolve.privacy.noise import SeededNoise
 
-from .exact import engine_violations
+from .exact import engine_violations, read_queries
 
 SCHEMA = Schema(
     (
@@ -71,3 +76,58 @@ def parity_audit(pairs=PAIRS) -> list[str]:
 @pytest.mark.parametrize("pair", PAIRS)
 def test_the_parity_cuts_are_post_processing(pair) -> None:
     assert parity_audit([pair]) == []
+
+
+#: A parity of three signs cut at 4, every sign combination twice (the round's first
+#: pick is the parity clique, so the later rounds propose its cuts moved).
+XOR_ROWS = [
+    (a, b, c, str(int(a >= 4) ^ int(b >= 4) ^ int(c >= 4)))
+    for a in (1, 3, 4, 6)
+    for b in (1, 3, 4, 6)
+    for c in (1, 3, 4, 6)
+]
+XOR_SPEC = dataclasses.replace(SPEC, bins=8, rounds=3)
+#: A record of the first sign cell moved to the last, and dropped as invalid.
+XOR_PAIRS = [
+    ((1, 1, 1, "0"), (6, 6, 6, "1"), "error"),
+    ((1, 1, 1, "0"), (9, 6, 6, "1"), "drop"),
+]
+
+
+def xor_tables(here, there) -> tuple[pd.DataFrame, pd.DataFrame]:
+    cols = list(SCHEMA.names)
+    return (
+        pd.DataFrame([*XOR_ROWS, here], columns=cols),
+        pd.DataFrame([*XOR_ROWS, there], columns=cols),
+    )
+
+
+def moved_audit(pairs=XOR_PAIRS) -> list[str]:
+    """Coupled runs on the parity table (:func:`engine_violations`), each pair named."""
+    out = []
+    for here, there, on_invalid in pairs:
+        tables = xor_tables(here, there)
+        found = engine_violations(SCHEMA, *tables, on_invalid, XOR_SPEC, BUDGET)
+        out += [f"{here} -> {there} ({on_invalid}): {v}" for v in found]
+    return out
+
+
+@pytest.mark.parametrize("pair", XOR_PAIRS)
+def test_the_moved_cuts_are_post_processing(pair) -> None:
+    """The measured parity query's moved cuts (``parity_reach``) are candidates of the
+    later rounds, the same on both sides."""
+    assert moved_audit([pair]) == []
+
+
+def test_the_parity_table_proposes_moved_cuts() -> None:
+    """The audit above sees moved cuts: after the first round the candidates hold a
+    parity query cut where none of the first round's was."""
+    here, _ = xor_tables(*XOR_PAIRS[0][:2])
+    with read_queries() as seen:
+        fit_engine(
+            FrameSource(SCHEMA.validate(here)[0], SCHEMA), SCHEMA, BUDGET, XOR_SPEC,
+            noise=SeededNoise(0), rng=np.random.default_rng(0),
+        )  # fmt: skip
+    parity = [[q for q in read if q.coarse and len(q.clique) == 4] for read in seen]
+    first = next(set(p) for p in parity if p)
+    assert any(set(p) - first for p in parity)

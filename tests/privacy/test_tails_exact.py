@@ -4,14 +4,15 @@ Exact (no sampling): runs on neighbouring tables coupled by the same noisy outpu
 (:func:`tests.privacy.exact.engine_violations`) must end in the same decoding: which
 end bins decode inward, and as which bin, is post-processing of the model and the
 released fine histograms. The table is built so that a slip shows: a column whose
-equal-width bins stay (its values spread over the declared range, no bin crowded), the
-moving record alone in the top bin on ``D`` and two rows in the bin below it (no gap).
+bins over the declared range stay (its values spread over it, no bin crowded; [0, 79]
+in 8 bins is cut at the multiples of 10), the moving record alone in the top bin on
+``D`` and two rows in the bin below it (no gap).
 The budget is large (rho 32): every release of the column combined gives the top bin a
 noise scale of 0.3 (the 2-way with the label is the sharpest), its one row stands above
 two of them, and :func:`~dpevolve.engine.tails.inward` leaves it; the 1-way's own scale
 (1.05) is what :func:`~dpevolve.engine.tails.beyond_span` folds under, so only the span
-decides. The rows end at 49 so that on ``D'`` the span (up to 50, plus a tenth of its
-width) stops short of the top bin's lower edge (56): a span read from the private
+decides. The rows end at 61 so that on ``D'`` the span (up to 62, plus a tenth of its
+width) stops short of the top bin's lower edge (70): a span read from the private
 maximum keeps the top bin on ``D`` and folds it inward on ``D'``. (At a smaller budget
 ``inward`` folds the lone row's bin on both sides, and the span goes unseen.)
 """
@@ -28,7 +29,7 @@ from .exact import Case
 
 SCHEMA = Schema(
     (
-        NumericColumn("w", 0, 63, integer=True),
+        NumericColumn("w", 0, 79, integer=True),
         CategoricalColumn("y", ("0", "1")),
     ),
     label="y",
@@ -39,9 +40,9 @@ BUDGET = Budget(rho=32.0)
 
 #: (record of D, record of D', on_invalid of D'): the lone top row moved into the data,
 #: and replaced by a row the schema refuses, dropped.
-PAIRS = [((63, "1"), (20, "1"), "error"), ((63, "1"), (99, "1"), "drop")]
-#: Fifty rows, one at each of 0..49: six bins of eight, two rows in the seventh.
-CASE = Case(SCHEMA, SPEC, BUDGET, [(w, str(w % 2)) for w in range(50)], PAIRS)
+PAIRS = [((79, "1"), (20, "1"), "error"), ((79, "1"), (99, "1"), "drop")]
+#: Sixty-two rows, one at each of 0..61: six bins of ten, two rows in the seventh.
+CASE = Case(SCHEMA, SPEC, BUDGET, [(w, str(w % 2)) for w in range(62)], PAIRS)
 
 
 @pytest.mark.parametrize("pair", PAIRS)

@@ -49,7 +49,8 @@ from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.sources import PrivateSource
 from dpevolve.engine.bins import ATOM_SHARE, THRESHOLD, most_atoms, spikes
-from dpevolve.engine.discretise import atom_tolerance, value_step
+from dpevolve.engine.boundaries import value_step
+from dpevolve.engine.discretise import atom_tolerance
 from dpevolve.engine.measure import BATCH_ROWS, marginal_event, release, sigma_for
 from dpevolve.engine.plan import Spend
 from dpevolve.engine.spec import EngineSpec

@@ -20,8 +20,9 @@ from itertools import pairwise
 import numpy as np
 
 from dpevolve.data.schema import NumericColumn
+from dpevolve.engine.boundaries import round_edges, value_step
 from dpevolve.engine.cells import FineCells
-from dpevolve.engine.discretise import Discretiser, atom_tolerance, value_step
+from dpevolve.engine.discretise import Discretiser, atom_tolerance
 from dpevolve.engine.mass import SPIKE, THRESHOLD, released_mass, spikes, standing
 from dpevolve.measurements import Measurement
 
@@ -87,17 +88,19 @@ def loose_edges(
     (:func:`released_edges`).
     """
     lo, hi = float(column.lo), float(column.hi)
+    step = value_step(column)
     protected = atom_edges(column, atoms)
     a, b = (float(v) for v in quantile(np.array([TAIL, 1.0 - TAIL])))
     if not b > a:  # a constant column (or atoms only): equal width around the atoms
         if not protected:
             return None
         a, b = lo, hi
-        inner = np.linspace(lo, hi, bins + 1)[1:-1]
+        inner = round_edges(lo, hi, bins, step)[1:-1]
     else:
         loose = (b - a) <= LOOSE * (hi - lo)
         inner = np.linspace(a, b, bins - 1) if loose else np.linspace(lo, hi, bins + 1)[1:-1]
         crowded = _largest_share(quantile, np.concatenate([[lo], inner, [hi]])) > CROWDED
+        inner = inner if loose else round_edges(lo, hi, bins, step)[1:-1]
         if mode == "quantile" or crowded:
             inner = quantile(np.linspace(TAIL, 1.0 - TAIL, bins - 1))
         elif not loose and not protected:

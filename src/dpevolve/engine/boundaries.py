@@ -1,6 +1,7 @@
-"""Boundaries of a numeric column's partitions: given bin edges checked, a point made
-a boundary, a span refined (the zoom's cells, :mod:`~dpevolve.engine.zoom`), and
-boundaries next to round values moved onto them.
+"""Boundaries of a numeric column's partitions: its value step, bins cut at round
+values, given bin edges checked, a point made a boundary, a span refined (the zoom's
+cells, :mod:`~dpevolve.engine.zoom`), and boundaries next to round values moved onto
+them.
 
 Pure functions of public inputs and released values; used by
 :class:`~dpevolve.engine.discretise.Discretiser` (docs/engine.md, Bins and Zoom).
@@ -11,6 +12,16 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from dpevolve.data.schema import NumericColumn
+
+
+def value_step(column: NumericColumn) -> float | None:
+    """Spacing of the values a column can hold: 1 (integer), 10^-decimals, or None."""
+    if column.integer:
+        return 1.0
+    decimals = getattr(column, "decimals", None)
+    return None if decimals is None else 10.0 ** (-int(decimals))
 
 
 def checked_edges(default: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -84,12 +95,88 @@ def rounded(bounds: np.ndarray, step: float | None = None) -> np.ndarray:
     return np.concatenate([bounds[:1], inner, bounds[-1:]])
 
 
+#: Round widths: these mantissas times a power of ten (:func:`round_edges`).
+ROUND_MANTISSAS = (10, 20, 25, 50)
+
+
+def _round_width(width: float) -> tuple[int, int]:
+    """The smallest round width at least ``width``, as ``(mantissa, exponent)``: the
+    width is ``mantissa * 10 ** exponent`` (:data:`ROUND_MANTISSAS`)."""
+    exponent = math.floor(math.log10(width)) - 1
+    while True:
+        for mantissa in ROUND_MANTISSAS:
+            if _times(1, mantissa, exponent) >= width * (1.0 - 1e-12):
+                return mantissa, exponent
+        exponent += 1
+
+
+def _times(k: int, mantissa: int, exponent: int) -> float:
+    """``k * mantissa * 10 ** exponent`` as the double nearest the decimal (so that
+    ``3 * 0.05`` is ``0.15``, a value a schema or a threshold would write)."""
+    whole = k * mantissa
+    return float(whole * 10**exponent) if exponent >= 0 else whole / 10 ** (-exponent)
+
+
+def round_edges(lo: float, hi: float, bins: int, step: float | None = None) -> np.ndarray:
+    """``bins`` bins of ``[lo, hi]`` whose inner edges are round values: multiples of
+    the smallest round width (1, 2, 2.5 or 5 times a power of ten) at least a
+    ``bins``-th of the range, an end piece under half that width joined to its
+    neighbour, and where those make too few bins, the bins nearest the range's middle
+    split in half (in a column of a value ``step``, at the value below the half). A
+    rule that changes at a round threshold (an age of 65, 50 hours, a sign) then
+    changes between bins, not inside one. Equal-width edges where the range is already
+    cut at round values, where the width is no multiple of the value ``step``, or where
+    the bins cannot be made so. Public: a function of the declared range."""
+    equal = np.linspace(lo, hi, bins + 1)
+    if not hi > lo or bins < 2:
+        return equal
+    mantissa, exponent = _round_width((hi - lo) / bins)
+    width = _times(1, mantissa, exponent)
+    if step is not None and abs(width / step - round(width / step)) > 1e-9:
+        return equal
+    first, last = math.floor(lo / width) + 1, math.ceil(hi / width) - 1
+    edges = [lo, *(_times(k, mantissa, exponent) for k in range(first, last + 1)), hi]
+    if len(edges) > 3 and edges[1] - edges[0] < 0.5 * width:
+        del edges[1]
+    if len(edges) > 3 and edges[-1] - edges[-2] < 0.5 * width:
+        del edges[-2]
+    if len(edges) == bins + 2:  # one too many: the narrower end piece joins its neighbour
+        del edges[1 if edges[1] - edges[0] <= edges[-1] - edges[-2] else -2]
+    middle = 0.5 * (lo + hi)
+    while len(edges) < bins + 1:
+        best: tuple[float, int, float] | None = None
+        for k in range(len(edges) - 1):
+            half = _half(edges[k], width, mantissa, exponent, step)
+            if edges[k + 1] - edges[k] >= width * (1.0 - 1e-9) and edges[k] < half < edges[k + 1]:
+                key = abs(0.5 * (edges[k] + edges[k + 1]) - middle)
+                if best is None or key < best[0]:
+                    best = (key, k, half)
+        if best is None:
+            return equal
+        edges.insert(best[1] + 1, best[2])
+    out = np.asarray(edges, dtype=float)
+    return equal if out.size != bins + 1 or np.allclose(out, equal) else out
+
+
+def _half(left: float, width: float, mantissa: int, exponent: int, step: float | None) -> float:
+    """The round value half a ``width`` above the multiple of it nearest ``left`` (in a
+    column of a value ``step``, the value at or below it)."""
+    half = _times(2 * round(left / width) + 1, 5 * mantissa, exponent - 1)
+    if step is None:
+        return half
+    digits = max(0, -math.floor(math.log10(step)))
+    return round(step * math.floor(half / step + 1e-9), digits)
+
+
 __all__ = [
     "ROUND_APART",
+    "ROUND_MANTISSAS",
     "ROUND_REACH",
     "cell_count",
     "checked_edges",
     "refined",
+    "round_edges",
     "rounded",
+    "value_step",
     "with_point",
 ]

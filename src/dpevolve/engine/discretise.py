@@ -4,10 +4,10 @@ The engine models a table on a public discrete :class:`~dpevolve.measurements.Do
 
 * a categorical column is one cell per declared value (a nullable column's reserved
   missing category is one of them);
-* a numeric column is ``bins`` equal-width bins over its *declared* range, cut at
-  ``linspace(lo, hi, bins + 1)`` with ``hi`` in the last bin (the evaluation's cut,
-  docs/math.md §7), plus a missing cell if it is nullable; where the declared range is
-  loose, given edges (public facts or post-processing of released histograms:
+* a numeric column is ``bins`` bins over its *declared* range at round values
+  (:func:`~dpevolve.engine.boundaries.round_edges`), ``hi`` in the last bin, plus a
+  missing cell if it is nullable; where the declared range is loose, given edges
+  (public facts or post-processing of released histograms:
   :mod:`~dpevolve.engine.bins`) move them.
 
 Decoding a bin to a value uses a finer public partition of the same column
@@ -36,7 +36,14 @@ import pandas as pd
 
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
-from dpevolve.engine.boundaries import checked_edges, refined, rounded, with_point
+from dpevolve.engine.boundaries import (
+    checked_edges,
+    refined,
+    round_edges,
+    rounded,
+    value_step,
+    with_point,
+)
 from dpevolve.engine.cells import (
     COVER,
     MARGIN,
@@ -52,14 +59,6 @@ from dpevolve.engine.cells import (
 )
 from dpevolve.engine.within import CellValues, draw_within
 from dpevolve.measurements import Domain
-
-
-def value_step(column: NumericColumn) -> float | None:
-    """Spacing of the values a column can hold: 1 (integer), 10^-decimals, or None."""
-    if column.integer:
-        return 1.0
-    decimals = getattr(column, "decimals", None)
-    return None if decimals is None else 10.0 ** (-int(decimals))
 
 
 def _round_to(values: np.ndarray, step: float | None) -> np.ndarray:
@@ -92,16 +91,17 @@ class Discretiser:
     schema
         The declared domains.
     bins
-        Equal-width bins per numeric column.
+        Bins per numeric column (at round values: the module docstring).
     fine_cells
         Most cells of a numeric column's fine partition (see the module docstring).
     edges
         Bin edges of some numeric columns (``bins + 1`` strictly increasing values from
         the declared ``lo`` to ``hi``; public facts only, such as a public table's range:
-        :func:`dpevolve.engine.public.public_edges`); the others are equal-width.
-        The fine partition of such a column is ``per_bin`` equal sub-bins of each bin.
+        :func:`dpevolve.engine.public.public_edges`); the others keep their default
+        bins. The fine partition of such a column, or of one whose default bins are not
+        equal-width, is ``per_bin`` equal sub-bins of each bin.
     nested
-        Columns of ``edges`` whose fine partition stays the equal-width one (the
+        Columns of ``edges`` whose fine partition stays the default one (the
         partition a fine histogram was released on before the edges were chosen:
         :func:`dpevolve.engine.bins.released_edges`); their edges must be boundaries of
         it, so that every fine cell lies inside one bin.
@@ -146,6 +146,11 @@ class Discretiser:
                 sizes.append(len(column.values))
         self.domain = Domain(tuple(schema.names), tuple(sizes))
         self._edges = {c.name: np.linspace(c.lo, c.hi, self.bins + 1) for c in self.layout.numeric}
+        #: Columns whose default bins are cut at round values (:func:`round_edges`).
+        numeric = self.layout.numeric
+        self._round = {c.name: round_edges(c.lo, c.hi, self.bins, value_step(c)) for c in numeric}
+        self._round = {k: e for k, e in self._round.items() if (e != self._edges[k]).any()}
+        self._edges.update(self._round)
         self._given = set(edges or {}) - set(nested)
         #: Columns whose bins were moved (given edges): their first and last bins are tails.
         self.moved = frozenset(edges or {})
@@ -211,12 +216,14 @@ class Discretiser:
         atoms = np.array(sorted({float(column.lo), float(column.hi)} | zero | set(wholes)))
         per_bin = max(1, (limit - atoms.size - len(wholes)) // self.bins)
         edges = np.linspace(column.lo, column.hi, self.bins * per_bin + 1)
-        if column.name in self._given:  # per_bin equal sub-bins of every given bin
-            bounds = self._edges[column.name]
+        given = column.name in self._given
+        bounds = self._edges[column.name] if given else self._round.get(column.name)
+        if bounds is not None:  # per_bin equal sub-bins of every given or round bin
             parts = [np.linspace(a, b, per_bin + 1)[:-1] for a, b in pairwise(bounds)]
             edges = np.append(np.concatenate(parts), bounds[-1])
         else:
             edges = rounded(edges, step)
+        if not given:
             for a, b, count in self.zoom.get(column.name, ()):
                 edges = refined(edges, (a, b), count, step)
             for point in sorted(zero | set(wholes)):

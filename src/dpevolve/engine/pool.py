@@ -30,7 +30,12 @@ from itertools import combinations
 
 import numpy as np
 
-from dpevolve.engine.select import numeric_grouping, parity_candidates, split_grouping
+from dpevolve.engine.select import (
+    numeric_grouping,
+    parity_candidates,
+    parity_neighbours,
+    split_grouping,
+)
 from dpevolve.measurements import Clique, Domain, Grouping, MarginalQuery
 
 #: A way of grouping one numeric column: ``(cells, bins) -> grouping or None``.
@@ -112,8 +117,11 @@ class CandidatePool:
         coarse_splits: Sequence[float],
         masses: Mapping[str, np.ndarray] | None = None,
         parity_quantiles: Sequence[float] = (),
+        parity_reach: int = 0,
     ) -> None:
         self.domain = domain
+        self.numeric = dict(numeric)
+        self.parity_reach = parity_reach
         self.names = domain.names
         self.d = d = len(domain.names)
         self.max_order = max_order
@@ -185,7 +193,11 @@ class CandidatePool:
         return rows.astype(np.int64)
 
     def draw(
-        self, measured: Sequence[Clique], cap: int, rng: np.random.Generator
+        self,
+        measured: Sequence[Clique],
+        cap: int,
+        rng: np.random.Generator,
+        queries: Sequence[MarginalQuery] = (),
     ) -> list[MarginalQuery]:
         """The round's candidates: the whole list when it holds at most ``cap``, else
         the 1-ways and the label's fine cliques (at most ``cap`` of them, or the 1-ways),
@@ -195,7 +207,7 @@ class CandidatePool:
             fine,
             self.pair_block,
             self._coarse(measured),
-            self.parity,
+            self._parity(queries),
         ]
         ones = self.d
         first_mask = np.zeros(len(fine), dtype=bool)
@@ -246,6 +258,15 @@ class CandidatePool:
         rows = np.concatenate([self.static, grown]).astype(np.int64)
         keep = _unique_first(rows) if len(grown) else np.arange(len(rows))
         return self._block(rows[keep], self.coarse_ways)
+
+    def _parity(self, queries: Sequence[MarginalQuery]) -> list[MarginalQuery]:
+        """The parity cliques, then the measured ones with a cut moved
+        (:func:`~dpevolve.engine.select.parity_neighbours`)."""
+        if not self.parity or self.parity_reach <= 0:
+            return self.parity
+        known = set(self.parity)
+        moved = parity_neighbours(queries, self.numeric, self.parity_reach)
+        return [*self.parity, *(q for q in moved if q not in known)]
 
     def _indices(self, clique: Clique) -> np.ndarray:
         return np.array([self.domain.index(a) for a in clique], dtype=np.int64)

@@ -49,7 +49,8 @@ from dpevolve.data.encoding import encode
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine.bins import ATOM_SHARE, LOOSE, TAIL, atom_bins, loose_edges, spikes
-from dpevolve.engine.discretise import Discretiser, value_step
+from dpevolve.engine.boundaries import value_step
+from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import count_marginals
 from dpevolve.engine.spec import PUBLIC_PRIORS, EngineSpec
 from dpevolve.engine.within import CellValues, cell_values

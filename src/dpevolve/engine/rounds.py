@@ -115,7 +115,7 @@ def _pool(run: RoundRun, label: str | None, model: Estimator) -> CandidatePool:
     return CandidatePool(
         run.discretiser.domain, label, numeric, spec.max_order, spec.pair_groups,
         spec.coarse_groups, spec.coarse_order, spec.coarse_all, spec.coarse_splits,
-        masses, spec.parity_quantiles,
+        masses, spec.parity_quantiles, spec.parity_reach,
     )  # fmt: skip
 
 
@@ -141,8 +141,11 @@ def _choose(
     """
     domain = run.discretiser.domain
     rule = SELECTION_RULES[run.spec.selection]
+    measured = run.measurements.marginals()
+    queries = [m.query for m in measured]
     kept = rule.propose(
-        pool.draw(run.measurements.cliques(), run.spec.max_candidates, run.rng), domain
+        pool.draw([q.clique for q in queries], run.spec.max_candidates, run.rng, queries),
+        domain,
     )
     weights = [
         weight(q.clique, label, run.spec.label_weight)

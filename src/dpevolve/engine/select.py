@@ -149,6 +149,63 @@ def parity_candidates(
     return list(out)
 
 
+def _cut_of(grouping: Grouping | None, bins: int) -> int | None:
+    """The bin edge a two-group grouping cuts at (``None``: not a cut in two)."""
+    if grouping is None:
+        return None
+    base = grouping[:bins]
+    cut = sum(1 for g in base if g == 0)
+    if not 0 < cut < bins or base != tuple(int(i >= cut) for i in range(bins)):
+        return None
+    return cut
+
+
+def parity_neighbours(
+    measured: Iterable[MarginalQuery], numeric: Mapping[str, int], reach: int
+) -> list[MarginalQuery]:
+    """Every measured query whose numerics are each cut in two (a parity clique) with one
+    column's cut moved by 1 to ``reach`` bin edges either way (public: the released
+    picks and the bins).
+
+    The parity candidates cut at a few released quantiles, and a draw among them lands
+    near the cuts where the label's parity changes, rarely on them: a cut one bin off
+    leaves a twentieth of the rows with the wrong label in every column it misses. The
+    model refitted to a near cut is wrong exactly between it and the true one, so the
+    next rounds can move each cut there.
+    """
+    out: dict[MarginalQuery, None] = {}
+    for query in measured:
+        if not query.coarse or query.groups is None:
+            continue
+        cuts = {
+            a: _cut_of(g, numeric[a])
+            for a, g in zip(query.clique, query.groups, strict=True)
+            if a in numeric
+        }
+        if len(cuts) < 2 or any(c is None for c in cuts.values()):
+            continue
+        for k, a in enumerate(query.clique):
+            cut = cuts.get(a)
+            if cut is None:
+                continue
+            bins, grouping = numeric[a], query.groups[k]
+            assert grouping is not None
+            for step in (*range(-reach, 0), *range(1, reach + 1)):
+                moved = split_at(grouping, bins, cut + step)
+                if moved is not None:
+                    groups = (*query.groups[:k], moved, *query.groups[k + 1 :])
+                    out[MarginalQuery(query.clique, groups)] = None
+    return list(out)
+
+
+def split_at(grouping: Grouping, bins: int, cut: int) -> Grouping | None:
+    """``grouping`` (a cut in two of ``bins`` bins, extra cells after them) cut at bin
+    edge ``cut`` instead; ``None`` at an end of the range."""
+    if not 0 < cut < bins:
+        return None
+    return tuple(int(i >= cut) for i in range(bins)) + tuple(grouping[bins:])
+
+
 def coarse_candidates(
     domain: Domain,
     selected: Iterable[Clique],
@@ -296,6 +353,7 @@ __all__ = [
     "draw",
     "numeric_grouping",
     "parity_candidates",
+    "parity_neighbours",
     "quality",
     "quantile_split",
     "scores",

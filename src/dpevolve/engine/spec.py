@@ -167,6 +167,15 @@ class EngineSpec:
         off the middle of the declared range, or of skewed data, needs each column cut
         where its own sign changes. The cuts are the bin edges nearest those quantiles
         of the model's answer to the released 1-ways (post-processing). Empty: none.
+        Three (a third, the middle, two thirds): with five (quartiles too) the
+        exponential mechanism's draw among 125 near-equal combinations rarely found
+        the right one (docs/engine.md, Selection: coarse candidates).
+    parity_reach
+        Once a query cutting two or more numerics in two is measured, the same query
+        with one column's cut moved by 1 to this many bin edges either way is a
+        candidate in the later rounds
+        (:func:`~dpevolve.engine.select.parity_neighbours`): the first draw lands near
+        a parity's cuts, these move it onto them. ``0``: none.
     coarse_all
         When the label's cliques of ``coarse_order`` columns whose other columns are all
         numeric number at most this (``C(k, coarse_order - 1)`` of ``k`` numerics:
@@ -266,7 +275,8 @@ class EngineSpec:
     coarse_groups: tuple[int, ...] = (2, 4, 5)
     coarse_order: int = 4
     coarse_splits: tuple[float, ...] = ()
-    parity_quantiles: tuple[float, ...] = (0.25, 1 / 3, 0.5, 2 / 3, 0.75)
+    parity_quantiles: tuple[float, ...] = (1 / 3, 0.5, 2 / 3)
+    parity_reach: int = 2
     coarse_all: int = 10
     coarse_weight: float = 0.25
     pair_groups: tuple[int, ...] = (5,)
@@ -293,6 +303,7 @@ class EngineSpec:
         _at_least("round_iters", self.round_iters, 1)
         _at_least("final_iters", self.final_iters, 1)
         _at_least("coarse_all", self.coarse_all, 0)
+        _at_least("parity_reach", self.parity_reach, 0)
         if self.tree_label_groups == 1:
             raise InputError("engine spec: tree_label_groups must be 0 or an integer >= 2, got 1")
         _at_least("tree_label_groups", self.tree_label_groups, 0)
