@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpevolve.data.schema import NumericColumn, Schema
-from dpevolve.engine.boundaries import ROUND_MANTISSAS, round_edges
+from dpevolve.engine.boundaries import ROUND_MANTISSAS, round_edges, rounded, snapped
 from dpevolve.engine.discretise import Discretiser
 
 
@@ -87,6 +87,9 @@ def test_a_sliver_at_an_end_joins_its_neighbour() -> None:
 
 
 def test_fine_cells_sit_inside_the_round_bins() -> None:
+    """The default bins lie on the fine partition's boundaries: every fine cell in one
+    bin; the partition itself is the equal-width one (the released histograms' cells do
+    not move with the bins)."""
     schema = Schema((NumericColumn("x", -12.0, 12.0), NumericColumn("k", 17, 90, integer=True)))
     disc = Discretiser(schema, bins=20, fine_cells=128)
     for name in ("x", "k"):
@@ -100,3 +103,21 @@ def test_fine_cells_sit_inside_the_round_bins() -> None:
         bins_hi = np.searchsorted(edges, hi, side="left") - 1
         assert np.array_equal(bins_lo, bins_hi)
     assert 3.0 in disc.edges("x")
+
+
+@settings(max_examples=100, deadline=None)
+@given(lo=st.floats(-1e4, 1e4), span=st.floats(1e-2, 1e4), cells=st.integers(20, 200))
+def test_snapped_edges_are_boundaries_of_the_partition(lo: float, span: float, cells: int) -> None:
+    """Round edges moved onto a partition's boundaries (every cell in one bin), or the
+    equal ones where two would meet; a round value that is a boundary stays."""
+    hi = lo + span
+    bounds = rounded(np.linspace(lo, hi, cells + 1))
+    equal = np.linspace(lo, hi, 21)
+    out = snapped(equal, round_edges(lo, hi, 20), bounds)
+    assert out.size == 21 and out[0] == lo and out[-1] == hi and np.all(np.diff(out) > 0)
+    if not np.array_equal(out, equal):
+        assert np.all(np.isin(out[1:-1], bounds))
+    target = round_edges(lo, hi, 20)[1:-1]
+    kept = target[np.isin(target, bounds)]
+    if not np.array_equal(out, equal):
+        assert np.all(np.isin(kept, out))

@@ -5,14 +5,14 @@ Exact (no sampling): runs on neighbouring tables coupled by the same noisy outpu
 end bins decode inward, and as which bin, is post-processing of the model and the
 released fine histograms. The table is built so that a slip shows: a column whose
 bins over the declared range stay (its values spread over it, no bin crowded; [0, 79]
-in 8 bins is cut at the multiples of 10), the moving record alone in the top bin on
+in 8 bins is cut next to the multiples of 10), the moving record alone in the top bin on
 ``D`` and two rows in the bin below it (no gap).
 The budget is large (rho 32): every release of the column combined gives the top bin a
 noise scale of 0.3 (the 2-way with the label is the sharpest), its one row stands above
 two of them, and :func:`~dpevolve.engine.tails.inward` leaves it; the 1-way's own scale
 (1.05) is what :func:`~dpevolve.engine.tails.beyond_span` folds under, so only the span
 decides. The rows end at 61 so that on ``D'`` the span (up to 62, plus a tenth of its
-width) stops short of the top bin's lower edge (70): a span read from the private
+width) stops short of the top bin's lower edge (70.5): a span read from the private
 maximum keeps the top bin on ``D`` and folds it inward on ``D'``. (At a smaller budget
 ``inward`` folds the lone row's bin on both sides, and the span goes unseen.)
 """

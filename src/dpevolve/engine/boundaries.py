@@ -158,6 +158,19 @@ def round_edges(lo: float, hi: float, bins: int, step: float | None = None) -> n
     return equal if out.size != bins + 1 or np.allclose(out, equal) else out
 
 
+def snapped(equal: np.ndarray, target: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Bin edges ``target`` (:func:`round_edges`) each moved onto the nearest of a
+    partition's ``bounds``, so that every cell of it lies in one bin; ``equal`` where
+    two would meet. The partition's boundaries next to round values already lie on
+    them (:func:`rounded`), so a round edge keeps its value where it is that round."""
+    inner = np.asarray(target, dtype=float)[1:-1]
+    bounds = np.asarray(bounds, dtype=float)
+    at = np.clip(np.searchsorted(bounds, inner), 1, bounds.size - 1)
+    nearer = np.where(inner - bounds[at - 1] <= bounds[at] - inner, at - 1, at)
+    out = np.concatenate([equal[:1], bounds[nearer], equal[-1:]])
+    return out if np.all(np.diff(out) > 0) else equal
+
+
 def _half(left: float, width: float, mantissa: int, exponent: int, step: float | None) -> float:
     """The round value half a ``width`` above the multiple of it nearest ``left`` (in a
     column of a value ``step``, the value at or below it)."""
@@ -177,6 +190,7 @@ __all__ = [
     "refined",
     "round_edges",
     "rounded",
+    "snapped",
     "value_step",
     "with_point",
 ]

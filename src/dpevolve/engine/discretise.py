@@ -41,6 +41,7 @@ from dpevolve.engine.boundaries import (
     refined,
     round_edges,
     rounded,
+    snapped,
     value_step,
     with_point,
 )
@@ -146,11 +147,10 @@ class Discretiser:
                 sizes.append(len(column.values))
         self.domain = Domain(tuple(schema.names), tuple(sizes))
         self._edges = {c.name: np.linspace(c.lo, c.hi, self.bins + 1) for c in self.layout.numeric}
-        #: Columns whose default bins are cut at round values (:func:`round_edges`).
+        #: Round edges of columns whose default bins move onto them (:func:`snapped`).
         numeric = self.layout.numeric
         self._round = {c.name: round_edges(c.lo, c.hi, self.bins, value_step(c)) for c in numeric}
         self._round = {k: e for k, e in self._round.items() if (e != self._edges[k]).any()}
-        self._edges.update(self._round)
         self._given = set(edges or {}) - set(nested)
         #: Columns whose bins were moved (given edges): their first and last bins are tails.
         self.moved = frozenset(edges or {})
@@ -216,18 +216,20 @@ class Discretiser:
         atoms = np.array(sorted({float(column.lo), float(column.hi)} | zero | set(wholes)))
         per_bin = max(1, (limit - atoms.size - len(wholes)) // self.bins)
         edges = np.linspace(column.lo, column.hi, self.bins * per_bin + 1)
-        given = column.name in self._given
-        bounds = self._edges[column.name] if given else self._round.get(column.name)
-        if bounds is not None:  # per_bin equal sub-bins of every given or round bin
+        if column.name in self._given:  # per_bin equal sub-bins of every given bin
+            bounds = self._edges[column.name]
             parts = [np.linspace(a, b, per_bin + 1)[:-1] for a, b in pairwise(bounds)]
             edges = np.append(np.concatenate(parts), bounds[-1])
         else:
             edges = rounded(edges, step)
-        if not given:
             for a, b, count in self.zoom.get(column.name, ()):
                 edges = refined(edges, (a, b), count, step)
             for point in sorted(zero | set(wholes)):
                 edges = with_point(edges, point, atom_tolerance(column))
+            if column.name in self._round and column.name not in self.moved:
+                self._edges[column.name] = snapped(
+                    self._edges[column.name], self._round[column.name], edges
+                )
         lo = np.concatenate([atoms, edges[:-1]])
         hi = np.concatenate([atoms, edges[1:]])
         return self._assemble(column, lo, hi, atoms.size, per_bin, step)
