@@ -122,18 +122,32 @@ def round_edges(lo: float, hi: float, bins: int, step: float | None = None) -> n
     the smallest round width (1, 2, 2.5 or 5 times a power of ten) at least a
     ``bins``-th of the range, an end piece under half that width joined to its
     neighbour, and where those make too few bins, the bins nearest the range's middle
-    split in half (in a column of a value ``step``, at the value below the half). A
+    split in half (in a column of a value ``step``, at the value below the half; the end
+    pieces last). The two end bins keep their equal width: a wider one, reaching from
+    nearer the data out to the declared end, would decode values far past the data. A
     rule that changes at a round threshold (an age of 65, 50 hours, a sign) then
     changes between bins, not inside one. Equal-width edges where the range is already
     cut at round values, where the width is no multiple of the value ``step``, or where
     the bins cannot be made so. Public: a function of the declared range."""
     equal = np.linspace(lo, hi, bins + 1)
-    if not hi > lo or bins < 2:
+    if not hi > lo or bins < 4:
         return equal
+    # the end bins keep their equal width: a wider one would reach from nearer the data
+    # out to the declared end, and decode values far past the data's end
+    inner = _round_inner(float(equal[1]), float(equal[-2]), bins - 2, step)
+    if inner is None:
+        return equal
+    out = np.concatenate([equal[:1], inner, equal[-1:]])
+    return equal if np.allclose(out, equal) else out
+
+
+def _round_inner(lo: float, hi: float, bins: int, step: float | None) -> np.ndarray | None:
+    """:func:`round_edges`' inner bins: ``bins + 1`` edges from ``lo`` to ``hi``, or
+    ``None`` where they cannot be made round."""
     mantissa, exponent = _round_width((hi - lo) / bins)
     width = _times(1, mantissa, exponent)
     if step is not None and abs(width / step - round(width / step)) > 1e-9:
-        return equal
+        return None
     first, last = math.floor(lo / width) + 1, math.ceil(hi / width) - 1
     edges = [lo, *(_times(k, mantissa, exponent) for k in range(first, last + 1)), hi]
     if len(edges) > 3 and edges[1] - edges[0] < 0.5 * width:
@@ -144,18 +158,19 @@ def round_edges(lo: float, hi: float, bins: int, step: float | None = None) -> n
         del edges[1 if edges[1] - edges[0] <= edges[-1] - edges[-2] else -2]
     middle = 0.5 * (lo + hi)
     while len(edges) < bins + 1:
-        best: tuple[float, int, float] | None = None
+        best: tuple[tuple[bool, float], int, float] | None = None
         for k in range(len(edges) - 1):
             half = _half(edges[k], width, mantissa, exponent, step)
-            if edges[k + 1] - edges[k] >= width * (1.0 - 1e-9) and edges[k] < half < edges[k + 1]:
-                key = abs(0.5 * (edges[k] + edges[k + 1]) - middle)
+            if edges[k] < half < edges[k + 1]:  # whole bins first, then end pieces
+                part = edges[k + 1] - edges[k] < width * (1.0 - 1e-9)
+                key = (part, abs(0.5 * (edges[k] + edges[k + 1]) - middle))
                 if best is None or key < best[0]:
                     best = (key, k, half)
         if best is None:
-            return equal
+            return None
         edges.insert(best[1] + 1, best[2])
     out = np.asarray(edges, dtype=float)
-    return equal if out.size != bins + 1 or np.allclose(out, equal) else out
+    return out if out.size == bins + 1 else None
 
 
 def snapped(equal: np.ndarray, target: np.ndarray, bounds: np.ndarray) -> np.ndarray:
