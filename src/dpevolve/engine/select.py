@@ -85,6 +85,11 @@ def numeric_grouping(cells: int, bins: int, groups: int) -> Grouping:
     return base + (max(base) + 1,) * (cells - bins)
 
 
+def cut_in_two(bins: int, cut: int) -> Grouping:
+    """``bins`` bins in two groups: those below bin edge ``cut``, and the rest."""
+    return tuple(int(i >= cut) for i in range(bins))
+
+
 def split_grouping(cells: int, bins: int, at: float) -> Grouping | None:
     """``bins`` equal-width bins in two groups, cut at the fraction ``at`` of the declared
     range (rounded to a bin edge); a nullable column's missing cell a group of its own.
@@ -92,7 +97,7 @@ def split_grouping(cells: int, bins: int, at: float) -> Grouping | None:
     cut = round(at * bins)
     if not 0 < cut < bins:
         return None
-    base = tuple(int(i >= cut) for i in range(bins))
+    base = cut_in_two(bins, cut)
     return base + (2,) * (cells - bins)
 
 
@@ -107,7 +112,7 @@ def quantile_split(mass: np.ndarray, bins: int, at: float) -> Grouping | None:
         return None
     inner = np.cumsum(values)[:-1] / total  # the mass below each inner edge
     cut = int(np.argmin(np.abs(inner - at))) + 1
-    base = tuple(int(i >= cut) for i in range(bins))
+    base = cut_in_two(bins, cut)
     return base + (2,) * (np.asarray(mass).size - bins)
 
 
@@ -155,7 +160,7 @@ def _cut_of(grouping: Grouping | None, bins: int) -> int | None:
         return None
     base = grouping[:bins]
     cut = sum(1 for g in base if g == 0)
-    if not 0 < cut < bins or base != tuple(int(i >= cut) for i in range(bins)):
+    if not 0 < cut < bins or base != cut_in_two(bins, cut):
         return None
     return cut
 
@@ -203,7 +208,7 @@ def split_at(grouping: Grouping, bins: int, cut: int) -> Grouping | None:
     edge ``cut`` instead; ``None`` at an end of the range."""
     if not 0 < cut < bins:
         return None
-    return tuple(int(i >= cut) for i in range(bins)) + tuple(grouping[bins:])
+    return cut_in_two(bins, cut) + tuple(grouping[bins:])
 
 
 def coarse_candidates(
@@ -350,6 +355,7 @@ __all__ = [
     "candidates",
     "coarse_candidates",
     "coarse_pairs",
+    "cut_in_two",
     "draw",
     "numeric_grouping",
     "parity_candidates",
