@@ -71,9 +71,10 @@ def inward(
     Per end, the longest stretch of end bins that is noise (:func:`noise`), holds none
     of the ``kept`` bins and leaves a bin the model holds mass in further in decodes
     as the nearest such bin; in a column the releases show no data in (no bin held:
-    :func:`held_bins`), only while the model gives the stretches folded at most
-    :data:`~dpevolve.engine.smoothing.DECODE_FLOOR` noise scales of one bin together
-    (folding more would draw every value into the bins where the noise stood highest).
+    :func:`held_bins`), only while the model gives each end's stretch at most
+    :data:`~dpevolve.engine.smoothing.DECODE_FLOOR` noise scales of one bin, the rows
+    of the ``k``-th bin from the end counted ``k`` times (folding more would draw every
+    value into the bins where the noise stood highest, and the body with it).
 
     Parameters
     ----------
@@ -90,12 +91,14 @@ def inward(
     sd = np.asarray(sd, dtype=np.float64)
     target = np.arange(mass.size)
     # where the releases show the column's data in no bin (a column of 400 values among
-    # 4,000 rows, the rest missing), its ends are no more noise than its middle, and
-    # its folds together move no more than one bin's noise leaves
+    # 4,000 rows, the rest missing), its ends are no more noise than its middle: each
+    # end's fold moves at most one bin's noise, a bin k bins from the end counting k
+    # times (the further in, the likelier it holds the data: a stretch reaching the
+    # noisy body five bins in is no end)
     hidden = not kept and not held_bins(count, sd)
-    folded = 0.0
     held = mass >= HELD
     for order in (np.arange(mass.size), np.arange(mass.size)[::-1]):
+        depth = np.arange(1, order.size + 1, dtype=np.float64)
         for k in range(order.size - 1, 0, -1):
             outer, rest = order[:k], order[k:]
             if not held[rest].any() or np.isin(outer, list(kept)).any():
@@ -103,11 +106,10 @@ def inward(
             gap = not held[order[k - 1]]
             inner = outer[::-1]  # from the bins further in, outwards
             into = int(rest[int(np.flatnonzero(held[rest])[0])])
-            if hidden and folded + mass[outer].sum() > DECODE_FLOOR * sd[into]:
+            if hidden and float(mass[outer] @ depth[:k]) > DECODE_FLOOR * sd[into]:
                 continue
             if noise(mass[inner], count[inner], sd[inner], gap):
                 target[outer] = into
-                folded += float(mass[outer].sum())
                 held[outer] = False  # the other end's stretches are sought among the rest
                 break
     return target
