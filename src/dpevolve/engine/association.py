@@ -15,8 +15,9 @@ Analysis*, 3rd ed., sec. 10.5.1) for the table of value cells,
 
 ``u, v`` the midrank scores of the released table's own margins, is fitted to the
 released counts by least squares (the noise is Gaussian with one ``sigma``: maximum
-likelihood). Its cells are positive, and one parameter carries the rank relation, which
-the noise moves without bias. The table the estimator sees is
+likelihood), each parameter's distance from independence weighed by :data:`RIDGE` so
+that the fit is unique. Its cells are positive, and one parameter carries the rank
+relation, which the noise moves without bias. The table the estimator sees is
 
     fit + c (released - fit),   c = max(0, 1 - (df - 2) sigma^2 / RSS),
 
@@ -45,6 +46,21 @@ from dpevolve.measurements import MarginalQuery, Measurement
 
 #: The fewest residual degrees of freedom the James-Stein factor is defined for, plus 2.
 MIN_DF = 3
+
+#: Counts of residual per unit of a log-linear parameter away from independence: a
+#: release whose cells the noise sends below zero drives their parameters towards minus
+#: infinity, where a least-squares fit has no unique solution and where the solver
+#: stopped in the flat valley depended on the last bits of its sums (which vary with
+#: where numpy's temporaries lie in memory): two runs of one seed drew different rows.
+#: A parameter's usual distance from independence is about 1, costing a count against
+#: the noise's ``sigma^2`` per cell.
+RIDGE = 1.0
+
+#: The trust-region solver's tolerances (cost, step, gradient): tight, so that a fit
+#: stops at the one minimum whatever its path (a last-bit change of a released cell
+#: moves it by about 1e-12 counts; Levenberg-Marquardt's had crawled to its evaluation
+#: limit and moved by 0.01).
+TOLERANCE = 1e-12
 
 
 def midrank_scores(margin: np.ndarray) -> np.ndarray:
@@ -75,25 +91,30 @@ def association_fit(table: np.ndarray) -> np.ndarray:
         eta = theta[:rows, None] + theta[None, rows:-1] + theta[-1] * uv
         return np.exp(np.minimum(eta, ceiling))
 
-    def residual(theta: np.ndarray) -> np.ndarray:
-        return (cells(theta) - y).ravel()
-
-    def jacobian(theta: np.ndarray) -> np.ndarray:
-        m = cells(theta)
-        jac = np.zeros((rows * cols, rows + cols + 1))
-        flat = np.arange(rows * cols)
-        jac[flat, np.repeat(np.arange(rows), cols)] = m.ravel()
-        jac[flat, rows + np.tile(np.arange(cols), rows)] = m.ravel()
-        jac[:, -1] = (m * uv).ravel()
-        return jac
-
     row_mass = np.clip(y.sum(axis=1), 1.0, None)
     col_mass = np.clip(y.sum(axis=0), 1.0, None)
     # start from independence at the released margins
     start = np.concatenate(
         [np.log(row_mass * total / row_mass.sum()), np.log(col_mass / col_mass.sum()), [0.0]]
     )
-    solution = least_squares(residual, start, jac=jacobian, method="lm", max_nfev=200)
+
+    def residual(theta: np.ndarray) -> np.ndarray:
+        return np.concatenate([(cells(theta) - y).ravel(), RIDGE * (theta - start)])
+
+    def jacobian(theta: np.ndarray) -> np.ndarray:
+        m = cells(theta)
+        jac = np.zeros((rows * cols + start.size, start.size))
+        flat = np.arange(rows * cols)
+        jac[flat, np.repeat(np.arange(rows), cols)] = m.ravel()
+        jac[flat, rows + np.tile(np.arange(cols), rows)] = m.ravel()
+        jac[flat, -1] = (m * uv).ravel()
+        jac[rows * cols :] = RIDGE * np.eye(start.size)
+        return jac
+
+    solution = least_squares(
+        residual, start, jac=jacobian, method="trf", max_nfev=1000,
+        ftol=TOLERANCE, xtol=TOLERANCE, gtol=TOLERANCE,
+    )  # fmt: skip
     return cells(solution.x)
 
 
