@@ -69,6 +69,22 @@ def test_beyond_span_moves_only_light_end_bins_wholly_outside() -> None:
     assert np.array_equal(beyond_span(edges, span, heavy, 107.0), np.arange(20))
 
 
+def test_beyond_span_reads_a_stretch_at_the_noise_of_its_counts_across_the_releases() -> None:
+    """cps91's wives' schooling: the bin of 18 years (6% of the rows) lies past the span
+    the fine histogram shows, its model mass 152 under two 1-way noise scales (107),
+    yet its count across the releases stands 3.9 of their scales (42) out. Read at the
+    stretch's own scale (sqrt of its bins' squared scales, 62 for two bins), it is
+    data and stays; with scales no sharper than the 1-way's, the 1-way's rules."""
+    edges = np.arange(21.0)
+    span = (0.0, 17.5)
+    mass = np.r_[np.full(18, 100.0), 152.5, 34.0]
+    assert beyond_span(edges, span, mass, 107.0)[18:].tolist() == [17, 17]
+    sd = np.r_[np.full(19, 42.1), 45.2]
+    assert beyond_span(edges, span, mass, 107.0, sd=sd)[18:].tolist() == [18, 19]
+    loose = np.full(20, 300.0)  # noisier than the 1-way: the 1-way's scale bounds it
+    assert beyond_span(edges, span, mass, 107.0, sd=loose)[18:].tolist() == [17, 17]
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     mass=st.lists(st.floats(0.0, 500.0), min_size=20, max_size=20).map(np.array),
@@ -76,12 +92,19 @@ def test_beyond_span_moves_only_light_end_bins_wholly_outside() -> None:
     width=st.floats(1.0, 100.0),
     sigma=st.floats(1.0, 300.0),
     held=st.sets(st.integers(0, 19), max_size=3),
+    sd=st.one_of(st.none(), st.lists(st.floats(1.0, 300.0), min_size=20, max_size=20)),
 )
 def test_beyond_span_maps_into_the_span_and_never_outwards(
-    mass: np.ndarray, low: float, width: float, sigma: float, held: set[int]
+    mass: np.ndarray,
+    low: float,
+    width: float,
+    sigma: float,
+    held: set[int],
+    sd: list[float] | None,
 ) -> None:
     edges = np.linspace(0.0, 100.0, 21)
-    target = beyond_span(edges, (low, low + width), mass, sigma, held)
+    scales = None if sd is None else np.array(sd)
+    target = beyond_span(edges, (low, low + width), mass, sigma, held, scales)
     moved = np.flatnonzero(target != np.arange(20))
     assert not set(moved) & held  # a bin the releases show data in stays
     for b in moved:
