@@ -193,6 +193,7 @@ def score(parts: suite_data.Parts, synth: pd.DataFrame) -> dict[str, Any]:
         **nf.quantile_tv(real, fake, schema, parts.public),
         "spearman_error": nf.spearman_error(real, fake, numeric),
         "beyond_range": nf.beyond_range_share(real, fake, numeric),
+        "unreached_range": nf.unreached_share(real, fake, numeric),
         "atoms": atoms,
         "atom_tv_max": max((a["tv"] for a in atoms), default=float("nan")),
         "rows": len(fake),

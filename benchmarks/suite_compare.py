@@ -23,6 +23,7 @@ MEASURES: dict[str, Callable[[Row], float | None]] = {
     "tv2": lambda r: r.get("tv2"),
     "spearman": lambda r: r.get("spearman_error"),
     "beyond": lambda r: r.get("beyond_range"),
+    "unreached": lambda r: r.get("unreached_range"),
     "worst_atom": lambda r: r.get("atom_tv_max"),
     "sdm_bins": lambda r: (r.get("sdmetrics_bins") or {}).get("score"),
 }

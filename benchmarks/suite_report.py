@@ -22,7 +22,7 @@ from scipy import stats
 
 METRICS = (
     "sdm_bins", "sdm", "accuracy", "majority", "tv1", "tv2", "spearman_error",
-    "beyond_range", "atom_tv_max", "cpu_seconds", "peak_rss_mb", "n_private",
+    "beyond_range", "unreached_range", "atom_tv_max", "cpu_seconds", "peak_rss_mb", "n_private",
 )  # fmt: skip
 SYSTEM_ORDER = ("engine", "engine_public", "aim", "mst", "bootstrap", "sample1000", "real")
 HERE = Path(__file__).resolve().parent
@@ -292,6 +292,11 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         table_markdown(summary, "spearman_error", "Mean Spearman error over numeric pairs"),
         table_markdown(
             summary, "beyond_range", "Rows beyond the private range by > 10% of its width"
+        ),
+        table_markdown(
+            summary,
+            "unreached_range",
+            "Real rows beyond the synthetic range by > 10% of the private width (a tail cut off)",
         ),
         table_markdown(summary, "atom_tv_max", "Worst TV of P(label | atom), atoms >= 5% of rows"),
         table_markdown(summary, "cpu_seconds", "CPU seconds of the fit", 1),

@@ -1,5 +1,5 @@
-"""Unit tests of reporting/numeric_fidelity (Spearman error, beyond-range share, atom
-rules, quantile TV): each checked against a hand count, and each able to fail."""
+"""Unit tests of reporting/numeric_fidelity (Spearman error, beyond-range and unreached
+shares, atom rules, quantile TV): each checked against a hand count, and each able to fail."""
 
 from __future__ import annotations
 
@@ -56,6 +56,40 @@ def test_beyond_range_share_counts_rows_past_ten_percent_of_the_width() -> None:
     # x: [-1, 11] allowed; 11.1 is beyond; y: [-0.1, 1.1]: 1.2 is beyond
     assert nf.beyond_range_share(real, synth, ["x", "y"]) == pytest.approx(0.5)
     assert nf.beyond_range_share(real, synth, ["x", "y"], tolerance=0.2) == pytest.approx(0.0)
+
+
+def test_unreached_share_counts_real_rows_past_the_synthetic_range() -> None:
+    """The mirror of the beyond-range share: real rows beyond the synthetic range by
+    more than a tenth of the real width (10 here, so 1.0)."""
+    real = pd.DataFrame({"x": [0.0, 2.0, 5.0, 7.9, 10.0], "y": [1.0, np.nan, 1.0, 1.0, 1.0]})
+    synth = pd.DataFrame({"x": [3.0, 7.0], "y": [1.0, 1.0]})
+    # x reached within [2, 8]: 0.0 and 10.0 are unreached, 2.0 and 7.9 are near enough
+    assert nf.unreached_share(real, synth, ["x", "y"]) == pytest.approx(0.4)
+    assert nf.unreached_share(real, synth, ["x", "y"], tolerance=0.3) == pytest.approx(0.0)
+    none = pd.DataFrame({"x": [np.nan, np.nan], "y": [1.0, 1.0]})
+    assert nf.unreached_share(real, none, ["x"]) == pytest.approx(1.0)  # nothing drawn
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.floats(-100.0, 100.0), min_size=2, max_size=30),
+    st.floats(-5.0, 5.0),
+    st.floats(0.1, 3.0),
+)
+def test_a_synthetic_table_spanning_the_real_range_leaves_nothing_unreached(
+    values: list[float], shift: float, stretch: float
+) -> None:
+    """A synthetic column covering the real range reaches every real row; the share is
+    never above one and falls as the tolerance grows."""
+    real = pd.DataFrame({"x": values})
+    lo, hi = min(values), max(values)
+    cover = pd.DataFrame({"x": [lo, hi]})
+    assert nf.unreached_share(real, cover, ["x"]) == 0.0
+    centre = 0.5 * (lo + hi) + shift
+    narrow = pd.DataFrame({"x": [centre - stretch, centre + stretch]})
+    tight = nf.unreached_share(real, narrow, ["x"], tolerance=0.0)
+    loose = nf.unreached_share(real, narrow, ["x"], tolerance=0.5)
+    assert 0.0 <= loose <= tight <= 1.0
 
 
 def test_atom_rules_find_the_rule_and_its_break() -> None:

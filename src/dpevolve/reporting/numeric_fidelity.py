@@ -7,6 +7,9 @@ privatised, so none belongs in a shareable artefact):
   ``|rho_real - rho_synth|`` (Spearman's rank correlation, pairwise-complete rows).
 * :func:`beyond_range_share`: the share of synthetic rows holding a number beyond the
   real column's range by more than ``tolerance`` times its width.
+* :func:`unreached_share`: the mirror, the share of real rows holding a number beyond
+  the synthetic column's range by more than ``tolerance`` times the real width (a tail
+  the synthetic table cuts off).
 * :func:`atom_rules`: for every numeric value that holds at least ``min_share`` of the
   real rows (an *atom*: 0 spend, a declared end, a round value), the total variation
   between ``P(label | column = value)`` in the real and the synthetic table; a rule
@@ -85,6 +88,34 @@ def _label_shares(labels: pd.Series, classes: list[str]) -> np.ndarray:
     counts = labels.astype(str).value_counts()
     shares = np.array([counts.get(c, 0) for c in classes], dtype=np.float64)
     return shares / shares.sum() if shares.sum() > 0 else shares
+
+
+def unreached_share(
+    real: pd.DataFrame, synth: pd.DataFrame, columns: Sequence[str], tolerance: float = 0.1
+) -> float:
+    """Share of real rows with a value in ``columns`` below ``min - tolerance * w`` or
+    above ``max + tolerance * w``, where ``[min, max]`` is the synthetic column's range
+    and ``w`` the real column's width: the rows of the real table that the synthetic one
+    never comes near (a tail cut off; :func:`beyond_range_share` the other way round). A
+    column with no synthetic value leaves every real value unreached; missing cells never
+    count."""
+    if len(real) == 0 or not columns:
+        return 0.0
+    unreached = np.zeros(len(real), dtype=bool)
+    for name in columns:
+        values = real[name].to_numpy(dtype=np.float64)
+        present = ~np.isnan(values)
+        if not present.any():
+            continue
+        fake = synth[name].to_numpy(dtype=np.float64)
+        fake = fake[~np.isnan(fake)]
+        if fake.size == 0:
+            unreached |= present
+            continue
+        slack = tolerance * float(np.ptp(values[present]))
+        with np.errstate(invalid="ignore"):
+            unreached |= (values < fake.min() - slack) | (values > fake.max() + slack)
+    return float(unreached.mean())
 
 
 def atom_rules(
