@@ -12,11 +12,14 @@ from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.smoothing import (
     BANDWIDTHS,
+    DECODE_FLOOR,
+    LONE_POINT,
     decode_weights,
     monotone,
     smoothable,
     smoother,
     sure,
+    without_lone_points,
 )
 
 SCHEMA = Schema(
@@ -102,6 +105,29 @@ def test_cells_within_the_noise_weigh_nothing() -> None:
     assert weights[signal].sum() > 0.97 * weights.sum()
     with pytest.raises(ValueError, match="one count per fine cell"):
         decode_weights(noisy[:-1], 10.0, cells)
+
+
+@settings(max_examples=100, deadline=None)
+@given(z=st.floats(0.0, 3.99), inside=st.floats(0.0, 3.99))  # no cell sure: the floor alone
+def test_a_lone_point_past_the_data_shown_weighs_only_above_lone_point(
+    z: float, inside: float
+) -> None:
+    """A single value among a continuous column's intervals is not smoothed. Past the
+    span the weighted intervals show, in a bin whose intervals weigh nothing, it weighs
+    only above LONE_POINT noise scales (black_politicians' median household income,
+    seed 4: its declared end, 16, 2.66 scales up, drew all 277 rows of the last bin
+    where the data stop at 13.7); within that span it keeps the floor of DECODE_FLOOR."""
+    cells = _cells("x")
+    assert cells.lo[: cells.atoms].tolist() == [-10.0, 0.0, 10.0]
+    sigma = 50.0
+    noisy = np.zeros(cells.size)
+    body = (np.arange(cells.size) >= cells.atoms) & (cells.lo >= -3.0) & (cells.hi <= 3.0)
+    noisy[body] = 150.0  # the data the intervals show, about [-3, 3], no cell sure (4 sigma)
+    noisy[2], noisy[1] = z * sigma, inside * sigma  # the declared end 10, and 0
+    weights = decode_weights(noisy, sigma, cells)
+    assert weights[2] == (noisy[2] if z > LONE_POINT else 0.0)
+    assert weights[1] == (noisy[1] if inside > DECODE_FLOOR else 0.0)
+    assert np.array_equal(without_lone_points(weights, noisy, sigma, cells)[1:], weights[1:])
 
 
 @settings(max_examples=50, deadline=None)

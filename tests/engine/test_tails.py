@@ -23,9 +23,11 @@ from dpevolve.engine.tails import (
     Fold,
     counted_weights,
     folded_ends,
+    held_bins,
     inward,
     noise,
     released_counts,
+    shows_data,
     whole_bins,
 )
 from dpevolve.measurements import HistogramQuery, MarginalQuery, Measurement
@@ -87,6 +89,30 @@ def test_noise_is_the_formula() -> None:
     assert not noise(np.array([0.0, 0.0]), np.array([25.0, -60.0]), sd, gap=False)
     assert noise(np.array([0.0, 0.0]), np.array([25.0, 0.0]), sd, gap=True)
     assert not noise(np.array([0.0, 0.0]), np.array([40.1, 0.0]), sd, gap=True)
+
+
+# cps91's ages, seed 3 (2,253 rows; bins of 2.75 years from 10 to 65): no bin's count
+# stands 4 scales out, yet the column's body does; the model gave the empty last bin 253
+# rows of noise, past a bin it gives nothing.
+AGE_MASS = [1.0, 5.0, 2.7, 0.0, 57.6, 242.6, 93.9, 258.0, 192.3, 215.9, 229.4, 88.3,
+            149.7, 199.3, 160.8, 0.5, 77.0, 26.1, 0.0, 252.9]  # fmt: skip
+AGE_COUNT = [132.7, 136.6, 81.1, -25.2, 253.7, 223.6, 181.8, 153.7, 217.5, 111.0, 233.6,
+             151.6, 242.2, 83.9, 210.4, 134.1, 159.7, -41.8, -57.3, 190.2]  # fmt: skip
+AGE_SD = [87.9, 87.9, 87.9, 80.3] * 5
+
+
+def test_a_small_tables_column_shows_its_data_where_its_bins_together_stand_out() -> None:
+    """No bin of cps91's ages is held, but their total stands 7.2 scales out: the
+    releases show the column, its ends fold as any column's (the noise bin past the
+    data, [62.25, 65], decodes inward; as a hidden column's it had drawn 8.3% of the
+    rows beyond the data). 400 values among 4,000 rows, 20 bins of 20 rows under
+    noise of 60 (the total 1.7 scales out), show nothing."""
+    count, sd = np.array(AGE_COUNT), np.array(AGE_SD)
+    assert held_bins(count, sd) == ()
+    assert shows_data(count, sd)
+    assert inward(np.array(AGE_MASS), count, sd)[-3:].tolist() == [16, 16, 16]
+    assert not shows_data(np.full(20, 20.0), np.full(20, 60.0))
+    assert shows_data(np.r_[np.zeros(19), 241.0], np.full(20, 60.0))  # one bin held
 
 
 def test_released_counts_combine_every_release_by_inverse_variance() -> None:
