@@ -31,9 +31,8 @@ Post-processing steps of released values answer them:
    and it lies past the span the weighted intervals show, it weighs only above
    :data:`LONE_POINT` scales (:func:`without_lone_points`): at 2, each of a column's
    17 whole-number atoms passes by chance 2% of the time, and one that passes would
-   draw every row of its bin
-   (black_politicians' incomes: the declared end, 16, 2.7 scales up, drew a tail
-   bin's 277 rows where the data stop at 13.7). Next to intervals that weigh
+   draw every row of its bin (black_politicians' incomes: the declared end, 16, 2.7
+   scales up, drew a tail bin's 277 rows where the data stop at 13.7). Next to intervals that weigh
    something, a point keeps the floor of 2 and takes its share; an atom alone in its
    bin (a value the bins were placed around) decodes its bin's rows whatever it
    weighs.

@@ -70,8 +70,8 @@ def inward(
 
     Per end, the longest stretch of end bins that is noise (:func:`noise`), holds none
     of the ``kept`` bins and leaves a bin the model holds mass in further in decodes
-    as the nearest such bin; in a column the releases show no data in (no bin held:
-    :func:`held_bins`), only while the model gives each end's stretch at most
+    as the nearest such bin; in a column the releases show no data in
+    (:func:`shows_data`), only while the model gives each end's stretch at most
     :data:`~dpevolve.engine.smoothing.DECODE_FLOOR` noise scales of one bin, the rows
     of the ``k``-th bin from the end counted ``k`` times (folding more would draw every
     value into the bins where the noise stood highest, and the body with it).
@@ -90,7 +90,7 @@ def inward(
     count = np.asarray(count, dtype=np.float64)
     sd = np.asarray(sd, dtype=np.float64)
     target = np.arange(mass.size)
-    # where the releases show the column's data in no bin (a column of 400 values among
+    # where the releases show the column's data nowhere (a column of 400 values among
     # 4,000 rows, the rest missing), its ends are no more noise than its middle: each
     # end's fold moves at most one bin's noise, a bin k bins from the end counting k
     # times (the further in, the likelier it holds the data: a stretch reaching the
@@ -250,8 +250,8 @@ def counted_weights(
     weights: np.ndarray, cells: FineCells, count: np.ndarray, sd: np.ndarray
 ) -> np.ndarray:
     """The decoding ``weights`` of a column's fine cells where the releases of its bins
-    (``count``, ``sd``: :func:`released_counts`) can back them. All are zeroed where no
-    bin is held (:func:`held_bins`): a fine cell holds fewer rows than its bin under
+    (``count``, ``sd``: :func:`released_counts`) can back them. All are zeroed where the
+    releases show no data (:func:`shows_data`): a fine cell holds fewer rows than its bin under
     about the same noise, so what stands out among the cells of a column whose bins
     show nothing is noise the smoothing kept (a column of 400 values among 4,000 rows:
     runs of cells weighing 500-660 rows, more than the column holds, drew every value
@@ -358,7 +358,7 @@ def shows_data(count: np.ndarray, sd: np.ndarray) -> bool:
     or all its bins together stand :data:`~dpevolve.engine.smoothing.SUPPORT` noise
     scales above zero. A small table's column spread evenly over 20 bins (cps91's
     ages: 2,253 rows, each bin's count 2 noise scales of 88 out) shows no bin, yet its
-    body stands 5.7 scales out; a column of 400 values among 4,000 rows, the rest
+    body stands 7.2 scales out; a column of 400 values among 4,000 rows, the rest
     missing, shows neither."""
     count = np.asarray(count, dtype=np.float64)
     sd = np.asarray(sd, dtype=np.float64)
