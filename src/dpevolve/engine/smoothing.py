@@ -200,16 +200,15 @@ def without_lone_points(
     out = np.asarray(weights, dtype=np.float64).copy()
     if cells.grid or cells.atoms == 0:
         return out
-    stop = cells.values
-    intervals = np.arange(cells.atoms, stop)
+    bins = int(cells.coarse[: cells.values].max()) + 1
+    intervals = cells.coarse[cells.atoms : cells.values]
+    shared = np.bincount(intervals, minlength=bins) > 0
+    shown = np.bincount(intervals, weights=out[cells.atoms : cells.values] > 0, minlength=bins) > 0
     span = shown_span(cells, np.where(np.arange(out.size) >= cells.atoms, out, 0.0))
-    shown = np.zeros(int(cells.coarse[:stop].max()) + 1, dtype=bool)
-    shown[cells.coarse[intervals[out[intervals] > 0]]] = True
     for atom in range(cells.atoms):
         bin_, value = int(cells.coarse[atom]), float(cells.lo[atom])
-        shares = bool(np.any(cells.coarse[intervals] == bin_))
         beyond = span is None or not span[0] <= value <= span[1]
-        if shares and beyond and not shown[bin_] and counts[atom] <= LONE_POINT * sigma:
+        if shared[bin_] and beyond and not shown[bin_] and counts[atom] <= LONE_POINT * sigma:
             out[atom] = 0.0
     return out
 
