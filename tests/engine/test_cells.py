@@ -60,3 +60,35 @@ def test_weights_off_the_whole_numbers_keep_the_fractions() -> None:
     codes = np.zeros((1000, 2), dtype=np.int64)
     out = disc.decode(codes, np.random.default_rng(0), {"years": weights}, 5000)["years"]
     assert np.any(out.to_numpy() != np.round(out.to_numpy()))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    on_whole=st.floats(COVER + 0.01, 1.0),
+    reach=st.floats(0.3, 2.9),
+)
+def test_an_end_bin_thinning_out_keeps_to_whole_numbers(
+    seed: int, on_whole: float, reach: float
+) -> None:
+    """catholic's fathers' schooling: the last bin, [17, 20], holds whole years its
+    cells do not show; its rows thin out from 17 over ``reach`` years. Decoded, they lie
+    at whole years within the reach only (before: fractions up to its foot, past the
+    data), and fewer at each year further out."""
+    disc = Discretiser(SCHEMA, 4, 128)  # bin 3: [16.5, 20]
+    weights = _weights(disc, on_whole, seed)
+    cells = disc.fine["years"]
+    weights[cells.coarse == 3] = 0.0
+    assert whole_atoms(cells, weights) is not None
+    apex = 17.0
+    codes = np.zeros((4000, 2), dtype=np.int64)
+    codes[:, 0] = 3
+    rng = np.random.default_rng(seed)
+    out = disc.decode(
+        codes, rng, {"years": weights}, 5000, ends={"years": (0, 3)},
+        reach={"years": {3: (apex, apex + reach)}},
+    )["years"].to_numpy()  # fmt: skip
+    assert np.all(out == np.round(out))
+    assert out.min() >= apex and out.max() <= apex + reach
+    counts = np.bincount((out - apex).astype(int))
+    assert np.all(np.diff(counts) <= 0)

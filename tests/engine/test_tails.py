@@ -340,8 +340,9 @@ def test_a_hidden_column_s_folds_stay_within_their_depth_weighted_floor(
 def test_cell_weights_stay_only_where_their_bin_s_releases_can_hold_them(
     weights: list[float], count: list[float], sigma: float
 ) -> None:
-    """Three cells per bin, four bins and a missing cell: where no bin's count stands
-    SUPPORT noise scales out, every value cell weighs nothing; else a bin's cells keep
+    """Three cells per bin, four bins and a missing cell: where neither a bin's count
+    nor the four together stand SUPPORT noise scales out (the data are hidden), every
+    value cell weighs nothing; else a bin's cells keep
     their weights exactly when together they hold at most SUPPORT scales more than the
     bin's released count or that count shows data (above DECODE_FLOOR scales), and are
     all zero otherwise. The missing cell is untouched."""
@@ -352,7 +353,7 @@ def test_cell_weights_stay_only_where_their_bin_s_releases_can_hold_them(
     w = np.resize(np.append(np.resize(np.array(weights), cells.values), 500.0), cells.size)
     out = counted_weights(w, cells, np.array(count), np.full(4, sigma))
     assert out[-1] == w[-1]
-    shown = max(count) > SUPPORT * sigma
+    shown = max(count) > SUPPORT * sigma or sum(count) > SUPPORT * sigma * np.sqrt(4)
     for b in range(4):
         inside = np.flatnonzero(cells.coarse[: cells.values] == b)
         backed = w[inside].sum() <= count[b] + SUPPORT * sigma or count[b] > DECODE_FLOOR * sigma

@@ -148,17 +148,31 @@ def overrules_support(
 
 
 def thinning(
-    cells: FineCells, inside: np.ndarray, weights: np.ndarray, apex: float, foot: float
+    cells: FineCells,
+    inside: np.ndarray,
+    weights: np.ndarray,
+    apex: float,
+    foot: float,
+    whole: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The cells and weights of a bin at an end of the data whose rows thin out from
     ``apex`` to ``foot`` (:func:`~dpevolve.engine.tails.end_reach`,
     :func:`~dpevolve.engine.tails.shown_reach`): where its cells
-    show nothing, its cells between them under a falling density; else its weights,
-    and past the furthest weighted cell the density there falling to zero at ``foot``."""
+    show nothing, its cells between them under a falling density (in a column whose
+    weights lie on its whole numbers, ``whole``: :func:`whole_atoms`, the whole numbers
+    between them, each at the density there); else its weights, and past the furthest
+    weighted cell the density there falling to zero at ``foot``.
+
+    Whole numbers keep a whole column's tail on them (catholic's fathers' schooling,
+    whole years released with ``decimals: 1``: its last bin, [18, 19.3), holds the 99
+    fathers with 18 years and had drawn 7 rows at 19.1-19.2, past the data by more than
+    a tenth of their range)."""
     upward = foot > apex
     edge = outer_density(cells, weights, inside, upward)
     if edge is None:
         inside = cells_within(cells, inside, (min(apex, foot), max(apex, foot)))
+        points = inside if whole is None else inside[np.isin(inside, whole)]
+        inside = points if points.size else inside
         return inside, falling(cells, inside, apex, foot)
     start, density = edge  # the weights' own edge (a stored ``apex`` may predate them)
     past = (cells.lo[inside] >= start) if upward else (cells.hi[inside] <= start)

@@ -412,7 +412,7 @@ class Discretiser:
             inside = np.array([int(np.nanargmin(np.abs(cells.lo - centre)))])
         tail = b in roles.ends
         if b in roles.reach:
-            inside, p = thinning(cells, inside, weights, *roles.reach[b])
+            inside, p = thinning(cells, inside, weights, *roles.reach[b], whole)
             return inside, p, True
         moved_tail = tail and column.name in self.moved
         if moved_tail and column.name in self.support:
