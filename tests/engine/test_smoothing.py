@@ -16,6 +16,7 @@ from dpevolve.engine.smoothing import (
     LONE_POINT,
     decode_weights,
     monotone,
+    monotone_apart,
     smoothable,
     smoother,
     sure,
@@ -169,6 +170,50 @@ def test_a_moved_columns_tail_decodes_next_to_the_data() -> None:
     # 0.9% before the support step fitted every column's outer cells, 0.4% since
     assert np.mean(leaked[True]) < 0.006
     assert np.mean(leaked[False]) < 0.006
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    values=st.lists(st.floats(-100.0, 100.0), min_size=1, max_size=30),
+    data=st.data(),
+)
+def test_sure_cells_split_the_monotone_fit(values, data) -> None:
+    """Each run between sure entries is its own monotone fit; a sure entry keeps its
+    value in a pool of one; without sure entries it is the plain fit."""
+    values = np.array(values)
+    sure_ = np.array(data.draw(st.lists(st.booleans(), min_size=values.size, max_size=values.size)))
+    fit, pooled = monotone_apart(values, sure_)
+    assert np.array_equal(fit[sure_], values[sure_]) and np.all(pooled[sure_] == 1)
+    cuts = np.flatnonzero(sure_)
+    for start, stop in zip(np.r_[0, cuts + 1], np.r_[cuts, values.size], strict=True):
+        alone, sizes = monotone(values[start:stop])
+        assert np.allclose(fit[start:stop], alone) and np.array_equal(pooled[start:stop], sizes)
+    plain = monotone_apart(values, np.zeros(values.size, dtype=bool))
+    assert all(np.allclose(a, b) for a, b in zip(plain, monotone(values), strict=True))
+
+
+def test_a_far_cluster_standing_out_in_a_tail_keeps_its_weight() -> None:
+    """Seeded twin: the body in the centre, a cluster far out in the top tail bin (a
+    census table's densest area) standing 6 noise scales out, nothing between. The tail
+    fit thins out towards the cluster only up to it: the cluster's cell keeps its
+    weight (pooled with the empty cells between, it weighed nothing, and its bin's rows
+    were drawn across the bin), and the empty far cells still weigh nothing."""
+    edges = {"x": np.r_[-10.0, np.linspace(-1.0, 1.0, 7), 10.0]}
+    cells = Discretiser(SCHEMA, 8, 96, edges=edges).fine["x"]
+    centre = 0.5 * (cells.lo + cells.hi)
+    keep = smoothable(cells)
+    truth = np.where(keep, 4000.0 * np.exp(-0.5 * (centre / 0.5) ** 2), 0.0)
+    cluster = int(np.flatnonzero(keep & (cells.lo <= 7.0) & (cells.hi > 7.0))[0])
+    sigma = 40.0
+    truth[cluster] = 6 * sigma
+    rng = np.random.default_rng(5)
+    empty = keep & (centre > 3.0) & (np.arange(cells.size) != cluster)
+    for _ in range(20):
+        noisy = truth + rng.normal(0.0, sigma, cells.size)
+        noisy[cluster] = truth[cluster]
+        w = decode_weights(noisy, sigma, cells, tails=True)
+        assert w[cluster] == pytest.approx(truth[cluster])
+        assert w[empty].sum() <= 0.01 * w[cluster]
 
 
 @settings(max_examples=60, deadline=None)
