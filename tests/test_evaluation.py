@@ -306,6 +306,26 @@ def test_tstr_single_class_synthetic() -> None:
     assert report.to_dict()["auc"] is None
 
 
+def test_tstr_with_a_column_the_synthetic_table_leaves_all_missing() -> None:
+    """The engine decodes a column missing throughout where the releases cannot show its
+    values (docs/engine.md, a column the noise hides): the model leaves it out, says so,
+    and still learns from the others (the classifier had failed on the empty column)."""
+    rng = np.random.default_rng(12)
+    schema = Schema(
+        (
+            NumericColumn("x", 0.0, 1.0),
+            NumericColumn("noise", 0.0, 1.0, nullable=True),
+            CategoricalColumn("cat", ("a", "b", "c")),
+            CategoricalColumn("y", ("k0", "k1")),
+        ),
+        label="y",
+    )
+    train = separable(rng, 600).assign(noise=np.nan)
+    report = tstr(train, separable(rng, 400), schema, "y")
+    assert report.accuracy > 0.85
+    assert report.note is not None and "'noise' holds no value" in report.note
+
+
 def test_tstr_errors() -> None:
     rng = np.random.default_rng(11)
     schema = separable_schema()

@@ -272,7 +272,9 @@ def _span_inward(mp: pytest.MonkeyPatch, seen: dict[int, PrivateSource]) -> None
     """The decoding's span (tails.py) from the private column's min and max: the cells
     between them stand in for the released decoding weights."""
 
-    def inward(discretiser, fitted, measurements, weights, fine=None, public=None, counts=None):
+    def inward(
+        discretiser, fitted, measurements, weights, fine=None, public=None, counts=None, rows=None
+    ):
         source = seen[id(discretiser)]
         numeric = {c.name: (k, c) for k, c in enumerate(Layout.of(discretiser.schema).numeric)}
         bounded = {}
@@ -281,7 +283,9 @@ def _span_inward(mp: pytest.MonkeyPatch, seen: dict[int, PrivateSource]) -> None
             values = private_values(source, numeric[name][1], numeric[name][0])
             inside = (cells.hi >= values.min()) & (cells.lo <= values.max())
             bounded[name] = np.where(inside, 1.0, 0.0)[: np.asarray(w).size]
-        return released_inward(discretiser, fitted, measurements, bounded, fine, public, counts)
+        return released_inward(
+            discretiser, fitted, measurements, bounded, fine, public, counts, rows
+        )
 
     mp.setattr(model, "released_inward", inward)
 

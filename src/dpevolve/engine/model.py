@@ -153,7 +153,9 @@ def released_model(
             weights[name] = public_shape(weights[name], given[name], cells, float(m.sigma), mass)
             if not held_bins(*counts[name]):
                 hidden[name] = np.asarray(given[name], dtype=np.float64)
-    inward = released_inward(discretiser, model, marginals, weights, fine, public.bins, counts)
+    inward = released_inward(
+        discretiser, model, marginals, weights, fine, public.bins, counts, rows
+    )
     return EngineModel(
         discretiser, weights, model, rows, refinement, inward, public.within, hidden or None
     )

@@ -1,12 +1,10 @@
 """End bins decoded inward: model mass at a column's end that the releases show as noise.
 
 On a small table at a modest budget a released 1-way marginal of a numeric column
-carries noise of scale ``sigma`` of the order of a bin's count (``sigma`` 112 for 2,700
-rows over 20 bins). Where a public range was widened beyond the data, the bins near its
-ends hold no records, yet the noise there survives the estimator's non-negativity: the
-model gives an empty end bin a hundred rows, often set apart from the rest of the
-column's mass by bins it gives nothing. Decoded within that bin, those rows land far beyond the data
-(issue 25: 2-5% of rows on three real tables).
+carries noise of the order of a bin's count (``sigma`` 112 for 2,700 rows in 20 bins).
+Where a public range was widened beyond the data, the noise in its empty end bins
+survives the estimator's non-negativity: the model gives one a hundred rows, which,
+decoded there, land far beyond the data (issue 25: 2-5% of rows on three real tables).
 
 Post-processing of released values: per numeric column, the model's own 1-way answer
 (fitted to the releases) and each bin's count as the releases show it, every release
@@ -64,7 +62,11 @@ HELD = 0.5
 
 
 def inward(
-    mass: np.ndarray, count: np.ndarray, sd: np.ndarray, kept: Collection[int] = ()
+    mass: np.ndarray,
+    count: np.ndarray,
+    sd: np.ndarray,
+    kept: Collection[int] = (),
+    absent: Collection[int] = (),
 ) -> np.ndarray:
     """The bin each value bin decodes as (itself unless inward; module docstring).
 
@@ -85,6 +87,9 @@ def inward(
         :func:`released_counts`) and its noise scale.
     kept
         Bins known to hold data (a public table's: :func:`released_inward`).
+    absent
+        Bins a public table shows no data in: a stretch of them is tested as one past
+        a gap (docs/engine.md, end bins decoded inward).
     """
     mass = np.asarray(mass, dtype=np.float64)
     count = np.asarray(count, dtype=np.float64)
@@ -103,7 +108,7 @@ def inward(
             outer, rest = order[:k], order[k:]
             if not held[rest].any() or np.isin(outer, list(kept)).any():
                 continue
-            gap = not held[order[k - 1]]
+            gap = not held[order[k - 1]] or bool(np.isin(outer, list(absent)).all())
             inner = outer[::-1]  # from the bins further in, outwards
             into = int(rest[int(np.flatnonzero(held[rest])[0])])
             if hidden and float(mass[outer] @ depth[:k]) > DECODE_FLOOR * sd[into]:
@@ -211,13 +216,15 @@ def released_counts(
     name: str,
     measurements: Iterable[Measurement],
     fine: Measurement | None = None,
+    missing: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per value bin of numeric column ``name``, its count as every release shows it
-    and that count's noise scale: each marginal query holding the column (not grouped on it)
-    summed over its other attributes, and the fine histogram summed over each bin's
-    cells, combined by inverse variance (post-processing; a bin no release measures:
-    count 0, scale infinite)."""
-    bins = discretiser.bins
+    """Per value bin of numeric column ``name`` (and its missing cell last, where
+    ``missing``), its count as every release shows it and that count's noise scale:
+    each marginal query holding the column (not grouped on it) summed over its other
+    attributes, and the fine histogram summed over each bin's cells, combined by
+    inverse variance (post-processing; a bin no release measures: count 0, scale
+    infinite)."""
+    bins = discretiser.bins + int(missing)
     precision = np.zeros(bins)
     total = np.zeros(bins)
     for m in measurements:
@@ -234,7 +241,8 @@ def released_counts(
     if fine is not None and np.isfinite(fine.sigma):
         coarse = discretiser.fine[name].coarse
         width = np.bincount(coarse, minlength=bins + 1)[:bins]
-        sums = np.bincount(coarse, weights=np.asarray(fine.noisy, dtype=np.float64).ravel())
+        noisy = np.asarray(fine.noisy, dtype=np.float64).ravel()
+        sums = np.bincount(coarse, weights=noisy, minlength=bins)
         weight = np.zeros(bins)
         held = width > 0
         weight[held] = 1.0 / (float(fine.sigma) ** 2 * width[held])
@@ -244,6 +252,16 @@ def released_counts(
     count = np.where(measured, total / np.where(measured, precision, 1.0), 0.0)
     sd = np.where(measured, 1.0 / np.sqrt(np.where(measured, precision, 1.0)), np.inf)
     return count, sd
+
+
+def faint(present: float, sd: float) -> bool:
+    """Whether a column's rows holding a value (``present``: ``n`` less its missing
+    cell's count across the releases, of noise scale ``sd``) stand at most
+    :data:`~dpevolve.engine.smoothing.DECODE_FLOOR` scales above zero, as an empty fine
+    cell's count may: with values the noise hides too (:func:`shows_data`), the
+    column decodes missing (:func:`released_inward`; docs/engine.md, a column the
+    noise hides: NIST's disability ratings, 1.2% of the rows, had been drawn past them)."""
+    return present <= DECODE_FLOOR * sd
 
 
 def counted_weights(
@@ -398,6 +416,7 @@ def released_inward(
     fine: Mapping[str, Measurement] | None = None,
     public: Mapping[str, Collection[int]] | None = None,
     counts: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
+    rows: int | None = None,
 ) -> dict[str, Fold]:
     """Per numeric column with a released 1-way marginal and fine histogram, the bin
     each of its cells decodes as (:func:`inward`, :func:`beyond_span`) and its end bins
@@ -405,7 +424,10 @@ def released_inward(
     marginals (:func:`released_counts`); ``public``: per column, the bins a public
     table shows data in (public facts: free), which, but for the two end bins, hold
     data as the releases' held bins do (:func:`held_bins`) and are never folded;
-    ``counts``: per column, :func:`released_counts` where the caller has them."""
+    ``counts``: per column, :func:`released_counts` where the caller has them;
+    ``rows``: the private row count (public), with which a nullable column whose
+    values the releases show nowhere and whose present rows are :func:`faint` decodes
+    every cell as missing."""
     measurements = list(measurements)
     sigma: dict[str, float] = {}
     for m in measurements:
@@ -428,9 +450,15 @@ def released_inward(
         # a public table's tails reach past the private data as often as not: its end
         # bins keep the end bins' own rules
         shown = set((public or {}).get(name, ())) - {0, bins - 1}
+        if rows is not None and column.nullable and not shown and not shows_data(count, sd):
+            both = released_counts(discretiser, name, measurements, (fine or {}).get(name), True)
+            if faint(rows - float(both[0][-1]), float(both[1][-1])):
+                out[name] = Fold(np.full(mass.size, bins), (), ())
+                continue
         held = tuple(sorted(set(held_bins(count, sd)) | shown))
         edges = discretiser.edges(name)
-        target = inward(mass[:bins], count, sd, shown)
+        absent = set(range(bins)) - set(public[name]) if public and name in public else ()
+        target = inward(mass[:bins], count, sd, shown, absent)
         span = shown_span(cells, w)
         if span is not None:
             target = beyond_span(edges, span, mass[:bins], sigma[name], held, sd)[target]
@@ -459,6 +487,7 @@ __all__ = [
     "beyond_span",
     "counted_weights",
     "end_reach",
+    "faint",
     "folded_ends",
     "held_bins",
     "inward",
