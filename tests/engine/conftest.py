@@ -11,10 +11,16 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
+from dpevolve.data.sources import FrameSource
+from dpevolve.engine import EngineSpec, fit_engine
+from dpevolve.engine.loop import EngineResult
 from dpevolve.measurements import Clique, Domain, Measurement
+from dpevolve.privacy import Budget
+from dpevolve.privacy.noise import make_noise
 
 
 class JointModel:
@@ -107,3 +113,24 @@ def ks_distance(a: np.ndarray, b: np.ndarray) -> float:
     grid = np.concatenate([a, b])
     below_a = np.searchsorted(a, grid, "right") / a.size
     return float(np.abs(below_a - np.searchsorted(b, grid, "right") / b.size).max())
+
+
+def seeded_fit(
+    frame: pd.DataFrame,
+    schema: Schema,
+    noise_seed: int,
+    seed: int,
+    epsilon: float = 1.0,
+    public: pd.DataFrame | None = None,
+) -> EngineResult:
+    """The default engine on ``frame`` at ``(epsilon, 1e-5)``, its noise seeded (a
+    seeded twin of the secure noise: tests only)."""
+    return fit_engine(
+        FrameSource(frame, schema),
+        schema,
+        Budget(epsilon=epsilon, delta=1e-5),
+        EngineSpec(),
+        noise=make_noise(noise_seed),
+        rng=np.random.default_rng(seed),
+        public=public,
+    )

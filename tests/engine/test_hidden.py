@@ -8,15 +8,11 @@ import numpy as np
 import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.engine.conftest import ks_distance
+from tests.engine.conftest import ks_distance, seeded_fit
 
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
-from dpevolve.data.sources import FrameSource
-from dpevolve.engine import EngineSpec, fit_engine
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.model import public_ranks
-from dpevolve.privacy import Budget
-from dpevolve.privacy.noise import make_noise
 
 
 @settings(max_examples=60, deadline=None)
@@ -64,15 +60,7 @@ def test_a_mostly_missing_column_takes_the_public_shape() -> None:
     for seed in (0, 1):
         rng = np.random.default_rng(seed)
         private, public = table(rng), table(rng)
-        result = fit_engine(
-            FrameSource(private, schema),
-            schema,
-            Budget(epsilon=0.3, delta=1e-5),
-            EngineSpec(),
-            noise=make_noise(seed + 900),
-            rng=np.random.default_rng(seed),
-            public=public,
-        )
+        result = seeded_fit(private, schema, seed + 900, seed, epsilon=0.3, public=public)
         model = result.released()
         assert model.hidden is not None and "x" in model.hidden
         out = model.sample(4000, np.random.default_rng(seed))["x"].to_numpy(float)

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from tests.engine.conftest import ks_distance
+from tests.engine.conftest import ks_distance, seeded_fit
 
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
@@ -382,14 +382,7 @@ def test_a_mostly_missing_column_keeps_its_spread() -> None:
         z = rng.triangular(10, 20, 60, 4000)
         y = np.where(z + rng.normal(0, 5, 4000) > 30, "yes", "no")
         frame = pd.DataFrame({"x": x, "z": z, "y": y})
-        result = fit_engine(
-            FrameSource(frame, schema),
-            schema,
-            Budget(epsilon=1.0, delta=1e-5),
-            EngineSpec(),
-            noise=make_noise(seed + 500),
-            rng=np.random.default_rng(seed),
-        )
+        result = seeded_fit(frame, schema, seed + 500, seed)
         out = result.released().sample(4000, np.random.default_rng(seed))["x"].to_numpy(float)
         real, synth = x[~np.isnan(x)], out[~np.isnan(out)]
         ks = ks_distance(real, synth)
@@ -419,14 +412,7 @@ def test_a_column_whose_present_rows_the_releases_cannot_show_decodes_missing() 
         z = rng.triangular(10, 20, 60, 3000)
         y = np.where(z + rng.normal(0, 5, 3000) > 30, "yes", "no")
         frame = pd.DataFrame({"rating": rating, "z": z, "y": y})
-        result = fit_engine(
-            FrameSource(frame, schema),
-            schema,
-            Budget(epsilon=1.0, delta=1e-5),
-            EngineSpec(),
-            noise=make_noise(seed + 700),
-            rng=np.random.default_rng(seed),
-        )
+        result = seeded_fit(frame, schema, seed + 700, seed)
         measured = list(result.measurements.marginals())
         count, sd = released_counts(
             result.discretiser, "rating", measured, result.fine["rating"], missing=True

@@ -10,11 +10,12 @@ import numpy as np
 import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.engine.conftest import seeded_fit
 
 from dpevolve.data.encoding import encode
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
-from dpevolve.engine import EngineSpec, fit_engine
+from dpevolve.engine import EngineSpec
 from dpevolve.engine.boundaries import ROUND_APART, ROUND_REACH, rounded
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import FINE, marginal_event, sigma_for
@@ -31,7 +32,7 @@ from dpevolve.engine.zoom import (
 )
 from dpevolve.measurements import HistogramQuery, Measurement, MeasurementList
 from dpevolve.privacy import Budget, Ledger
-from dpevolve.privacy.noise import SeededNoise, make_noise
+from dpevolve.privacy.noise import SeededNoise
 
 SCHEMA = Schema(
     (
@@ -249,14 +250,7 @@ def test_a_body_far_inside_a_range_widened_by_rare_huge_values_zooms_to_its_scal
         body = rng.normal(100.0, 10.0, 4000)
         x = np.round(np.where(rng.random(4000) < 0.003, rng.uniform(1e5, 1e6, 4000), body), 1)
         frame = pd.DataFrame({"x": x, "y": np.where(body > 100.0, "A", "B")})
-        result = fit_engine(
-            FrameSource(frame, schema),
-            schema,
-            Budget(epsilon=1.0, delta=1e-5),
-            EngineSpec(),
-            noise=make_noise(seed + 700),
-            rng=np.random.default_rng(seed),
-        )
+        result = seeded_fit(frame, schema, seed + 700, seed)
         spans = result.discretiser.zoom["x"]
         out = result.released().sample(4000, np.random.default_rng(seed))["x"].to_numpy(float)
         assert len(spans) == LEVELS and spans[-1][1] - spans[-1][0] < 1000.0
