@@ -34,6 +34,8 @@ a pair with the label recorded at         the wide atom-rule runs (a label flipp
 sensitivity 1                             the 2-way moves ``sqrt(2)``)
 a moved column's support read from the    the coupled run (D' decodes within another
 exact fine counts                         span)
+a column's present rows read from its     the coupled faint run (D keeps the values,
+exact missing count                       D' decodes them missing)
 ``n`` counted after invalid rows are      the coupled run's drop pair (bins, rows
 dropped                                   drawn and the ledger follow the drop)
 relation / label-tree groups cut at the   the cut tables' coupled runs (the moving
@@ -67,7 +69,7 @@ import pytest
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import NumericColumn
 from dpevolve.data.sources import FrameSource, PrivateSource
-from dpevolve.engine import atoms, loop, model, rounds, select, zoom
+from dpevolve.engine import atoms, loop, model, rounds, select, tails, zoom
 from dpevolve.engine.atom_rules import RULE, atom_columns
 from dpevolve.engine.atoms import ATOMS, release_atoms
 from dpevolve.engine.bins import released_edges, released_support
@@ -78,7 +80,7 @@ from dpevolve.measurements import MarginalQuery
 from dpevolve.privacy import ExponentialEvent, GaussianEvent, Ledger, gaussian_sigma
 from dpevolve.privacy.noise import SeededNoise
 
-from . import test_atoms_exact, test_tails_exact, test_zoom_exact
+from . import test_atoms_exact, test_faint_exact, test_tails_exact, test_zoom_exact
 from .conftest import MUTANT_VARIABLE
 from .exact import engine_violations, selection_audit
 from .test_atom_rules_exact import WIDE_CASES
@@ -349,6 +351,21 @@ def exact_support(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(loop, "released_support", support)
 
 
+def exact_faint(mp: pytest.MonkeyPatch) -> None:
+    """Whether a column's present rows stand out read from its exact missing count."""
+    exact = _exact_of(mp)
+    counts = tails.released_counts
+
+    def leaky(discretiser, name, measurements, fine=None, missing=False):
+        count, sd = counts(discretiser, name, measurements, fine, missing)
+        if missing and fine is not None:
+            count = count.copy()
+            count[-1] = exact[id(fine.noisy)][-1]
+        return count, sd
+
+    mp.setattr(tails, "released_counts", leaky)
+
+
 def valid_rows(mp: pytest.MonkeyPatch) -> None:
     """``n`` counted after the invalid rows are dropped (private), not as read (public)."""
     mp.setattr(FrameSource, "n", property(lambda self: self.report.rows_out))
@@ -418,6 +435,7 @@ MUTANTS = {
     "atom-rules-from-exact-counts": exact_rules,
     "atom-rule-sensitivity-one": rule_sensitivity_one,
     "support-from-exact-counts": exact_support,
+    "faint-from-exact-counts": exact_faint,
     "n-counts-valid-rows-only": valid_rows,
     "relation-groups-at-exact-counts": exact_groups,
     "label-tree-groups-at-exact-counts": exact_tree_groups,
@@ -452,6 +470,7 @@ CAUGHT_BY: dict[str, Callable[[], list[str]]] = {
     "atom-release-unrecorded": atoms_audit,
     "decode-span-from-private-range": functools.partial(atoms_audit, 1),
     "decode-span-tails-only": test_tails_exact.CASE.violations,
+    "faint-from-exact-counts": test_faint_exact.CASE.violations,
     "parity-cut-at-private-quantiles": parity_audit,
     "parity-moves-from-exact-counts": moved_audit,
     "atom-rules-from-exact-counts": WIDE_CASES[0].violations,
