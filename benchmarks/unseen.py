@@ -76,12 +76,13 @@ def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--tables", nargs="+", default=list(TABLES), choices=TABLES)
+    parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
     parser.add_argument("--out", type=Path, default=HERE / "results" / "unseen.json")
     args = parser.parse_args(argv)
     rows = []
     for stem in args.tables:
         table = parts(stem)
-        for system in SYSTEMS:
+        for system in args.systems:
             for seed in range(args.seeds):
                 row = run(table, system, seed)
                 rows.append(row)

@@ -196,13 +196,14 @@ def _beyond(out: np.ndarray, frame: pd.DataFrame) -> float:
 
 def test_a_widened_range_keeps_the_rows_near_the_data() -> None:
     """Data in [10, 30] on a declared [0, 100], 2,000 rows at epsilon 0.3 (seeded twins
-    of the noise), four seeds: the rows beyond the data by more than a tenth of their
+    of the noise), eight seeds: the rows beyond the data by more than a tenth of their
     width fall well below those without decoding inward (measured: 1.0% against 2.0%;
     a fine histogram's false cell under a small island can keep it in place), or below
     half a percent (with the bins placed where the released masses are and their end
-    bins decoded within the released support: 0.4% against 0.6%)."""
+    bins decoded within the released support: 0.4% against 0.6%; with the tree's pair
+    coarse, one draw of the first four, 2.8%, the others none)."""
     after, before = [], []
-    for seed in range(4):
+    for seed in range(8):
         frame = _table(2000, seed)
         result = fit_engine(
             FrameSource(frame, SCHEMA),

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpevolve.data.schema import CategoricalColumn, Schema
+from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine
 from dpevolve.engine.plan import Plan
 from dpevolve.engine.relations import quantile_grouping
-from dpevolve.engine.tree import Forest, independent, joined
+from dpevolve.engine.tree import Forest, coarse_pairs, independent, joined
 from dpevolve.measurements import Clique, Domain, MarginalQuery, Measurement, even_grouping
 from dpevolve.privacy import Budget, zcdp_budget
 from dpevolve.privacy.noise import SeededNoise
@@ -199,3 +199,60 @@ def test_independent_is_the_outer_product_over_n() -> None:
     pair = independent(first, second, 100)
     assert pair.shape == (2, 3) and pair.sum() == pytest.approx(100.0)
     assert pair[1, 0] == pytest.approx(35.0)
+
+
+def test_coarse_pairs_group_the_number_of_every_pair_with_a_category() -> None:
+    """Each pair of a numeric and a categorical column, the numeric at the released
+    quantiles; a pair of two categories or two numbers (the relations phase's), one of
+    at most ``most_cells`` cells, or a numeric whose groups would keep every bin, is
+    left out."""
+    domain = Domain(("a", "b", "c", "d", "e"), (21, 3, 4, 20, 30))
+    skewed = np.r_[np.full(4, 100.0), np.ones(16), 5.0]
+    masses = {"a": skewed, "c": np.ones(4), "d": np.ones(20)}
+    numeric = {"a": 20, "c": 4, "d": 20}
+    pairs = coarse_pairs(domain, domain.names, numeric, 6, masses)
+    by = {q.clique: q.groups for q in pairs}
+    assert list(by) == [("a", "b"), ("a", "e"), ("b", "d"), ("d", "e")]
+    assert by[("a", "b")] == (quantile_grouping(skewed, 20, 6), None)
+    assert by[("d", "e")] == (quantile_grouping(np.ones(20), 20, 6), None)
+    wide = coarse_pairs(domain, domain.names, numeric, 6, masses, most_cells=100)
+    assert [q.clique for q in wide] == [("a", "e"), ("d", "e")]  # 63 and 60 cells: fine
+
+
+def _decile_table(seed: int, n: int = 2000, flags: int = 12) -> tuple[pd.DataFrame, Schema]:
+    """An income, its decile (ten categories) and weakly related flags."""
+    rng = np.random.default_rng(seed)
+    x = np.round(rng.lognormal(3, 1, n).clip(0, 999), 1)
+    cuts = np.quantile(x, np.linspace(0.1, 0.9, 9))
+    columns = {"x": x, "dec": np.searchsorted(cuts, x, side="right").astype(str)}
+    base = rng.integers(0, 2, n)
+    for j in range(flags):
+        columns[f"f{j}"] = np.where(rng.random(n) < 0.3, base, rng.integers(0, 2, n)).astype(str)
+    schema = Schema(
+        (
+            NumericColumn("x", 0.0, 1000.0),
+            CategoricalColumn("dec", tuple(str(i) for i in range(10))),
+            *(CategoricalColumn(f"f{j}", ("0", "1")) for j in range(flags)),
+        )
+    )
+    return pd.DataFrame(columns), schema
+
+
+@pytest.mark.parametrize("groups", [0, 6])
+def test_the_tree_finds_a_number_and_its_decile_coarse(groups: int) -> None:
+    """At a wide table's noise the fine pair of a number and its decile (200 cells)
+    scores below pairs of two flags and is never drawn; scored on quantile groups
+    (``tree_groups``), it is drawn on most noise draws, and released coarse."""
+    drawn = 0
+    for seed in range(4):
+        frame, schema = _decile_table(seed)
+        result = fit_engine(
+            FrameSource(frame, schema), schema, Budget(epsilon=0.5, delta=1e-5),
+            EngineSpec(tree_groups=groups, rounds=4, pe_share=0.0),
+            noise=SeededNoise(seed), rng=np.random.default_rng(seed),
+        )  # fmt: skip
+        tree = [h for h in result.history if h.get("stage") == "tree"]
+        picked = [h for h in tree if set(h["clique"]) == {"x", "dec"}]
+        drawn += bool(picked)
+        assert all(h["groups"] is not None for h in picked)
+    assert drawn >= 3 if groups else drawn == 0

@@ -63,9 +63,9 @@ def exact_tree_groups(monkeypatch: pytest.MonkeyPatch) -> None:
             exact[tuple(clique)] = np.asarray(counts, dtype=np.float64)
         return release(counts, clique, event, noise, query=query)
 
-    def leaked(domain, label, numeric, groups, wide, masses=None):
+    def leaked(domain, label, numeric, groups, wide, masses=None, coarse=0, most=0.0):
         masses = {a: exact[(a,)] for a in numeric}
-        return tree_picks(domain, label, numeric, groups, wide, masses)
+        return tree_picks(domain, label, numeric, groups, wide, masses, coarse, most)
 
     monkeypatch.setattr(loop, "release", spied)
     monkeypatch.setattr(loop, "tree_picks", leaked)

@@ -90,6 +90,7 @@ from .test_model_file import model_file_violations
 from .test_parity_exact import moved_audit, parity_audit
 from .test_relations_exact import cut_audit, exact_groups, triangle_audit, unrecorded_closing
 from .test_run_audit import main_pair_violations
+from .test_tree_coarse_exact import coarse_audit, exact_coarse_groups
 
 
 def scale_divided(factor: float) -> Callable[[pytest.MonkeyPatch], None]:
@@ -439,6 +440,7 @@ MUTANTS = {
     "n-counts-valid-rows-only": valid_rows,
     "relation-groups-at-exact-counts": exact_groups,
     "label-tree-groups-at-exact-counts": exact_tree_groups,
+    "tree-coarse-groups-at-exact-counts": exact_coarse_groups,
     "relation-closing-draws-unrecorded": unrecorded_closing,
 }
 SELECTION = {"selection-scale-half", "selection-scale-quarter", "selection-rho-eps2-16"}
@@ -478,6 +480,7 @@ CAUGHT_BY: dict[str, Callable[[], list[str]]] = {
     "n-counts-valid-rows-only": functools.partial(engine_audit, PAIRS[3:4]),
     "relation-groups-at-exact-counts": cut_audit,
     "label-tree-groups-at-exact-counts": tree_audit,
+    "tree-coarse-groups-at-exact-counts": coarse_audit,
     "relation-closing-draws-unrecorded": triangle_audit,
     "zoom-span-from-private-range": zoom_audit,
     "zoom-release-free": zoom_audit,

@@ -6,7 +6,10 @@ shareable outputs once the released values are masked: the shareable ledger, the
 shareable report, the model file, and every stderr line not marked as private counts.
 The noise is seeded alike on both sides so that only the data differs; the released
 values themselves (samples, populations, what a round's noisy output decided) are
-masked, since they may differ: that is what the noise is for.
+masked, since they may differ: that is what the noise is for. A selection's pick is such
+a value too: where the neighbours' draws pick differently (their two best noisy scores
+within the sensitivity of each other), every later step follows the pick, and the
+example is set aside.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from dpevolve import Synthesizer
@@ -104,6 +107,18 @@ def masked_ledger(
     return out
 
 
+def drawn(ledger: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """What each exponential-mechanism draw picked (released values): with the noise
+    seeded alike, two neighbours' scores differ by at most the sensitivity, and a draw
+    whose two best noisy scores lie that close picks differently; every later step
+    follows the pick, so only runs whose draws coincide can match byte for byte."""
+    return [
+        (str(e.get("clique")), str(e.get("groups")), str(e.get("grouping")))
+        for e in ledger["events"]
+        if e.get("kind") == "exponential"
+    ]
+
+
 def shareable_lines(stderr: str) -> list[str]:
     """stderr without the lines marked as private counts; the progress bar's clock masked."""
     stderr = re.sub(r"\d+:\d\d:\d\d", "<elapsed>", stderr)
@@ -180,7 +195,7 @@ def mask_report(html: str) -> str:
 @given(PAIRS, st.sampled_from(["adaptive", "tabpe", "hybrid"]))
 def test_synth_share_ledger_and_share_report_of_neighbours_match(pair, preset) -> None:
     row, cells, mode = pair
-    outputs = []
+    outputs, picks = [], []
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
         (tmp / "schema.yaml").write_text(SCHEMA.to_yaml())
@@ -196,10 +211,12 @@ def test_synth_share_ledger_and_share_report_of_neighbours_match(pair, preset) -
             code, stderr = run_cli(argv)
             assert code == 0, stderr
             ledger = json.loads((tmp / f"share{k}.json").read_text())
+            picks.append(drawn(ledger))
             html = mask_report((tmp / f"share{k}.html").read_text())
             # The closing line names every file written: the neighbours' names differ.
             lines = shareable_lines(stderr.replace(f"out{k}", "out").replace(f"share{k}", "share"))
             outputs.append((masked_ledger(ledger), html.replace(f"out{k}", "out"), lines))
+    assume(picks[0] == picks[1])  # a pick is a released value (see drawn)
     assert outputs[0][0] == outputs[1][0]
     assert outputs[0][1] == outputs[1][1]
     assert outputs[0][2] == outputs[1][2]

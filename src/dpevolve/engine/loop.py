@@ -51,7 +51,7 @@ from dpevolve.engine.public import PublicInputs, warm_start
 from dpevolve.engine.refine import Refinement, StageInputs, refine
 from dpevolve.engine.relations import relation_picks, relation_queries
 from dpevolve.engine.rounds import adaptive_rounds, grouping_facts
-from dpevolve.engine.select import candidates, weight
+from dpevolve.engine.select import ABS_NOISE, candidates, weight
 from dpevolve.engine.spec import EngineSpec
 from dpevolve.engine.tree import Picks, spanning, tree_picks
 from dpevolve.engine.within import CellValues
@@ -448,13 +448,22 @@ def _tree(
     spec = run.spec
     masses = (
         {a: np.asarray(model.answer((a,))).ravel() for a in numeric}
-        if spec.tree_label_quantiles
+        if spec.tree_label_quantiles or spec.tree_groups
         else None
     )  # the released 1-ways' model answer: post-processing
-    names, pairs, released = tree_picks(
-        domain, label, numeric, spec.tree_label_groups, spec.tree_label_columns, masses
-    )
     sigma, epsilon = scales
+    # a pair is also a coarse candidate where its fine cells' noise outweighs its rows
+    most_cells = run.source.n / (ABS_NOISE * sigma)
+    names, pairs, released = tree_picks(
+        domain,
+        label,
+        numeric,
+        spec.tree_label_groups,
+        spec.tree_label_columns,
+        masses,
+        spec.tree_groups,
+        most_cells,
+    )
     weights = np.array([weight(q.clique, label, spec.label_weight) for q in pairs])
     picks = Picks(pairs, weights, names, sigma, epsilon, start, "tree", released, joined)
     return spanning(run, model, picks, grouping_facts)

@@ -86,6 +86,15 @@ class EngineSpec:
         ``True``: the label tree's numeric groups hold about equal mass, cut at the
         quantiles of the model's answer to the released 1-ways (post-processing, as the
         relations phase cuts its pairs); ``False``: equal-width groups of the bins.
+    tree_groups
+        ``g >= 2``: besides each pair of a numeric and a categorical column cell by
+        cell, where its fine cells' noise outweighs its rows, the tree phase's draws
+        score it with its numeric in ``g`` quantile groups of its bins
+        (:func:`~dpevolve.engine.tree.coarse_pairs`; cut at the model's answer to the
+        released 1-ways: post-processing), and a coarse pick is released coarse. On a
+        table of 24 columns (NIST's ACS excerpts) a fine pair of an income with its
+        decile is 220 cells of noise and scored below pairs of two flags; coarse, the
+        tree picks it. ``0``: fine pairs only (docs/engine.md, the spanning tree).
     relation_share
         Share of the rounds' ``rho`` for the relations phase before the tree phase
         (:mod:`~dpevolve.engine.relations`): on tables of ``k >= 2`` numeric columns,
@@ -261,6 +270,7 @@ class EngineSpec:
     tree_label_groups: int = 5
     tree_label_columns: int = 60
     tree_label_quantiles: bool = True
+    tree_groups: int = 6
     relation_share: float = 0.3
     relation_groups: int = 6
     relation_width: int = 2
@@ -304,9 +314,10 @@ class EngineSpec:
         _at_least("final_iters", self.final_iters, 1)
         _at_least("coarse_all", self.coarse_all, 0)
         _at_least("parity_reach", self.parity_reach, 0)
-        if self.tree_label_groups == 1:
-            raise InputError("engine spec: tree_label_groups must be 0 or an integer >= 2, got 1")
-        _at_least("tree_label_groups", self.tree_label_groups, 0)
+        for name in ("tree_label_groups", "tree_groups"):
+            if getattr(self, name) == 1:
+                raise InputError(f"engine spec: {name} must be 0 or an integer >= 2, got 1")
+            _at_least(name, getattr(self, name), 0)
         _at_least("tree_label_columns", self.tree_label_columns, 3)
         if self.rounds is not None:
             _at_least("rounds", self.rounds, 1)

@@ -123,6 +123,33 @@ def _grouping(
     return quantile_grouping(masses[column], numeric[column], groups)
 
 
+def coarse_pairs(
+    domain: Domain,
+    names: Sequence[str],
+    numeric: Mapping[str, int],
+    groups: int,
+    masses: Mapping[str, np.ndarray],
+    most_cells: float = 0.0,
+) -> list[MarginalQuery]:
+    """Every pair of ``names`` of a numeric and a categorical column with more than
+    ``most_cells`` cells, its numeric in ``groups`` quantile groups of its bins
+    (:func:`~dpevolve.engine.relations.quantile_grouping` of the model's answer to the
+    released 1-ways: post-processing). A candidate beside the fine pair: at a wide
+    table's noise, a fine pair of a number with a category of ten values is 200 cells
+    of noise and scores below any pair of two flags, though its columns copy each other
+    (an income and its decile). A pair of fewer cells is left fine: its cells support
+    the number's 1-way, which its groups would not (public: the domain's sizes); a pair
+    of two numbers is the relations phase's (:mod:`~dpevolve.engine.relations`)."""
+    out = []
+    for pair in combinations(names, 2):
+        if sum(a in numeric for a in pair) != 1 or np.prod(domain.shape(pair)) <= most_cells:
+            continue
+        grouping = tuple(_grouping(domain, a, numeric, groups, masses) for a in pair)
+        if any(g is not None for g in grouping):
+            out.append(MarginalQuery(pair, grouping))
+    return out
+
+
 class PickRun(Protocol):
     """What a run lends the picks: its door, noise, spend, ledger and measurements."""
 
@@ -176,17 +203,23 @@ def tree_picks(
     groups: int,
     wide: int,
     masses: Mapping[str, np.ndarray] | None = None,
+    coarse: int = 0,
+    most_cells: float = 0.0,
 ) -> tuple[list[str], list[MarginalQuery], Callable[[MarginalQuery], MarginalQuery] | None]:
     """The tree phase's public columns, scored pairs and what makes a pick's released
     query: every pair cell by cell (``released`` ``None``), or, with ``groups`` set, a
     ``label`` and at least ``max(3, wide)`` columns (public facts of the schema), the
     pairs of the other columns, each released with the label (:func:`joined`;
-    ``numeric`` maps a numeric column to its bins, ``masses`` its released mass)."""
+    ``numeric`` maps a numeric column to its bins, ``masses`` its released mass).
+    Without the label tree, ``coarse`` groups: :func:`coarse_pairs` beside the fine
+    pairs, for those of more than ``most_cells`` cells."""
     labelled = groups and label is not None and len(domain.names) >= max(3, wide)
     with_label = label if labelled else None
     names = [a for a in domain.names if a != with_label]
     pairs = [MarginalQuery(c) for c in combinations(names, 2)]
     if with_label is None:
+        if coarse and masses is not None:
+            pairs += coarse_pairs(domain, names, numeric, coarse, masses, most_cells)
         return names, pairs, None
 
     def released(pair: MarginalQuery) -> MarginalQuery:
