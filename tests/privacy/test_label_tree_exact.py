@@ -54,8 +54,9 @@ def test_every_label_tree_release_is_paid_for_and_the_rest_is_post_processing() 
 
 
 def exact_tree_groups(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The mutant (``test_mutants.py``, caught by :func:`tree_audit`): the groups cut at
-    the exact 1-way counts (never released)."""
+    """The mutant (``test_mutants.py``, caught by :func:`tree_audit`, and by
+    ``test_tree_coarse_exact.coarse_audit`` where it cuts the coarse tree pairs): the
+    groups cut at the exact 1-way counts (never released)."""
     exact: dict[tuple[str, ...], np.ndarray] = {}
 
     def spied(counts, clique, event, noise, *, query=None):

@@ -90,7 +90,7 @@ from .test_model_file import model_file_violations
 from .test_parity_exact import moved_audit, parity_audit
 from .test_relations_exact import cut_audit, exact_groups, triangle_audit, unrecorded_closing
 from .test_run_audit import main_pair_violations
-from .test_tree_coarse_exact import coarse_audit, exact_coarse_groups
+from .test_tree_coarse_exact import coarse_audit
 
 
 def scale_divided(factor: float) -> Callable[[pytest.MonkeyPatch], None]:
@@ -440,7 +440,7 @@ MUTANTS = {
     "n-counts-valid-rows-only": valid_rows,
     "relation-groups-at-exact-counts": exact_groups,
     "label-tree-groups-at-exact-counts": exact_tree_groups,
-    "tree-coarse-groups-at-exact-counts": exact_coarse_groups,
+    "tree-coarse-groups-at-exact-counts": exact_tree_groups,
     "relation-closing-draws-unrecorded": unrecorded_closing,
 }
 SELECTION = {"selection-scale-half", "selection-scale-quarter", "selection-rho-eps2-16"}

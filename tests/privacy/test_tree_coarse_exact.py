@@ -7,7 +7,8 @@ small enough for the fine pairs' noise to outweigh their 25 rows, on the neighbo
 ``test_relations_exact`` (the moving record takes x's median bin edge across the middle
 of its mass): every tree pick and release is paid for by its ledger event, and the
 groups a coarse candidate cuts its numerics into are a function of the released 1-ways
-alone. A mutant that cuts them at the exact 1-way counts is caught (``test_mutants.py``).
+alone. A mutant that cuts them at the exact 1-way counts (``test_label_tree_exact``'s,
+which hands the tree's candidates the exact counts) is caught (``test_mutants.py``).
 """
 
 from __future__ import annotations
@@ -15,12 +16,9 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import pytest
 
 from dpevolve.data.sources import FrameSource
-from dpevolve.engine import fit_engine, loop
-from dpevolve.engine.measure import release
-from dpevolve.engine.tree import tree_picks
+from dpevolve.engine import fit_engine
 from dpevolve.privacy import Budget
 from dpevolve.privacy.noise import SeededNoise
 
@@ -54,21 +52,3 @@ def test_the_tree_can_pick_a_coarse_pair_on_the_audited_tables() -> None:
 
 def test_every_coarse_tree_release_is_paid_for_and_the_rest_is_post_processing() -> None:
     assert coarse_audit() == []
-
-
-def exact_coarse_groups(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The mutant (``test_mutants.py``, caught by :func:`coarse_audit`): the coarse
-    candidates' groups cut at the exact 1-way counts (never released)."""
-    exact: dict[tuple[str, ...], np.ndarray] = {}
-
-    def spied(counts, clique, event, noise, *, query=None):
-        if len(clique) == 1:
-            exact[tuple(clique)] = np.asarray(counts, dtype=np.float64)
-        return release(counts, clique, event, noise, query=query)
-
-    def leaked(domain, label, numeric, groups, wide, masses=None, coarse=0, most=0.0):
-        masses = {a: exact[(a,)] for a in numeric}
-        return tree_picks(domain, label, numeric, groups, wide, masses, coarse, most)
-
-    monkeypatch.setattr(loop, "release", spied)
-    monkeypatch.setattr(loop, "tree_picks", leaked)
