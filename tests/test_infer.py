@@ -9,6 +9,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dpevolve.data.atoms import ATOM_SHARE
 from dpevolve.data.infer import infer_schema, problems_of, schema_yaml
 from dpevolve.data.ranges import (
     MAX_INFERRED_DECIMALS,
@@ -357,3 +358,48 @@ def test_a_private_count_past_the_public_top_is_a_number_not_other() -> None:
     private = pd.DataFrame({"teens": [7, 0], "y": ["a", "b"]})
     frame, report = schema.validate(private)
     assert frame["teens"].tolist() == [7, 0] and not report.changed
+
+
+def test_values_holding_a_large_share_of_the_public_rows_are_declared_atoms() -> None:
+    """Bracket midpoints (each 10-30% of the rows), weekly hours heaped at 40 and a
+    spend of 0: atoms, read back from the YAML; a continuous column and an even run
+    of whole numbers: none (``atoms`` absent)."""
+    rng = np.random.default_rng(0)
+    n = 2000
+    brackets = np.array([9.433484, 9.769957, 10.02127, 10.65726])
+    public = pd.DataFrame(
+        {
+            "income": rng.choice(brackets, n, p=[0.1, 0.2, 0.3, 0.4]),
+            "hours": np.where(rng.random(n) < 0.4, 40, rng.integers(1, 80, n)),
+            "spend": np.where(rng.random(n) < 0.3, 0.0, rng.uniform(1, 500, n).round(2)),
+            "x": rng.normal(size=n).round(4),
+            "age": rng.integers(20, 70, n),
+        }
+    )
+    inferred = infer_schema(public)
+    atoms = {c.name: c.atoms for c in inferred.schema.columns if isinstance(c, NumericColumn)}
+    assert atoms == {
+        "income": tuple(brackets),
+        "hours": (40.0,),
+        "spend": (0.0,),
+        "x": (),
+        "age": (),
+    }
+    text = schema_yaml(inferred, source="public.csv")
+    assert "'atoms' lists the values holding 5%" in text
+    assert Schema.from_dict(yaml.safe_load(text)) == inferred.schema
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    values=st.lists(st.integers(0, 30), min_size=20, max_size=200),
+    scale=st.sampled_from([1.0, 0.25, 0.001]),
+)
+def test_every_declared_atom_holds_its_share_of_the_public_rows(
+    values: list[int], scale: float
+) -> None:
+    column = pd.Series(np.array(values) * scale)
+    declared = infer_schema(pd.DataFrame({"v": column}), max_categories=0).schema["v"]
+    assert isinstance(declared, NumericColumn)
+    for atom in declared.atoms:
+        assert (np.isclose(column, atom)).mean() >= ATOM_SHARE

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import math
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dpevolve.data.atoms import MOST_ATOMS
 from dpevolve.data.encoding import Records, decode, encode
 from dpevolve.data.schema import (
     MISSING,
@@ -320,6 +322,50 @@ def test_decimals_are_declared_checked_and_inferred() -> None:
     spend, k = inferred["spend"], inferred["k"]
     assert isinstance(spend, NumericColumn) and spend.decimals == 2 and not spend.integer
     assert isinstance(k, NumericColumn) and k.integer and k.decimals is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lo=st.integers(-1000, 1000),
+    span=st.integers(1, 10_000),
+    decimals=st.sampled_from([None, 0, 1, 3, 6]),
+    picks=st.lists(st.floats(0.0, 1.0), max_size=MOST_ATOMS, unique=True),
+)
+def test_atoms_on_the_grid_inside_the_range_are_declared_and_read_back(
+    lo: int, span: int, decimals: int | None, picks: list[float]
+) -> None:
+    integer = decimals == 0
+    scale = 1 if integer else 10
+    column = NumericColumn("x", lo / scale, (lo + span) / scale, integer=integer)
+    if not integer and decimals is not None:
+        column = dataclasses.replace(column, decimals=decimals)
+    step = column.step
+    raw = [column.lo + p * column.range for p in picks]
+    on_grid = [v if step is None else round(round(v / step) * step, 6) for v in raw]
+    atoms = sorted({v for v in on_grid if column.lo <= v <= column.hi})
+    decl = {**column.to_dict(), "atoms": atoms}
+    read = Schema.from_dict({"columns": {"x": decl}})["x"]
+    assert isinstance(read, NumericColumn) and read.atoms == tuple(atoms)
+    assert Schema.from_dict({"columns": {"x": read.to_dict()}})["x"] == read
+
+
+def test_atoms_are_checked_and_named() -> None:
+    decl = {"type": "numeric", "lo": 0, "hi": 10, "decimals": 2}
+    assert Schema.from_dict({"columns": {"x": decl}})["x"].atoms == ()
+    assert Schema.from_dict({"columns": {"x": {**decl, "atoms": []}}})["x"].atoms == ()
+    for bad, message in (
+        ({**decl, "atoms": [11]}, "atom 11.0 lies outside"),
+        ({**decl, "atoms": [1.255]}, "atom 1.255 is not a number of 2 decimals"),
+        ({**decl, "atoms": [1, 1.0]}, "an atom is listed twice"),
+        ({**decl, "atoms": 1}, "'atoms' must be a list of numbers"),
+        ({**decl, "atoms": ["a"]}, "'atoms' must be a number"),
+        ({**decl, "atoms": list(range(MOST_ATOMS + 1))}, f"at most {MOST_ATOMS} 'atoms'"),
+        ({"type": "integer", "lo": 0, "hi": 9, "atoms": [0.5]}, "is not whole"),
+        ({"type": "categorical", "values": [1], "atoms": [1]}, "only for numeric"),
+        ({"type": "date", "lo": "2000-01-01", "hi": "2001-01-01", "atoms": [1]}, "only for"),
+    ):
+        with pytest.raises(InputError, match=message):
+            Schema.from_dict({"columns": {"x": bad}})
 
 
 # ---------------------------------------------------------------------- import circles

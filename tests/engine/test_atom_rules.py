@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dpevolve.data.atoms import ATOM_SHARE
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine
@@ -23,7 +24,7 @@ from dpevolve.engine.atom_rules import (
     release_atom_rules,
 )
 from dpevolve.engine.atoms import atom_candidates
-from dpevolve.engine.bins import ATOM_SHARE, THRESHOLD
+from dpevolve.engine.bins import THRESHOLD
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import sigma_for
 from dpevolve.engine.plan import Plan

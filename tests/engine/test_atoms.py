@@ -8,10 +8,11 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dpevolve.data.atoms import ATOM_SHARE
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine
-from dpevolve.engine.bins import ATOM_BINS, ATOM_SHARE, atom_bins, released_atoms, released_edges
+from dpevolve.engine.bins import ATOM_BINS, atom_bins, released_atoms, released_edges
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release
 from dpevolve.engine.public import public_edges

@@ -7,13 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from dpevolve.data.atoms import ATOM_SHARE, heavy_values
 from dpevolve.data.encoding import encode
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine
-from dpevolve.engine.bins import ATOM_BINS, ATOM_SHARE
+from dpevolve.engine.bins import ATOM_BINS
 from dpevolve.engine.discretise import Discretiser
-from dpevolve.engine.public import PublicInputs, public_atoms
+from dpevolve.engine.public import PublicInputs
 from dpevolve.privacy import Budget
 from dpevolve.privacy.noise import make_noise
 
@@ -62,11 +63,11 @@ def test_public_atoms_of_single_precision_lie_on_the_column_grid() -> None:
     """A float32 public value (4.2 read as 4.19999980926514) in a column of one decimal
     is the atom 4.2, the value the fine partition codes rows to."""
     values = np.float32([4.2] * 30 + [5.0 + 0.1 * k for k in range(40)]).astype(np.float64)
-    assert [v for v, _ in public_atoms(values, 0.1)] == [4.2]
+    assert [v for v, _ in heavy_values(values, 0.1)] == [4.2]
 
 
 def test_public_values_one_on_the_grid_are_one_atom_with_their_rows() -> None:
     """Two float32 spellings of 4.2 (each 20% of the rows) are the one atom 4.2 holding
     40%, listed once (the cap on atoms' bins counts it once)."""
     values = np.r_[[4.2] * 20, [np.float32(4.2)] * 20, 5.0 + 0.1 * np.arange(60)]
-    assert public_atoms(values, 0.1) == [(4.2, 0.4)]
+    assert heavy_values(values, 0.1) == [(4.2, 0.4)]

@@ -7,7 +7,9 @@ release included (its count vectors within ``sqrt(2)`` of each other, at the led
 sigma), and end in the same ledger, bins, decoding and rows: the atoms found, and the
 cells and bins they get, are post-processing of the release. The moving record decides
 whether a candidate holds the 5% an atom needs. Empirical: the release alone on those
-neighbours, a Clopper-Pearson lower bound on epsilon never above its claim.
+neighbours, a Clopper-Pearson lower bound on epsilon never above its claim. A
+declared atom (the schema's ``atoms``) is searched by no release: its count is the
+fine histogram's, on the same neighbours and at the edge of its tolerance.
 """
 
 from __future__ import annotations
@@ -15,13 +17,18 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from dpevolve.data.encoding import encode
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
-from dpevolve.engine import EngineSpec
-from dpevolve.engine.atoms import CandidateCounts, candidate_values, children
+from dpevolve.data.sources import FrameSource
+from dpevolve.engine import EngineSpec, fit_engine
+from dpevolve.engine.atoms import ATOMS, CandidateCounts, candidate_values, children
+from dpevolve.engine.discretise import Discretiser, atom_tolerance
+from dpevolve.engine.measure import FINE, count_marginals
 from dpevolve.privacy import Budget
+from dpevolve.privacy.noise import SeededNoise
 
 from .exact import Case, pair_audit, spread_rows
 
@@ -110,6 +117,80 @@ def test_the_zoom_audit_bound_stays_below_the_claim() -> None:
     tables = ZOOM_CASE.tables(*ZOOM_PAIRS[1][:2])
     shift, audit = pair_audit(
         lambda t: query.counts(encode(t, ZOOM)), tables, at, "atoms:rate", (23, 24)
+    )
+    assert shift == pytest.approx(math.sqrt(2))
+    assert audit.bound <= audit.claim
+    assert audit.hits[0] != audit.hits[1]
+
+
+#: The zoom table with its atom declared, as ``schema infer`` writes a public table's
+#: heavy value (``atoms: [1.2347]``): a cell of the fine partition, counted with the
+#: column's fine histogram, while the ``atoms:`` release still searches the column.
+DECLARED = Schema(
+    (
+        NumericColumn("rate", 0.0, 3.0, decimals=4, atoms=(1.2347,)),
+        NumericColumn("z", 0, 15, integer=True),
+        CategoricalColumn("y", ("0", "1")),
+    ),
+    label="y",
+)
+#: Off the column's grid, just short of and just past half a step from the atom (values
+#: round to the grid before they are coded: the first is the atom, the second the next
+#: value), and a hair from it (the float error of the encoding).
+NEAR, PAST = 1.234749, 1.234751
+HAIR = 1.2347 + 0.999 * atom_tolerance(DECLARED.columns[0])
+
+#: The atom's second row moved off it (far, to the next value, to a hair from it, to
+#: either side of half a step), a row the schema refuses dropped, one clipped.
+DECLARED_PAIRS = [
+    ((1.2347, 5, "1"), (2.9, 15, "0"), "error"),
+    ((1.2347, 5, "1"), (1.2348, 5, "1"), "error"),
+    ((1.2347, 5, "1"), (HAIR, 5, "0"), "error"),
+    ((NEAR, 5, "1"), (PAST, 5, "0"), "error"),
+    ((1.2347, 5, "1"), (9.99, 5, "1"), "drop"),
+    ((1.2347, 5, "1"), (9.99, 5, "1"), "clip"),
+]
+DECLARED_CASE = atom_case(DECLARED, 4, 1.2347, DECLARED_PAIRS)
+
+
+@pytest.mark.parametrize("pair", DECLARED_PAIRS)
+def test_a_declared_atom_is_counted_by_the_paid_fine_histogram(pair) -> None:
+    assert DECLARED_CASE.violations(pair) == []
+
+
+def test_a_declared_atom_is_a_cell_of_its_own_beside_the_search() -> None:
+    """The audits above have power: the declared atom is a cell of the fine partition,
+    its rows (the atom's two) apart from their neighbours' (the value next to it is in
+    another cell), and the search is released beside it."""
+    here, _ = DECLARED_CASE.tables(*DECLARED_PAIRS[0][:2])
+    result = fit_engine(
+        FrameSource(here, DECLARED), DECLARED, BUDGET, SPEC,
+        noise=SeededNoise(3), rng=np.random.default_rng(0),
+    )  # fmt: skip
+    labels = [e.label for e in result.ledger.events]
+    assert [label for label in labels if label.startswith(ATOMS)]
+    cells = result.discretiser.fine["rate"]
+    assert 1.2347 in cells.lo[: cells.atoms].tolist()
+    counts = fine_counts(here, result.discretiser)
+    at = int(np.flatnonzero(cells.lo[: cells.atoms] == 1.2347)[0])
+    assert counts[at] == 2
+
+
+def fine_counts(table: pd.DataFrame, discretiser: Discretiser) -> np.ndarray:
+    """The exact fine histogram of ``rate`` (private: what the engine releases)."""
+    _, exact = count_marginals(FrameSource(table, DECLARED), discretiser, [], ["rate"])
+    return exact["rate"]
+
+
+def test_the_declared_atom_audit_bound_stays_below_the_claim() -> None:
+    """The fine histogram of ``rate`` on the pair that moves the atom's row from just
+    short of half a step from it to just past: ``noisy count at 1.2347 >= 2``."""
+    discretiser = Discretiser(DECLARED, SPEC.bins, SPEC.fine_cells)
+    cells = discretiser.fine["rate"]
+    at = int(np.flatnonzero(cells.lo[: cells.atoms] == 1.2347)[0])
+    tables = DECLARED_CASE.tables(*DECLARED_PAIRS[3][:2])
+    shift, audit = pair_audit(
+        lambda t: fine_counts(t, discretiser), tables, at, FINE + "rate", (25, 26)
     )
     assert shift == pytest.approx(math.sqrt(2))
     assert audit.bound <= audit.claim

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from dpevolve.data.atoms import ATOM_SHARE, MOST_ATOMS
 from dpevolve.data.messages import plain_cell
 from dpevolve.errors import InputError
 
@@ -47,7 +48,12 @@ class NumericColumn:
     (post-processing; input cells are never rounded). ``float32``: the values are
     stored in single precision (a Stata or Parquet float32 column: 4.2 reads as
     4.19999980926514), and synthetic values are written the same way, so a value of the
-    output equals the same value of the input.
+    output equals the same value of the input. ``atoms``: values known, from public
+    knowledge, to hold a large share of the rows (0 spent, a state's tax rate, a
+    bracket's midpoint; ``schema infer`` lists the public table's,
+    :func:`dpevolve.data.atoms.heavy_values`): each is a cell of the engine's fine
+    partition, so its count is released with the column's and it decodes to itself;
+    the engine still searches the private rows for others (docs/engine.md, Atoms).
     """
 
     name: str
@@ -58,6 +64,7 @@ class NumericColumn:
     nullable: bool = False
     decimals: int | None = None
     float32: bool = False
+    atoms: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.lo) and math.isfinite(self.hi)):
@@ -89,7 +96,34 @@ class NumericColumn:
                     f"column '{self.name}': no number with {self.decimals} decimals lies in "
                     f"[{self.lo}, {self.hi}]"
                 )
+        self._check_atoms(self.atoms)
         _check_weight(self.name, self.weight)
+
+    def _check_atoms(self, atoms: tuple[float, ...]) -> None:
+        if len(atoms) > MOST_ATOMS:
+            raise InputError(
+                f"column '{self.name}': at most {MOST_ATOMS} 'atoms' (values holding "
+                f"{ATOM_SHARE:.0%} of the rows or more), got {len(atoms)}"
+            )
+        step = self.step
+        for value in atoms:
+            if not (math.isfinite(value) and self.lo <= value <= self.hi):
+                raise InputError(
+                    f"column '{self.name}': atom {value!r} lies outside [{self.lo}, {self.hi}]"
+                )
+            if step is not None and abs(value / step - round(value / step)) > 1e-6:
+                kind = "whole" if self.integer else f"a number of {self.decimals} decimals"
+                raise InputError(f"column '{self.name}': atom {value!r} is not {kind}")
+        if len(set(atoms)) < len(atoms):
+            raise InputError(f"column '{self.name}': an atom is listed twice")
+
+    @property
+    def step(self) -> float | None:
+        """Spacing of the values the column can hold: 1 (integer), 10^-decimals, or
+        None."""
+        if self.integer:
+            return 1.0
+        return None if self.decimals is None else 10.0 ** (-int(self.decimals))
 
     @property
     def grid_range(self) -> tuple[float, float]:
@@ -134,6 +168,8 @@ class NumericColumn:
             out["weight"] = self.weight
         if self.nullable:
             out["nullable"] = True
+        if self.atoms:
+            out["atoms"] = [plain_cell(v) for v in self.atoms]
         return out
 
     def format(self, numbers: np.ndarray) -> Any:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 import yaml
 
+from dpevolve.data.atoms import ATOM_SHARE
 from dpevolve.data.identifiers import id_problems
 from dpevolve.data.messages import first_at, plain_cell
 from dpevolve.data.proposal import propose_columns
@@ -72,6 +73,9 @@ def schema_yaml(inferred: InferredSchema, source: str) -> str:
         "# what you know of the column before synthesizing: a number outside its range",
         "# stops the run, or is dropped with --on-invalid drop (clipped with --on-invalid",
         "# clip). A value outside a list marked 'other: true' becomes '(other)'.",
+        f"# 'atoms' lists the values holding {ATOM_SHARE:.0%} or more of a column's public",
+        "# rows: the engine keeps each as a value of its own, and still looks for",
+        "# others in the private rows.",
     ]
     for line in lines.splitlines():
         match = re.match(r"^  (\S.*?):\s*$", line) or re.match(r"^  (\S.*?): \{", line)

@@ -8,7 +8,9 @@
   (:func:`dpevolve.data.ranges.round_outward`), with ``integer: true`` when every public
   value is whole and ``decimals`` otherwise (:func:`dpevolve.data.ranges.decimals_of`;
   ``float32`` where the values were read from single precision:
-  :func:`dpevolve.data.ranges.read_from_single`);
+  :func:`dpevolve.data.ranges.read_from_single`) and ``atoms``, the values holding
+  a large share of the public rows (:func:`dpevolve.data.atoms.heavy_values`: a
+  bracket's midpoint, a state's tax rate, 0);
   integer columns with at most ``max_categories`` values, text and the label become
   categorical, except a run of whole numbers (more than :data:`CODES` values filling
   at least :data:`COUNT_FILL` of the span between the smallest and the largest: ages
@@ -35,11 +37,12 @@ module can use it without importing the modules that use the schema.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 
+from dpevolve.data.atoms import heavy_values
 from dpevolve.data.cells import COMMA_NUMBER, MISSING_WORDS, NUMBER, read_cells, read_numbers
 from dpevolve.data.columns import CategoricalColumn, Column, NumericColumn
 from dpevolve.data.date_formats import date_format
@@ -191,6 +194,9 @@ def _numeric_column(
     column = NumericColumn(
         key, *wide, integer=integral, nullable=nullable, decimals=decimals, float32=single
     )
+    heavy = heavy_values(as_float, column.step)
+    if heavy:
+        column = replace(column, atoms=tuple(sorted(v for v, _ in heavy)))
     return column, (lo, hi)
 
 

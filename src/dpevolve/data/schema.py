@@ -23,6 +23,7 @@ YAML form::
         values: [United-States, Mexico]
         other: true
       spend: {type: numeric, lo: 0, hi: 500, decimals: 2}   # output rounded to cents
+      tax: {type: numeric, lo: 0, hi: 1, decimals: 3, atoms: [0.09, 0.36]}  # point masses
       id: {type: id, integer: true, lo: 0, hi: 999999}       # not modelled; fresh ids
 
 Missing values and dates (see :mod:`dpevolve.data.types`)::
@@ -332,6 +333,7 @@ def _column_from_dict(name: str, decl: Any) -> Column:
             nullable,
             None if integer else decimals,
             _flag(name, decl, "float32"),
+            _atoms(name, decl.get("atoms")),
         )
     if kind == "categorical":
         values = decl.get("values")
@@ -350,7 +352,7 @@ def _column_from_dict(name: str, decl: Any) -> Column:
 
 _KINDS = ("numeric", "int", "integer", "float", "categorical", "date", "datetime")
 _KNOWN_KEYS = {"type", "lo", "hi", "integer", "weight", "values", "hierarchy", "name"}
-_KNOWN_KEYS |= {"nullable", "format", "decimals", "float32", "other"}
+_KNOWN_KEYS |= {"nullable", "format", "decimals", "float32", "other", "atoms"}
 # Keys that only some types take (the first type names them in the message).
 _KEYS_FOR = {
     "format": ("date", "datetime"),
@@ -359,6 +361,7 @@ _KEYS_FOR = {
     "hierarchy": ("categorical",),
     "decimals": ("numeric", "int", "integer", "float"),
     "float32": ("numeric", "int", "integer", "float"),
+    "atoms": ("numeric", "int", "integer", "float"),
     "integer": ("numeric", "int", "integer", "float", "date", "datetime"),
 }
 
@@ -368,6 +371,14 @@ def _flag(column: str, decl: Mapping[str, Any], key: str, default: bool = False)
     if not isinstance(value, bool):
         raise InputError(f"column '{column}': '{key}' must be true or false, got {value!r}")
     return value
+
+
+def _atoms(column: str, value: Any) -> tuple[float, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise InputError(f"column '{column}': 'atoms' must be a list of numbers, got {value!r}")
+    return tuple(sorted(_number(column, "atoms", v) for v in value))
 
 
 def _number(column: str, key: str, value: Any) -> float:

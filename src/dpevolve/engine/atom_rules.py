@@ -31,7 +31,7 @@ from typing import Protocol
 
 import numpy as np
 
-from dpevolve.engine.bins import ATOM_SHARE
+from dpevolve.data.atoms import ATOM_SHARE
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.mass import standing
 from dpevolve.engine.measure import sigma_for

@@ -10,7 +10,8 @@ small whole numbers), and a public table gives its heavy values
 (:mod:`~dpevolve.engine.public`). This module finds the others without public data.
 
 **Candidates** (public: from the schema alone, :func:`candidate_values`). In every
-numeric column whose fine partition is not one cell per value, the multiples of a
+numeric column whose fine partition is not one cell per value (a column's declared
+``atoms`` are cells of that partition, and it is searched for others), the multiples of a
 spacing ``s`` inside the declared range: ``s`` is the column's value step (1 for an
 integer column, ``10^-decimals``), or the smallest power of ten for a column without
 one, raised by powers of ten until at most :data:`CANDIDATES` remain.
@@ -45,10 +46,11 @@ import numpy as np
 
 from dpevolve.backends.base import Backend
 from dpevolve.backends.local import LocalBackend
+from dpevolve.data.atoms import ATOM_SHARE, spikes
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.sources import PrivateSource
-from dpevolve.engine.bins import ATOM_SHARE, THRESHOLD, most_atoms, spikes
+from dpevolve.engine.bins import THRESHOLD, most_atoms
 from dpevolve.engine.boundaries import value_step
 from dpevolve.engine.discretise import atom_tolerance
 from dpevolve.engine.measure import BATCH_ROWS, marginal_event, release, sigma_for

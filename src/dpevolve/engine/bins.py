@@ -19,17 +19,13 @@ from itertools import pairwise
 
 import numpy as np
 
+from dpevolve.data.atoms import ATOM_SHARE, spikes
 from dpevolve.data.schema import NumericColumn
 from dpevolve.engine.boundaries import round_edges, value_step
 from dpevolve.engine.cells import FineCells
 from dpevolve.engine.discretise import Discretiser, atom_tolerance
-from dpevolve.engine.mass import SPIKE, THRESHOLD, released_mass, spikes, standing
+from dpevolve.engine.mass import THRESHOLD, released_mass, standing
 from dpevolve.measurements import Measurement
-
-#: A value holding at least this share of the rows is an atom, a bin of its own
-#: (:func:`released_atoms`): a rule such as "any expense exactly when spend > 0" then
-#: shows in a 2-way marginal. The evaluation calls a value an atom from 5% up.
-ATOM_SHARE = 0.05
 
 #: At least this share of a column's bins may be atoms' own bins (more where the atoms
 #: hold most of the rows: :func:`atom_bins`).
@@ -414,12 +410,10 @@ def histogram_quantile(
 
 __all__ = [
     "ATOM_BINS",
-    "ATOM_SHARE",
     "CROWDED",
     "LOOSE",
     "REACH",
     "ROUND_EDGE_REACH",
-    "SPIKE",
     "TAIL",
     "THRESHOLD",
     "atom_bins",
@@ -433,5 +427,4 @@ __all__ = [
     "released_support",
     "round_points",
     "snapper",
-    "spikes",
 ]

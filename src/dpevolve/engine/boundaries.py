@@ -18,10 +18,7 @@ from dpevolve.data.schema import NumericColumn
 
 def value_step(column: NumericColumn) -> float | None:
     """Spacing of the values a column can hold: 1 (integer), 10^-decimals, or None."""
-    if column.integer:
-        return 1.0
-    decimals = getattr(column, "decimals", None)
-    return None if decimals is None else 10.0 ** (-int(decimals))
+    return column.step
 
 
 def checked_edges(default: np.ndarray, edges: np.ndarray) -> np.ndarray:

@@ -108,7 +108,8 @@ class Discretiser:
         it, so that every fine cell lies inside one bin.
     atoms
         More single values of some numeric columns' fine partitions (public facts, such
-        as a public table's heavy values: :func:`dpevolve.engine.public.public_edges`),
+        as a public table's heavy values: :func:`dpevolve.engine.public.public_edges`;
+        a column's declared ``atoms`` are always among them),
         so that a value holding a large share decodes to itself, not to a point near it
         (ignored in a column whose fine partition is a grid: every value is a cell).
     support
@@ -161,7 +162,7 @@ class Discretiser:
             self._edges[name] = checked_edges(self._edges[name], np.asarray(given, dtype=float))
         extra = atoms or {}
         self.fine = {
-            c.name: self._fine_cells(c, int(fine_cells), extra.get(c.name, ()))
+            c.name: self._fine_cells(c, int(fine_cells), {*extra.get(c.name, ()), *c.atoms})
             for c in self.layout.numeric
         }
         for column in self.layout.numeric:

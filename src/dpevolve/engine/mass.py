@@ -9,12 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpevolve.data.atoms import spikes
 from dpevolve.engine.cells import FineCells
-
-#: A value of an integer (or ``decimals``) column is an atom only where its count is
-#: more than this many times the mean of its neighbours' (:func:`spikes`): the first
-#: value of an even run, next to empty ones, is not.
-SPIKE = 3.0
 
 #: Rows no cell or block of a released fine histogram shows go beyond the cells next to
 #: those it shows only where the counts there total more than this many of their noise
@@ -165,14 +161,4 @@ def _shares(width: np.ndarray) -> np.ndarray:
     return width / total if total > 0 else np.full(width.size, 1.0 / width.size)
 
 
-def spikes(counts: np.ndarray, reach: int = 2) -> np.ndarray:
-    """Which of consecutive values' counts stand out: more than :data:`SPIKE` times the
-    mean count of the ``reach`` values on either side (an even run of values, say
-    a uniform count from 40 to 50, has no atom: its bins already hold it)."""
-    c = np.asarray(counts, dtype=np.float64)
-    padded = np.pad(c, reach)
-    window = np.convolve(padded, np.ones(2 * reach + 1), mode="valid") - c
-    return c > SPIKE * window / (2 * reach)
-
-
-__all__ = ["SIDE", "SPIKE", "THRESHOLD", "released_mass", "spikes", "standing"]
+__all__ = ["SIDE", "THRESHOLD", "released_mass", "standing"]

@@ -37,7 +37,6 @@ The ledger's ``public`` metadata says what was used (:meth:`PublicInputs.facts`)
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,10 +44,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpevolve.data.atoms import heavy_values, on_grid
 from dpevolve.data.encoding import encode
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
-from dpevolve.engine.bins import ATOM_SHARE, LOOSE, TAIL, atom_bins, loose_edges, spikes
+from dpevolve.engine.bins import LOOSE, TAIL, atom_bins, loose_edges
 from dpevolve.engine.boundaries import value_step
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import count_marginals
@@ -143,7 +143,7 @@ class PublicInputs:
             cells = discretiser.fine[column.name]
             self.fine[column.name] = np.bincount(codes, minlength=cells.size).astype(float)
             values = pd.to_numeric(self.frame[column.name], errors="coerce").to_numpy(float)
-            found = cell_values(cells, codes, _on_grid(values, value_step(column)))
+            found = cell_values(cells, codes, on_grid(values, value_step(column)))
             if found is not None:
                 self.within[column.name] = found
         if self.spec.public_prior != "off" and self.rows > 0:
@@ -187,12 +187,13 @@ def public_edges(
 ) -> dict[str, np.ndarray]:
     """Bin edges of the numeric columns from a (validated) public table.
 
-    Where the declared range is loose or crowded, or a value holds a large share of the
-    public rows (:func:`public_atoms`, a bin of its own), :func:`loose_edges` places
-    them over the public values' quantiles. ``range``: ``bins - 2`` equal-width bins
-    over the central range and one tail bin on each side out to the declared end
-    points (crowded bins, or ``quantile``: the inner edges at public quantiles).
-    Integer and ``decimals`` columns cut half-way between representable values.
+    Where the declared range is loose or crowded, or a value holds a large share of
+    the public rows (:func:`~dpevolve.data.atoms.heavy_values`, a bin of its own),
+    :func:`loose_edges` places them over the public values' quantiles. ``range``:
+    ``bins - 2`` equal-width bins over the central range and one tail bin on each side
+    out to the declared end points (crowded bins, or ``quantile``: the inner edges at
+    public quantiles). Integer and ``decimals`` columns cut half-way between
+    representable values.
     Public facts only: free. ``atoms_out``, when given, receives each column's heavy
     values, all of them (not only those :func:`~dpevolve.engine.bins.atom_bins` gives
     bins of their own).
@@ -206,7 +207,7 @@ def public_edges(
         if values.size == 0:
             continue
         step = value_step(column)
-        heavy = public_atoms(values, step)
+        heavy = heavy_values(values, step)
         atoms = sorted(v for v, _ in heavy[: atom_bins(bins, [s for _, s in heavy])])
         if atoms_out is not None and heavy:
             atoms_out[column.name] = sorted(v for v, _ in heavy)
@@ -223,36 +224,6 @@ def public_edges(
         if edges is not None:
             out[column.name] = edges
     return out
-
-
-def public_atoms(values: np.ndarray, step: float | None) -> list[tuple[float, float]]:
-    """Public values holding at least :data:`~dpevolve.engine.bins.ATOM_SHARE` of the
-    public rows (in a column of ``step``, spikes among their neighbours:
-    :func:`~dpevolve.engine.bins.spikes`), with their shares of the rows: largest first."""
-    found, counts = np.unique(values, return_counts=True)
-    heavy = counts >= ATOM_SHARE * values.size
-    if step is not None and found.size:
-        grid = np.round((found - found[0]) / step).astype(np.int64)
-        if grid[-1] < 1_000_000:  # beyond, values are far apart: every heavy one stands out
-            dense = np.zeros(int(grid[-1]) + 1)
-            dense[grid] = counts
-            heavy &= spikes(dense)[grid]
-    index = np.flatnonzero(heavy)
-    index = index[np.argsort(-counts[index], kind="stable")]
-    picked = found[index]
-    picked = _on_grid(picked, step)
-    shares: dict[float, float] = {}  # values the grid makes one share their rows
-    for v, c in zip(picked, counts[index], strict=True):
-        shares[float(v)] = shares.get(float(v), 0.0) + float(c) / values.size
-    return sorted(shares.items(), key=lambda item: -item[1])
-
-
-def _on_grid(values: np.ndarray, step: float | None) -> np.ndarray:
-    """Values on the grid of ``step``, as the fine partition codes them (float32 4.2
-    written 4.19999980926514: 4.2)."""
-    if step is None:
-        return values
-    return np.asarray(np.round(np.round(values / step) * step, max(0, round(-math.log10(step)))))
 
 
 def public_counts(
