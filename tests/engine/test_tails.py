@@ -395,10 +395,10 @@ def test_a_mostly_missing_column_keeps_its_spread() -> None:
 def test_a_column_whose_present_rows_the_releases_cannot_show_decodes_missing() -> None:
     """A disability rating, 1 to 6, for 1.2% of 3,000 rows, declared on [0, 15] (NIST's
     ACS excerpts), its values under the noise at epsilon 1 (seeded twins). Where its
-    present rows stand at most the floor above zero too (noise draw 1: 21 +- 24 rows
-    for 34), its rows decode missing (before, values drawn at 7-14 on draws like it);
-    where they stand out (draws 0, 2: 54 +- 26 and 70 +- 26) it keeps values; the other
-    columns decode as before."""
+    present rows stand at most SUPPORT scales above zero too (noise draws 0-2: 54 +- 26,
+    21 +- 24 and 70 +- 26 rows for 37, 34 and 38), its rows decode missing (before,
+    values drawn at 7-14 on draws like them); held by 5% of the rows (about 160, 6 to 7
+    scales out) it keeps values; the other columns decode as before."""
     schema = Schema(
         (
             NumericColumn("rating", 0, 15, integer=True, nullable=True),
@@ -407,9 +407,14 @@ def test_a_column_whose_present_rows_the_releases_cannot_show_decodes_missing() 
         ),
         label="y",
     )
-    for seed, hidden in ((0, False), (1, True), (2, False)):
+    for seed, share, hidden in (
+        (0, 0.012, True),
+        (1, 0.012, True),
+        (2, 0.012, True),
+        (0, 0.05, False),
+    ):
         rng = np.random.default_rng(seed)
-        rating = np.where(rng.random(3000) < 0.012, rng.integers(1, 7, 3000), np.nan)
+        rating = np.where(rng.random(3000) < share, rng.integers(1, 7, 3000), np.nan)
         z = rng.triangular(10, 20, 60, 3000)
         y = np.where(z + rng.normal(0, 5, 3000) > 30, "yes", "no")
         frame = pd.DataFrame({"rating": rating, "z": z, "y": y})
@@ -425,9 +430,9 @@ def test_a_column_whose_present_rows_the_releases_cannot_show_decodes_missing() 
 
 
 def test_faint_present_rows_stand_at_most_the_floor_and_the_missing_cell_is_counted() -> None:
-    """The floor of a cell, for a column's present rows; the missing cell's count combined
+    """The support's bar, for a column's present rows; the missing cell's count combined
     across a 1-way (sigma 4) and the fine histogram (sigma 5) as a bin's is."""
-    assert faint(DECODE_FLOOR * 10.0, 10.0) and not faint(DECODE_FLOOR * 10.0 + 1e-6, 10.0)
+    assert faint(SUPPORT * 10.0, 10.0) and not faint(SUPPORT * 10.0 + 1e-6, 10.0)
     schema = Schema((NumericColumn("x", 0.0, 4.0, nullable=True),))
     disc = Discretiser(schema, bins=4, fine_cells=16)
     cells = disc.fine["x"]

@@ -5,12 +5,12 @@ Exact (no sampling): runs on neighbouring tables coupled by the same noisy outpu
 (:func:`tests.privacy.exact.engine_violations`) must decode alike: whether a nullable
 column's present rows stand out of the noise is read from its missing cell's released
 count, post-processing. The table is built so that a slip shows: 41 rows, a column
-present in 2 shared rows and in the moving record on ``D`` (missing on ``D'``), the
+present in 4 shared rows and in the moving record on ``D`` (missing on ``D'``), the
 rest missing. At rho 2 the missing cell's count across the releases has noise scale
-1.12, so the floor of 2 scales (2.24) lies between the exact present rows of ``D``
-(3) and of ``D'`` (2): read from the exact count, the column keeps its values on ``D``
-and decodes missing on ``D'``; read from the released count (1.5 present), it decodes
-missing on both. The values lie under the noise on both (no bin stands out).
+1.12, so the bar of 4 scales (4.48) lies between the exact present rows of ``D`` (5)
+and of ``D'`` (4): read from the exact count, the column keeps its values on ``D``
+and decodes missing on ``D'``; read from the released count, it decodes alike on
+both. The values lie under the noise on both (no bin stands out).
 """
 
 from __future__ import annotations
@@ -35,10 +35,9 @@ BUDGET = Budget(rho=2.0)
 
 #: (record of D, record of D', on_invalid of D'): the moving record's value made missing.
 PAIRS = [((3, "1"), (None, "1"), "error")]
-#: Two present rows (2 and 3) and 38 missing ones.
-CASE = Case(
-    SCHEMA, SPEC, BUDGET, [(2, "0"), (3, "1")] + [(None, str(i % 2)) for i in range(38)], PAIRS
-)
+#: Four present rows (2 to 5) and 36 missing ones.
+PRESENT = [(2, "0"), (3, "1"), (4, "0"), (5, "1")]
+CASE = Case(SCHEMA, SPEC, BUDGET, PRESENT + [(None, str(i % 2)) for i in range(36)], PAIRS)
 
 
 @pytest.mark.parametrize("pair", PAIRS)

@@ -257,11 +257,11 @@ def released_counts(
 def faint(present: float, sd: float) -> bool:
     """Whether a column's rows holding a value (``present``: ``n`` less its missing
     cell's count across the releases, of noise scale ``sd``) stand at most
-    :data:`~dpevolve.engine.smoothing.DECODE_FLOOR` scales above zero, as an empty fine
-    cell's count may: with values the noise hides too (:func:`shows_data`), the
-    column decodes missing (:func:`released_inward`; docs/engine.md, a column the
-    noise hides: NIST's disability ratings, 1.2% of the rows, had been drawn past them)."""
-    return present <= DECODE_FLOOR * sd
+    :data:`~dpevolve.engine.smoothing.SUPPORT` scales above zero, the bar of a pooled
+    run of cells: with values the noise hides too (:func:`shows_data`), the column
+    decodes missing (:func:`released_inward`; docs/engine.md: NIST's disability
+    ratings, 1.2% of the rows, had been drawn past them)."""
+    return present <= SUPPORT * sd
 
 
 def counted_weights(
