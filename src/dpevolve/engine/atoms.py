@@ -51,7 +51,6 @@ from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.sources import PrivateSource
 from dpevolve.engine.bins import THRESHOLD, most_atoms
-from dpevolve.engine.boundaries import value_step
 from dpevolve.engine.discretise import atom_tolerance
 from dpevolve.engine.measure import BATCH_ROWS, marginal_event, release, sigma_for
 from dpevolve.engine.plan import Spend
@@ -76,7 +75,7 @@ def candidate_values(column: NumericColumn, grid_limit: int) -> np.ndarray:
     """The candidate values of ``column`` (sorted, evenly spaced; empty where its fine
     partition already holds every value: at most ``grid_limit`` of them)."""
     lo, hi = float(column.lo), float(column.hi)
-    step = value_step(column)
+    step = column.step
     if step is not None and _count(lo, hi, step) <= grid_limit:
         return np.empty(0)
     spacing = (
@@ -143,7 +142,7 @@ class CandidateCounts:
         for j, (k, column, values) in enumerate(self.columns):
             # the value as the decoder writes it (the fine partition codes the same)
             raw = np.clip(column.lo + records.numeric[:, k] * column.range, column.lo, column.hi)
-            step = value_step(column)
+            step = column.step
             if step is not None:
                 raw = np.round(raw, max(0, round(-math.log10(step))))
             raw = raw[np.isfinite(raw)]  # a missing cell is at no candidate
@@ -192,7 +191,7 @@ def zoom_spacings(column: NumericColumn, values: np.ndarray, most: int) -> list[
     and the candidates alone); none where the candidates are already the column's
     values. Each level divides the spacing by the largest power of ten that keeps the
     ``most`` kept cells' children within :data:`CANDIDATES`, down to the value step."""
-    step = value_step(column)
+    step = column.step
     if step is None or values.size < 2:
         return []
     spacing = float(values[1] - values[0])

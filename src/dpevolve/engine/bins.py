@@ -21,7 +21,7 @@ import numpy as np
 
 from dpevolve.data.atoms import ATOM_SHARE, spikes
 from dpevolve.data.schema import NumericColumn
-from dpevolve.engine.boundaries import round_edges, value_step
+from dpevolve.engine.boundaries import round_edges
 from dpevolve.engine.cells import FineCells
 from dpevolve.engine.discretise import Discretiser, atom_tolerance
 from dpevolve.engine.mass import THRESHOLD, released_mass, standing
@@ -84,7 +84,7 @@ def loose_edges(
     (:func:`released_edges`).
     """
     lo, hi = float(column.lo), float(column.hi)
-    step = value_step(column)
+    step = column.step
     protected = atom_edges(column, atoms)
     a, b = (float(v) for v in quantile(np.array([TAIL, 1.0 - TAIL])))
     if not b > a:  # a constant column (or atoms only): equal width around the atoms
@@ -131,7 +131,7 @@ def _outside_atoms(
     holds no value)."""
     if not protected:
         return points
-    step = value_step(column)
+    step = column.step
     near = max(2.0 * atom_tolerance(column), 0.5005 * step if step is not None else 0.0)
     edges = np.asarray(protected)
     gap = np.abs(points[:, None] - edges[None, :]).min(axis=1)

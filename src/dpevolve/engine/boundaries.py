@@ -13,13 +13,6 @@ import math
 
 import numpy as np
 
-from dpevolve.data.schema import NumericColumn
-
-
-def value_step(column: NumericColumn) -> float | None:
-    """Spacing of the values a column can hold: 1 (integer), 10^-decimals, or None."""
-    return column.step
-
 
 def checked_edges(default: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """Given bin edges, checked against the equal-width ones (count and end points)."""
@@ -203,6 +196,5 @@ __all__ = [
     "round_edges",
     "rounded",
     "snapped",
-    "value_step",
     "with_point",
 ]

@@ -42,7 +42,6 @@ from dpevolve.engine.boundaries import (
     round_edges,
     rounded,
     snapped,
-    value_step,
     with_point,
 )
 from dpevolve.engine.cells import (
@@ -150,7 +149,7 @@ class Discretiser:
         self._edges = {c.name: np.linspace(c.lo, c.hi, self.bins + 1) for c in self.layout.numeric}
         #: Round edges of columns whose default bins move onto them (:func:`snapped`).
         numeric = self.layout.numeric
-        self._round = {c.name: round_edges(c.lo, c.hi, self.bins, value_step(c)) for c in numeric}
+        self._round = {c.name: round_edges(c.lo, c.hi, self.bins, c.step) for c in numeric}
         self._round = {k: e for k, e in self._round.items() if (e != self._edges[k]).any()}
         self._given = set(edges or {}) - set(nested)
         #: Columns whose bins were moved (given edges): their first and last bins are tails.
@@ -183,7 +182,7 @@ class Discretiser:
         """Numeric column ``k`` on its declared scale, as the decoder writes it."""
         col = self.layout.numeric[k]
         raw = np.clip(col.lo + records.numeric[:, k] * col.range, col.lo, col.hi)
-        return _round_to(raw, value_step(col))
+        return _round_to(raw, col.step)
 
     def _bin(self, name: str, raw: np.ndarray) -> np.ndarray:
         codes = np.searchsorted(self._edges[name][1:-1], raw, side="right").astype(np.int64)
@@ -204,7 +203,7 @@ class Discretiser:
     def _fine_cells(
         self, column: NumericColumn, limit: int, extra: Collection[float] = ()
     ) -> FineCells:
-        step = value_step(column)
+        step = column.step
         if step is not None:
             first = math.ceil(column.lo / step - 1e-9)
             last = math.floor(column.hi / step + 1e-9)
@@ -497,4 +496,4 @@ def _categorical(column: CategoricalColumn, codes: np.ndarray) -> np.ndarray:
     return pd.Series(values[codes]).infer_objects().to_numpy()
 
 
-__all__ = ["Discretiser", "atom_tolerance", "value_step"]
+__all__ = ["Discretiser", "atom_tolerance"]

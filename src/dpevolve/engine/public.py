@@ -49,7 +49,6 @@ from dpevolve.data.encoding import encode
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine.bins import LOOSE, TAIL, atom_bins, loose_edges
-from dpevolve.engine.boundaries import value_step
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import count_marginals
 from dpevolve.engine.spec import PUBLIC_PRIORS, EngineSpec
@@ -143,7 +142,7 @@ class PublicInputs:
             cells = discretiser.fine[column.name]
             self.fine[column.name] = np.bincount(codes, minlength=cells.size).astype(float)
             values = pd.to_numeric(self.frame[column.name], errors="coerce").to_numpy(float)
-            found = cell_values(cells, codes, on_grid(values, value_step(column)))
+            found = cell_values(cells, codes, on_grid(values, column.step))
             if found is not None:
                 self.within[column.name] = found
         if self.spec.public_prior != "off" and self.rows > 0:
@@ -206,7 +205,7 @@ def public_edges(
         values = values[np.isfinite(values)]
         if values.size == 0:
             continue
-        step = value_step(column)
+        step = column.step
         heavy = heavy_values(values, step)
         atoms = sorted(v for v, _ in heavy[: atom_bins(bins, [s for _, s in heavy])])
         if atoms_out is not None and heavy:
