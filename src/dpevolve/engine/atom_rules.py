@@ -11,7 +11,7 @@ lost). This release measures each such pair once, cell by cell, before the round
 **Columns** (:func:`atom_columns`, post-processing of released values): the numeric
 columns other than the label whose released fine histogram, thresholded at
 :data:`~dpevolve.engine.mass.THRESHOLD` noise scales, holds a single-value cell of at
-least :data:`~dpevolve.engine.bins.ATOM_SHARE` of the ``n`` rows, largest atom first,
+least :data:`~dpevolve.data.atoms.ATOM_SHARE` of the ``n`` rows, largest atom first,
 at most :data:`MOST_COLUMNS`, and of those the most ``k`` whose largest atoms all hold
 :data:`RESOLVE` noise scales of a pair's release at ``rho / k``.
 
@@ -72,7 +72,7 @@ def atom_columns(
 ) -> list[str]:
     """The numeric columns (the label aside) whose released fine histogram holds an
     atom: a single-value cell whose count, above :data:`~dpevolve.engine.mass.THRESHOLD`
-    noise scales, is at least :data:`~dpevolve.engine.bins.ATOM_SHARE` of ``n``
+    noise scales, is at least :data:`~dpevolve.data.atoms.ATOM_SHARE` of ``n``
     (a run of heavy values, 1 to 4 hours of television, counts too); largest atom
     first, at most :data:`MOST_COLUMNS`; given the pairs' ``rho``, the most ``k`` of
     them whose largest atoms hold :data:`RESOLVE` noise scales at ``rho / k``.

@@ -26,9 +26,9 @@ of ``EngineSpec.atom_share``. Every release is charged to the run's
 :class:`~dpevolve.engine.plan.Spend` and recorded in the ledger (``atoms:<column>``).
 
 **Found atoms** (:func:`found_atoms`, post-processing of the release): candidates
-whose noisy count is at least :data:`~dpevolve.engine.bins.ATOM_SHARE` of the ``n``
+whose noisy count is at least :data:`~dpevolve.data.atoms.ATOM_SHARE` of the ``n``
 rows and :data:`~dpevolve.engine.bins.THRESHOLD` noise scales, and stand out among
-their neighbours (:func:`~dpevolve.engine.bins.spikes`); the
+their neighbours (:func:`~dpevolve.data.atoms.spikes`); the
 :func:`~dpevolve.engine.bins.most_atoms` largest (their bins:
 :func:`~dpevolve.engine.bins.atom_bins`). Each becomes an atom
 of its column's fine partition (``Discretiser(..., atoms=...)``) and keeps a bin of its
