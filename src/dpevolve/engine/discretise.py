@@ -50,6 +50,7 @@ from dpevolve.engine.cells import (
     FineCells,
     cell_weights,
     cells_within,
+    even_weights,
     nearest_cells,
     nearest_weighted,
     overrules_support,
@@ -159,11 +160,9 @@ class Discretiser:
         self.zoom = {name: list(spans) for name, spans in (zoom or {}).items()}
         for name, given in (edges or {}).items():
             self._edges[name] = checked_edges(self._edges[name], np.asarray(given, dtype=float))
-        extra = atoms or {}
-        self.fine = {
-            c.name: self._fine_cells(c, int(fine_cells), {*extra.get(c.name, ()), *c.atoms})
-            for c in self.layout.numeric
-        }
+        known = atoms or {}
+        self._known = {c.name: frozenset({*known.get(c.name, ()), *c.atoms}) for c in numeric}
+        self.fine = {c.name: self._fine_cells(c, int(fine_cells)) for c in numeric}
         for column in self.layout.numeric:
             if column.name in nested:
                 edges_of, cells = self._edges[column.name], self.fine[column.name]
@@ -200,9 +199,7 @@ class Discretiser:
         return out
 
     # -------------------------------------------------------------------- fine
-    def _fine_cells(
-        self, column: NumericColumn, limit: int, extra: Collection[float] = ()
-    ) -> FineCells:
+    def _fine_cells(self, column: NumericColumn, limit: int) -> FineCells:
         step = column.step
         if step is not None:
             first = math.ceil(column.lo / step - 1e-9)
@@ -212,7 +209,7 @@ class Discretiser:
                 return self._assemble(column, values, values, values.size, 0, step)
         wholes = _whole_numbers(column, step, limit)
         zero = {0.0} if column.lo < 0.0 < column.hi else set()
-        zero |= {float(v) for v in extra if column.lo < float(v) < column.hi}
+        zero |= {float(v) for v in self._known[column.name] if column.lo < float(v) < column.hi}
         atoms = np.array(sorted({float(column.lo), float(column.hi)} | zero | set(wholes)))
         per_bin = max(1, (limit - atoms.size - len(wholes)) // self.bins)
         edges = np.linspace(column.lo, column.hi, self.bins * per_bin + 1)
@@ -250,7 +247,10 @@ class Discretiser:
         if column.nullable:
             lo, hi = np.append(lo, np.nan), np.append(hi, np.nan)
             coarse = np.append(coarse, self.bins)
-        return FineCells(lo, hi, coarse.astype(np.int64), atoms, per_bin, step, column.nullable)
+        known = self._known[column.name]
+        return FineCells(
+            lo, hi, coarse.astype(np.int64), atoms, per_bin, step, column.nullable, known
+        )
 
     def fine_codes(self, records: Records, name: str) -> np.ndarray:
         """int64 fine cell codes of numeric column ``name``; each inside its coarse bin."""
@@ -377,7 +377,8 @@ class Discretiser:
             if b == self.bins and column.nullable:
                 continue  # the missing cell decodes to a missing value
             inside, p, own = self._bin_cells(column, int(b), weights, whole, shown, span, roles)
-            p = p / p.sum() if p.sum() > 0 else np.full(inside.size, 1.0 / inside.size)
+            p = p if p.sum() > 0 else even_weights(cells, inside)
+            p = p / p.sum()
             picked = inside[rng.choice(inside.size, size=rows.size, p=p)]
             lo, hi = cells.lo[picked], cells.hi[picked]
             value = _round_to(lo + rng.random(rows.size) * (hi - lo), cells.step)
@@ -442,7 +443,7 @@ class Discretiser:
         inside = inside[near] if near.any() else inside[:0]
         if inside.size == 0:
             inside = np.array([nearest_weighted(cells, weights, centre)])
-        return inside, np.ones(inside.size), own
+        return inside, even_weights(cells, inside), own
 
 
 def _check_nested(edges: np.ndarray, cells: FineCells, tolerance: float) -> None:

@@ -44,10 +44,13 @@ Post-processing steps of released values answer them:
    weighs nothing, a thin real tail pools into runs that pass. The run of cells next
    to the sure ones whose total stands out most against its noise
    (:func:`adjacent_run`) keeps its own fit where that passes :data:`SUPPORT`: pooled
-   from the far end of a loose range, a thin real tail drowned. A bin whose cells
-   then all weigh nothing, beyond every cell that weighs something, draws from the
-   nearest such cell (:meth:`~dpevolve.engine.discretise.Discretiser.decode`), so no
-   value lands far beyond the data.
+   from the far end of a loose range, a thin real tail drowned. A candidate value out
+   there (a declared end, 0 or a whole number among intervals, not a value the data
+   are known to hold: :attr:`~dpevolve.engine.cells.FineCells.candidates`) has no
+   density to pool: it weighs only where its own count passes :data:`SUPPORT`. A bin
+   whose cells then all weigh nothing, beyond every cell that weighs something, draws
+   from the nearest such cell (:meth:`~dpevolve.engine.discretise.Discretiser.decode`),
+   so no value lands far beyond the data.
 """
 
 from __future__ import annotations
@@ -194,6 +197,11 @@ def decode_weights(
     floor = np.full(cells.size, DECODE_FLOOR)
     near = np.zeros(cells.size)
     for tail in _outer_cells(cells, counts > SUPPORT * sigma):
+        lone = cells.candidates[tail]  # no density to pool: its own count, at the bar
+        floor[tail[lone]] = SUPPORT
+        tail = tail[~lone]
+        if tail.size == 0:
+            continue
         fit, pooled = monotone(counts[tail])
         smoothed[tail], scale[tail] = fit, sigma / np.sqrt(pooled)
         floor[tail] = SUPPORT  # out there, a pooled run must stand out as a cell would
