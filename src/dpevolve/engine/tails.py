@@ -86,7 +86,8 @@ def inward(
         Per bin, the released count (every release of the column combined:
         :func:`released_counts`) and its noise scale.
     kept
-        Bins known to hold data (a public table's: :func:`released_inward`).
+        Bins known to hold data, never folded nor folded across: those whose releases
+        stand out (:func:`held_bins`) and a public table's (:func:`released_inward`).
     absent
         Bins a public table shows no data in: a stretch of them is tested as one past
         a gap (docs/engine.md, end bins decoded inward).
@@ -430,10 +431,8 @@ def released_inward(
     every cell as missing."""
     measurements = list(measurements)
     sigma: dict[str, float] = {}
-    for m in measurements:
-        if len(m.clique) == 1:
-            name = m.clique[0]
-            sigma[name] = min(sigma.get(name, np.inf), float(m.sigma))
+    for m in (m for m in measurements if len(m.clique) == 1):
+        sigma[m.clique[0]] = min(sigma.get(m.clique[0], np.inf), float(m.sigma))
     out: dict[str, Fold] = {}
     bins = discretiser.bins
     for column in discretiser.numeric:
@@ -458,7 +457,7 @@ def released_inward(
         held = tuple(sorted(set(held_bins(count, sd)) | shown))
         edges = discretiser.edges(name)
         absent = set(range(bins)) - set(public[name]) if public and name in public else ()
-        target = inward(mass[:bins], count, sd, shown, absent)
+        target = inward(mass[:bins], count, sd, held, absent)
         span = shown_span(cells, w)
         if span is not None:
             target = beyond_span(edges, span, mass[:bins], sigma[name], held, sd)[target]
