@@ -256,3 +256,36 @@ def test_the_tree_finds_a_number_and_its_decile_coarse(groups: int) -> None:
         drawn += bool(picked)
         assert all(h["groups"] is not None for h in picked)
     assert drawn >= 3 if groups else drawn == 0
+
+
+def test_the_tree_keeps_the_model_within_its_size_limit() -> None:
+    """Sixteen related numbers and no label (benefits' shape): the relations phase
+    joins them by a spanning tree of coarse pairs and, with more numbers than triangles
+    are closed for, the tree phase picks among the same columns again. A pick that
+    closes a cycle is taken only where the model stays within four times
+    ``max_model_mb`` (``TREE_HEADROOM``): the
+    two spanning trees together had made a model of 520 MB (cliques of five or six
+    numbers at 20 bins each) and a fit of tens of minutes."""
+    from dpevolve.engine.loop import default_model_size
+    from dpevolve.engine.tree import TREE_HEADROOM
+
+    seed = 0
+    rng = np.random.default_rng(seed)
+    n, factor = 1500, rng.normal(size=1500)
+    frame = pd.DataFrame(
+        {
+            f"x{k}": (50 + 15 * (factor + rng.normal(size=n))).clip(0, 100).round(1)
+            for k in range(16)
+        }
+    )
+    schema = Schema(tuple(NumericColumn(f"x{k}", 0.0, 100.0, decimals=1) for k in range(16)))
+    spec = EngineSpec()
+    result = fit_engine(
+        FrameSource(frame, schema), schema, Budget(epsilon=1.0, delta=1e-5), spec,
+        noise=SeededNoise(seed), rng=np.random.default_rng(seed),
+    )  # fmt: skip
+    cliques = [m.clique for m in result.measurements.marginals()]
+    assert (
+        default_model_size(result.discretiser.domain, cliques) <= TREE_HEADROOM * spec.max_model_mb
+    )
+    assert any(h.get("stage") == "tree" for h in result.history)

@@ -181,6 +181,11 @@ class _Run:
         """The cliques the model holds (public ones included)."""
         return [m.clique for m in self.fitted()]
 
+    def fits(self, cliques: Sequence[Clique], headroom: float = 1.0) -> bool:
+        """Whether the model with ``cliques`` added holds ``headroom * max_model_mb``."""
+        size = self.model_size(self.discretiser.domain, [*self.model_cliques(), *cliques])
+        return size <= headroom * self.spec.max_model_mb
+
     def counts(self, query: MarginalQuery) -> np.ndarray:
         self.prefetch([query])
         return self.exact[query]
