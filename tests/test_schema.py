@@ -349,6 +349,19 @@ def test_atoms_on_the_grid_inside_the_range_are_declared_and_read_back(
     assert Schema.from_dict({"columns": {"x": read.to_dict()}})["x"] == read
 
 
+@pytest.mark.parametrize("value", [25243.550781, 99999.999999, -87654.000001])
+def test_an_atom_far_from_zero_on_a_fine_grid_is_on_it(value: float) -> None:
+    """A value of six decimals near 25,000 is 25 billion steps from zero: its ratio to
+    the step is a few millionths off a whole number in floating point. It is on the
+    grid (`schema infer` had proposed cps_mixtape's heavy earnings, 25,243.550781, and
+    the schema it wrote was refused); half a step off is not."""
+    decl = {"type": "float", "lo": -100000.0, "hi": 100000.0, "decimals": 6}
+    read = Schema.from_dict({"columns": {"x": {**decl, "atoms": [value]}}})["x"]
+    assert isinstance(read, NumericColumn) and read.atoms == (value,)
+    with pytest.raises(InputError, match="is not a number of 6 decimals"):
+        Schema.from_dict({"columns": {"x": {**decl, "atoms": [value + 5e-7]}}})
+
+
 def test_atoms_are_checked_and_named() -> None:
     decl = {"type": "numeric", "lo": 0, "hi": 10, "decimals": 2}
     assert Schema.from_dict({"columns": {"x": decl}})["x"].atoms == ()

@@ -111,7 +111,10 @@ class NumericColumn:
                 raise InputError(
                     f"column '{self.name}': atom {value!r} lies outside [{self.lo}, {self.hi}]"
                 )
-            if step is not None and abs(value / step - round(value / step)) > 1e-6:
+            # on the grid up to float error, which grows with the value in steps (25,243.550781
+            # at 6 decimals is 25,243,550,781 steps, a few millionths of a step off)
+            grid = round(value / step) * step if step is not None else value
+            if not math.isclose(value, grid, rel_tol=1e-12, abs_tol=1e-6 * (step or 0.0)):
                 kind = "whole" if self.integer else f"a number of {self.decimals} decimals"
                 raise InputError(f"column '{self.name}': atom {value!r} is not {kind}")
         if len(set(atoms)) < len(atoms):
