@@ -86,9 +86,6 @@ class Forest:
         """Whether every column is in one component."""
         return bool(np.all(self.component == self.component[0]))
 
-    def same(self, a: str, b: str) -> bool:
-        """Whether columns ``a`` and ``b`` are in one component."""
-        return bool(self.component[self.index[a]] == self.component[self.index[b]])
 
 
 def independent(first: np.ndarray, second: np.ndarray, total: float) -> np.ndarray:
@@ -280,7 +277,7 @@ def spanning(
     round_ = picks.start
     while not forest.joined():
         open_ = np.flatnonzero(forest.open_mask(cliques, ends))
-        open_ = open_[bounded(run, picks, open_, [q.clique for _, q in chosen])]
+        open_ = open_[bounded(run, picks, open_, [q.clique for _, q in chosen], ends)]
         if open_.size == 0:
             break
         round_ += 1
@@ -307,26 +304,33 @@ def spanning(
     return model.fit(run.fitted()), history
 
 
-def bounded(run: PickRun, picks: Picks, open_: np.ndarray, picked: Sequence[Clique]) -> np.ndarray:
+def bounded(
+    run: PickRun,
+    picks: Picks,
+    open_: np.ndarray,
+    picked: Sequence[Clique],
+    ends: tuple[np.ndarray, np.ndarray],
+) -> np.ndarray:
     """Which pairs of ``open_`` the model holds within :data:`TREE_HEADROOM` times its
     size limit with the cliques ``picked`` so far (public: the domain and the cliques
-    alone). Only a pair whose columns the model relates already is tested: it closes a
-    cycle, and the junction tree of cycles over many numbers holds cliques of five or
-    six of them (benefits' 18 numbers, no label: the relations phase's spanning tree
-    and the tree phase's over the same columns made a model of 520 MB and a fit of tens
-    of minutes)."""
+    alone); ``ends``: every pair's columns, as :meth:`Forest.ends` gives them. Only a
+    pair whose columns the model relates already is tested: it closes a cycle, and the
+    junction tree of cycles over many numbers holds cliques of five or six of them
+    (benefits' 18 numbers, no label: the relations phase's spanning tree and the tree
+    phase's over the same columns made a model of 520 MB and a fit of tens of
+    minutes)."""
     held = [*(m.clique for m in run.fitted()), *picked]
-    linked = Forest(list(dict.fromkeys(a for c in held for a in c)))
+    linked = Forest(list(dict.fromkeys([*picks.names, *(a for c in held for a in c)])))
     for clique in held:
         for a in clique[1:]:
             linked.join((clique[0], a))
+    component = linked.component[[linked.index[a] for a in picks.names]]
+    first, second = ends
     keep = np.ones(open_.size, dtype=bool)
-    for k, i in enumerate(open_):
-        pair = picks.pairs[int(i)]
-        a, b = pair.clique[0], pair.clique[1]
-        if a in linked.index and b in linked.index and linked.same(a, b):
-            query = picks.released(pair) if picks.released is not None else pair
-            keep[k] = run.fits([*picked, query.clique], TREE_HEADROOM)
+    for k in np.flatnonzero(component[first[open_]] == component[second[open_]]):
+        pair = picks.pairs[int(open_[k])]
+        query = picks.released(pair) if picks.released is not None else pair
+        keep[k] = run.fits([*picked, query.clique], TREE_HEADROOM)
     return keep
 
 
