@@ -87,7 +87,6 @@ class Forest:
         return bool(np.all(self.component == self.component[0]))
 
 
-
 def independent(first: np.ndarray, second: np.ndarray, total: float) -> np.ndarray:
     """The pair's counts if its two columns were independent, from their (released,
     model-reconciled) 1-way counts: ``x_a x_b^T / n`` (post-processing)."""
