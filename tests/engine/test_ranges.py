@@ -194,19 +194,20 @@ def _interior_without_weights() -> tuple[Discretiser, np.ndarray, np.ndarray, in
     return disc, weights, codes, 1000
 
 
-def test_a_bin_the_releases_show_data_in_keeps_its_rows_whatever_the_fine_cells() -> None:
+def test_a_bin_between_the_ends_keeps_its_rows_whatever_the_fine_cells() -> None:
     """Restaurant inspections' chains of 219-650 locations: 394 of 10,871 rows spread
     too thin for any fine cell to show them, yet their bins' counts stand far out of the
-    noise. Such a bin decodes within its own cells; a bin the releases do not show data
-    in still decodes at the nearest shown data."""
+    noise; cps91's other incomes past 45, 18% of the rows, in bins no release shows
+    alone. A bin between the ends decodes within its own cells, held or not (the folds
+    move a stretch that is noise before decoding); an end bin keeps near the shown
+    data."""
     disc, weights, codes, rows = _interior_without_weights()
     edges = disc.edges("v")
-    held = disc.decode(codes, np.random.default_rng(0), {"v": weights}, rows, held={"v": (10,)})
-    values = held["v"].to_numpy()
-    assert values.min() >= edges[10] and values.max() <= edges[11]
-    assert np.unique(np.floor(values / 5.0)).size > 3  # spread over the bin, not one cell
-    moved = disc.decode(codes, np.random.default_rng(0), {"v": weights}, rows)["v"].to_numpy()
-    assert moved.max() <= 200.0  # the nearest shown data, as before
+    for held in ((10,), ()):
+        drawn = disc.decode(codes, np.random.default_rng(0), {"v": weights}, rows, held={"v": held})
+        values = drawn["v"].to_numpy()
+        assert values.min() >= edges[10] and values.max() <= edges[11]
+        assert np.unique(np.floor(values / 5.0)).size > 3  # spread over the bin, not one cell
     end = codes.copy()
     end[:, 0] = 19
     ends = disc.decode(end, np.random.default_rng(0), {"v": weights}, rows, held={"v": (19,)})
@@ -242,8 +243,13 @@ def test_end_reach_is_the_end_count_falling_from_the_pooled_density_next_to_it()
     flipped = end_reach(-edges[::-1], count[::-1], sd, 0, top=False, atom_width=1e-6)
     assert flipped == pytest.approx((-top[0], -top[1]))
     quiet = count.copy()
-    quiet[5] = 39.0  # under 4 scales: not held
+    quiet[5] = 19.0  # under 2 scales: what an empty bin's noise leaves
     assert end_reach(edges, quiet, sd, 5, top=True, atom_width=1e-6) is None
+    faint = count.copy()
+    faint[5] = 30.0  # 3 scales: not held, yet more than noise leaves (black_politicians)
+    assert end_reach(edges, faint, sd, 5, top=True, atom_width=1e-6) == pytest.approx(
+        (4.0, 4.0 + FALL * 30.0 / 30.0)
+    )
     assert end_reach(edges, count, np.full(6, 1e3), 5, top=True) is None  # nothing stands out
 
 

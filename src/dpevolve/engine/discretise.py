@@ -302,26 +302,23 @@ class Discretiser:
         then within the cell (an atom is its value; an interval is drawn uniformly and
         rounded to the column's integrality or ``decimals``). Without a histogram every
         fine cell of the bin is equally likely, weighted by its width. A bin whose cells
-        all weigh nothing falls back to equal weights, unless ``rows`` (the private row
-        count, public) is given and the value cells' weights hold at least :data:`COVER`
-        of the rows the missing cell's weight leaves: then
-        equal weights on its cells within the weighted cells' span widened by
-        :data:`MARGIN`, or the nearest weighted cell where none is, so no value lands
-        far from where the released histogram shows data, except in a bin ``held``
-        shows data in (its count across the releases stands out of their noise:
-        :func:`~dpevolve.engine.tails.held_bins`) that is not an end bin: its rows
-        stay among its own cells; a bin at an end of the data with a ``reach`` (per
-        bin, ``(apex, foot)``: :func:`~dpevolve.engine.tails.end_reach`,
-        :func:`~dpevolve.engine.tails.shown_reach`) under a density thinning out to the
-        foot (:func:`~dpevolve.engine.cells.thinning`); a held moved end bin whose
-        weights lie mostly past the ``support``, in one run, among them
-        (:func:`~dpevolve.engine.cells.overrules_support`).
-        An end bin (``ends``: by default a column's first and last) keeps to the cells
-        within that span whatever the weights hold; wholly past it, to its cells
-        nearest it: a moved column's, those within the margin of the nearest (with a
-        ``support``, within that first);
-        any other, and a ``thin`` one (the model gives it no more than noise), where
-        the weights hold less than :data:`COVER`, its one nearest cell
+        all weigh nothing decodes evenly among its own cells (among the whole numbers
+        where the weights lie on them): the model gives it rows, and the folds moved
+        those of a stretch the releases show as noise
+        (:func:`~dpevolve.engine.tails.released_inward`). An end bin (``ends``: by
+        default a column's first and last) with a ``reach`` (per bin, ``(apex, foot)``:
+        :func:`~dpevolve.engine.tails.end_reach`,
+        :func:`~dpevolve.engine.tails.shown_reach`) decodes under a density thinning out
+        to the foot (:func:`~dpevolve.engine.cells.thinning`); a held moved end bin
+        whose weights lie mostly past the ``support``, in one run, among them
+        (:func:`~dpevolve.engine.cells.overrules_support`). Otherwise, where ``rows``
+        (the private row count, public) is given and the value cells' weights hold at
+        least :data:`COVER` of the rows the missing cell's weight leaves, an end bin
+        whose cells weigh nothing keeps to its cells within the weighted cells' span
+        widened by :data:`MARGIN`; wholly past it, to its cells nearest it: a moved
+        column's, those within the margin of the nearest (with a ``support``, within
+        that first); any other, and a ``thin`` one (the model gives it no more than
+        noise), where the weights hold less than :data:`COVER`, its one nearest cell
         (docs/engine.md, Decoding values within a bin: catholic's empty last bin of
         math scores drew 1.2% of the rows 5 points past the data across the bin;
         alcohol's thin first bin of unemployment rates, rows 1.8 below the data
@@ -376,7 +373,7 @@ class Discretiser:
             rows = np.flatnonzero(bins == b)
             if b == self.bins and column.nullable:
                 continue  # the missing cell decodes to a missing value
-            inside, p, own = self._bin_cells(column, int(b), weights, whole, shown, span, roles)
+            inside, p = self._bin_cells(column, int(b), weights, whole, shown, span, roles)
             p = p if p.sum() > 0 else even_weights(cells, inside)
             p = p / p.sum()
             picked = inside[rng.choice(inside.size, size=rows.size, p=p)]
@@ -384,11 +381,13 @@ class Discretiser:
             value = _round_to(lo + rng.random(rows.size) * (hi - lo), cells.step)
             if shape is not None:
                 value = draw_within(shape, picked, value, rng)
-            # rounding may cross the bin's edge: keep the value in its (or the cell's) bin
-            low, high = _bin_bounds(
-                edges, int(cells.coarse[picked[0]] if not own else b), cells.step
-            )
-            out[rows] = value if high < low else np.clip(value, low, high)
+            # rounding may cross a bin's edge: keep each value in its cell's bin
+            home = cells.coarse[picked]
+            for k in np.unique(home):
+                low, high = _bin_bounds(edges, int(k), cells.step)
+                if high >= low:
+                    value[home == k] = np.clip(value[home == k], low, high)
+            out[rows] = value
         return np.clip(out, column.lo, column.hi)
 
     def _bin_cells(
@@ -400,11 +399,10 @@ class Discretiser:
         shown: tuple[float, float] | None,
         span: bool,
         roles: BinRoles,
-    ) -> tuple[np.ndarray, np.ndarray, bool]:
-        """The cells bin ``b`` decodes in, their weights (zero: equal), and whether the
-        bin's own cells weigh anything (:meth:`decode`); ``whole``, ``shown`` and
-        ``span``: the column's whole-number atoms, the span its weights show and whether
-        they bound every bin; ``roles``: what the releases say of its bins."""
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The cells bin ``b`` decodes in and their weights (zero: equal; :meth:`decode`);
+        ``whole``, ``shown`` and ``span``: the column's whole-number atoms, the span its
+        weights show and whether they bound every bin; ``roles``: what the releases say."""
         cells = self.fine[column.name]
         edges = self._edges[column.name]
         centre = 0.5 * (edges[b] + edges[b + 1])
@@ -414,36 +412,34 @@ class Discretiser:
         tail = b in roles.ends
         if b in roles.reach:
             inside, p = thinning(cells, inside, weights, *roles.reach[b], whole)
-            return inside, p, True
+            return inside, p
         moved_tail = tail and column.name in self.moved
         if moved_tail and column.name in self.support:
             within = cells_within(cells, inside, self.support[column.name])
             if b not in roles.held or not overrules_support(cells, weights, inside, within):
                 inside = within
-        own = bool(weights[inside].sum() > 0)
-        if own:
-            return inside, weights[inside], own
+        if weights[inside].sum() > 0:
+            return inside, weights[inside]
         if whole is not None and np.isin(inside, whole).any():
             inside = inside[np.isin(inside, whole)]  # the data's whole numbers
-        window = shown if span or tail else None
-        if window is None or (b in roles.held and not tail):
-            return inside, weights[inside], own
-        near = (cells.hi[inside] >= window[0]) & (cells.lo[inside] <= window[1])
-        if tail and not near.any() and (moved_tail or not span):
+        # a bin between the ends holds the rows the model gives it: the folds
+        # (tails.released_inward) already moved those of a stretch that is noise
+        if not tail or shown is None:
+            return inside, weights[inside]
+        near = (cells.hi[inside] >= shown[0]) & (cells.lo[inside] <= shown[1])
+        if not near.any() and (moved_tail or not span):
             one = not span and (b in roles.thin or not moved_tail)
-            near = nearest_cells(cells, inside, window, reach=0.0 if one else MARGIN)
+            near = nearest_cells(cells, inside, shown, reach=0.0 if one else MARGIN)
         if not (span or near.any()):
-            return inside, weights[inside], own
-        # the released histogram shows no data here: the bin's cells within the margin
-        # of those it does show, else the nearest cell that does (an end bin holds a
-        # tail share of the rows: its part near the data, whatever the cover; wholly
-        # past them, a moved tail's cells as far as the margin reaches past the nearest,
-        # else, where the cover cannot say more, its one nearest cell, as for a moved
-        # tail holding noise alone)
+            return inside, weights[inside]
+        # the released histogram shows no data here: the end bin's cells within the
+        # margin of those it does show (its part near the data, whatever the cover;
+        # wholly past them, a moved tail's cells as far as the margin reaches past the
+        # nearest, else, where the cover cannot say more, its one nearest cell)
         inside = inside[near] if near.any() else inside[:0]
         if inside.size == 0:
             inside = np.array([nearest_weighted(cells, weights, centre)])
-        return inside, even_weights(cells, inside), own
+        return inside, even_weights(cells, inside)
 
 
 def _check_nested(edges: np.ndarray, cells: FineCells, tolerance: float) -> None:
