@@ -15,16 +15,11 @@ import pandas as pd
 
 from dpevolve.engine.bins import TAIL, histogram_quantile
 from dpevolve.engine.cells import FineCells
+from dpevolve.engine.counts import held_bins, released_counts
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.refine import SAMPLE_ROWS, Refinement, block_sizes
 from dpevolve.engine.smoothing import decode_weights
-from dpevolve.engine.tails import (
-    Fold,
-    counted_weights,
-    held_bins,
-    released_counts,
-    released_inward,
-)
+from dpevolve.engine.tails import Fold, counted_weights, released_inward
 from dpevolve.engine.within import CellValues, public_shape
 from dpevolve.measurements import Estimator, Measurement
 

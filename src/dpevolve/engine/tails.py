@@ -7,15 +7,16 @@ estimator's non-negativity: decoded there, a hundred rows land far beyond the da
 
 Post-processing of released values: per numeric column, the model's own 1-way answer
 (fitted to the releases) and each bin's count as the releases show it, every release
-that counts the bin combined by inverse variance (:func:`released_counts`: the 1-way
-marginals, the other marginals holding the column summed over their other attributes,
-the fine histogram summed over the bin's cells). From each end, the longest stretch of
-bins that is *noise* (:func:`noise`) decodes as the nearest bin inside it the model
-holds mass in (:class:`~dpevolve.engine.model.EngineModel`): every part of the stretch
-next to that bin is given by the model at most
-:data:`~dpevolve.engine.smoothing.DECODE_FLOOR` noise scales of the part (what its
-noise can leave), and its released count stands at most as many above zero, or, where
-the stretch lies past a bin the model gives nothing (a gap), at most
+that counts the bin combined by generalised least squares
+(:func:`~dpevolve.engine.counts.released_counts`: the 1-way marginals, the other
+marginals holding the column summed over their other attributes, by the groups of its
+bins where they group them, the fine histogram summed over the bin's cells). From each
+end, the longest stretch of bins that is *noise* (:func:`noise`) decodes as the nearest
+bin inside it the model holds mass in (:class:`~dpevolve.engine.model.EngineModel`):
+every part of the stretch next to that bin is given by the model at most
+:data:`~dpevolve.engine.smoothing.DECODE_FLOOR` noise scales of the part (what its noise
+can leave), and its released count stands at most as many above zero, or, where the
+stretch lies past a bin the model gives nothing (a gap), at most
 :data:`~dpevolve.engine.smoothing.SUPPORT`. Values stay where the releases show data,
 and rows move only from a column's ends inwards.
 
@@ -29,12 +30,13 @@ tell from noise, and it moves in by no more than the margin.
 
 The other way round, a bin whose combined count stands
 :data:`~dpevolve.engine.smoothing.SUPPORT` noise scales out holds data
-(:func:`held_bins`): it is never folded as beyond that span. A bin not folded decodes
-within its own cells; one at either end of the data whose cells show nothing, its count
-:data:`~dpevolve.engine.smoothing.DECODE_FLOOR` scales out, under a density falling
-from that of the bins next to it to zero, holding its count (:func:`end_reach`). At
-either end of the data, rows a bin's count holds past the run of cells its weights show
-thin out past that run (:func:`shown_reach`). See docs/engine.md, decoding.
+(:func:`~dpevolve.engine.counts.held_bins`): it is never folded as beyond that span. A
+bin not folded decodes within its own cells; one at either end of the data whose cells
+show nothing, its count :data:`~dpevolve.engine.smoothing.DECODE_FLOOR` scales out,
+under a density falling from that of the bins next to it to zero, holding its count
+(:func:`end_reach`). At either end of the data, rows a bin's count holds past the run of
+cells its weights show thin out past that run (:func:`shown_reach`). See docs/engine.md,
+decoding.
 """
 
 from __future__ import annotations
@@ -45,9 +47,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpevolve.engine.cells import FineCells, outer_density, shown_span
+from dpevolve.engine.counts import held_bins, released_counts, shows_data
 from dpevolve.engine.discretise import Discretiser, atom_tolerance
 from dpevolve.engine.smoothing import DECODE_FLOOR, SUPPORT
-from dpevolve.measurements import Estimator, MarginalQuery, Measurement
+from dpevolve.measurements import Estimator, Measurement
 
 #: An end bin's density falls linearly from that of the bins next to it to zero:
 #: its rows reach this many times as far as they would at an even density
@@ -70,12 +73,13 @@ def inward(
     """The bin each value bin decodes as (itself unless inward; module docstring).
 
     Per end, the longest stretch of end bins that is noise (:func:`noise`), holds none
-    of the ``kept`` bins and leaves a bin the model holds mass in further in decodes
-    as the nearest such bin; in a column the releases show no data in
-    (:func:`shows_data`), only while the model gives each end's stretch at most
-    :data:`~dpevolve.engine.smoothing.DECODE_FLOOR` noise scales of one bin, the rows
-    of the ``k``-th bin from the end counted ``k`` times (folding more would draw every
-    value into the bins where the noise stood highest, and the body with it).
+    of the ``kept`` bins and leaves a bin the model holds mass in further in decodes as
+    the nearest such bin; in a column the releases show no data in
+    (:func:`~dpevolve.engine.counts.shows_data`), only while the model gives each end's
+    stretch at most :data:`~dpevolve.engine.smoothing.DECODE_FLOOR` noise scales of one
+    bin, the rows of the ``k``-th bin from the end counted ``k`` times (folding more
+    would draw every value into the bins where the noise stood highest, and the body
+    with it).
 
     Parameters
     ----------
@@ -83,10 +87,11 @@ def inward(
         The model's mass per value bin, in value order (rows).
     count, sd
         Per bin, the released count (every release of the column combined:
-        :func:`released_counts`) and its noise scale.
+        :func:`~dpevolve.engine.counts.released_counts`) and its noise scale.
     kept
         Bins known to hold data, never folded nor folded across: those whose releases
-        stand out (:func:`held_bins`) and a public table's (:func:`released_inward`).
+        stand out (:func:`~dpevolve.engine.counts.held_bins`) and a public table's
+        (:func:`released_inward`).
     absent
         Bins a public table shows no data in: a stretch of them is tested as one past
         a gap (docs/engine.md, end bins decoded inward).
@@ -152,12 +157,12 @@ def end_reach(
     in (rows per unit of value, pooled from the end bin inwards until their count stands
     :data:`~dpevolve.engine.smoothing.SUPPORT` noise scales above zero) to zero at the
     foot, holding the bin's count (``count``, ``sd``: every release combined,
-    :func:`released_counts`): :data:`FALL` times as far as that density held even
-    would reach. A tail thins out past the data's body, so the even spread is the
-    shortest its rows can reach; the fine histogram, whose cells each hold a few of
-    them under the noise, cannot say more (alcohol's beer taxes: 19% of the rows in the
-    last bin, [0.56, 2.8], had been drawn within 0.03 of its inner edge). ``top``: the
-    column's upper end (else its lower); an atom's own bin (no wider than
+    :func:`~dpevolve.engine.counts.released_counts`): :data:`FALL` times as far as that
+    density held even would reach. A tail thins out past the data's body, so the even
+    spread is the shortest its rows can reach; the fine histogram, whose cells each hold
+    a few of them under the noise, cannot say more (alcohol's beer taxes: 19% of the
+    rows in the last bin, [0.56, 2.8], had been drawn within 0.03 of its inner edge).
+    ``top``: the column's upper end (else its lower); an atom's own bin (no wider than
     ``atom_width``) shows no density. ``None`` where the end bin's count stands at most
     :data:`~dpevolve.engine.smoothing.DECODE_FLOOR` noise scales out (the bar of
     :func:`noise`; black_politicians' last bin of squire indices, 17% of the rows, 3.1
@@ -190,9 +195,10 @@ def shown_reach(
 ) -> tuple[float, float] | None:
     """Where the rest of an end bin's rows lie past the cells the decoding ``weights``
     show, when those are one run from the bin's inner edge outwards: the bin's count as
-    the releases show it (``count``, ``sd``: :func:`released_counts`) less what its
-    cells weigh, where that stands :data:`~dpevolve.engine.smoothing.DECODE_FLOOR`
-    noise scales out, thinning out from the run's outer cell's density
+    the releases show it (``count``, ``sd``:
+    :func:`~dpevolve.engine.counts.released_counts`) less what its cells weigh, where
+    that stands :data:`~dpevolve.engine.smoothing.DECODE_FLOOR` noise scales out,
+    thinning out from the run's outer cell's density
     (:func:`~dpevolve.engine.cells.outer_density`) to zero. The fine cells past the run
     each hold a few rows under the noise and are floored; the bin's count, across the
     releases, still holds them (twoyear's test scores: 10% of the rows below -1.12,
@@ -213,55 +219,13 @@ def shown_reach(
     return apex, apex + extent if top else apex - extent
 
 
-def released_counts(
-    discretiser: Discretiser,
-    name: str,
-    measurements: Iterable[Measurement],
-    fine: Measurement | None = None,
-    missing: bool = False,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per value bin of numeric column ``name`` (and its missing cell last, where
-    ``missing``), its count as every release shows it and that count's noise scale:
-    each marginal query holding the column (not grouped on it) summed over its other
-    attributes, and the fine histogram summed over each bin's cells, combined by
-    inverse variance (post-processing; a bin no release measures: count 0, scale
-    infinite)."""
-    bins = discretiser.bins + int(missing)
-    precision = np.zeros(bins)
-    total = np.zeros(bins)
-    for m in measurements:
-        if not isinstance(m.query, MarginalQuery) or name not in m.clique:
-            continue
-        axis = m.clique.index(name)
-        if not (whole_bins(m.query, axis) and np.isfinite(m.sigma)):
-            continue
-        noisy = np.moveaxis(np.asarray(m.noisy, dtype=np.float64), axis, 0)
-        cells = noisy[0].size  # per bin: the cells of the other attributes summed
-        weight = 1.0 / (float(m.sigma) ** 2 * cells)
-        precision += weight
-        total += weight * noisy.reshape(noisy.shape[0], -1).sum(axis=1)[:bins]
-    if fine is not None and np.isfinite(fine.sigma):
-        coarse = discretiser.fine[name].coarse
-        width = np.bincount(coarse, minlength=bins + 1)[:bins]
-        noisy = np.asarray(fine.noisy, dtype=np.float64).ravel()
-        sums = np.bincount(coarse, weights=noisy, minlength=bins)
-        weight = np.zeros(bins)
-        held = width > 0
-        weight[held] = 1.0 / (float(fine.sigma) ** 2 * width[held])
-        precision += weight
-        total += weight * sums[:bins]
-    measured = precision > 0
-    count = np.where(measured, total / np.where(measured, precision, 1.0), 0.0)
-    sd = np.where(measured, 1.0 / np.sqrt(np.where(measured, precision, 1.0)), np.inf)
-    return count, sd
-
-
 def faint(present: float, sd: float) -> bool:
     """Whether a column's rows holding a value (``present``: ``n`` less its missing
     cell's count across the releases, of noise scale ``sd``) stand at most
     :data:`~dpevolve.engine.smoothing.SUPPORT` scales above zero, the bar of a pooled
-    run of cells: with values the noise hides too (:func:`shows_data`), the column
-    decodes missing (:func:`released_inward`; docs/engine.md: NIST's disability
+    run of cells: with values the noise hides too
+    (:func:`~dpevolve.engine.counts.shows_data`), the column decodes missing
+    (:func:`released_inward`; docs/engine.md: NIST's disability
     ratings, 1.2% of the rows, had been drawn past them)."""
     return present <= SUPPORT * sd
 
@@ -270,15 +234,16 @@ def counted_weights(
     weights: np.ndarray, cells: FineCells, count: np.ndarray, sd: np.ndarray
 ) -> np.ndarray:
     """The decoding ``weights`` of a column's fine cells where the releases of its bins
-    (``count``, ``sd``: :func:`released_counts`) can back them. All are zeroed where the
-    releases show no data (:func:`shows_data`): a fine cell holds fewer rows than its bin under
-    about the same noise, so what stands out among the cells of a column whose bins
-    show nothing is noise the smoothing kept (a column of 400 values among 4,000 rows:
-    runs of cells weighing 500-660 rows, more than the column holds, drew every value
-    into them: :meth:`Discretiser.decode`, the span the weights show). A bin's are
-    zeroed where its count stands within
-    :data:`~dpevolve.engine.smoothing.DECODE_FLOOR` noise scales of zero and its cells
-    weigh :data:`~dpevolve.engine.smoothing.SUPPORT` scales more. Post-processing of
+    (``count``, ``sd``: :func:`~dpevolve.engine.counts.released_counts`) can back them.
+    All are zeroed where the releases show no data
+    (:func:`~dpevolve.engine.counts.shows_data`): a fine cell holds fewer rows than its
+    bin under about the same noise, so what stands out among the cells of a column whose
+    bins show nothing is noise the smoothing kept (a column of 400 values among 4,000
+    rows: runs of cells weighing 500-660 rows, more than the column holds, drew every
+    value into them: :meth:`Discretiser.decode`, the span the weights show). A bin's are
+    zeroed where its count stands within :data:`~dpevolve.engine.smoothing.DECODE_FLOOR`
+    noise scales of zero and its cells weigh :data:`~dpevolve.engine.smoothing.SUPPORT`
+    scales more. Post-processing of
     released values."""
     out = np.array(weights, dtype=np.float64)
     count, sd = np.asarray(count, dtype=np.float64), np.asarray(sd, dtype=np.float64)
@@ -295,15 +260,6 @@ def counted_weights(
     return out
 
 
-def whole_bins(query: MarginalQuery, axis: int) -> bool:
-    """Whether ``query`` counts its attribute ``axis`` bin by bin: a plain marginal, or
-    one grouped on its other attributes only. A coarse query of another shape (an
-    extension's parity of two codes, docs/architecture.md) answers something else."""
-    if not query.coarse:
-        return True
-    return query.groups is not None and query.groups[axis] is None
-
-
 def beyond_span(
     edges: np.ndarray,
     span: tuple[float, float],
@@ -313,14 +269,16 @@ def beyond_span(
     sd: np.ndarray | None = None,
 ) -> np.ndarray:
     """The bin each value bin decodes as: on each side, the bins wholly beyond ``span``
-    and past every bin the releases show data in (``held``: :func:`held_bins`) decode
-    as the nearest bin that is not, where the model gives them together at most
+    and past every bin the releases show data in (``held``:
+    :func:`~dpevolve.engine.counts.held_bins`) decode as the nearest bin that is not,
+    where the model gives them together at most
     :data:`~dpevolve.engine.smoothing.DECODE_FLOOR` noise scales (what the noise of an
     empty stretch can leave; module docstring): ``sigma``, the 1-way's, or where ``sd``
-    (each bin's count across the releases: :func:`released_counts`) knows the stretch
-    better, ``sqrt(sum sd^2)``. cps91's husbands' earnings past 1,100 (5% of the rows,
-    the first such bin 4.3 noise scales out) had been drawn in the bin below it; its
-    wives' 18 years of schooling (6% of the rows, 3.9 scales of its count across the
+    (each bin's count across the releases:
+    :func:`~dpevolve.engine.counts.released_counts`) knows the stretch better,
+    ``sqrt(sum sd^2)``. cps91's husbands' earnings past 1,100 (5% of the rows, the first
+    such bin 4.3 noise scales out) had been drawn in the bin below it; its wives' 18
+    years of schooling (6% of the rows, 3.9 scales of its count across the
     releases, 1.6 of the 1-way's) had never been drawn at all."""
     mass = np.asarray(mass, dtype=np.float64)
     target = np.arange(mass.size)
@@ -346,10 +304,11 @@ class Fold:
     """How one numeric column's cells decode: ``target[c]``, the bin cell ``c``
     decodes as (a missing cell stays itself); ``ends``, the bins that decode as the
     column's end bins, and ``thin``, those of them the model gives no more than noise;
-    ``held``, the bins the releases show data in (:func:`held_bins`), which decode
-    within their own cells whatever the fine histogram shows of them; ``reach``, per
-    bin at either end of the data (an end bin, or the bin an end folds into) whose rows
-    thin out, ``(bin, apex, foot)`` (:func:`end_reach`, :func:`shown_reach`;
+    ``held``, the bins the releases show data in
+    (:func:`~dpevolve.engine.counts.held_bins`), which decode within their own cells
+    whatever the fine histogram shows of them; ``reach``, per bin at either end of the
+    data (an end bin, or the bin an end folds into) whose rows thin out, ``(bin, apex,
+    foot)`` (:func:`end_reach`, :func:`shown_reach`;
     :func:`~dpevolve.engine.cells.thinning`). A model file written before the rows
     thinned out holds ``(bin, low, high)``, an even span: read as a density falling
     from ``low`` to ``high``."""
@@ -359,33 +318,6 @@ class Fold:
     thin: tuple[int, ...]
     held: tuple[int, ...] = ()
     reach: tuple[tuple[int, float, float], ...] = ()
-
-
-def held_bins(count: np.ndarray, sd: np.ndarray) -> tuple[int, ...]:
-    """The value bins whose released count (every release of the column combined:
-    :func:`released_counts`) stands :data:`~dpevolve.engine.smoothing.SUPPORT` noise
-    scales above zero: data the releases show, though a wide bin's rows may be spread
-    too thin for any one fine cell to show them (restaurant inspections' chains of
-    219-650 locations: 394 of 10,871 rows, each fine cell's count under its noise)."""
-    count = np.asarray(count, dtype=np.float64)
-    sd = np.asarray(sd, dtype=np.float64)
-    return tuple(int(b) for b in np.flatnonzero(np.isfinite(sd) & (count > SUPPORT * sd)))
-
-
-def shows_data(count: np.ndarray, sd: np.ndarray) -> bool:
-    """Whether the releases show a column's data (``count``, ``sd``: per bin, every
-    release combined, :func:`released_counts`): a bin holds data (:func:`held_bins`),
-    or all its bins together stand :data:`~dpevolve.engine.smoothing.SUPPORT` noise
-    scales above zero. A small table's column spread evenly over 20 bins (cps91's
-    ages: 2,253 rows, each bin's count 2 noise scales of 88 out) shows no bin, yet its
-    body stands 7.2 scales out; a column of 400 values among 4,000 rows, the rest
-    missing, shows neither."""
-    count = np.asarray(count, dtype=np.float64)
-    sd = np.asarray(sd, dtype=np.float64)
-    if held_bins(count, sd):
-        return True
-    measured = np.isfinite(sd)
-    return bool(count[measured].sum() > SUPPORT * np.sqrt(np.sum(sd[measured] ** 2)))
 
 
 def folded_ends(
@@ -423,12 +355,13 @@ def released_inward(
     """Per numeric column with a released 1-way marginal and fine histogram, the bin
     each of its cells decodes as (:func:`inward`, :func:`beyond_span`) and its end bins
     (:func:`folded_ends`); ``fine``: the released fine histograms, counted with the
-    marginals (:func:`released_counts`); ``public``: per column, the bins a public
-    table shows data in (public facts: free), which, but for the two end bins, hold
-    data as the releases' held bins do (:func:`held_bins`) and are never folded;
-    ``counts``: per column, :func:`released_counts` where the caller has them;
-    ``rows``: the private row count (public), with which a nullable column whose
-    values the releases show nowhere and whose present rows are :func:`faint` decodes
+    marginals (:func:`~dpevolve.engine.counts.released_counts`); ``public``: per column,
+    the bins a public table shows data in (public facts: free), which, but for the two
+    end bins, hold data as the releases' held bins do
+    (:func:`~dpevolve.engine.counts.held_bins`) and are never folded; ``counts``: per
+    column, :func:`~dpevolve.engine.counts.released_counts` where the caller has them;
+    ``rows``: the private row count (public), with which a nullable column whose values
+    the releases show nowhere and whose present rows are :func:`faint` decodes
     every cell as missing."""
     measurements = list(measurements)
     sigma: dict[str, float] = {}
@@ -489,12 +422,8 @@ __all__ = [
     "end_reach",
     "faint",
     "folded_ends",
-    "held_bins",
     "inward",
     "noise",
-    "released_counts",
     "released_inward",
     "shown_reach",
-    "shows_data",
-    "whole_bins",
 ]
