@@ -69,9 +69,9 @@ def released_counts(
         coarse = discretiser.fine[name].coarse
         width = np.bincount(coarse, minlength=size)[:size]
         sums = np.bincount(coarse, weights=np.ravel(fine.noisy), minlength=size)[:size]
-        held = width > 0
+        split = width > 0  # a bin holding fine cells
         weight = np.zeros(size)
-        weight[held] = 1.0 / (float(fine.sigma) ** 2 * width[held])
+        weight[split] = 1.0 / (float(fine.sigma) ** 2 * width[split])
         information += np.diag(weight)
         total += weight * sums
     count, sd = np.zeros(size), np.full(size, np.inf)
