@@ -381,13 +381,10 @@ class Discretiser:
             value = _round_to(lo + rng.random(rows.size) * (hi - lo), cells.step)
             if shape is not None:
                 value = draw_within(shape, picked, value, rng)
-            # rounding may cross a bin's edge: keep each value in its cell's bin
-            home = cells.coarse[picked]
-            for k in np.unique(home):
-                low, high = _bin_bounds(edges, int(k), cells.step)
-                if high >= low:
-                    value[home == k] = np.clip(value[home == k], low, high)
-            out[rows] = value
+            # rounding may cross the bin's edge: keep the value in its cells' bin (one
+            # bin: the bin's own cells, or the one cell it borrows)
+            low, high = _bin_bounds(edges, int(cells.coarse[picked[0]]), cells.step)
+            out[rows] = value if high < low else np.clip(value, low, high)
         return np.clip(out, column.lo, column.hi)
 
     def _bin_cells(
