@@ -140,9 +140,11 @@ def test_the_label_tree_cuts_numerics_at_the_released_quantiles() -> None:
 
 
 def test_without_the_tree_phase_a_wide_run_may_leave_columns_alone() -> None:
-    """The tree is what connects every column: ``tree_share = 0`` keeps the old rounds
-    (the check that the property above can fail)."""
-    result = _fit(40, 1, EngineSpec(rounds=10, max_candidates=100, tree_share=0.0))
+    """The tree (and the label pairs, which join every column to a label) is what
+    connects every column: ``tree_share = 0`` and ``label_share = 0`` keep the old
+    rounds (the check that the property above can fail)."""
+    spec = EngineSpec(rounds=10, max_candidates=100, tree_share=0.0, label_share=0.0)
+    result = _fit(40, 1, spec)
     assert not any(h.get("stage") == "tree" for h in result.history)
     covered = {a for c in result.measurements.cliques() if len(c) > 1 for a in c}
     assert covered != set(result.schema.names)

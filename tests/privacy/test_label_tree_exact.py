@@ -17,15 +17,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from dpevolve.data.sources import FrameSource
-from dpevolve.engine import fit_engine, loop
+from dpevolve.engine import loop
 from dpevolve.engine.measure import release
 from dpevolve.engine.tree import tree_picks
-from dpevolve.privacy.noise import SeededNoise
 
-from .exact import engine_violations
-from .test_engine_exact import BUDGET
-from .test_relations_exact import CUT, CUT_SPEC, cut_tables
+from .test_relations_exact import CUT_SPEC, cut_audit, cut_fit
 
 TREE_SPEC = dataclasses.replace(
     CUT_SPEC, relation_share=0.0, tree_label_columns=3, tree_label_groups=2
@@ -33,17 +29,11 @@ TREE_SPEC = dataclasses.replace(
 
 
 def tree_audit() -> list[str]:
-    here, there = cut_tables()
-    return engine_violations(CUT, here, there, "error", TREE_SPEC, BUDGET)
+    return cut_audit(TREE_SPEC)
 
 
 def test_the_label_tree_runs_on_quantile_groups() -> None:
-    here, _ = cut_tables()
-    result = fit_engine(
-        FrameSource(here, CUT), CUT, BUDGET, TREE_SPEC,
-        noise=SeededNoise(1),
-        rng=np.random.default_rng(5),
-    )  # fmt: skip
+    result = cut_fit(TREE_SPEC)
     tree = [h for h in result.history if h.get("stage") == "tree"]
     assert len(tree) == 1 and tree[0]["clique"] == ("x", "z", "y")
     assert tree[0]["groups"] == [2, 2, None]

@@ -85,6 +85,7 @@ from .conftest import MUTANT_VARIABLE
 from .exact import engine_violations, selection_audit
 from .test_atom_rules_exact import WIDE_CASES
 from .test_engine_exact import PAIRS, engine_audit
+from .test_label_pairs_exact import exact_label_groups, label_audit
 from .test_label_tree_exact import exact_tree_groups, tree_audit
 from .test_model_file import model_file_violations
 from .test_parity_exact import moved_audit, parity_audit
@@ -442,6 +443,7 @@ MUTANTS = {
     "label-tree-groups-at-exact-counts": exact_tree_groups,
     "tree-coarse-groups-at-exact-counts": exact_tree_groups,
     "relation-closing-draws-unrecorded": unrecorded_closing,
+    "label-pair-groups-at-exact-counts": exact_label_groups,
 }
 SELECTION = {"selection-scale-half", "selection-scale-quarter", "selection-rho-eps2-16"}
 
@@ -482,6 +484,7 @@ CAUGHT_BY: dict[str, Callable[[], list[str]]] = {
     "label-tree-groups-at-exact-counts": tree_audit,
     "tree-coarse-groups-at-exact-counts": coarse_audit,
     "relation-closing-draws-unrecorded": triangle_audit,
+    "label-pair-groups-at-exact-counts": label_audit,
     "zoom-span-from-private-range": zoom_audit,
     "zoom-release-free": zoom_audit,
     "noise-source-half-scale": main_pair_violations,

@@ -37,9 +37,11 @@ SCHEMA = Schema(
     ),
     label="y",
 )
+#: The rounds alone after the 1-ways (no tree, relations or label pairs): their first
+#: pick is the parity clique.
 SPEC = EngineSpec(
     bins=4, fine_cells=8, fine_share=0.0, rounds=2, pe_share=0.0, tree_share=0.0,
-    relation_share=0.0, coarse_order=4, coarse_all=10,
+    relation_share=0.0, label_share=0.0, coarse_order=4, coarse_all=10,
 )  # fmt: skip
 BUDGET = Budget(rho=80.0)
 

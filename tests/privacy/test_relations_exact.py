@@ -19,9 +19,10 @@ import pytest
 
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
-from dpevolve.engine import fit_engine, loop, tree
+from dpevolve.engine import EngineResult, EngineSpec, fit_engine, loop, tree
 from dpevolve.engine.measure import release
 from dpevolve.engine.relations import relation_queries
+from dpevolve.privacy import Budget
 from dpevolve.privacy.events import ExponentialEvent
 from dpevolve.privacy.noise import SeededNoise
 
@@ -97,8 +98,19 @@ def cut_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
     return here, there
 
 
-def cut_audit() -> list[str]:
-    return engine_violations(CUT, *cut_tables(), "error", CUT_SPEC, BUDGET)
+def cut_audit(spec: EngineSpec = CUT_SPEC, budget: Budget = BUDGET) -> list[str]:
+    """The coupled runs on the cut tables under ``spec`` (the relations phase's by
+    default; the tree's and the label pairs' audits reuse the tables)."""
+    return engine_violations(CUT, *cut_tables(), "error", spec, budget)
+
+
+def cut_fit(spec: EngineSpec, budget: Budget = BUDGET, seed: int = 1) -> EngineResult:
+    """One seeded run on the first of the cut tables."""
+    here, _ = cut_tables()
+    return fit_engine(
+        FrameSource(here, CUT), CUT, budget, spec,
+        noise=SeededNoise(seed), rng=np.random.default_rng(5),
+    )  # fmt: skip
 
 
 def test_the_cut_tables_pass_unmutated() -> None:

@@ -15,35 +15,24 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
-
-from dpevolve.data.sources import FrameSource
-from dpevolve.engine import fit_engine
 from dpevolve.privacy import Budget
-from dpevolve.privacy.noise import SeededNoise
 
-from .exact import engine_violations
-from .test_relations_exact import CUT, CUT_SPEC, cut_tables
+from .test_relations_exact import CUT_SPEC, cut_audit, cut_fit
 
 COARSE_SPEC = dataclasses.replace(CUT_SPEC, relation_share=0.0, tree_groups=2)
 BUDGET = Budget(rho=0.2)
 
 
 def coarse_audit() -> list[str]:
-    here, there = cut_tables()
-    return engine_violations(CUT, here, there, "error", COARSE_SPEC, BUDGET)
+    return cut_audit(COARSE_SPEC, BUDGET)
 
 
 def test_the_tree_can_pick_a_coarse_pair_on_the_audited_tables() -> None:
     """Some seeded run draws a coarse pair, released on its groups (the audit then
     covers that path, not only the fine one)."""
-    here, _ = cut_tables()
     seen = set()
     for seed in range(6):
-        result = fit_engine(
-            FrameSource(here, CUT), CUT, BUDGET, COARSE_SPEC,
-            noise=SeededNoise(seed), rng=np.random.default_rng(5),
-        )  # fmt: skip
+        result = cut_fit(COARSE_SPEC, BUDGET, seed)
         tree = [h for h in result.history if h.get("stage") == "tree"]
         assert len(tree) == 2
         seen |= {tuple(h["groups"]) if h["groups"] else None for h in tree}

@@ -13,7 +13,9 @@ One run, as in AIM (McKenna et al. 2022, Alg. 2), under replace-one adjacency:
 4. the relations phase (:mod:`~dpevolve.engine.relations`, ``relation_share``) picks
    and releases ``k - 1`` pairs joining the ``k`` numeric columns, on quantile groups;
    the tree phase (:mod:`~dpevolve.engine.tree`, ``tree_share``) picks and releases
-   ``d - 1`` pairs joining every column, one exponential-mechanism draw each;
+   ``d - 1`` pairs joining every column, one exponential-mechanism draw each; then
+   each column still apart from the label is released with it
+   (:mod:`~dpevolve.engine.label_pairs`, ``label_share``; no draw);
 5. the adaptive rounds (:mod:`~dpevolve.engine.rounds`): each draws a clique by the
    exponential mechanism on where the model is most wrong, releases it, refits (warm
    start), and anneals;
@@ -44,6 +46,7 @@ from dpevolve.engine.atom_rules import atom_columns, release_atom_rules
 from dpevolve.engine.atoms import release_atoms
 from dpevolve.engine.bins import released_edges, released_support
 from dpevolve.engine.discretise import Discretiser
+from dpevolve.engine.label_pairs import label_pairs
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release
 from dpevolve.engine.model import EngineModel, PublicFacts, released_model
 from dpevolve.engine.plan import Schedule, Spend
@@ -307,7 +310,8 @@ def _selected(
     run: _Run, schedule: Schedule, model: Estimator
 ) -> tuple[Estimator, list[dict[str, Any]]]:
     """The selected releases after the 1-ways: the relations phase, the tree phase,
-    then the adaptive rounds (:mod:`~dpevolve.engine.rounds`); their history."""
+    the label pairs, then the adaptive rounds (:mod:`~dpevolve.engine.rounds`); their
+    history."""
     history: list[dict[str, Any]] = []
     if schedule.relations is not None:
         model, history = _relations(run, schedule.relations, model)
@@ -318,7 +322,8 @@ def _selected(
         joined = tuple(tuple(h["clique"]) for h in history) if _closed(run, history) else ()
         model, picked = _tree(run, schedule.tree, model, len(history), joined)
         history += picked
-    history += adaptive_rounds(run, schedule, model, start=start)
+    model, paired = label_pairs(run, schedule, model, start)
+    history += paired + adaptive_rounds(run, schedule, model, start=start + len(paired))
     return model, history
 
 
@@ -460,15 +465,9 @@ def _tree(
     # a pair is also a coarse candidate where its fine cells' noise outweighs its rows
     most_cells = run.source.n / (ABS_NOISE * sigma)
     names, pairs, released = tree_picks(
-        domain,
-        label,
-        numeric,
-        spec.tree_label_groups,
-        spec.tree_label_columns,
-        masses,
-        spec.tree_groups,
-        most_cells,
-    )
+        domain, label, numeric, spec.tree_label_groups, spec.tree_label_columns, masses,
+        spec.tree_groups, most_cells,
+    )  # fmt: skip
     weights = np.array([weight(q.clique, label, spec.label_weight) for q in pairs])
     picks = Picks(pairs, weights, names, sigma, epsilon, start, "tree", released, joined)
     return spanning(run, model, picks, grouping_facts)
