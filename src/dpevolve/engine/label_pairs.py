@@ -89,7 +89,7 @@ def label_pairs(
     label = run.discretiser.schema.label
     if label is None or run.spec.label_share <= 0:
         return model, []
-    columns = apart(run.discretiser.schema.names, label, run.model_cliques())
+    columns = apart(run.discretiser.schema.names, label, run.measurements.cliques())
     masses = {c.name: np.asarray(model.answer((c.name,))).ravel() for c in run.discretiser.numeric}
     domain, bins = run.discretiser.domain, run.discretiser.bins
     queries = label_queries(domain, label, columns, masses, bins, run.spec.label_groups)
