@@ -27,6 +27,9 @@ the budget's ``rho`` (given, or the largest whose CKS conversion meets
   with its measurement, at most ``tree_share`` of what the rounds have and at most one
   planned round's cost per pair (``tree``); the planned rounds shrink by as many rounds'
   worth, so the adaptive rounds keep the planned round's noise;
+* out of what the rounds have left after the tree phase, at most ``label_share`` for
+  the label pairs (:mod:`~dpevolve.engine.label_pairs`), each at a tree pair's noise
+  (set at run time: how many pairs depends on the earlier picks);
 * the rest for the adaptive rounds, planned as ``T`` equal rounds of which
   ``select_share`` selects and the rest measures (AIM, McKenna et al. 2022, Alg. 2).
   Annealing halves ``sigma`` and doubles ``epsilon`` when a refit barely moved the
