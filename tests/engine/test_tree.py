@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -291,3 +293,46 @@ def test_the_tree_keeps_the_model_within_its_size_limit() -> None:
         default_model_size(result.discretiser.domain, cliques) <= TREE_HEADROOM * spec.max_model_mb
     )
     assert any(h.get("stage") == "tree" for h in result.history)
+
+
+class _Held:
+    """A run holding ``cliques`` whose size checks are recorded (for ``bounded``)."""
+
+    def __init__(self, cliques: Sequence[Clique]) -> None:
+        self.cliques = list(cliques)
+        self.tested: list[Clique] = []
+
+    def fitted(self) -> list[SimpleNamespace]:
+        return [SimpleNamespace(clique=c) for c in self.cliques]
+
+    def fits(self, cliques: Sequence[Clique], headroom: float = 1.0) -> bool:
+        self.tested.append(tuple(cliques[-1]))
+        return True
+
+
+def test_the_label_tree_tests_only_cycles_among_its_columns() -> None:
+    """The label is in every clique the label tree releases; linked through it alone,
+    no pick closes a cycle of the other columns (a forest plus one column joined to all
+    of it has treewidth two), so no size check runs: counted through the label, every
+    pair of its columns was checked, thousands a pick at d = 100. A link between two
+    columns outside the label is a cycle to check."""
+    from dpevolve.engine.tree import Picks, bounded
+
+    names = ["a", "b", "c", "d"]
+    pairs = [MarginalQuery(p) for p in itertools.combinations(names, 2)]
+    picks = Picks(
+        pairs, np.ones(len(pairs)), names, 1.0, 1.0, 0, "tree",
+        released=lambda q: MarginalQuery((*q.clique, "y")),
+    )  # fmt: skip
+    ends = Forest(names).ends([q.clique for q in pairs])
+    picked = [("a", "b", "y"), ("c", "d", "y")]
+    across = np.array(
+        [i for i, q in enumerate(pairs) if set(q.clique) not in ({"a", "b"}, {"c", "d"})]
+    )
+    ones = [(a,) for a in [*names, "y"]]
+    run = _Held(ones)
+    assert bounded(run, picks, across, picked, ends).all()
+    assert run.tested == []
+    run = _Held([*ones, ("a", "c")])  # a and c related outside the label
+    bounded(run, picks, across, picked, ends)
+    assert ("b", "d", "y") in run.tested
