@@ -277,7 +277,7 @@ class EngineSpec:
     max_rounds: int = 120
     select_share: float = 0.1
     tree_share: float = 0.8
-    tree_label_groups: int = 5
+    tree_label_groups: int = 3
     tree_label_columns: int = 60
     tree_label_quantiles: bool = True
     tree_groups: int = 6
