@@ -251,7 +251,8 @@ def test_the_phases_run_together_with_the_label_tree() -> None:
     tree = [h for h in result.history if h.get("stage") == "tree"]
     assert len(tree) == 1 and {"c", "y"} < set(tree[0]["clique"])
     assert len(tree[0]["clique"]) == 3  # the pair joining c, with the label
-    assert sorted(tree[0]["groups"], key=str) == [5, None, None]  # its number in 5 groups
+    groups = spec.tree_label_groups  # its number in the label tree's groups
+    assert sorted(tree[0]["groups"], key=str) == [groups, None, None]
     events = result.ledger.to_dict()["events"]
     draws = [e for e in events if e.get("stage") == "tree"]
     assert [len(e["clique"]) for e in draws] == [2]  # the pair scored and drawn
