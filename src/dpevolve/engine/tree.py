@@ -323,8 +323,9 @@ def bounded(
     through the label, every pair of the label's columns was tested, thousands a pick:
     the d = 100 table's fit took 215 CPU s against 6)."""
     held = [*(m.clique for m in run.fitted()), *picked]
-    apex = set() if picks.released is None else {a for c in held for a in c} - set(picks.names)
-    linked = Forest(list(dict.fromkeys([*picks.names, *(a for c in held for a in c)])))
+    attributes = dict.fromkeys(a for c in held for a in c)
+    apex = set() if picks.released is None else set(attributes) - set(picks.names)
+    linked = Forest(list(dict.fromkeys([*picks.names, *attributes])))
     for clique in held:
         kept = [a for a in clique if a not in apex]
         for a in kept[1:]:
