@@ -313,8 +313,7 @@ def known_weights(cells: FineCells, counts: np.ndarray, sigma: float) -> np.ndar
     out = standing(counts, sigma)
     if cells.grid:
         return out
-    known = (np.arange(cells.size) < cells.atoms) & ~cells.candidates
-    return np.where(known & (counts > KNOWN_THRESHOLD * sigma), counts, out)
+    return np.where(cells.known_cells & (counts > KNOWN_THRESHOLD * sigma), counts, out)
 
 
 def released_atoms(cells: FineCells, weights: np.ndarray, n: int) -> list[tuple[float, float]]:

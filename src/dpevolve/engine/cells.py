@@ -76,6 +76,12 @@ class FineCells:
         return out
 
     @property
+    def known_cells(self) -> np.ndarray:
+        """Per cell, whether it is a single value that is no :attr:`candidates`: one
+        the data are known to hold."""
+        return (np.arange(self.size) < self.atoms) & ~self.candidates
+
+    @property
     def boundaries(self) -> np.ndarray:
         """The sorted boundaries of the intervals, end points included (none on a grid)."""
         stop = self.values
@@ -105,7 +111,7 @@ def even_weights(cells: FineCells, inside: np.ndarray) -> np.ndarray:
     intervals = width > 0
     if not intervals.any():
         return np.ones(inside.size)
-    held = (np.asarray(inside) < cells.atoms) & ~cells.candidates[inside]
+    held = cells.known_cells[inside]
     return np.where(held, float(width[intervals].mean()), width)
 
 

@@ -370,8 +370,7 @@ def known_atom_bins(cells: FineCells, count: np.ndarray, sd: np.ndarray) -> set[
     if cells.grid:
         return set()
     per_bin = np.bincount(cells.coarse[: cells.values], minlength=count.size)
-    known = np.flatnonzero(~cells.candidates[: cells.atoms])
-    own = (int(cells.coarse[a]) for a in known)
+    own = (int(cells.coarse[a]) for a in np.flatnonzero(cells.known_cells))
     return {b for b in own if per_bin[b] == 1 and count[b] > KNOWN_THRESHOLD * sd[b]}
 
 
