@@ -35,8 +35,8 @@ import suite_data
 from dpevolve.data.schema import NumericColumn
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine.cells import shown_span
-from dpevolve.engine.loop import EngineResult
 from dpevolve.engine.method import fit_engine
+from dpevolve.engine.result import EngineResult
 from dpevolve.engine.tails import released_counts
 from dpevolve.privacy import Budget
 from dpevolve.privacy.noise import make_noise

@@ -35,7 +35,7 @@ import suite
 import suite_data
 
 from dpevolve.engine.cells import shown_span
-from dpevolve.engine.loop import EngineResult
+from dpevolve.engine.result import EngineResult
 from dpevolve.engine.tails import beyond_span, held_bins, inward, released_counts
 
 

@@ -17,7 +17,7 @@ import pytest
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine
-from dpevolve.engine.loop import EngineResult
+from dpevolve.engine.result import EngineResult
 from dpevolve.measurements import Clique, Domain, Measurement
 from dpevolve.privacy import Budget
 from dpevolve.privacy.noise import make_noise

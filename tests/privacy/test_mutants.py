@@ -42,6 +42,8 @@ relation / label-tree groups cut at the   the cut tables' coupled runs (the movi
 exact 1-way counts                        record crosses x's median)
 relation closing draws neither charged    the triangle tables' coupled runs (a noise
 nor recorded                              call no ledger event pays for)
+the last fit's smoothed 1-ways read from  the coupled tails run (D' fits another
+the exact fine counts                     model)
 decoding span from the private min/max    the coupled atom run (the end bins decode
                                           inward on one side only)
 zoom span from the private min/max        the coupled zoom run (D' zooms into another
@@ -73,6 +75,7 @@ from dpevolve.engine import atoms, loop, model, rounds, select, tails, zoom
 from dpevolve.engine.atom_rules import RULE, atom_columns
 from dpevolve.engine.atoms import ATOMS, release_atoms
 from dpevolve.engine.bins import released_edges, released_support
+from dpevolve.engine.density import density_measurements
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release
 from dpevolve.engine.smoothing import decode_weights
 from dpevolve.engine.tails import released_inward
@@ -322,6 +325,16 @@ def _leaked_fine(exact: dict[int, np.ndarray], fine: dict) -> dict:
     return {k: dataclasses.replace(m, noisy=exact[id(m.noisy)]) for k, m in fine.items()}
 
 
+def exact_density(mp: pytest.MonkeyPatch) -> None:
+    """The smoothed 1-ways of the last fit read from the exact fine counts."""
+    exact = _exact_of(mp)
+
+    def smoothed(discretiser, marginals, fine):
+        return density_measurements(discretiser, marginals, _leaked_fine(exact, fine))
+
+    mp.setattr(loop, "density_measurements", smoothed)
+
+
 def exact_rules(mp: pytest.MonkeyPatch) -> None:
     """The columns paired with the label chosen from the exact fine counts."""
     exact = _exact_of(mp)
@@ -444,6 +457,7 @@ MUTANTS = {
     "tree-coarse-groups-at-exact-counts": exact_tree_groups,
     "relation-closing-draws-unrecorded": unrecorded_closing,
     "label-pair-groups-at-exact-counts": exact_label_groups,
+    "density-from-exact-counts": exact_density,
 }
 SELECTION = {"selection-scale-half", "selection-scale-quarter", "selection-rho-eps2-16"}
 
@@ -474,6 +488,7 @@ CAUGHT_BY: dict[str, Callable[[], list[str]]] = {
     "atom-release-unrecorded": atoms_audit,
     "decode-span-from-private-range": functools.partial(atoms_audit, 1),
     "decode-span-tails-only": test_tails_exact.CASE.violations,
+    "density-from-exact-counts": test_tails_exact.CASE.violations,
     "faint-from-exact-counts": test_faint_exact.CASE.violations,
     "parity-cut-at-private-quantiles": parity_audit,
     "parity-moves-from-exact-counts": moved_audit,

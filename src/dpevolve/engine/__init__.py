@@ -14,15 +14,15 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dpevolve.engine.loop import EngineResult
     from dpevolve.engine.method import fit_engine
     from dpevolve.engine.model import EngineModel
+    from dpevolve.engine.result import EngineResult
     from dpevolve.engine.run import synthesize
     from dpevolve.engine.spec import EngineSpec
 
 _WHERE = {
     "EngineModel": "dpevolve.engine.model",
-    "EngineResult": "dpevolve.engine.loop",
+    "EngineResult": "dpevolve.engine.result",
     "EngineSpec": "dpevolve.engine.spec",
     "fit_engine": "dpevolve.engine.method",
     "synthesize": "dpevolve.engine.run",

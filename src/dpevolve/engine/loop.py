@@ -36,28 +36,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from dpevolve.backends.base import Backend
-from dpevolve.data.schema import Schema
 from dpevolve.data.sources import PrivateSource
 from dpevolve.engine.association import shrunk
 from dpevolve.engine.atom_rules import atom_columns, release_atom_rules
 from dpevolve.engine.atoms import release_atoms
 from dpevolve.engine.bins import released_edges, released_support
+from dpevolve.engine.density import density_measurements
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.label_pairs import label_pairs
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release
-from dpevolve.engine.model import EngineModel, PublicFacts, released_model
 from dpevolve.engine.plan import Schedule, Spend
 from dpevolve.engine.public import PublicInputs, warm_start
-from dpevolve.engine.refine import Refinement, StageInputs, refine
+from dpevolve.engine.refine import StageInputs, refine
 from dpevolve.engine.relations import relation_picks, relation_queries
+from dpevolve.engine.result import EngineResult
 from dpevolve.engine.rounds import adaptive_rounds, grouping_facts
 from dpevolve.engine.select import ABS_NOISE, candidates, weight
 from dpevolve.engine.spec import EngineSpec
 from dpevolve.engine.tree import Picks, spanning, tree_picks
-from dpevolve.engine.within import CellValues
 from dpevolve.engine.zoom import Span, release_zoom
 from dpevolve.measurements import (
     Clique,
@@ -69,7 +67,6 @@ from dpevolve.measurements import (
     MeasurementList,
 )
 from dpevolve.privacy import Ledger
-from dpevolve.privacy.events import Event
 from dpevolve.privacy.noise import NoiseSource
 
 #: Builds the estimator: ``(domain, total rows, spec) -> Estimator``.
@@ -88,64 +85,6 @@ def default_model_size(domain: Domain, cliques: Sequence[Clique]) -> float:
     from dpevolve.estimate import model_size_mb
 
     return float(model_size_mb(domain, list(cliques)))
-
-
-@dataclass
-class EngineResult:
-    """A fitted engine: the measurement list, the ledger, the model; ``sample`` rows.
-
-    Attributes
-    ----------
-    measurements
-        Every release, in ledger order, one per event: the fine histograms, the
-        selections, the marginals (:meth:`~dpevolve.measurements.MeasurementList.marginals`:
-        what the estimator reconciled) and the PE stage's votes.
-    fine
-        The fine 1-way histograms of the numeric columns (used to decode values).
-    ledger
-        Every release's event, in release order (selections included).
-    model
-        The fitted estimator (post-processing of the marginals).
-    public_bins
-        Per numeric column, the bins a public table shows data in (none without one):
-        they hold data when the model's rows are decoded
-        (:func:`~dpevolve.engine.tails.released_inward`).
-    within, public_fine
-        Per numeric column, a public table's repeated values within its fine cells and
-        its rows in each cell (none without one): where decoded values land
-        (:mod:`~dpevolve.engine.within`).
-    """
-
-    schema: Schema
-    discretiser: Discretiser
-    measurements: MeasurementList
-    fine: dict[str, Measurement]
-    ledger: Ledger
-    model: Estimator
-    rows: int
-    history: list[dict[str, Any]] = field(default_factory=list)
-    refinement: Refinement | None = None
-    public_bins: dict[str, tuple[int, ...]] | None = None
-    within: dict[str, CellValues] | None = None
-    public_fine: dict[str, np.ndarray] | None = None
-
-    @property
-    def events(self) -> tuple[Event, ...]:
-        return self.ledger.events
-
-    def sample(
-        self, rows: int | None = None, rng: np.random.Generator | None = None
-    ) -> pd.DataFrame:
-        """``rows`` (default: the private row count) fresh rows drawn from the model."""
-        generator = rng if rng is not None else np.random.default_rng()
-        return self.released().sample(rows, generator)
-
-    def released(self) -> EngineModel:
-        """The part that draws rows (released values and public facts only)."""
-        return released_model(
-            self.discretiser, self.model, self.rows, self.measurements.marginals(), self.fine,
-            self.refinement, PublicFacts(self.public_bins, self.within, self.public_fine),
-        )  # fmt: skip
 
 
 @dataclass
@@ -273,7 +212,7 @@ def run_engine(
     _release_rules(run, schedule.atom_rules, fine, about)
     model = _first_fit(run, domain, build(domain, n, chosen), given, about)
     model, history = _selected(run, schedule, model)
-    model = _final_fit(model, run.fitted(), chosen.final_iters, chosen.final_tol)
+    model = _final_fit(run, model, fine, about)
     result = EngineResult(
         schema, run.discretiser, run.measurements, fine, ledger, model, n, history,
         public_bins=given.value_bins(run.discretiser) if given is not None else None,
@@ -299,7 +238,8 @@ def _first_fit(
     where a public table gives one (free: :mod:`~dpevolve.engine.public`)."""
     if given is not None:
         prior = given.prior(domain, int(run.source.n), run.measurements.marginals())
-        run.ledger.add_metadata(engine={**about, "public": given.facts(prior)})
+        about["public"] = given.facts(prior)
+        run.ledger.add_metadata(engine=about)
         if prior is not None:
             run.prior = prior.measurements
             model = warm_start(model, prior)
@@ -333,15 +273,23 @@ def _closed(run: _Run, history: list[dict[str, Any]]) -> bool:
 
 
 def _final_fit(
-    model: Estimator, measurements: list[Measurement], iterations: int, tol: float
+    run: _Run, model: Estimator, fine: dict[str, Measurement], about: dict[str, Any]
 ) -> Estimator:
     """The last, longer fit (warm start): more iterations and the tighter tolerance where
-    the model takes them (the refits before it stop at ``round_tol``)."""
+    the model takes them (the refits before it stop at ``round_tol``), with each numeric
+    column's smoothed 1-way (``EngineSpec.density_smoothing``; post-processing:
+    :mod:`~dpevolve.engine.density`, its ``lambda`` per column in the ledger)."""
+    smoothed: list[Measurement] = []
+    if run.spec.density_smoothing:
+        smoothed, about["density"] = density_measurements(
+            run.discretiser, run.measurements.marginals(), fine
+        )
+        run.ledger.add_metadata(engine=about)
     if hasattr(model, "iterations"):
-        model.iterations = iterations
+        model.iterations = run.spec.final_iters
     if hasattr(model, "tol"):
-        model.tol = tol
-    return model.fit(measurements)
+        model.tol = run.spec.final_tol
+    return model.fit([*run.fitted(), *smoothed])
 
 
 def _release_atoms(
@@ -496,4 +444,4 @@ def _relations(
     return spanning(run, model, picks, grouping_facts)
 
 
-__all__ = ["EngineResult", "EstimatorFactory", "run_engine"]
+__all__ = ["EstimatorFactory", "run_engine"]

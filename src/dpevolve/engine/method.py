@@ -25,8 +25,9 @@ if TYPE_CHECKING:
     from dpevolve.backends.base import Backend
     from dpevolve.data.schema import Schema
     from dpevolve.data.sources import PrivateSource
-    from dpevolve.engine.loop import EngineResult, EstimatorFactory
+    from dpevolve.engine.loop import EstimatorFactory
     from dpevolve.engine.model import EngineModel
+    from dpevolve.engine.result import EngineResult
     from dpevolve.measurements import Clique, Domain
     from dpevolve.privacy import Budget, Ledger
     from dpevolve.privacy.noise import NoiseSource

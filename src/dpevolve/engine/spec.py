@@ -148,6 +148,12 @@ class EngineSpec:
         linear-by-linear association fit
         (:mod:`~dpevolve.engine.association`: post-processing), so the noise does not
         pull a strong rank relation toward independence; ``False``: as released.
+    density_smoothing
+        ``True``: each numeric column's bin counts, every release combined, reach the
+        last fit smoothed as one more measurement of its 1-way (a Whittaker smoother of
+        the density, its weight chosen by Stein's unbiased risk estimate:
+        :mod:`~dpevolve.engine.density`; post-processing), so the model does not keep
+        each bin's noise; ``False``: the releases alone.
     anneal
         When a refit barely moved the chosen marginal, the next rounds divide ``sigma``
         and multiply ``epsilon`` by this (AIM: 2).
@@ -290,6 +296,7 @@ class EngineSpec:
     label_share: float = 0.75
     label_groups: int = 5
     pair_shrinkage: bool = True
+    density_smoothing: bool = True
     anneal: float = 2.0
     max_model_mb: float = 2.0
     max_candidates: int = 600
