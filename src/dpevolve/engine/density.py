@@ -125,10 +125,12 @@ def density_measurements(
     chosen: dict[str, float] = {}
     for column in discretiser.numeric:
         name = column.name
+        smooth = density_bins(discretiser, name)
+        if int(smooth.sum()) < MIN_BINS:
+            continue  # a grid, or atoms' bins alone
         nullable = discretiser.fine[name].nullable
         count, sd = released_counts(discretiser, name, marginals, fine.get(name), nullable)
-        smooth = density_bins(discretiser, name)
-        if int(smooth.sum()) < MIN_BINS or not np.all(np.isfinite(sd)):
+        if not np.all(np.isfinite(sd)):
             continue  # a bin no release measures: nothing to smooth it against
         at = np.flatnonzero(smooth)
         width = np.diff(discretiser.edges(name))
