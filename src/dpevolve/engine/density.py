@@ -137,11 +137,11 @@ def density_measurements(
         if not shows_data(count[at], sd[at]):
             continue  # the values between the atoms: noise alone, nothing to smooth
         target, scale, lam = smoothed(count[at], sd[at], width[at])
-        if at.size < count.size:  # the other cells' total, as the releases show it
-            target = np.append(target, max(0.0, float(np.delete(count, at).sum())))
-        target = np.clip(target, 0.0, None)
         if lam == 0.0:
             continue  # the counts stand clear of their noise: the releases as they are
+        if at.size < count.size:  # the other cells' total, as the releases show it
+            target = np.append(target, float(np.delete(count, at).sum()))
+        target = np.clip(target, 0.0, None)
         chosen[name] = lam
         sigma = float(np.sqrt(np.mean(scale**2)))
         event = GaussianEvent(0.0, sigma, label=DENSITY + name)
