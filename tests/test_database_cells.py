@@ -4,10 +4,11 @@ Adversarial tables (any text; numbers such as nan, inf, 1e400, 1e-400, '3.0', ' 
 decimal comma; empty cells, missing tokens, out-of-range and boundary values; every
 column kind of the schema, stored as text and as typed columns) are loaded into DuckDB
 and PostgreSQL. For every row and column, the cell's problem (none, not a number, a
-decimal comma, an unlisted missing word, missing, outside the range, not whole,
-undeclared) and its validated value are those of :meth:`Schema.check` on the same cells
-in pandas, under ``clip`` and not; the report and the error of :meth:`Schema.validate`
-are the database source's, word for word.
+decimal comma, an unlisted missing word, missing, outside the range, not whole, at
+none of a numeric column's declared values, undeclared) and its validated value are
+those of :meth:`Schema.check` on the same cells in pandas, under ``clip`` and not; the
+report and the error of :meth:`Schema.validate` are the database source's, word for
+word.
 
 PostgreSQL runs where ``DPEVOLVE_TEST_POSTGRES`` names a server (``scripts/ci_postgres.sh``
 starts one; CI always does, and fails here without it).
@@ -44,6 +45,15 @@ SCHEMA = Schema.from_dict(
             "num": {"type": "numeric", "lo": -5, "hi": 100, "nullable": True},
             "int": {"type": "numeric", "lo": 0, "hi": 50, "integer": True},
             "dec": {"type": "numeric", "lo": 0, "hi": 1.5, "decimals": 2},
+            "lvl": {"type": "numeric", "lo": 0, "hi": 3, "decimals": 1, "values": [0.5, 1, 2.5]},
+            "l32": {
+                "type": "numeric",
+                "lo": 0,
+                "hi": 5,
+                "decimals": 1,
+                "float32": True,
+                "values": [0.1, 4.2],
+            },
             "day": {"type": "date", "lo": "20000101", "hi": "20301231", "format": "%Y%m%d"},
             "at": {"type": "datetime", "lo": "2000-01-01 00:00:00", "hi": "2030-12-31 00:00:00"},
             "code": {"type": "categorical", "values": [1, 2, 3]},
@@ -59,7 +69,8 @@ NAMES = SCHEMA.names
 TABLE = f"cells_{os.getpid()}"
 
 # How the typed table stores each column (the text table stores every column as text).
-TYPED = {"num": "float", "int": "integer", "dec": "float", "day": "text", "at": "timestamp",
+TYPED = {"num": "float", "int": "integer", "dec": "float", "lvl": "float", "l32": "float",
+         "day": "text", "at": "timestamp",
          "code": "integer", "zero": "text", "flt": "float", "flag": "boolean",
          "word": "text"}  # fmt: skip
 
@@ -70,13 +81,33 @@ NUMBER_TEXTS = [
     "nan", "NaN", "inf", "-Infinity", "+inf", "1e400", "-1e400", "1e-400", "4.9e-324",
     "3.0", " 3", "3 ", "\t3\n", "+3", "-0", ".5", "5.", "1e20", "1E2", "0x10", "1_000",
     "12,5", "1,000", "", " ", "?", "99", "99.0", "NA", "null", " NA ", "N/A", "01", "1",
-    "2.5", "2.50", "50", "50.5", "-5", "100", "100.0000001", "1.5", "1.51", "True", "true",
+    "2.5", "2.50", "0.5", "4.2", "0.1", "50", "50.5", "-5", "100", "100.0000001", "1.5",
+    "1.51", "True", "true",
     "FALSE", "a", "b", "c", "(other)", "(missing)", "x", "20000101", "20301231", "20310101",
     "2020-01-01", "20200231", "2000-01-01 00:00:00", "2030-12-31 00:00:01", "١٢", "３",
 ]  # fmt: skip
 TEXT_CELL = st.one_of(st.sampled_from(NUMBER_TEXTS), st.text(_TEXT, max_size=5), st.none())
 FLOATS = st.one_of(
-    st.sampled_from([-5.0, 100.0, 1.5, 0.0, -0.0, 2.5, 1.0, 3.0, 99.0, 50.0, 1e20, 0.1]),
+    st.sampled_from(
+        [
+            -5.0,
+            100.0,
+            1.5,
+            0.0,
+            -0.0,
+            2.5,
+            1.0,
+            3.0,
+            99.0,
+            50.0,
+            1e20,
+            0.1,
+            0.5,
+            4.2,
+            4.199999809265137,
+            4.2000001,
+        ]
+    ),
     st.floats(allow_nan=True, allow_infinity=True),
     st.none(),
 )

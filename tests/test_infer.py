@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from dpevolve.data.atoms import ATOM_SHARE
 from dpevolve.data.infer import infer_schema, problems_of, schema_yaml
+from dpevolve.data.proposal import FEW_VALUES, RARE
 from dpevolve.data.ranges import (
     MAX_INFERRED_DECIMALS,
     TAIL_RANK,
@@ -361,15 +362,18 @@ def test_a_private_count_past_the_public_top_is_a_number_not_other() -> None:
 
 
 def test_values_holding_a_large_share_of_the_public_rows_are_declared_atoms() -> None:
-    """Bracket midpoints (each 10-30% of the rows), weekly hours heaped at 40 and a
-    spend of 0: atoms, read back from the YAML; a continuous column and an even run
-    of whole numbers: none (``atoms`` absent)."""
+    """Bracket midpoints (each 9-36% of the rows, the rest reported exactly), weekly
+    hours heaped at 40 and a spend of 0: atoms, read back from the YAML; a continuous
+    column and an even run of whole numbers: none (``atoms`` absent)."""
     rng = np.random.default_rng(0)
     n = 2000
     brackets = np.array([9.433484, 9.769957, 10.02127, 10.65726])
+    exact = rng.uniform(9.0, 11.0, n).round(6)
     public = pd.DataFrame(
         {
-            "income": rng.choice(brackets, n, p=[0.1, 0.2, 0.3, 0.4]),
+            "income": np.where(
+                rng.random(n) < 0.9, rng.choice(brackets, n, p=[0.1, 0.2, 0.3, 0.4]), exact
+            ),
             "hours": np.where(rng.random(n) < 0.4, 40, rng.integers(1, 80, n)),
             "spend": np.where(rng.random(n) < 0.3, 0.0, rng.uniform(1, 500, n).round(2)),
             "x": rng.normal(size=n).round(4),
@@ -403,3 +407,38 @@ def test_every_declared_atom_holds_its_share_of_the_public_rows(
     assert isinstance(declared, NumericColumn)
     for atom in declared.atoms:
         assert (np.isclose(column, atom)).mean() >= ATOM_SHARE
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    counts=st.lists(st.integers(1, 60), min_size=1, max_size=30),
+    step=st.sampled_from([0.5, 0.1, 0.25]),
+    offset=st.sampled_from([0.0, 0.5, 1.25]),
+)
+def test_fractions_taking_few_common_values_are_listed_and_read_back(
+    counts: list[int], step: float, offset: float
+) -> None:
+    """A fractional column lists its public values exactly when they are few (at most
+    ``FEW_VALUES``) and none is rare (each seen ``RARE`` times or more); then it has
+    no atoms, every value the schema takes is one of them, and the YAML reads back."""
+    levels = offset + step * np.arange(1, len(counts) + 1) + 0.05
+    column = pd.Series(np.repeat(levels, counts).round(2))
+    inferred = infer_schema(pd.DataFrame({"v": column}))
+    declared = inferred.schema["v"]
+    assert isinstance(declared, NumericColumn)
+    seen = np.unique(column)
+    listed = 1 < seen.size <= FEW_VALUES and min(counts) >= RARE
+    if listed:
+        assert declared.values == tuple(seen) and declared.atoms == ()
+        assert set(declared.format(np.linspace(declared.lo, declared.hi, 50))) <= set(seen)
+    else:
+        assert declared.values == ()
+    text = schema_yaml(inferred, source="public.csv")
+    assert Schema.from_dict(yaml.safe_load(text)) == inferred.schema
+
+
+def test_whole_numbers_are_never_listed() -> None:
+    """Whole numbers stay a count or a category (their own rules above), never a list."""
+    public = pd.DataFrame({"kids": np.repeat([0, 1, 2, 3, 4, 5, 6], 40)})
+    declared = infer_schema(public, max_categories=0).schema["kids"]
+    assert isinstance(declared, NumericColumn) and declared.values == ()

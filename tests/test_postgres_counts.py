@@ -3,9 +3,9 @@ SQL comparisons (:mod:`dpevolve.backends.sql_codes`) and the GROUP BY counts
 (:class:`~dpevolve.backends.postgres.ServerCounts`) give, cell for cell, the integers
 the local backend adds up from the Python reader's records, on adversarial tables:
 values on bin edges and fine-cell boundaries, the floats beside them, atoms and their
-tolerance, the declared ends, out-of-range values (dropped or clipped), NaN, infinities
-and missing cells. DuckDB always; PostgreSQL where ``DPEVOLVE_TEST_POSTGRES`` names a
-server (``scripts/ci_postgres.sh``).
+tolerance, declared values, the declared ends, out-of-range values (dropped or
+clipped), NaN, infinities and missing cells. DuckDB always; PostgreSQL where
+``DPEVOLVE_TEST_POSTGRES`` names a server (``scripts/ci_postgres.sh``).
 """
 
 from __future__ import annotations
@@ -41,11 +41,18 @@ SCHEMA = Schema.from_dict(
             "i": {"type": "numeric", "lo": 0, "hi": 50, "integer": True},
             "w": {"type": "numeric", "lo": 0, "hi": 100000, "integer": True},
             "d": {"type": "numeric", "lo": 0, "hi": 1.5, "decimals": 2},
+            "v": {
+                "type": "numeric",
+                "lo": 0,
+                "hi": 26,
+                "decimals": 1,
+                "values": [0.5, 2.5, 6, 9, 13, 16.5, 23],
+            },
             "c": {"type": "categorical", "values": ["a", "b", "c"], "nullable": True},
         },
     }
 )
-NUMERIC = ["x", "n", "i", "w", "d"]
+NUMERIC = ["x", "n", "i", "w", "d", "v"]
 TABLE = f"codes_{os.getpid()}"
 
 

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dpevolve.data.atoms import MOST_ATOMS
+from dpevolve.data.columns import MOST_VALUES
 from dpevolve.data.encoding import Records, decode, encode
 from dpevolve.data.schema import (
     MISSING,
@@ -379,6 +380,56 @@ def test_atoms_are_checked_and_named() -> None:
     ):
         with pytest.raises(InputError, match=message):
             Schema.from_dict({"columns": {"x": bad}})
+
+
+def test_numeric_values_are_checked_and_named() -> None:
+    decl = {"type": "numeric", "lo": 0, "hi": 26, "decimals": 1}
+    read = Schema.from_dict({"columns": {"x": {**decl, "values": [13, 0.5, 2.5]}}})["x"]
+    assert isinstance(read, NumericColumn) and read.values == (0.5, 2.5, 13.0)
+    assert Schema.from_dict({"columns": {"x": read.to_dict()}})["x"] == read
+    for bad, message in (
+        ({**decl, "values": [27]}, "value 27.0 lies outside"),
+        ({**decl, "values": [1.25]}, "value 1.25 is not a number of 1 decimals"),
+        ({**decl, "values": [1, 1.0]}, "'values' must be listed once each"),
+        ({**decl, "values": 1}, "'values' must be a list of numbers"),
+        ({**decl, "values": list(range(MOST_VALUES + 1))}, f"at most {MOST_VALUES} 'values'"),
+        ({**decl, "values": [1, 2], "atoms": [3]}, "every atom must be one of its 'values'"),
+        ({"type": "integer", "lo": 0, "hi": 9, "values": [0.5]}, "is not whole"),
+        ({"type": "date", "lo": "2000-01-01", "hi": "2001-01-01", "values": [1]}, "only for"),
+    ):
+        with pytest.raises(InputError, match=message):
+            Schema.from_dict({"columns": {"x": bad}})
+
+
+LISTED = Schema.from_dict(
+    {"columns": {"years": {"type": "numeric", "lo": 0, "hi": 26, "decimals": 1,
+                           "values": [0.5, 2.5, 6, 9, 13, 16.5, 23]}}}
+)  # fmt: skip
+
+
+def test_a_number_at_none_of_the_values_is_invalid_never_moved() -> None:
+    """As a fraction in an integer column: refused by name (the value not shown),
+    dropped with ``drop``; ``clip`` moves only a number outside the range, to the
+    nearest end value."""
+    table = pd.DataFrame({"years": [0.5, 3.0, 23.0, 30.0]})
+    with pytest.raises(InputError, match=r"'years'.*not among the column's declared values"):
+        LISTED.validate(table.iloc[:3], on_invalid="error", what="private")
+    kept, report = LISTED.validate(table, on_invalid="drop", what="private")
+    assert kept["years"].tolist() == [0.5, 23.0] and report.dropped == {"years": 2}
+    kept, _ = LISTED.validate(table, on_invalid="clip", what="private")
+    assert kept["years"].tolist() == [0.5, 23.0, 23.0]
+
+
+@settings(max_examples=100, deadline=None)
+@given(numbers=st.lists(st.floats(0.0, 26.0), min_size=1, max_size=50))
+def test_output_lands_on_the_nearest_declared_value(numbers: list[float]) -> None:
+    column = LISTED["years"]
+    assert isinstance(column, NumericColumn)
+    out = np.asarray(column.format(np.array(numbers)))
+    listed = np.array(column.values)
+    assert set(out.tolist()) <= set(column.values)
+    gaps = np.abs(np.array(numbers)[:, None] - listed[None, :])
+    assert np.allclose(np.abs(out - np.array(numbers)), gaps.min(axis=1))
 
 
 # ---------------------------------------------------------------------- import circles

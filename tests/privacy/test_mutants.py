@@ -44,6 +44,8 @@ relation closing draws neither charged    the triangle tables' coupled runs (a n
 nor recorded                              call no ledger event pays for)
 the last fit's smoothed 1-ways read from  the coupled tails run (D' fits another
 the exact fine counts                     model)
+vacant bins read from the exact fine      the coupled tails run (D' leaves the top
+counts (those no private row lies in)     bin empty: the model is told so)
 decoding span from the private min/max    the coupled atom run (the end bins decode
                                           inward on one side only)
 zoom span from the private min/max        the coupled zoom run (D' zooms into another
@@ -71,7 +73,7 @@ import pytest
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import NumericColumn
 from dpevolve.data.sources import FrameSource, PrivateSource
-from dpevolve.engine import atoms, loop, model, rounds, select, tails, zoom
+from dpevolve.engine import atoms, loop, model, rounds, select, tails, vacant, zoom
 from dpevolve.engine.atom_rules import RULE, atom_columns
 from dpevolve.engine.atoms import ATOMS, release_atoms
 from dpevolve.engine.bins import released_edges, released_support
@@ -335,6 +337,25 @@ def exact_density(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(loop, "density_measurements", smoothed)
 
 
+def exact_vacant(mp: pytest.MonkeyPatch) -> None:
+    """Vacant bins read from the exact fine counts: the bins no private row lies in."""
+    seen: dict[str, np.ndarray] = {}
+
+    def spied(counts, clique, event, noise, *, query=None):
+        if event.label.startswith(FINE):
+            seen[clique[0]] = np.asarray(counts, dtype=np.float64)
+        return release(counts, clique, event, noise, query=query)
+
+    def empty(discretiser, name):
+        cells = discretiser.fine[name]
+        counts = seen[name][: cells.values]
+        held = np.bincount(cells.coarse[: cells.values], counts, minlength=discretiser.bins)
+        return held[: discretiser.bins] == 0
+
+    mp.setattr(loop, "release", spied)
+    mp.setattr(vacant, "vacant_bins", empty)
+
+
 def exact_rules(mp: pytest.MonkeyPatch) -> None:
     """The columns paired with the label chosen from the exact fine counts."""
     exact = _exact_of(mp)
@@ -458,6 +479,7 @@ MUTANTS = {
     "relation-closing-draws-unrecorded": unrecorded_closing,
     "label-pair-groups-at-exact-counts": exact_label_groups,
     "density-from-exact-counts": exact_density,
+    "vacant-bins-from-exact-counts": exact_vacant,
 }
 SELECTION = {"selection-scale-half", "selection-scale-quarter", "selection-rho-eps2-16"}
 
@@ -489,6 +511,7 @@ CAUGHT_BY: dict[str, Callable[[], list[str]]] = {
     "decode-span-from-private-range": functools.partial(atoms_audit, 1),
     "decode-span-tails-only": test_tails_exact.CASE.violations,
     "density-from-exact-counts": test_tails_exact.CASE.violations,
+    "vacant-bins-from-exact-counts": test_tails_exact.CASE.violations,
     "faint-from-exact-counts": test_faint_exact.CASE.violations,
     "parity-cut-at-private-quantiles": parity_audit,
     "parity-moves-from-exact-counts": moved_audit,

@@ -242,7 +242,7 @@ def schema_rows(schema: Schema, n: int, seed: int) -> pd.DataFrame:
     for col in schema.columns:
         if isinstance(col, NumericColumn):
             lo, hi = col.whole_range
-            values = rng.uniform(lo, hi, n)
+            values = col.listed(rng.uniform(lo, hi, n))  # declared values: those only
             if col.integer:
                 values = np.clip(np.round(values), lo, hi)
             if col.nullable:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,10 @@ OTHER = "(other)"
 #: The most decimals a numeric column may declare (float64 holds about 15 digits).
 MAX_DECIMALS = 12
 
+#: The most ``values`` a numeric column may list: each is a cell of the engine's fine
+#: partition (its ``fine_cells`` default).
+MOST_VALUES = 128
+
 
 @dataclass(frozen=True)
 class NumericColumn:
@@ -54,6 +59,13 @@ class NumericColumn:
     :func:`dpevolve.data.atoms.heavy_values`): each is a cell of the engine's fine
     partition, so its count is released with the column's and it decodes to itself;
     the engine still searches the private rows for others (docs/engine.md, Atoms).
+    ``values``: the only values the column takes, when it takes few (a bracket's
+    midpoint, a coded survey answer: years married 0.5, 2.5, 6, ..., 23; ``schema
+    infer`` lists them where the public table shows few values, none of them rare,
+    :func:`dpevolve.data.proposal.listed_values`). A cell at no listed value is invalid,
+    as a fraction is in an integer column; the engine gives each value a cell of its
+    own and never draws between them, and every method's output lands on them
+    (:meth:`format`).
     """
 
     name: str
@@ -65,6 +77,7 @@ class NumericColumn:
     decimals: int | None = None
     float32: bool = False
     atoms: tuple[float, ...] = ()
+    values: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.lo) and math.isfinite(self.hi)):
@@ -97,6 +110,7 @@ class NumericColumn:
                     f"[{self.lo}, {self.hi}]"
                 )
         self._check_atoms(self.atoms)
+        self._check_values(self.values)
         _check_weight(self.name, self.weight)
 
     def _check_atoms(self, atoms: tuple[float, ...]) -> None:
@@ -105,20 +119,58 @@ class NumericColumn:
                 f"column '{self.name}': at most {MOST_ATOMS} 'atoms' (values holding "
                 f"{ATOM_SHARE:.0%} of the rows or more), got {len(atoms)}"
             )
+        self._on_grid(atoms, "atom")
+        if len(set(atoms)) < len(atoms):
+            raise InputError(f"column '{self.name}': an atom is listed twice")
+
+    def _check_values(self, values: tuple[float, ...]) -> None:
+        if not values:
+            return
+        if len(values) > MOST_VALUES:
+            raise InputError(
+                f"column '{self.name}': at most {MOST_VALUES} 'values', got {len(values)}"
+            )
+        if any(b <= a for a, b in pairwise(values)):
+            raise InputError(f"column '{self.name}': 'values' must be listed once each, ascending")
+        self._on_grid(values, "value")
+        listed = np.asarray(values, dtype=np.float64)
+        if any(np.abs(listed - a).min() > 1e-9 * max(1.0, abs(a)) for a in self.atoms):
+            raise InputError(f"column '{self.name}': every atom must be one of its 'values'")
+
+    def _on_grid(self, values: Iterable[float], what: str) -> None:
         step = self.step
-        for value in atoms:
+        for value in values:
             if not (math.isfinite(value) and self.lo <= value <= self.hi):
                 raise InputError(
-                    f"column '{self.name}': atom {value!r} lies outside [{self.lo}, {self.hi}]"
+                    f"column '{self.name}': {what} {value!r} lies outside [{self.lo}, {self.hi}]"
                 )
             # on the grid up to float error, which grows with the value in steps (25,243.550781
             # at 6 decimals is 25,243,550,781 steps, a few millionths of a step off)
             grid = round(value / step) * step if step is not None else value
             if not math.isclose(value, grid, rel_tol=1e-12, abs_tol=1e-6 * (step or 0.0)):
                 kind = "whole" if self.integer else f"a number of {self.decimals} decimals"
-                raise InputError(f"column '{self.name}': atom {value!r} is not {kind}")
-        if len(set(atoms)) < len(atoms):
-            raise InputError(f"column '{self.name}': an atom is listed twice")
+                raise InputError(f"column '{self.name}': {what} {value!r} is not {kind}")
+
+    def is_listed(self, numbers: np.ndarray) -> np.ndarray:
+        """Per number, whether it is one of the declared ``values`` exactly (compared in
+        single precision for a ``float32`` column, as it was stored)."""
+        kind = np.float32 if self.float32 else np.float64
+        listed = np.asarray(self.values, dtype=kind)
+        with np.errstate(over="ignore"):  # a huge number is at no value, in any precision
+            return np.isin(np.asarray(numbers, dtype=np.float64).astype(kind), listed)
+
+    def listed(self, numbers: np.ndarray) -> np.ndarray:
+        """``numbers`` each at the nearest of the declared ``values`` (NaN stays NaN;
+        unchanged where none are declared)."""
+        if not self.values:
+            return numbers
+        listed = np.asarray(self.values, dtype=np.float64)
+        x = np.asarray(numbers, dtype=np.float64)
+        right = np.clip(np.searchsorted(listed, x), 1, max(1, listed.size - 1))
+        left = right - 1 if listed.size > 1 else np.zeros_like(right)
+        right = np.minimum(right, listed.size - 1)
+        nearer = np.where(np.abs(x - listed[left]) <= np.abs(listed[right] - x), left, right)
+        return np.where(np.isnan(x), np.nan, listed[nearer])
 
     @property
     def step(self) -> float | None:
@@ -146,6 +198,8 @@ class NumericColumn:
     def whole_range(self) -> tuple[float, float]:
         """Where ``clip`` puts out-of-range cells: ``[lo, hi]``, shrunk to whole numbers
         for an integer column (so a clipped cell is always valid)."""
+        if self.values:
+            return self.values[0], self.values[-1]
         if self.integer:
             return float(math.ceil(self.lo)), float(math.floor(self.hi))
         return self.lo, self.hi
@@ -173,12 +227,16 @@ class NumericColumn:
             out["nullable"] = True
         if self.atoms:
             out["atoms"] = [plain_cell(v) for v in self.atoms]
+        if self.values:
+            out["values"] = [plain_cell(v) for v in self.values]
         return out
 
     def format(self, numbers: np.ndarray) -> Any:
         """Decoded numbers (clipped, NaN for missing) as the column's table values:
         whole numbers for an integer column, rounded to ``decimals`` when declared, in
-        single precision where ``float32``."""
+        single precision where ``float32``; at the nearest declared value where
+        ``values`` lists them."""
+        numbers = self.listed(numbers)
         if self.integer:
             rounded = np.clip(np.round(numbers), *self.whole_range)
             if self.nullable:

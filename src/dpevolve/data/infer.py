@@ -75,7 +75,10 @@ def schema_yaml(inferred: InferredSchema, source: str) -> str:
         "# clip). A value outside a list marked 'other: true' becomes '(other)'.",
         f"# 'atoms' lists the values holding {ATOM_SHARE:.0%} or more of a column's public",
         "# rows: the engine keeps each as a value of its own, and still looks for",
-        "# others in the private rows.",
+        "# others in the private rows. 'values' on a numeric column lists the only values",
+        "# it takes (few, each seen often in the public rows): a private number at",
+        "# none of them is refused like a number outside the range, and nothing is",
+        "# drawn between them.",
     ]
     for line in lines.splitlines():
         match = re.match(r"^  (\S.*?):\s*$", line) or re.match(r"^  (\S.*?): \{", line)

@@ -10,7 +10,10 @@
   ``float32`` where the values were read from single precision:
   :func:`dpevolve.data.ranges.read_from_single`) and ``atoms``, the values holding
   a large share of the public rows (:func:`dpevolve.data.atoms.heavy_values`: a
-  bracket's midpoint, a state's tax rate, 0);
+  bracket's midpoint, a state's tax rate, 0); a column of fractions that takes few
+  public values, none rare, lists them as its ``values`` instead
+  (:func:`listed_values`: years married coded 0.5, 2.5, 6, ..., 23), and nothing is
+  then drawn between them;
   integer columns with at most ``max_categories`` values, text and the label become
   categorical, except a run of whole numbers (more than :data:`CODES` values filling
   at least :data:`COUNT_FILL` of the span between the smallest and the largest: ages
@@ -42,7 +45,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from dpevolve.data.atoms import heavy_values
+from dpevolve.data.atoms import heavy_values, on_grid
 from dpevolve.data.cells import COMMA_NUMBER, MISSING_WORDS, NUMBER, read_cells, read_numbers
 from dpevolve.data.columns import CategoricalColumn, Column, NumericColumn
 from dpevolve.data.date_formats import date_format
@@ -54,6 +57,11 @@ from dpevolve.errors import InputError
 
 #: A public value seen fewer times than this is rare (see the module: ``other``).
 RARE = 10
+
+#: A fractional column with at most this many public values, none rare, lists them as
+#: its ``values`` (:func:`listed_values`): each then gets a bin of its own at the
+#: engine's default 20 bins.
+FEW_VALUES = 20
 
 
 @dataclass(frozen=True)
@@ -194,10 +202,25 @@ def _numeric_column(
     column = NumericColumn(
         key, *wide, integer=integral, nullable=nullable, decimals=decimals, float32=single
     )
-    heavy = heavy_values(as_float, column.step)
-    if heavy:
-        column = replace(column, atoms=tuple(sorted(v for v, _ in heavy)))
+    listed = listed_values(as_float, column.step) if not integral else ()
+    heavy = heavy_values(as_float, column.step) if not listed else []
+    if listed or heavy:
+        atoms = tuple(sorted(v for v, _ in heavy))
+        column = replace(column, atoms=atoms, values=listed)
     return column, (lo, hi)
+
+
+def listed_values(values: np.ndarray, step: float | None) -> tuple[float, ...]:
+    """The values a public column of fractional numbers takes, when it takes few and
+    each is common: at most :data:`FEW_VALUES` distinct values, each seen at least
+    :data:`RARE` times (the Good-Turing estimate of the share of values the public rows
+    did not show is the share they show once: none here). Bracket midpoints and coded
+    answers (years married 0.5, 2.5, 6, 9, 13, 16.5, 23) are such columns; a value
+    between two of them is no value of the column. Empty otherwise."""
+    found, counts = np.unique(values, return_counts=True)
+    if not 1 < found.size <= FEW_VALUES or int(counts.min()) < RARE:
+        return ()
+    return tuple(float(v) for v in np.unique(on_grid(found, step)))
 
 
 def _missing_words(

@@ -24,6 +24,7 @@ YAML form::
         other: true
       spend: {type: numeric, lo: 0, hi: 500, decimals: 2}   # output rounded to cents
       tax: {type: numeric, lo: 0, hi: 1, decimals: 3, atoms: [0.09, 0.36]}  # point masses
+      married: {type: numeric, lo: 0, hi: 26, decimals: 1, values: [0.5, 2.5, 6, 9, 13]}
       id: {type: id, integer: true, lo: 0, hi: 999999}       # not modelled; fresh ids
 
 Missing values and dates (see :mod:`dpevolve.data.types`)::
@@ -333,7 +334,8 @@ def _column_from_dict(name: str, decl: Any) -> Column:
             nullable,
             None if integer else decimals,
             _flag(name, decl, "float32"),
-            _atoms(name, decl.get("atoms")),
+            _numbers(name, "atoms", decl.get("atoms")),
+            _numbers(name, "values", decl.get("values")),
         )
     if kind == "categorical":
         values = decl.get("values")
@@ -357,7 +359,7 @@ _KNOWN_KEYS |= {"nullable", "format", "decimals", "float32", "other", "atoms"}
 _KEYS_FOR = {
     "format": ("date", "datetime"),
     "other": ("categorical",),
-    "values": ("categorical",),
+    "values": ("categorical", "numeric", "int", "integer", "float"),
     "hierarchy": ("categorical",),
     "decimals": ("numeric", "int", "integer", "float"),
     "float32": ("numeric", "int", "integer", "float"),
@@ -373,12 +375,12 @@ def _flag(column: str, decl: Mapping[str, Any], key: str, default: bool = False)
     return value
 
 
-def _atoms(column: str, value: Any) -> tuple[float, ...]:
+def _numbers(column: str, key: str, value: Any) -> tuple[float, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise InputError(f"column '{column}': 'atoms' must be a list of numbers, got {value!r}")
-    return tuple(sorted(_number(column, "atoms", v) for v in value))
+        raise InputError(f"column '{column}': '{key}' must be a list of numbers, got {value!r}")
+    return tuple(sorted(_number(column, key, v) for v in value))
 
 
 def _number(column: str, key: str, value: Any) -> float:

@@ -38,6 +38,7 @@ from dpevolve.data.validation import (
     COMMA_NUMBERS,
     MISSING_CELLS,
     NOT_DATES,
+    NOT_LISTED,
     NOT_NUMBERS,
     NOT_WHOLE,
     OUTSIDE_RANGE,
@@ -80,7 +81,7 @@ STORAGE: dict[str, Storage] = {
 
 #: Problem codes, in the order :func:`~dpevolve.data.validation.check_table` notes them.
 PROBLEMS = {1: COMMA_NUMBERS, 2: UNLISTED_MISSING, 3: NOT_NUMBERS, 4: MISSING_CELLS,
-            5: OUTSIDE_RANGE, 6: NOT_WHOLE, 7: UNDECLARED}  # fmt: skip
+            5: OUTSIDE_RANGE, 6: NOT_WHOLE, 7: UNDECLARED, 8: NOT_LISTED}  # fmt: skip
 
 # Python's str.strip() whitespace (what odd_texts strips) and the ASCII blanks a
 # number may carry (cells.NUMBER's \s under re.ASCII).
@@ -284,6 +285,10 @@ def _numeric(sql: Dialect, j: int, column: NumericColumn, cell: _Cell, clip: boo
         f"(CASE WHEN {cell.comma} THEN 1 WHEN {cell.word} THEN 2 ELSE 3 END)"
     )
     whole = f"WHEN {x} <> floor({x}) THEN 6 " if column.integer else ""
+    if column.values:
+        kind = "REAL" if column.float32 else "DOUBLE PRECISION"
+        listed = ", ".join(f"CAST({sql.double(v)} AS {kind})" for v in column.values)
+        whole += f"WHEN CAST({x} AS {kind}) NOT IN ({listed}) THEN 8 "
     problem = (
         f"(CASE {bad} WHEN {m} THEN {0 if column.nullable else 4} "
         f"WHEN {outside} THEN {0 if clip else 5} {whole}ELSE 0 END)"

@@ -56,10 +56,11 @@ NOT_DATES = "are not dates"
 MISSING_CELLS = "are missing (NaN)"
 OUTSIDE_RANGE = "lie outside the declared range"
 NOT_WHOLE = "are not whole numbers (integer column)"
+NOT_LISTED = "are not among the column's declared values"
 UNDECLARED = "hold values outside the declared set"
 PROBLEM_ORDER = (
     NOT_NUMBERS, COMMA_NUMBERS, UNLISTED_MISSING, NOT_DATES, MISSING_CELLS, OUTSIDE_RANGE,
-    NOT_WHOLE, UNDECLARED,
+    NOT_WHOLE, NOT_LISTED, UNDECLARED,
 )  # fmt: skip
 
 
@@ -217,7 +218,7 @@ def check_table(
             )
             if clip and outside.any():
                 clipped[column.name] = int(outside.sum())
-                numeric = np.clip(numeric, *column.whole_range)
+                numeric = np.where(outside, np.clip(numeric, *column.whole_range), numeric)
             elif not clip:
                 declared = f"[{plain_cell(column.lo)}, {plain_cell(column.hi)}]"
                 note(column.name, outside, f"{OUTSIDE_RANGE} {declared}", values)
@@ -226,6 +227,13 @@ def check_table(
                 inside = np.isfinite(numeric) & ~outside
                 fraction = inside & (numeric != np.round(numeric))
                 note(column.name, fraction, NOT_WHOLE, values)
+            if column.values:
+                # Never moved to the nearest value, as a fraction is never rounded (a
+                # fraction in an integer column is noted once, above).
+                inside = np.isfinite(numeric) & ~outside
+                if column.integer:
+                    inside &= numeric == np.round(numeric)
+                note(column.name, inside & ~column.is_listed(numeric), NOT_LISTED, values)
             out[column.name] = numeric
         else:
             keys, nan = read_keys(values, column, schema.na_values)

@@ -238,8 +238,8 @@ def released_edges(
     out: dict[str, np.ndarray] = {}
     bins = discretiser.bins
     for column in discretiser.numeric:
-        if column.name in skip or column.name not in released:
-            continue
+        if column.name in skip or column.name not in released or column.name in discretiser.valued:
+            continue  # placed by a public table, not released, or a bin per declared value
         cells = discretiser.fine[column.name]
         measured = released[column.name]
         counts = np.asarray(measured.noisy, dtype=np.float64).ravel()

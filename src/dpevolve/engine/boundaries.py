@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 
+from dpevolve.data.columns import NumericColumn
+
 
 def checked_edges(default: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """Given bin edges, checked against the equal-width ones (count and end points)."""
@@ -24,6 +26,59 @@ def checked_edges(default: np.ndarray, edges: np.ndarray) -> np.ndarray:
     ):
         raise ValueError("bin edges must be bins + 1 increasing values from lo to hi")
     return edges
+
+
+def own_bins(values: tuple[float, ...], bins: int) -> bool:
+    """Whether a column's declared ``values`` each take a bin of their own (no more of
+    them than ``bins``): its bins are :func:`value_edges`, not placed from the data."""
+    return 0 < len(values) <= bins
+
+
+def default_edges(column: NumericColumn, bins: int) -> np.ndarray:
+    """A column's bins before any data are read: a bin per declared value
+    (:func:`value_edges`, where :func:`own_bins`), else ``bins`` equal-width bins."""
+    if own_bins(column.values, bins):
+        own = value_edges(np.array(column.values), column.lo, column.hi, bins)
+        if own.size == bins + 1:
+            return own
+    return np.linspace(column.lo, column.hi, bins + 1)
+
+
+def value_edges(values: np.ndarray, lo: float, hi: float, bins: int) -> np.ndarray:
+    """``bins + 1`` edges from ``lo`` to ``hi`` that give each of ``values`` (sorted,
+    at most ``bins``, inside the range) a bin of its own: cut half-way between
+    neighbours, then the widest bin split until there are ``bins``, at the middle of
+    its wider side of its value (or its middle, where it holds none), so that no bin
+    holds two values. The bins left without one hold nothing the column can take
+    (:mod:`~dpevolve.engine.vacant`)."""
+    values = np.asarray(values, dtype=np.float64)
+    edges = [lo, *(0.5 * (values[1:] + values[:-1])), hi]
+    while len(edges) < bins + 1:
+        width = np.diff(edges)
+        k = int(np.argmax(width))
+        a, b = edges[k], edges[k + 1]
+        inside = values[(values >= a) & (values < b) | ((values == b) & (b == hi))]
+        if inside.size:
+            v = float(inside[0])
+            cut = 0.5 * (a + v) if v - a > b - v else 0.5 * (v + b)
+        else:
+            cut = 0.5 * (a + b)
+        if not a < cut < b:
+            break  # no room left to cut (float resolution): the caller keeps its own
+        edges.insert(k + 1, cut)
+    return np.asarray(edges, dtype=np.float64)
+
+
+def whole_numbers(column: NumericColumn, step: float | None, limit: int) -> list[float]:
+    """The whole numbers inside the range of a column with ``decimals``, when there are
+    at most a quarter of ``limit`` of them: atoms of its fine partition, so that a
+    column of mostly whole years keeps them (none for integer or continuous columns)."""
+    if step is None or step >= 1.0:
+        return []
+    first, last = math.ceil(column.lo), math.floor(column.hi)
+    if last < first or last - first + 1 > limit // 4:
+        return []
+    return [float(v) for v in range(first, last + 1)]
 
 
 def with_point(edges: np.ndarray, point: float, tolerance: float) -> np.ndarray:
@@ -192,9 +247,13 @@ __all__ = [
     "ROUND_REACH",
     "cell_count",
     "checked_edges",
+    "default_edges",
+    "own_bins",
     "refined",
     "round_edges",
     "rounded",
     "snapped",
+    "value_edges",
+    "whole_numbers",
     "with_point",
 ]

@@ -38,10 +38,13 @@ from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.engine.boundaries import (
     checked_edges,
+    default_edges,
+    own_bins,
     refined,
     round_edges,
     rounded,
     snapped,
+    whole_numbers,
     with_point,
 )
 from dpevolve.engine.cells import (
@@ -147,11 +150,15 @@ class Discretiser:
             else:
                 sizes.append(len(column.values))
         self.domain = Domain(tuple(schema.names), tuple(sizes))
-        self._edges = {c.name: np.linspace(c.lo, c.hi, self.bins + 1) for c in self.layout.numeric}
-        #: Round edges of columns whose default bins move onto them (:func:`snapped`).
         numeric = self.layout.numeric
-        self._round = {c.name: round_edges(c.lo, c.hi, self.bins, c.step) for c in numeric}
-        self._round = {k: e for k, e in self._round.items() if (e != self._edges[k]).any()}
+        self._edges = {c.name: default_edges(c, self.bins) for c in numeric}
+        #: Columns whose declared ``values`` each have a bin of their own.
+        self.valued = frozenset(c.name for c in numeric if own_bins(c.values, self.bins))
+        #: Round edges of columns whose default bins move onto them (:func:`snapped`).
+        rounds = {c.name: round_edges(c.lo, c.hi, self.bins, c.step) for c in numeric}
+        self._round = {
+            k: e for k, e in rounds.items() if k not in self.valued and (e != self._edges[k]).any()
+        }
         self._given = set(edges or {}) - set(nested)
         #: Columns whose bins were moved (given edges): their first and last bins are tails.
         self.moved = frozenset(edges or {})
@@ -201,13 +208,16 @@ class Discretiser:
     # -------------------------------------------------------------------- fine
     def _fine_cells(self, column: NumericColumn, limit: int) -> FineCells:
         step = column.step
+        if column.values:  # the values the column takes: a grid of them
+            values = np.array(column.values, dtype=np.float64)
+            return self._assemble(column, values, values, values.size, 0, step)
         if step is not None:
             first = math.ceil(column.lo / step - 1e-9)
             last = math.floor(column.hi / step + 1e-9)
             if last - first + 1 <= max(limit, self.bins):
                 values = _round_to(np.arange(first, last + 1) * step, step)
                 return self._assemble(column, values, values, values.size, 0, step)
-        wholes = _whole_numbers(column, step, limit)
+        wholes = whole_numbers(column, step, limit)
         zero = {0.0} if column.lo < 0.0 < column.hi else set()
         zero |= {float(v) for v in self._known[column.name] if column.lo < float(v) < column.hi}
         atoms = np.array(sorted({float(column.lo), float(column.hi)} | zero | set(wholes)))
@@ -456,18 +466,6 @@ def atom_tolerance(column: NumericColumn) -> float:
     ``[0, 1]`` encoding, far below any value step. An atom's own bin is
     ``[v - tolerance, v + tolerance)`` (:func:`dpevolve.engine.bins.atom_edges`)."""
     return 1e-9 * max(float(column.range), 1e-300)
-
-
-def _whole_numbers(column: NumericColumn, step: float | None, limit: int) -> list[float]:
-    """The whole numbers inside the range of a column with ``decimals``, when there are
-    at most a quarter of ``limit`` of them: atoms of its fine partition, so that a
-    column of mostly whole years keeps them (none for integer or continuous columns)."""
-    if step is None or step >= 1.0:
-        return []
-    first, last = math.ceil(column.lo), math.floor(column.hi)
-    if last < first or last - first + 1 > limit // 4:
-        return []
-    return [float(v) for v in range(first, last + 1)]
 
 
 def _bin_bounds(edges: np.ndarray, b: int, step: float | None) -> tuple[float, float]:

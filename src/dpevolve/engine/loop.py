@@ -56,6 +56,7 @@ from dpevolve.engine.rounds import adaptive_rounds, grouping_facts
 from dpevolve.engine.select import ABS_NOISE, candidates, weight
 from dpevolve.engine.spec import EngineSpec
 from dpevolve.engine.tree import Picks, spanning, tree_picks
+from dpevolve.engine.vacant import vacant_measurements
 from dpevolve.engine.zoom import Span, release_zoom
 from dpevolve.measurements import (
     Clique,
@@ -210,6 +211,7 @@ def run_engine(
         given.read(run.discretiser)
     _release_ones(run, schedule)
     _release_rules(run, schedule.atom_rules, fine, about)
+    run.prior = tuple(vacant_measurements(run.discretiser, n, schedule.oneway))
     model = _first_fit(run, domain, build(domain, n, chosen), given, about)
     model, history = _selected(run, schedule, model)
     model = _final_fit(run, model, fine, about)
@@ -241,7 +243,7 @@ def _first_fit(
         about["public"] = given.facts(prior)
         run.ledger.add_metadata(engine=about)
         if prior is not None:
-            run.prior = prior.measurements
+            run.prior = (*run.prior, *prior.measurements)
             model = warm_start(model, prior)
     return model.fit(run.fitted())
 

@@ -49,6 +49,7 @@ from dpevolve.data.encoding import encode
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine.bins import LOOSE, TAIL, atom_bins, loose_edges
+from dpevolve.engine.boundaries import own_bins
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import count_marginals
 from dpevolve.engine.spec import PUBLIC_PRIORS, EngineSpec
@@ -199,7 +200,7 @@ def public_edges(
     """
     out: dict[str, np.ndarray] = {}
     for column in schema.columns:
-        if not isinstance(column, NumericColumn):
+        if not isinstance(column, NumericColumn) or own_bins(column.values, bins):
             continue
         values = pd.to_numeric(frame[column.name], errors="coerce").to_numpy(dtype=float)
         values = values[np.isfinite(values)]

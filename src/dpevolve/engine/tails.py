@@ -53,6 +53,7 @@ from dpevolve.engine.counts import held_bins, released_counts, shows_data
 from dpevolve.engine.discretise import Discretiser, atom_tolerance
 from dpevolve.engine.mass import KNOWN_THRESHOLD
 from dpevolve.engine.smoothing import DECODE_FLOOR, SUPPORT
+from dpevolve.engine.vacant import vacant_bins
 from dpevolve.measurements import Estimator, Measurement
 
 #: An end bin's density falls linearly from that of the bins next to it to zero:
@@ -429,7 +430,8 @@ def released_inward(
             continue
         cells = discretiser.fine[name]
         w = np.asarray(weights[name])
-        mass = np.asarray(model.answer((name,)), dtype=np.float64)
+        mass = np.array(model.answer((name,)), dtype=np.float64)
+        mass[:bins][vacant_bins(discretiser, name)] = 0.0  # no value there: its mass is noise
         if counts is not None and name in counts:
             count, sd = counts[name]
         else:
