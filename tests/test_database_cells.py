@@ -106,6 +106,9 @@ FLOATS = st.one_of(
             4.2,
             4.199999809265137,
             4.2000001,
+            4.2000002,
+            2.2e-311,
+            3.5e38,
         ]
     ),
     st.floats(allow_nan=True, allow_infinity=True),

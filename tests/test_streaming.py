@@ -283,3 +283,31 @@ def test_parquet_folder_streams_as_its_files_joined(
     empty.mkdir()
     with pytest.raises(InputError, match=r"holds no \.parquet file"):
         StreamedTable(empty, small_schema)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_number_at_no_declared_value_is_refused_as_in_memory(tmp_path, fmt):
+    """A column of declared values (years married, coded): a clean file streams into
+    the in-memory records; one cell between two values, in the last batch, stops the
+    streamed read as it stops the whole one (the fast path from Arrow passes it by)."""
+    years = (0.5, 2.5, 6.0, 9.0, 13.0)
+    schema = Schema(
+        (
+            NumericColumn("years", 0, 26, decimals=1, values=years),
+            CategoricalColumn("y", ("a", "b")),
+        )
+    )
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"years": rng.choice(years, 200), "y": rng.choice(["a", "b"], 200)})
+    path = write(frame, tmp_path, fmt)
+    expected, _ = in_memory(path, schema)
+    _, records = streamed(path, schema, 37)
+    np.testing.assert_array_equal(records.numeric, expected.numeric)
+    frame.loc[190, "years"] = 3.3
+    path = write(frame, tmp_path, fmt, name="bad")
+    with pytest.raises(InputError) as whole:
+        in_memory(path, schema)
+    with pytest.raises(InputError) as streaming:
+        StreamedTable(path, schema, batch_rows=37)
+    assert _head(str(streaming.value)) == _head(str(whole.value))
+    assert "not among the column's declared values" in str(streaming.value)

@@ -225,6 +225,8 @@ def encode_clean(table: pa.Table, schema: Schema) -> Records | None:
             return None
         if col.integer and not np.array_equal(values, np.round(values)):
             return None  # a non-integer cell is invalid: let validation count it
+        if col.values and not col.is_listed(values).all():
+            return None  # a cell at no declared value, likewise
         numeric[:, j] = (values - col.lo) / col.range
     codes = np.empty((rows, len(layout.categorical)), dtype=np.int32)
     for j, cat in enumerate(layout.categorical):

@@ -286,14 +286,32 @@ def _numeric(sql: Dialect, j: int, column: NumericColumn, cell: _Cell, clip: boo
     )
     whole = f"WHEN {x} <> floor({x}) THEN 6 " if column.integer else ""
     if column.values:
-        kind = "REAL" if column.float32 else "DOUBLE PRECISION"
-        listed = ", ".join(f"CAST({sql.double(v)} AS {kind})" for v in column.values)
-        whole += f"WHEN CAST({x} AS {kind}) NOT IN ({listed}) THEN 8 "
+        whole += f"WHEN NOT ({_listed(sql, x, column)}) THEN 8 "
     problem = (
         f"(CASE {bad} WHEN {m} THEN {0 if column.nullable else 4} "
         f"WHEN {outside} THEN {0 if clip else 5} {whole}ELSE 0 END)"
     )
     return [f"{value} AS v{j}", f"{problem} AS p{j}", f"{outside} AS o{j}"]
+
+
+def _listed(sql: Dialect, x: str, column: NumericColumn) -> str:
+    """Whether number ``x`` is one of the column's declared ``values``, as
+    :meth:`~dpevolve.data.columns.NumericColumn.is_listed` says: equal to one, or for a
+    ``float32`` column rounding to one in single precision. No cast to single: where a
+    double is past its range PostgreSQL refuses the query (DuckDB rounds); each value
+    takes the doubles between the midpoints to its single neighbours instead, the
+    midpoints themselves where its last bit is even (ties to even)."""
+    if not column.float32:
+        return f"{x} IN ({', '.join(sql.double(v) for v in column.values)})"
+    spans = []
+    for value in np.asarray(column.values, dtype=np.float32):
+        below = float(np.nextafter(value, np.float32(-np.inf)))
+        above = float(np.nextafter(value, np.float32(np.inf)))
+        lo, hi = (below + float(value)) / 2, (float(value) + above) / 2
+        edge = ">=" if int(value.view(np.uint32)) % 2 == 0 else ">"
+        top = "<=" if edge == ">=" else "<"
+        spans.append(f"({x} {edge} {sql.double(lo)} AND {x} {top} {sql.double(hi)})")
+    return " OR ".join(spans)
 
 
 def _declared_numbers(column: CategoricalColumn) -> dict[float, int]:
