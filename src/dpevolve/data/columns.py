@@ -166,10 +166,10 @@ class NumericColumn:
             return numbers
         listed = np.asarray(self.values, dtype=np.float64)
         x = np.asarray(numbers, dtype=np.float64)
-        right = np.clip(np.searchsorted(listed, x), 1, max(1, listed.size - 1))
-        left = right - 1 if listed.size > 1 else np.zeros_like(right)
-        right = np.minimum(right, listed.size - 1)
-        nearer = np.where(np.abs(x - listed[left]) <= np.abs(listed[right] - x), left, right)
+        if listed.size == 1:
+            return np.where(np.isnan(x), np.nan, listed[0])
+        right = np.clip(np.searchsorted(listed, x), 1, listed.size - 1)  # sorted, once each
+        nearer = np.where(x - listed[right - 1] <= listed[right] - x, right - 1, right)
         return np.where(np.isnan(x), np.nan, listed[nearer])
 
     @property
