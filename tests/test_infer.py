@@ -428,12 +428,13 @@ def test_fractions_taking_few_common_values_are_listed_and_read_back(
     assert isinstance(declared, NumericColumn)
     seen = np.unique(column)
     listed = 1 < seen.size <= FEW_VALUES and min(counts) >= RARE
+    text = schema_yaml(inferred, source="public.csv")
     if listed:
         assert declared.values == tuple(seen) and declared.atoms == ()
         assert set(declared.format(np.linspace(declared.lo, declared.hi, 50))) <= set(seen)
+        assert "its values are those seen" in text
     else:
-        assert declared.values == ()
-    text = schema_yaml(inferred, source="public.csv")
+        assert declared.values == () and "its values are those seen" not in text
     assert Schema.from_dict(yaml.safe_load(text)) == inferred.schema
 
 

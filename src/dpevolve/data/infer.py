@@ -23,7 +23,7 @@ from dpevolve.data.atoms import ATOM_SHARE
 from dpevolve.data.identifiers import id_problems
 from dpevolve.data.messages import first_at, plain_cell
 from dpevolve.data.proposal import propose_columns
-from dpevolve.data.schema import CategoricalColumn, Schema
+from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,9 @@ def schema_yaml(inferred: InferredSchema, source: str) -> str:
         if name in inferred.public_ranges:
             lo, hi = inferred.public_ranges[name]
             line += f"  # widened: public data spans [{plain_cell(lo)}, {plain_cell(hi)}]"
+            column = inferred.schema[name]
+            if isinstance(column, NumericColumn) and column.values:
+                line += "; its values are those seen: add any others the private data hold"
         elif name is not None and name in inferred.schema.identifier_names:
             line += "  # identifier: not modelled; fresh ids (drop: true leaves it out)"
         elif name is not None and name in inferred.schema:
