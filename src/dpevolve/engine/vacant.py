@@ -39,7 +39,9 @@ VACANT = "vacant:"
 
 def vacant_bins(discretiser: Discretiser, name: str) -> np.ndarray:
     """Per value bin of numeric column ``name``, whether no cell of its fine partition
-    lies in it (only on a grid: an interval partition fills every bin)."""
+    lies in it: on a grid, the bins between its values; in an interval partition,
+    which fills its bins, only a sliver an atom's own bin leaves beside it (an income
+    declared from -100,000 with an atom at 0: the bin just below 0)."""
     cells = discretiser.fine[name]
     held = np.bincount(cells.coarse[: cells.values], minlength=discretiser.bins)
     return np.asarray(held[: discretiser.bins] == 0)
@@ -51,9 +53,11 @@ def vacant_measurements(discretiser: Discretiser, n: int, sigma: float) -> list[
     ``sigma / SHARPNESS`` (``sigma``: the 1-ways' noise scale)."""
     out: list[Measurement] = []
     scale = float(sigma) / SHARPNESS
+    if not (np.isfinite(scale) and scale > 0):
+        return out  # no 1-way released: nothing to be sharper than
     for column in discretiser.numeric:
         vacant = vacant_bins(discretiser, column.name)
-        if not vacant.any() or not np.isfinite(scale) or scale <= 0:
+        if not vacant.any():
             continue
         cells = discretiser.bins + int(column.nullable)
         grouping = tuple(int(not vacant[b]) if b < discretiser.bins else 1 for b in range(cells))
