@@ -166,11 +166,7 @@ class NumericColumn:
             return numbers
         listed = np.asarray(self.values, dtype=np.float64)
         x = np.asarray(numbers, dtype=np.float64)
-        if listed.size == 1:
-            return np.where(np.isnan(x), np.nan, listed[0])
-        right = np.clip(np.searchsorted(listed, x), 1, listed.size - 1)  # sorted, once each
-        nearer = np.where(x - listed[right - 1] <= listed[right] - x, right - 1, right)
-        return np.where(np.isnan(x), np.nan, listed[nearer])
+        return np.where(np.isnan(x), np.nan, listed[nearest(listed, x)])
 
     @property
     def step(self) -> float | None:
@@ -248,6 +244,15 @@ class NumericColumn:
             # Rounding can step past a bound that is off the grid: clip to the grid's ends.
             numbers = np.clip(np.round(numbers, self.decimals), *self.grid_range)
         return _single(numbers, self.lo, self.hi) if self.float32 else numbers
+
+
+def nearest(points: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Per number of ``x``, the index of the nearest of ``points`` (sorted, once each;
+    the lower one at a tie)."""
+    if points.size == 1:
+        return np.zeros(np.shape(x), dtype=np.int64)
+    right = np.clip(np.searchsorted(points, x), 1, points.size - 1)
+    return np.where(x - points[right - 1] <= points[right] - x, right - 1, right)
 
 
 def _single(numbers: np.ndarray, lo: float, hi: float) -> np.ndarray:

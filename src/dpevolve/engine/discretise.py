@@ -34,6 +34,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from dpevolve.data.columns import nearest
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.engine.boundaries import (
@@ -269,12 +270,8 @@ class Discretiser:
         missing = np.isnan(raw)
         safe = np.where(missing, cells.lo[0], raw)
         atoms = cells.lo[: cells.atoms]
-        if cells.grid:
-            # values lie on the step grid: the nearest grid value is their own
-            pos = np.searchsorted(atoms, safe)
-            pos = np.clip(pos, 1, atoms.size - 1) if atoms.size > 1 else np.zeros_like(pos)
-            left = np.maximum(pos - 1, 0)
-            codes = np.where(np.abs(atoms[left] - safe) <= np.abs(atoms[pos] - safe), left, pos)
+        if cells.grid:  # values lie on the grid: the nearest grid value is their own
+            codes = nearest(atoms, safe)
         else:
             coarse = self._bin(name, safe)
             edges = cells.boundaries
