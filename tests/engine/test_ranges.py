@@ -14,8 +14,9 @@ from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.engine.cells import MARGIN, falling, shown_span, thinning
 from dpevolve.engine.counts import held_bins
 from dpevolve.engine.discretise import Discretiser
+from dpevolve.engine.reach import FALL, end_reach, shown_reach
 from dpevolve.engine.smoothing import DECODE_FLOOR, SUPPORT, adjacent_run, decode_weights
-from dpevolve.engine.tails import FALL, beyond_span, end_reach, shown_reach
+from dpevolve.engine.tails import beyond_span
 
 SCHEMA = Schema((NumericColumn("v", 0.0, 500.0), CategoricalColumn("y", ("no", "yes"))), label="y")
 

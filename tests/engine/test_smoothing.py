@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from dpevolve.data.encoding import encode
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.engine.discretise import Discretiser
+from dpevolve.engine.mass import KNOWN_THRESHOLD
 from dpevolve.engine.smoothing import (
     BANDWIDTHS,
     DECODE_FLOOR,
@@ -259,3 +260,41 @@ def test_any_column_decodes_after_its_release(
     # nearest value, outside it)
     held = present & np.isin(codes[:, 0], cells.coarse)
     assert np.array_equal(back[held], codes[held, 0])
+
+
+QUARTERS = NumericColumn("q", 0.0, 4.5, decimals=1, atoms=(0.0, 1.0, 2.0, 3.0, 4.0))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.floats(-300.0, 600.0), min_size=46, max_size=46),
+    st.floats(20.0, 120.0),
+)
+def test_a_known_value_weighs_at_least_its_count_from_the_known_threshold(
+    counts: list[float], sigma: float
+) -> None:
+    """On a grid of tenths with the whole quarters declared, a declared value whose
+    released count stands KNOWN_THRESHOLD scales out weighs at least that count,
+    whatever the smoothing did with its neighbours; a value not declared gets no such
+    floor (its weight is the smoothing's and the support's alone)."""
+    cells = Discretiser(Schema((QUARTERS,)), 20, 128).fine["q"]
+    assert cells.grid and cells.known_cells.sum() == 5
+    noisy = np.array(counts)
+    weights = decode_weights(noisy, sigma, cells)
+    standing = cells.known_cells & (noisy > KNOWN_THRESHOLD * sigma)
+    assert np.all(weights[standing] >= noisy[standing])
+    assert np.all(weights >= 0.0)
+
+
+def test_a_declared_value_standing_out_decodes_its_bin_where_it_is() -> None:
+    """crime1's quarters employed (1,090 rows, noise 85): 0 declared, released at 303,
+    its neighbours noise. Its first bin, [0, 0.25), had drawn its 275 rows at 0.2 (the
+    bin's cell nearest the cells that stood out), where no row lies; now at 0."""
+    edges = {"q": np.linspace(0, 4.5, 21)}
+    cells = Discretiser(Schema((QUARTERS,)), 20, 128, edges=edges).fine["q"]
+    noisy = np.zeros(cells.size)
+    noisy[:3] = [303.0, -70.0, -96.0]
+    noisy[40] = 351.0
+    weights = decode_weights(noisy, 84.9, cells)
+    first = np.flatnonzero(cells.coarse == 0)
+    assert weights[first].tolist() == [303.0, 0.0, 0.0]

@@ -23,6 +23,7 @@ from dpevolve.engine.smoothing import DECODE_FLOOR, SUPPORT
 from dpevolve.engine.tails import (
     EMPTY,
     HELD,
+    PUBLIC_END,
     Fold,
     beyond_span,
     counted_weights,
@@ -30,6 +31,8 @@ from dpevolve.engine.tails import (
     folded_ends,
     inward,
     noise,
+    public_ends,
+    released_inward,
     unanchored,
 )
 from dpevolve.measurements import HistogramQuery, MarginalQuery, Measurement
@@ -602,3 +605,92 @@ def test_a_bin_the_releases_show_data_in_is_never_folded(seed: int) -> None:
         assert fold.target[b] == b
     out = model.sample(554, np.random.default_rng(seed))["parity"].to_numpy(float)
     assert np.mean(out <= 6) >= 0.95
+
+
+# wagepan's years of experience (seed 0, 1,743 rows, whole numbers 0-22 in 20 bins): 4
+# and 9 have bins of their own, each leaving a vacant sliver beside it (bins 4, 6, 11
+# and 13); the data run on past 9 (102, 63, 34, ... rows at 10, 11, 12, ...).
+EXPER_MASS = [43.0, 36.0, 0.0, 187.0, 0.0, 221.0, 0.0, 175.0, 197.0, 220.0, 203.0, 0.0,
+              257.0, 0.0, 65.0, 125.0, 0.0, 0.0, 13.0, 0.0]  # fmt: skip
+EXPER_COUNT = [75.0, 68.0, -38.0, 218.0, -94.0, 253.0, 10.0, 180.0, 210.0, 222.0, 219.0,
+               -46.0, 275.0, 105.0, 81.0, 141.0, -7.0, -6.0, 28.0, -132.0]  # fmt: skip
+EXPER_SD = [52.0, 52.0, 52.0, 52.0, 102.0, 52.0, 65.0, 52.0, 40.0, 40.0, 35.0, 65.0, 52.0,
+            120.0, 53.0, 53.0, 53.0, 53.0, 53.0, 102.0]  # fmt: skip
+EXPER_VACANT = {4, 6, 11, 13}
+EXPER_HELD = (3, 5, 8, 9, 10, 12)
+
+
+def test_a_vacant_bin_beside_a_stretch_is_no_gap() -> None:
+    """Read as an island past a gap (the vacant sliver after 9 holds nothing), the
+    years past 9 folded whole onto 9: 461 rows drawn there, 198 in the data. A vacant
+    bin holds no value by construction, not by the data: the stretch's innermost bin
+    that can hold one (10 years, 65 model rows) starts it, no gap, and only the noise
+    past 12 years folds."""
+    mass, count, sd = (np.array(v) for v in (EXPER_MASS, EXPER_COUNT, EXPER_SD))
+    assert (inward(mass, count, sd, EXPER_HELD)[13:] == 12).all()
+    target = inward(mass, count, sd, EXPER_HELD, (), EXPER_VACANT)
+    assert target[:16].tolist() == [3, 3, 3, 3, *range(4, 16)]
+    assert (target[16:] == 15).all()
+
+
+def test_bins_past_the_span_fold_only_where_no_inner_part_stands_out() -> None:
+    """The fine histogram (noise 57) showed nothing past 9.3 years, but the releases
+    count 81 and 141 rows at 10 and 11 (together 222 +- 75): those bins stay. With
+    their counts noise, the stretch folds, into 9's own bin, not the vacant sliver
+    beside it."""
+    mass, count, sd = (np.array(v) for v in (EXPER_MASS, EXPER_COUNT, EXPER_SD))
+    edges = np.array([0, 0.5, 1.5, 2.5, 3.5, 4, 4, 4.5, 5.5, 6.5, 7.5, 8.5, 9, 9, 9.5, 10.5,
+                      11.5, 12.5, 13.5, 14.5, 22.0])  # fmt: skip
+    edges[[5, 6, 12, 13]] += np.array([-1e-8, 1e-8, -1e-8, 1e-8])
+    span = (2.5, 9.3)
+    shown = beyond_span(edges, span, mass, 167.0, EXPER_HELD, sd, count, EXPER_VACANT)
+    assert (shown[3:] == np.arange(3, 20)).all()
+    quiet = count.copy()
+    quiet[[14, 15]] = [20.0, 30.0]
+    folded = beyond_span(edges, span, mass, 167.0, EXPER_HELD, sd, quiet, EXPER_VACANT)
+    assert (folded[14:] == 12).all() and folded[13] == 13
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0.0, 500.0), min_size=20, max_size=20))
+def test_public_ends_are_the_end_bins_holding_a_share_of_the_public_rows(
+    per_bin: list[float],
+) -> None:
+    """Four fine cells per bin: an end bin is returned exactly when its cells hold at
+    least PUBLIC_END of the public rows."""
+    discretiser = Discretiser(Schema((NumericColumn("v", 0.0, 20.0),)), bins=5, fine_cells=20)
+    cells = discretiser.fine["v"]
+    counts = np.array(per_bin)[: cells.size]
+    per = np.bincount(cells.coarse[: cells.values], weights=counts[: cells.values], minlength=5)
+    total = counts[: cells.values].sum()
+    expected = tuple(b for b in (0, 4) if total > 0 and per[b] >= PUBLIC_END * total)
+    assert public_ends(cells, counts, 5) == expected
+
+
+class _Answers:
+    """A fitted model's 1-way answers, nothing more (what the folds read)."""
+
+    def __init__(self, mass: np.ndarray) -> None:
+        self.mass = mass
+
+    def answer(self, clique: tuple[str, ...]) -> np.ndarray:
+        return self.mass
+
+
+def test_an_end_bin_holding_a_share_of_the_public_rows_is_never_folded() -> None:
+    """black_politicians' lowest squire index (0.027: 4.6% of the public rows, 5.4% of
+    the private) alone in the first bin, released at 31 +- 62 beside a body of bins
+    standing out: as a thin tail the bin folded into the next and no row was drawn at
+    0.027; held by the public table's share, it decodes as itself."""
+    discretiser = Discretiser(Schema((NumericColumn("s", 0.0, 0.7),)), bins=10, fine_cells=40)
+    mass = np.array([63.0, 378, 251, 310, 554, 139, 80, 62, 56, 111])
+    count = np.array([31.0, 376, 273, 363, 571, 125, 86, 55, 47, 125])
+    sd = np.full(10, 62.0)
+    event = GaussianEvent(np.sqrt(2.0), 62.0, label="marginal")
+    oneway = Measurement(MarginalQuery(("s",)), count, 62.0, event)
+    weights = {"s": np.zeros(discretiser.fine["s"].size)}
+    args = (discretiser, _Answers(mass), [oneway], weights)
+    folded = released_inward(*args, counts={"s": (count, sd)})  # type: ignore[arg-type]
+    assert folded["s"].target[0] == 1
+    held = released_inward(*args, counts={"s": (count, sd)}, held_ends={"s": (0,)})  # type: ignore[arg-type]
+    assert held["s"].target[0] == 0

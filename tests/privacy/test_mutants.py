@@ -46,6 +46,8 @@ the last fit's smoothed 1-ways read from  the coupled tails run (D' fits another
 the exact fine counts                     model)
 vacant bins read from the exact fine      the coupled tails run (D' leaves the top
 counts (those no private row lies in)     bin empty: the model is told so)
+point bins' counts read from the exact    the coupled atom run (a whole number's own
+fine counts                               bin holds another count in D')
 decoding span from the private min/max    the coupled atom run (the end bins decode
                                           inward on one side only)
 zoom span from the private min/max        the coupled zoom run (D' zooms into another
@@ -79,6 +81,7 @@ from dpevolve.engine.atoms import ATOMS, release_atoms
 from dpevolve.engine.bins import released_edges, released_support
 from dpevolve.engine.density import density_measurements
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release
+from dpevolve.engine.points import point_measurements
 from dpevolve.engine.smoothing import decode_weights
 from dpevolve.engine.tails import released_inward
 from dpevolve.measurements import MarginalQuery
@@ -337,6 +340,16 @@ def exact_density(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(loop, "density_measurements", smoothed)
 
 
+def exact_points(mp: pytest.MonkeyPatch) -> None:
+    """The point bins' counts read from the exact fine counts."""
+    exact = _exact_of(mp)
+
+    def measured(discretiser, fine, n):
+        return point_measurements(discretiser, _leaked_fine(exact, fine), n)
+
+    mp.setattr(loop, "point_measurements", measured)
+
+
 def exact_vacant(mp: pytest.MonkeyPatch) -> None:
     """Vacant bins read from the exact fine counts: the bins no private row lies in."""
     seen: dict[str, np.ndarray] = {}
@@ -480,6 +493,7 @@ MUTANTS = {
     "label-pair-groups-at-exact-counts": exact_label_groups,
     "density-from-exact-counts": exact_density,
     "vacant-bins-from-exact-counts": exact_vacant,
+    "point-bins-from-exact-counts": exact_points,
 }
 SELECTION = {"selection-scale-half", "selection-scale-quarter", "selection-rho-eps2-16"}
 
@@ -512,6 +526,7 @@ CAUGHT_BY: dict[str, Callable[[], list[str]]] = {
     "decode-span-tails-only": test_tails_exact.CASE.violations,
     "density-from-exact-counts": test_tails_exact.CASE.violations,
     "vacant-bins-from-exact-counts": test_tails_exact.CASE.violations,
+    "point-bins-from-exact-counts": atoms_audit,
     "faint-from-exact-counts": test_faint_exact.CASE.violations,
     "parity-cut-at-private-quantiles": parity_audit,
     "parity-moves-from-exact-counts": moved_audit,

@@ -77,9 +77,11 @@ class FineCells:
 
     @property
     def known_cells(self) -> np.ndarray:
-        """Per cell, whether it is a single value that is no :attr:`candidates`: one
-        the data are known to hold."""
-        return (np.arange(self.size) < self.atoms) & ~self.candidates
+        """Per cell, whether it is a single value the data are known to hold (declared
+        in the schema or found by a release): among intervals, an atom that is no
+        :attr:`candidates`; on a grid, one of its values so known."""
+        known = np.array(sorted(self.known), dtype=np.float64)
+        return (np.arange(self.size) < self.atoms) & np.isin(self.lo, known)
 
     @property
     def boundaries(self) -> np.ndarray:
@@ -190,8 +192,8 @@ def thinning(
     whole: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The cells and weights of a bin at an end of the data whose rows thin out from
-    ``apex`` to ``foot`` (:func:`~dpevolve.engine.tails.end_reach`,
-    :func:`~dpevolve.engine.tails.shown_reach`): where its cells
+    ``apex`` to ``foot`` (:func:`~dpevolve.engine.reach.end_reach`,
+    :func:`~dpevolve.engine.reach.shown_reach`): where its cells
     show nothing, its cells between them under a falling density (in a column whose
     weights lie on its whole numbers, ``whole``: :func:`whole_atoms`, the whole numbers
     between them, each at the density there); else its weights, and past the furthest

@@ -314,8 +314,8 @@ class Discretiser:
         those of a stretch the releases show as noise
         (:func:`~dpevolve.engine.tails.released_inward`). An end bin (``ends``: by
         default a column's first and last) with a ``reach`` (per bin, ``(apex, foot)``:
-        :func:`~dpevolve.engine.tails.end_reach`,
-        :func:`~dpevolve.engine.tails.shown_reach`) decodes under a density thinning out
+        :func:`~dpevolve.engine.reach.end_reach`,
+        :func:`~dpevolve.engine.reach.shown_reach`) decodes under a density thinning out
         to the foot (:func:`~dpevolve.engine.cells.thinning`); a held moved end bin
         whose weights lie mostly past the ``support``, in one run, among them
         (:func:`~dpevolve.engine.cells.overrules_support`). Otherwise, where ``rows``

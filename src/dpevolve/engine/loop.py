@@ -48,6 +48,7 @@ from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.label_pairs import label_pairs
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release
 from dpevolve.engine.plan import Schedule, Spend
+from dpevolve.engine.points import point_measurements
 from dpevolve.engine.public import PublicInputs, warm_start
 from dpevolve.engine.refine import StageInputs, refine
 from dpevolve.engine.relations import relation_picks, relation_queries
@@ -280,7 +281,8 @@ def _final_fit(
     """The last, longer fit (warm start): more iterations and the tighter tolerance where
     the model takes them (the refits before it stop at ``round_tol``), with each numeric
     column's smoothed 1-way (``EngineSpec.density_smoothing``; post-processing:
-    :mod:`~dpevolve.engine.density`, its ``lambda`` per column in the ledger)."""
+    :mod:`~dpevolve.engine.density`, its ``lambda`` per column in the ledger) and its
+    point bins' fine counts (:mod:`~dpevolve.engine.points`; post-processing)."""
     smoothed: list[Measurement] = []
     if run.spec.density_smoothing:
         smoothed, about["density"] = density_measurements(
@@ -291,7 +293,8 @@ def _final_fit(
         model.iterations = run.spec.final_iters
     if hasattr(model, "tol"):
         model.tol = run.spec.final_tol
-    return model.fit([*run.fitted(), *smoothed])
+    points = point_measurements(run.discretiser, fine, int(run.source.n))
+    return model.fit([*run.fitted(), *smoothed, *points])
 
 
 def _release_atoms(

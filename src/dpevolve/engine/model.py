@@ -19,7 +19,7 @@ from dpevolve.engine.counts import held_bins, released_counts
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.refine import SAMPLE_ROWS, Refinement, block_sizes
 from dpevolve.engine.smoothing import decode_weights
-from dpevolve.engine.tails import Fold, counted_weights, released_inward
+from dpevolve.engine.tails import Fold, counted_weights, public_ends, released_inward
 from dpevolve.engine.within import CellValues, public_shape
 from dpevolve.measurements import Estimator, Measurement
 
@@ -148,8 +148,11 @@ def released_model(
             weights[name] = public_shape(weights[name], given[name], cells, float(m.sigma), mass)
             if not held_bins(*counts[name]):
                 hidden[name] = np.asarray(given[name], dtype=np.float64)
+    ends = {
+        name: public_ends(discretiser.fine[name], c, discretiser.bins) for name, c in given.items()
+    }
     inward = released_inward(
-        discretiser, model, marginals, weights, fine, public.bins, counts, rows
+        discretiser, model, marginals, weights, fine, public.bins, counts, rows, ends
     )
     return EngineModel(
         discretiser, weights, model, rows, refinement, inward, public.within, hidden or None

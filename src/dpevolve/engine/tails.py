@@ -36,9 +36,9 @@ The other way round, a bin whose combined count stands
 bin not folded decodes within its own cells; one at either end of the data whose cells
 show nothing, its count :data:`~dpevolve.engine.smoothing.DECODE_FLOOR` scales out,
 under a density falling from that of the bins next to it to zero, holding its count
-(:func:`end_reach`). At either end of the data, rows a bin's count holds past the run of
-cells its weights show thin out past that run (:func:`shown_reach`). See docs/engine.md,
-decoding.
+(:func:`~dpevolve.engine.reach.end_reach`). At either end of the data, rows a bin's
+count holds past the run of cells its weights show thin out past that run
+(:func:`~dpevolve.engine.reach.shown_reach`). See docs/engine.md, decoding.
 """
 
 from __future__ import annotations
@@ -48,23 +48,25 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpevolve.engine.cells import FineCells, outer_density, shown_span
+from dpevolve.engine.cells import FineCells, shown_span
 from dpevolve.engine.counts import held_bins, released_counts, shows_data
 from dpevolve.engine.discretise import Discretiser, atom_tolerance
 from dpevolve.engine.mass import KNOWN_THRESHOLD
+from dpevolve.engine.reach import end_reach, shown_reach
 from dpevolve.engine.smoothing import DECODE_FLOOR, SUPPORT
 from dpevolve.engine.vacant import vacant_bins
 from dpevolve.measurements import Estimator, Measurement
 
-#: An end bin's density falls linearly from that of the bins next to it to zero:
-#: its rows reach this many times as far as they would at an even density
-#: (:func:`end_reach`). Not a free choice: a triangle of that height holding the same
-#: rows has twice the even spread's base.
-FALL = 2.0
-
 #: A bin the model gives less than this many rows holds nothing (its fitted answer is
 #: rarely exactly zero).
 HELD = 0.5
+
+#: An end bin holding at least this share of a public table's rows is no thin tail: it
+#: holds data as the bins inside it do (:func:`released_inward`). black_politicians'
+#: lowest state legislature index, 0.027 (4.6% of the public rows, 5.4% of the
+#: private), sat alone in the first bin, released at 31 +- 62, and was folded away on
+#: two of three seeds.
+PUBLIC_END = 0.03
 
 #: Noise scales at or below which a stretch's released count shows it empty: the bar
 #: every part of a stretch must meet to fold into a bin the releases show no data in
@@ -91,6 +93,7 @@ def inward(
     sd: np.ndarray,
     kept: Collection[int] = (),
     absent: Collection[int] = (),
+    vacant: Collection[int] = (),
 ) -> np.ndarray:
     """The bin each value bin decodes as (itself unless inward; module docstring).
 
@@ -117,6 +120,12 @@ def inward(
     absent
         Bins a public table shows no data in: a stretch of them is tested as one past
         a gap (docs/engine.md, end bins decoded inward).
+    vacant
+        Bins holding no value the column can take (:mod:`~dpevolve.engine.vacant`):
+        no gap in the data, so a stretch begins with a gap where its innermost bin
+        that is not vacant holds nothing (wagepan's years of experience past 9, 241
+        rows beside the empty sliver 9's own bin leaves, had folded onto 9 as an
+        island past a gap).
     """
     mass = np.asarray(mass, dtype=np.float64)
     count = np.asarray(count, dtype=np.float64)
@@ -135,7 +144,9 @@ def inward(
             outer, rest = order[:k], order[k:]
             if not held[rest].any() or np.isin(outer, list(kept)).any():
                 continue
-            gap = not held[order[k - 1]] or bool(np.isin(outer, list(absent)).all())
+            # the stretch's innermost bin that can hold a value: empty, it is a gap
+            first = next((b for b in outer[::-1] if b not in vacant), order[k - 1])
+            gap = not held[first] or bool(np.isin(outer, list(absent)).all())
             inner = outer[::-1]  # from the bins further in, outwards
             into = int(rest[int(np.flatnonzero(held[rest])[0])])
             if hidden and float(mass[outer] @ depth[:k]) > DECODE_FLOOR * sd[into]:
@@ -169,81 +180,6 @@ def noise(
         return False
     bar = EMPTY if empty else SUPPORT if gap else DECODE_FLOOR
     return bool(np.all(shown <= bar * scale))
-
-
-def end_reach(
-    edges: np.ndarray,
-    count: np.ndarray,
-    sd: np.ndarray,
-    end: int,
-    top: bool,
-    atom_width: float = 0.0,
-) -> tuple[float, float] | None:
-    """Where an end bin's rows lie, ``(apex, foot)``: from its inner edge (the apex)
-    outwards under a density falling linearly from that of the bins next to it further
-    in (rows per unit of value, pooled from the end bin inwards until their count stands
-    :data:`~dpevolve.engine.smoothing.SUPPORT` noise scales above zero) to zero at the
-    foot, holding the bin's count (``count``, ``sd``: every release combined,
-    :func:`~dpevolve.engine.counts.released_counts`): :data:`FALL` times as far as that
-    density held even would reach. A tail thins out past the data's body, so the even
-    spread is the shortest its rows can reach; the fine histogram, whose cells each hold
-    a few of them under the noise, cannot say more (alcohol's beer taxes: 19% of the
-    rows in the last bin, [0.56, 2.8], had been drawn within 0.03 of its inner edge).
-    ``top``: the column's upper end (else its lower); an atom's own bin (no wider than
-    ``atom_width``) shows no density. ``None`` where the end bin's count stands at most
-    :data:`~dpevolve.engine.smoothing.DECODE_FLOOR` noise scales out (the bar of
-    :func:`noise`; black_politicians' last bin of squire indices, 17% of the rows, 3.1
-    scales out, had been drawn at its inner edge) or the pooled bins never stand out."""
-    count = np.asarray(count, dtype=np.float64)
-    sd = np.asarray(sd, dtype=np.float64)
-    if not (np.isfinite(sd[end]) and count[end] > DECODE_FLOOR * sd[end]):
-        return None
-    width = np.diff(edges)
-    inner = range(end - 1, -1, -1) if top else range(end + 1, count.size)
-    rows = spread = variance = 0.0
-    for b in inner:
-        if width[b] <= atom_width or not np.isfinite(sd[b]):
-            continue
-        rows, spread, variance = rows + count[b], spread + width[b], variance + sd[b] ** 2
-        if rows > SUPPORT * np.sqrt(variance):
-            extent = FALL * float(count[end]) * spread / rows
-            edge = float(edges[end] if top else edges[end + 1])
-            return edge, edge + extent if top else edge - extent
-    return None
-
-
-def shown_reach(
-    cells: FineCells,
-    weights: np.ndarray,
-    count: np.ndarray,
-    sd: np.ndarray,
-    end: int,
-    top: bool,
-) -> tuple[float, float] | None:
-    """Where the rest of an end bin's rows lie past the cells the decoding ``weights``
-    show, when those are one run from the bin's inner edge outwards: the bin's count as
-    the releases show it (``count``, ``sd``:
-    :func:`~dpevolve.engine.counts.released_counts`) less what its cells weigh, where
-    that stands :data:`~dpevolve.engine.smoothing.DECODE_FLOOR` noise scales out,
-    thinning out from the run's outer cell's density
-    (:func:`~dpevolve.engine.cells.outer_density`) to zero. The fine cells past the run
-    each hold a few rows under the noise and are floored; the bin's count, across the
-    releases, still holds them (twoyear's test scores: 10% of the rows below -1.12,
-    spread to -3.3, had been drawn at -1.12 and above). ``None`` otherwise: where the
-    weighted cells leave a gap, the rows they miss may lie in it (injury's ages past
-    34.5: the densest values, 35-39, floored)."""
-    inside = np.flatnonzero(cells.coarse[: cells.values] == end)
-    points = inside if cells.grid else inside[inside >= cells.atoms]  # an atom is no point
-    shown = np.asarray(weights)[points[np.argsort(cells.lo[points])]] > 0
-    outward = shown if top else shown[::-1]
-    run = int(np.argmin(outward)) if not outward.all() else outward.size
-    edge = outer_density(cells, weights, inside, top)
-    rest = float(count[end]) - float(np.asarray(weights)[inside].sum())
-    if edge is None or outward[run:].any() or not rest > DECODE_FLOOR * sd[end]:
-        return None
-    apex, density = edge
-    extent = FALL * rest / density
-    return apex, apex + extent if top else apex - extent
 
 
 def faint(present: float, sd: float) -> bool:
@@ -295,6 +231,7 @@ def beyond_span(
     held: Collection[int] = (),
     sd: np.ndarray | None = None,
     count: np.ndarray | None = None,
+    vacant: Collection[int] = (),
 ) -> np.ndarray:
     """The bin each value bin decodes as: on each side, the bins wholly beyond ``span``
     and past every bin the releases show data in (``held``:
@@ -309,7 +246,12 @@ def beyond_span(
     years of schooling (6% of the rows, 3.9 scales of its count across the
     releases, 1.6 of the 1-way's) had never been drawn at all. With ``count`` (the
     bins' counts across the releases), a fold :func:`unanchored` needs the stretch's
-    count at most :data:`EMPTY` of its scales above zero."""
+    count at most :data:`EMPTY` of its scales above zero, and no part of the stretch next
+    to the bins further in may stand :data:`~dpevolve.engine.smoothing.DECODE_FLOOR`
+    of its scales out (wagepan's years of experience 10 and 11, 165 rows past the
+    span a fine histogram at noise 57 showed, released at 222 +- 75, had folded onto
+    9). The stretch folds into the nearest bin that is not ``vacant`` (one holding no
+    value the column takes: :mod:`~dpevolve.engine.vacant`)."""
     mass = np.asarray(mass, dtype=np.float64)
     target = np.arange(mass.size)
     kept = sorted(int(b) for b in held)
@@ -325,16 +267,24 @@ def beyond_span(
         if sd is None:
             return moved <= DECODE_FLOOR * sigma
         own = float(np.sqrt(np.sum(sd[stretch] ** 2)))
-        if count is not None and unanchored(moved, into, sd, kept):
-            if float(count[stretch].sum()) > EMPTY * own:
+        if count is not None:
+            inner = stretch if stretch[0] > into else stretch[::-1]  # from the inside out
+            parts = np.sqrt(np.cumsum(sd[inner] ** 2))
+            if np.any(np.cumsum(count[inner]) > DECODE_FLOOR * parts):
+                return False
+            if unanchored(moved, into, sd, kept) and float(count[stretch].sum()) > EMPTY * own:
                 return False
         return moved <= DECODE_FLOOR * min(sigma, own)
 
-    # bins below are a prefix, above a suffix: the next bin in is not beyond
+    # bins below are a prefix, above a suffix: the next bin in is not beyond, nor vacant
     into = below.size
+    while into in vacant and into < mass.size - 1:
+        into += 1
     if empty(below, into):
         target[below] = into
     into = mass.size - above.size - 1
+    while into in vacant and into > 0:
+        into -= 1
     if empty(above, into):
         target[above] = into
     return target
@@ -349,7 +299,7 @@ class Fold:
     (:func:`~dpevolve.engine.counts.held_bins`), which decode within their own cells
     whatever the fine histogram shows of them; ``reach``, per bin at either end of the
     data (an end bin, or the bin an end folds into) whose rows thin out, ``(bin, apex,
-    foot)`` (:func:`end_reach`, :func:`shown_reach`;
+    foot)`` (:func:`~dpevolve.engine.reach.end_reach`, :func:`~dpevolve.engine.reach.shown_reach`;
     :func:`~dpevolve.engine.cells.thinning`). A model file written before the rows
     thinned out holds ``(bin, low, high)``, an even span: read as a density falling
     from ``low`` to ``high``."""
@@ -397,6 +347,17 @@ def folded_ends(
     return tuple(ends), tuple(thin)
 
 
+def public_ends(cells: FineCells, counts: np.ndarray, bins: int) -> tuple[int, ...]:
+    """The end bins (of ``bins``) holding at least :data:`PUBLIC_END` of a public
+    table's rows holding a value (``counts`` over the fine ``cells``; public facts)."""
+    values = np.asarray(counts, dtype=np.float64)[: cells.values]
+    total = float(values.sum())
+    if total <= 0:
+        return ()
+    per_bin = np.bincount(cells.coarse[: cells.values], weights=values, minlength=bins)
+    return tuple(b for b in (0, bins - 1) if per_bin[b] >= PUBLIC_END * total)
+
+
 def released_inward(
     discretiser: Discretiser,
     model: Estimator,
@@ -406,6 +367,7 @@ def released_inward(
     public: Mapping[str, Collection[int]] | None = None,
     counts: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
     rows: int | None = None,
+    held_ends: Mapping[str, Collection[int]] | None = None,
 ) -> dict[str, Fold]:
     """Per numeric column with a released 1-way marginal and fine histogram, the bin
     each of its cells decodes as (:func:`inward`, :func:`beyond_span`) and its end bins
@@ -415,6 +377,8 @@ def released_inward(
     end bins, hold data as the releases' held bins do
     (:func:`~dpevolve.engine.counts.held_bins`) and are never folded; ``counts``: per
     column, :func:`~dpevolve.engine.counts.released_counts` where the caller has them;
+    ``held_ends``: per column, the end bins holding at least :data:`PUBLIC_END` of a public
+    table's rows (:func:`public_ends`), held as its inner bins are;
     ``rows``: the private row count (public), with which a nullable column whose values
     the releases show nowhere and whose present rows are :func:`faint` decodes
     every cell as missing."""
@@ -431,14 +395,16 @@ def released_inward(
         cells = discretiser.fine[name]
         w = np.asarray(weights[name])
         mass = np.array(model.answer((name,)), dtype=np.float64)
-        mass[:bins][vacant_bins(discretiser, name)] = 0.0  # no value there: its mass is noise
+        vacant = vacant_bins(discretiser, name)
+        mass[:bins][vacant] = 0.0  # no value there: its mass is noise
         if counts is not None and name in counts:
             count, sd = counts[name]
         else:
             count, sd = released_counts(discretiser, name, measurements, (fine or {}).get(name))
-        # a public table's tails reach past the private data as often as not: its end
-        # bins keep the end bins' own rules
+        # a public table's thin tails reach past the private data as often as not: its
+        # end bins keep the end bins' own rules unless they hold a share of its rows
         shown = set((public or {}).get(name, ())) - {0, bins - 1}
+        shown |= set((held_ends or {}).get(name, ()))
         if rows is not None and column.nullable and not shown and not shows_data(count, sd):
             both = released_counts(discretiser, name, measurements, (fine or {}).get(name), True)
             if faint(rows - float(both[0][-1]), float(both[1][-1])):
@@ -448,10 +414,12 @@ def released_inward(
         known = known_atom_bins(cells, count, sd)
         held = tuple(sorted(set(held_bins(count, sd)) | shown | known))
         absent = set(range(bins)) - set(public[name]) if public and name in public else ()
-        target = inward(mass[:bins], count, sd, held, absent)
+        gaps = {int(b) for b in np.flatnonzero(vacant)}
+        target = inward(mass[:bins], count, sd, held, absent, gaps)
         span = shown_span(cells, w)
         if span is not None:
-            target = beyond_span(edges, span, mass[:bins], sigma[name], held, sd, count)[target]
+            far = beyond_span(edges, span, mass[:bins], sigma[name], held, sd, count, gaps)
+            target = far[target]
         ends, thin = folded_ends(target, mass[:bins], sd)
         whole = np.append(target, np.arange(bins, mass.size))
         # each side's outermost bin as decoded (an end folded into a bin holding data
@@ -474,16 +442,15 @@ def released_inward(
 __all__ = [
     "EMPTY",
     "HELD",
+    "PUBLIC_END",
     "Fold",
     "beyond_span",
     "counted_weights",
-    "end_reach",
     "faint",
     "folded_ends",
     "inward",
     "known_atom_bins",
     "noise",
     "released_inward",
-    "shown_reach",
     "unanchored",
 ]
