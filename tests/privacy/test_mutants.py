@@ -285,8 +285,9 @@ def _span_inward(mp: pytest.MonkeyPatch, seen: dict[int, PrivateSource]) -> None
     between them stand in for the released decoding weights."""
 
     def inward(
-        discretiser, fitted, measurements, weights, fine=None, public=None, counts=None, rows=None
-    ):
+        discretiser, fitted, measurements, weights, fine=None, public=None, counts=None,
+        rows=None, held_ends=None,
+    ):  # fmt: skip
         source = seen[id(discretiser)]
         numeric = {c.name: (k, c) for k, c in enumerate(Layout.of(discretiser.schema).numeric)}
         bounded = {}
@@ -296,7 +297,7 @@ def _span_inward(mp: pytest.MonkeyPatch, seen: dict[int, PrivateSource]) -> None
             inside = (cells.hi >= values.min()) & (cells.lo <= values.max())
             bounded[name] = np.where(inside, 1.0, 0.0)[: np.asarray(w).size]
         return released_inward(
-            discretiser, fitted, measurements, bounded, fine, public, counts, rows
+            discretiser, fitted, measurements, bounded, fine, public, counts, rows, held_ends
         )
 
     mp.setattr(model, "released_inward", inward)
