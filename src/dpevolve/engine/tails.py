@@ -414,11 +414,11 @@ def released_inward(
         known = known_atom_bins(cells, count, sd)
         held = tuple(sorted(set(held_bins(count, sd)) | shown | known))
         absent = set(range(bins)) - set(public[name]) if public and name in public else ()
-        gaps = {int(b) for b in np.flatnonzero(vacant)}
-        target = inward(mass[:bins], count, sd, held, absent, gaps)
+        no_value = {int(b) for b in np.flatnonzero(vacant)}
+        target = inward(mass[:bins], count, sd, held, absent, no_value)
         span = shown_span(cells, w)
         if span is not None:
-            far = beyond_span(edges, span, mass[:bins], sigma[name], held, sd, count, gaps)
+            far = beyond_span(edges, span, mass[:bins], sigma[name], held, sd, count, no_value)
             target = far[target]
         ends, thin = folded_ends(target, mass[:bins], sd)
         whole = np.append(target, np.arange(bins, mass.size))
