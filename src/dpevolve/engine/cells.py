@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpevolve.data.atoms import ATOM_SHARE
+
 #: A released fine histogram describes where a column's values lie (its cells above the
 #: noise hold at least this share of the ``n`` rows): bins may be placed from it
 #: (:mod:`~dpevolve.engine.bins`), and nothing is decoded beyond its cells.
@@ -102,19 +104,34 @@ def cell_weights(cells: FineCells, hist: np.ndarray | None) -> np.ndarray:
     return np.nan_to_num(width, nan=1.0)
 
 
-def even_weights(cells: FineCells, inside: np.ndarray) -> np.ndarray:
+def even_weights(cells: FineCells, inside: np.ndarray, share: float | None = None) -> np.ndarray:
     """Weights of the cells ``inside`` at an even density, for a bin whose cells say
     nothing: an interval's width, a value the data hold an interval's mean width, a
     candidate value nothing (all equal where every cell is a single value).
     black_politicians' last bin of median incomes, [4, 16], weighed nothing and decoded
     next to the data, among its interval [4, 4.2) and the whole number 4: equal weights
-    had put 5.7% of all rows at exactly 4.0, where the data hold none."""
+    had put 5.7% of all rows at exactly 4.0, where the data hold none.
+
+    With ``share``, the bin's share of the column's rows, each value the data are known
+    to hold takes at least :data:`~dpevolve.data.atoms.ATOM_SHARE` of the column's rows
+    (what a value ``schema infer`` declares holds), up to the whole bin: a bracketed
+    income's midpoints (bwght's family incomes, 6-13% of 555 rows each) had been drawn
+    evenly with the other cells of their bins, at 0-2% each."""
     width = cell_weights(cells, None)[inside]
     intervals = width > 0
-    if not intervals.any():
-        return np.ones(inside.size)
     held = cells.known_cells[inside]
-    return np.where(held, float(width[intervals].mean()), width)
+    out = np.ones(inside.size)
+    if intervals.any():
+        out = np.where(held, float(width[intervals].mean()), width)
+    if share is None or share <= 0 or not held.any() or held.all():
+        return out
+    least = min(1.0, held.sum() * ATOM_SHARE / share)  # the known values' part of the bin
+    if least >= 1.0:
+        return held.astype(np.float64)
+    part = out[held].sum() / out.sum()
+    if part < least:
+        out[held] *= least / (1.0 - least) * out[~held].sum() / out[held].sum()
+    return out
 
 
 def shown_span(cells: FineCells, weights: np.ndarray) -> tuple[float, float] | None:

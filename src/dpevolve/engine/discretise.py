@@ -78,14 +78,17 @@ def _round_to(values: np.ndarray, step: float | None) -> np.ndarray:
 class BinRoles(NamedTuple):
     """What the releases say of one numeric column's bins, for decoding
     (:meth:`Discretiser.decode`; :class:`~dpevolve.engine.tails.Fold`): its end bins,
-    the thin ones among them, the bins they show data in, and for a bin at an end of
+    the thin ones among them, the bins they show data in, for a bin at an end of
     the data whose rows thin out, ``(apex, foot)``: where their density falls from its
-    height to zero (:func:`~dpevolve.engine.cells.thinning`)."""
+    height to zero (:func:`~dpevolve.engine.cells.thinning`), and the cells of the
+    values the data are known to hold that the fine histogram shows
+    (:func:`~dpevolve.engine.tails.shown_values`)."""
 
     ends: tuple[int, ...]
     thin: tuple[int, ...]
     held: tuple[int, ...]
     reach: dict[int, tuple[float, float]]
+    values: tuple[int, ...] = ()
 
 
 class Discretiser:
@@ -301,6 +304,7 @@ class Discretiser:
         held: Mapping[str, tuple[int, ...]] | None = None,
         reach: Mapping[str, Mapping[int, tuple[float, float]]] | None = None,
         within: Mapping[str, CellValues] | None = None,
+        values: Mapping[str, tuple[int, ...]] | None = None,
     ) -> pd.DataFrame:
         """Coarse codes ``(rows, d)`` back to a table in schema order, declared types.
 
@@ -309,9 +313,11 @@ class Discretiser:
         then within the cell (an atom is its value; an interval is drawn uniformly and
         rounded to the column's integrality or ``decimals``). Without a histogram every
         fine cell of the bin is equally likely, weighted by its width. A bin whose cells
-        all weigh nothing decodes evenly among its own cells (among the whole numbers
-        where the weights lie on them): the model gives it rows, and the folds moved
-        those of a stretch the releases show as noise
+        all weigh nothing decodes at the values the data are known to hold, where the
+        histogram shows one of them (``values``, per column their cells:
+        :func:`~dpevolve.engine.tails.shown_values`), else evenly among its own cells
+        (among the whole numbers where the weights lie on them): the model gives it
+        rows, and the folds moved those of a stretch the releases show as noise
         (:func:`~dpevolve.engine.tails.released_inward`). An end bin (``ends``: by
         default a column's first and last) with a ``reach`` (per bin, ``(apex, foot)``:
         :func:`~dpevolve.engine.reach.end_reach`,
@@ -344,10 +350,11 @@ class Discretiser:
                     (thin or {}).get(column.name, ()),
                     (held or {}).get(column.name, ()),
                     dict((reach or {}).get(column.name, {})),
+                    (values or {}).get(column.name, ()),
                 )
                 shape = (within or {}).get(column.name)
-                values = self._values(column, c, rng, hist, rows, roles, shape)
-                columns[column.name] = column.format(values)
+                drawn = self._values(column, c, rng, hist, rows, roles, shape)
+                columns[column.name] = column.format(drawn)
             else:
                 columns[column.name] = _categorical(column, c)
         return pd.DataFrame(columns)
@@ -374,14 +381,15 @@ class Discretiser:
         span = valued is not None and hist is not None and weighed >= COVER * valued
         shown = shown_span(cells, weights)
         if total is None:  # without the row count, no end bins
-            roles = BinRoles((), roles.thin, roles.held, {})
+            roles = BinRoles((), roles.thin, roles.held, {}, roles.values)
         out = np.full(bins.size, np.nan)
+        valued_rows = max(1, int(np.sum(bins != self.bins)) if column.nullable else bins.size)
         for b in np.unique(bins):
             rows = np.flatnonzero(bins == b)
             if b == self.bins and column.nullable:
                 continue  # the missing cell decodes to a missing value
             inside, p = self._bin_cells(column, int(b), weights, whole, shown, span, roles)
-            p = p if p.sum() > 0 else even_weights(cells, inside)
+            p = p if p.sum() > 0 else even_weights(cells, inside, rows.size / valued_rows)
             p = p / p.sum()
             picked = inside[rng.choice(inside.size, size=rows.size, p=p)]
             lo, hi = cells.lo[picked], cells.hi[picked]
@@ -424,6 +432,9 @@ class Discretiser:
                 inside = within
         if weights[inside].sum() > 0:
             return inside, weights[inside]
+        if np.isin(inside, roles.values).any():  # a large share shown: the known values'
+            known = inside[cells.known_cells[inside]]
+            return known, np.ones(known.size)
         if whole is not None and np.isin(inside, whole).any():
             inside = inside[np.isin(inside, whole)]  # the data's whole numbers
         # a bin between the ends holds the rows the model gives it: the folds

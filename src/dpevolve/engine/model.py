@@ -97,8 +97,9 @@ class EngineModel:
         thin = {name: fold.thin for name, fold in folds}
         held = {name: fold.held for name, fold in folds}
         reach = {name: {b: (lo, hi) for b, lo, hi in fold.reach} for name, fold in folds}
+        values = {name: fold.values for name, fold in folds}
         frame = self.discretiser.decode(
-            codes, rng, dict(self.fine), self.rows, ends, thin, held, reach, self.within
+            codes, rng, dict(self.fine), self.rows, ends, thin, held, reach, self.within, values
         )
         for name, counts in (self.hidden or {}).items():
             column = next(c for c in self.discretiser.numeric if c.name == name)
