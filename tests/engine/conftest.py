@@ -63,6 +63,16 @@ class JointModel:
         return np.stack(np.unravel_index(flat, self.domain.sizes), axis=1).astype(np.int64)
 
 
+class OneWayAnswers:
+    """A fitted model's 1-way answers, nothing more (what the folds read)."""
+
+    def __init__(self, mass: np.ndarray) -> None:
+        self.mass = mass
+
+    def answer(self, clique: tuple[str, ...]) -> np.ndarray:
+        return self.mass
+
+
 def joint_factory(domain: Domain, total: int, spec: object) -> JointModel:
     return JointModel(domain, total, iterations=60)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.engine.conftest import OneWayAnswers
 
 from dpevolve.data.atoms import ATOM_SHARE
 from dpevolve.data.schema import NumericColumn, Schema
@@ -103,16 +104,6 @@ def test_only_the_shown_values_of_a_bin_are_drawn_and_each_of_them(
         assert np.all((values >= lo) & (values <= hi))
 
 
-class _Answers:
-    """A fitted model's 1-way answers, nothing more (what the folds read)."""
-
-    def __init__(self, mass: np.ndarray) -> None:
-        self.mass = mass
-
-    def answer(self, clique: tuple[str, ...]) -> np.ndarray:
-        return self.mass
-
-
 def test_the_folds_carry_the_shown_values_to_the_draw() -> None:
     """mathpnl's ``psa`` as released (seed 0): every row in the first bin (the model's
     1-way: 1,536 rows there), 0's fine count 2.3 noise scales up, every other cell
@@ -128,7 +119,7 @@ def test_the_folds_carry_the_shown_values_to_the_draw() -> None:
     noisy[zero] = 2.3 * SIGMA
     fine = Measurement(HistogramQuery("psa", cells.size), noisy, SIGMA, event)
     weights = {"psa": np.zeros(cells.size)}
-    fold = released_inward(disc, _Answers(mass), [oneway], weights, {"psa": fine})["psa"]  # type: ignore[arg-type]
+    fold = released_inward(disc, OneWayAnswers(mass), [oneway], weights, {"psa": fine})["psa"]  # type: ignore[arg-type]
     assert fold.values == (zero,)
     out = disc.decode(
         np.zeros((300, 1), dtype=np.int64), np.random.default_rng(0), weights, 1536,

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from tests.engine.conftest import ks_distance, seeded_fit
+from tests.engine.conftest import OneWayAnswers, ks_distance, seeded_fit
 
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
@@ -667,16 +667,6 @@ def test_public_ends_are_the_end_bins_holding_a_share_of_the_public_rows(
     assert public_ends(cells, counts, 5) == expected
 
 
-class _Answers:
-    """A fitted model's 1-way answers, nothing more (what the folds read)."""
-
-    def __init__(self, mass: np.ndarray) -> None:
-        self.mass = mass
-
-    def answer(self, clique: tuple[str, ...]) -> np.ndarray:
-        return self.mass
-
-
 def test_an_end_bin_holding_a_share_of_the_public_rows_is_never_folded() -> None:
     """black_politicians' lowest squire index (0.027: 4.6% of the public rows, 5.4% of
     the private) alone in the first bin, released at 31 +- 62 beside a body of bins
@@ -689,7 +679,7 @@ def test_an_end_bin_holding_a_share_of_the_public_rows_is_never_folded() -> None
     event = GaussianEvent(np.sqrt(2.0), 62.0, label="marginal")
     oneway = Measurement(MarginalQuery(("s",)), count, 62.0, event)
     weights = {"s": np.zeros(discretiser.fine["s"].size)}
-    args = (discretiser, _Answers(mass), [oneway], weights)
+    args = (discretiser, OneWayAnswers(mass), [oneway], weights)
     folded = released_inward(*args, counts={"s": (count, sd)})  # type: ignore[arg-type]
     assert folded["s"].target[0] == 1
     held = released_inward(*args, counts={"s": (count, sd)}, held_ends={"s": (0,)})  # type: ignore[arg-type]
