@@ -303,14 +303,15 @@ def test_an_end_folds_into_an_end_bin_only_where_that_bin_holds_noise(
 
 
 def test_a_fold_saved_before_held_bins_loads_and_decodes_as_before() -> None:
-    """A model file of the same format written before ``held`` and ``reach``: the
-    unpickled fold has neither in its state and reads the defaults (nothing held)."""
+    """A model file of the same format written before ``held``, ``reach`` and
+    ``values``: the unpickled fold has none in its state and reads the defaults
+    (nothing held, no value shown)."""
     fold = Fold(np.arange(4), (0, 3), ())
-    state = {k: v for k, v in fold.__dict__.items() if k not in ("held", "reach")}
+    state = {k: v for k, v in fold.__dict__.items() if k not in ("held", "reach", "values")}
     old = Fold.__new__(Fold)
     old.__dict__.update(state)
     loaded = pickle.loads(pickle.dumps(old))
-    assert loaded.held == () and loaded.reach == ()
+    assert loaded.held == () and loaded.reach == () and loaded.values == ()
     assert loaded.ends == (0, 3) and np.array_equal(loaded.target, np.arange(4))
 
 
