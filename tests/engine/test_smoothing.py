@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 from dpevolve.data.encoding import encode
 from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.engine.discretise import Discretiser
-from dpevolve.engine.mass import KNOWN_THRESHOLD
 from dpevolve.engine.smoothing import (
     BANDWIDTHS,
     DECODE_FLOOR,
@@ -270,18 +269,18 @@ QUARTERS = NumericColumn("q", 0.0, 4.5, decimals=1, atoms=(0.0, 1.0, 2.0, 3.0, 4
     st.lists(st.floats(-300.0, 600.0), min_size=46, max_size=46),
     st.floats(20.0, 120.0),
 )
-def test_a_known_value_weighs_at_least_its_count_from_the_known_threshold(
+def test_a_known_value_weighs_at_least_its_count_from_the_decode_floor(
     counts: list[float], sigma: float
 ) -> None:
     """On a grid of tenths with the whole quarters declared, a declared value whose
-    released count stands KNOWN_THRESHOLD scales out weighs at least that count,
+    released count stands DECODE_FLOOR scales out weighs at least that count,
     whatever the smoothing did with its neighbours; a value not declared gets no such
     floor (its weight is the smoothing's and the support's alone)."""
     cells = Discretiser(Schema((QUARTERS,)), 20, 128).fine["q"]
     assert cells.grid and cells.known_cells.sum() == 5
     noisy = np.array(counts)
     weights = decode_weights(noisy, sigma, cells)
-    standing = cells.known_cells & (noisy > KNOWN_THRESHOLD * sigma)
+    standing = cells.known_cells & (noisy > DECODE_FLOOR * sigma)
     assert np.all(weights[standing] >= noisy[standing])
     assert np.all(weights >= 0.0)
 
