@@ -55,6 +55,7 @@ from dpevolve.engine.cells import (
     cell_weights,
     cells_within,
     even_weights,
+    known_floor,
     nearest_cells,
     nearest_weighted,
     overrules_support,
@@ -389,7 +390,8 @@ class Discretiser:
             if b == self.bins and column.nullable:
                 continue  # the missing cell decodes to a missing value
             inside, p = self._bin_cells(column, int(b), weights, whole, shown, span, roles)
-            p = p if p.sum() > 0 else even_weights(cells, inside, rows.size / valued_rows)
+            p = p if p.sum() > 0 else even_weights(cells, inside)
+            p = known_floor(cells, inside, p, rows.size / valued_rows)
             p = p / p.sum()
             picked = inside[rng.choice(inside.size, size=rows.size, p=p)]
             lo, hi = cells.lo[picked], cells.hi[picked]

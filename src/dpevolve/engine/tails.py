@@ -94,6 +94,7 @@ def inward(
     kept: Collection[int] = (),
     absent: Collection[int] = (),
     vacant: Collection[int] = (),
+    valued: Collection[int] = (),
 ) -> np.ndarray:
     """The bin each value bin decodes as (itself unless inward; module docstring).
 
@@ -126,6 +127,12 @@ def inward(
         that is not vacant holds nothing (wagepan's years of experience past 9, 241
         rows beside the empty sliver 9's own bin leaves, had folded onto 9 as an
         island past a gap).
+    valued
+        Those of the ``kept`` bins kept for holding a known value the fine release
+        shows (:func:`shown_values`) and nothing more: never folded, but no anchor,
+        since 2 scales of one value say nothing of the others: a fold into one must
+        find its stretch empty (:func:`unanchored`), and a column the releases show no
+        data in otherwise stays hidden.
     """
     mass = np.asarray(mass, dtype=np.float64)
     count = np.asarray(count, dtype=np.float64)
@@ -136,7 +143,8 @@ def inward(
     # end's fold moves at most one bin's noise, a bin k bins from the end counting k
     # times (the further in, the likelier it holds the data: a stretch reaching the
     # noisy body five bins in is no end)
-    hidden = not kept and not shows_data(count, sd)
+    anchors = set(kept) - set(valued)
+    hidden = not anchors and not shows_data(count, sd)
     held = mass >= HELD
     for order in (np.arange(mass.size), np.arange(mass.size)[::-1]):
         depth = np.arange(1, order.size + 1, dtype=np.float64)
@@ -151,7 +159,7 @@ def inward(
             into = int(rest[int(np.flatnonzero(held[rest])[0])])
             if hidden and float(mass[outer] @ depth[:k]) > DECODE_FLOOR * sd[into]:
                 continue
-            empty = unanchored(float(mass[outer].sum()), into, sd, kept)
+            empty = unanchored(float(mass[outer].sum()), into, sd, anchors)
             if noise(mass[inner], count[inner], sd[inner], gap, empty):
                 target[outer] = into
                 held[outer] = False  # the other end's stretches are sought among the rest
@@ -232,6 +240,7 @@ def beyond_span(
     sd: np.ndarray | None = None,
     count: np.ndarray | None = None,
     vacant: Collection[int] = (),
+    valued: Collection[int] = (),
 ) -> np.ndarray:
     """The bin each value bin decodes as: on each side, the bins wholly beyond ``span``
     and past every bin the releases show data in (``held``:
@@ -251,10 +260,12 @@ def beyond_span(
     of its scales out (wagepan's years of experience 10 and 11, 165 rows past the
     span a fine histogram at noise 57 showed, released at 222 +- 75, had folded onto
     9). The stretch folds into the nearest bin that is not ``vacant`` (one holding no
-    value the column takes: :mod:`~dpevolve.engine.vacant`)."""
+    value the column takes: :mod:`~dpevolve.engine.vacant`); ``valued``, the ``held``
+    bins held for a shown known value alone, no anchor (:func:`inward`)."""
     mass = np.asarray(mass, dtype=np.float64)
     target = np.arange(mass.size)
     kept = sorted(int(b) for b in held)
+    anchors = set(kept) - set(valued)  # as in :func:`inward`
     below = np.flatnonzero(edges[1:] <= span[0])
     below = below[below < (kept[0] if kept else mass.size)]
     above = np.flatnonzero(edges[:-1] >= span[1])
@@ -272,7 +283,7 @@ def beyond_span(
             parts = np.sqrt(np.cumsum(sd[inner] ** 2))
             if np.any(np.cumsum(count[inner]) > DECODE_FLOOR * parts):
                 return False
-            if unanchored(moved, into, sd, kept) and float(count[stretch].sum()) > EMPTY * own:
+            if unanchored(moved, into, sd, anchors) and float(count[stretch].sum()) > EMPTY * own:
                 return False
         return moved <= DECODE_FLOOR * min(sigma, own)
 
@@ -435,13 +446,20 @@ def released_inward(
                 continue
         edges = discretiser.edges(name)
         known = known_atom_bins(cells, count, sd)
-        held = tuple(sorted(set(held_bins(count, sd)) | shown | known))
+        values = shown_values(cells, (fine or {}).get(name))
+        # a value the public table holds at 5% whose own release stands out is data
+        # however the noise hides its bin's other cells: no stretch folds it away
+        anchors = set(held_bins(count, sd)) | shown | known
+        valued = {int(cells.coarse[c]) for c in values} - anchors
+        held = tuple(sorted(anchors | valued))
         absent = set(range(bins)) - set(public[name]) if public and name in public else ()
         no_value = {int(b) for b in np.flatnonzero(vacant)}
-        target = inward(mass[:bins], count, sd, held, absent, no_value)
+        target = inward(mass[:bins], count, sd, held, absent, no_value, valued)
         span = shown_span(cells, w)
         if span is not None:
-            far = beyond_span(edges, span, mass[:bins], sigma[name], held, sd, count, no_value)
+            far = beyond_span(
+                edges, span, mass[:bins], sigma[name], held, sd, count, no_value, valued
+            )
             target = far[target]
         ends, thin = folded_ends(target, mass[:bins], sd)
         whole = np.append(target, np.arange(bins, mass.size))
@@ -458,7 +476,6 @@ def released_inward(
             for e, top in sides
         ]
         reach = tuple((e, *span) for e, span in spans if span is not None)
-        values = shown_values(cells, (fine or {}).get(name))
         out[name] = Fold(whole, ends, thin, held, reach, values)
     return out
 
