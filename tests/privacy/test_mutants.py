@@ -48,6 +48,8 @@ vacant bins read from the exact fine      the coupled tails run (D' leaves the t
 counts (those no private row lies in)     bin empty: the model is told so)
 point bins' counts read from the exact    the coupled atom run (a whole number's own
 fine counts                               bin holds another count in D')
+the known values a fine histogram shows   the coupled shown-value run (a declared
+read from its exact counts                value's count crosses the bar: D' shows none)
 decoding span from the private min/max    the coupled atom run (the end bins decode
                                           inward on one side only)
 zoom span from the private min/max        the coupled zoom run (D' zooms into another
@@ -351,6 +353,20 @@ def exact_points(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(loop, "point_measurements", measured)
 
 
+def exact_shown(mp: pytest.MonkeyPatch) -> None:
+    """The known values a column's fine histogram shows read from its exact counts."""
+    exact = _exact_of(mp)
+    shown = tails.shown_values
+
+    def leaky(cells, fine):
+        if fine is None:
+            return shown(cells, fine)
+        noisy = exact.get(id(fine.noisy), fine.noisy)
+        return shown(cells, dataclasses.replace(fine, noisy=noisy))
+
+    mp.setattr(tails, "shown_values", leaky)
+
+
 def exact_vacant(mp: pytest.MonkeyPatch) -> None:
     """Vacant bins read from the exact fine counts: the bins no private row lies in."""
     seen: dict[str, np.ndarray] = {}
@@ -495,6 +511,7 @@ MUTANTS = {
     "density-from-exact-counts": exact_density,
     "vacant-bins-from-exact-counts": exact_vacant,
     "point-bins-from-exact-counts": exact_points,
+    "shown-values-from-exact-counts": exact_shown,
 }
 SELECTION = {"selection-scale-half", "selection-scale-quarter", "selection-rho-eps2-16"}
 
@@ -527,6 +544,7 @@ CAUGHT_BY: dict[str, Callable[[], list[str]]] = {
     "decode-span-tails-only": test_tails_exact.CASE.violations,
     "density-from-exact-counts": test_tails_exact.CASE.violations,
     "vacant-bins-from-exact-counts": test_tails_exact.CASE.violations,
+    "shown-values-from-exact-counts": test_tails_exact.SHOWN_CASE.violations,
     "point-bins-from-exact-counts": atoms_audit,
     "faint-from-exact-counts": test_faint_exact.CASE.violations,
     "parity-cut-at-private-quantiles": parity_audit,
