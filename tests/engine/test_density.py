@@ -16,7 +16,13 @@ from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine
 from dpevolve.engine.bins import released_edges
-from dpevolve.engine.density import DENSITY, density_bins, density_measurements, smoothed
+from dpevolve.engine.density import (
+    DENSITY,
+    density_bins,
+    density_measurements,
+    density_widths,
+    smoothed,
+)
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release
 from dpevolve.privacy import Budget
@@ -85,6 +91,34 @@ def test_an_atoms_own_bin_is_not_smoothed() -> None:
     assert not smooth[atom] and smooth.sum() == 19
     grid = Discretiser(Schema((NumericColumn("kids", 0, 12, integer=True),)), 20, 120)
     assert not density_bins(grid, "kids").any()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 150), st.integers(2, 120), st.lists(st.integers(0, 120), max_size=3))
+def test_a_grid_of_more_values_than_bins_is_smoothed_but_its_known_values(
+    low: int, values: int, known: list[int]
+) -> None:
+    """A grid of whole numbers (one fine cell per value): where it holds more values
+    than bins (ages in years, years of experience), a density read in whole numbers,
+    every bin is smoothed but one holding a known value alone; where it holds no more
+    (teens in a household: point masses), none; a bin's width is its number of
+    values."""
+    atoms = tuple(sorted({float(low + k) for k in known if k < values}))
+    column = NumericColumn("x", low, low + values - 1, integer=True, atoms=atoms)
+    disc = Discretiser(Schema((column,)), 20, 128)
+    cells = disc.fine["x"]
+    if not cells.grid:
+        return
+    smooth = density_bins(disc, "x")
+    per_bin = np.bincount(cells.coarse[: cells.values], minlength=20)[:20]
+    assert np.array_equal(density_widths(disc, "x"), per_bin)
+    if values <= 20:
+        assert not smooth.any()
+        return
+    alone = {int(cells.coarse[c]) for c in np.flatnonzero(cells.known_cells)}
+    alone = {b for b in alone if per_bin[b] == 1}
+    expected = [per_bin[b] > 0 and b not in alone for b in range(20)]
+    assert smooth.tolist() == expected
 
 
 def _frame(rows: int, seed: int) -> tuple[pd.DataFrame, Schema]:

@@ -19,11 +19,13 @@ bins' centres: the squared slope of the density, integrated. ``lambda`` is the o
 risk estimate (Stein 1981, "Estimation of the mean of a multivariate normal
 distribution", Annals of Statistics 9(6)), which the known noise scales make exact in
 expectation: where the counts stand clear of their noise the smoother leaves them. A
-column on a grid (one fine cell per value) is not smoothed: its values are point
-masses (:func:`density_bins`). An atom's own bin (its cells single values) and the
-missing cell keep their combined counts; a column whose other bins the releases do not show holding
-data (:func:`~dpevolve.engine.counts.shows_data`: fair's ages and years married, every
-value an atom's own bin, the bins between them noise) is left as released.
+column on a grid (one fine cell per value) of no more values than bins is not
+smoothed: its values are point masses; one of more values is, a known value's own bin
+apart (:func:`density_bins`, :func:`density_widths`). An atom's own bin (its cells
+single values) and the missing cell keep their combined counts; a column whose other
+bins the releases do not show holding data
+(:func:`~dpevolve.engine.counts.shows_data`: fair's ages and years married, every value
+an atom's own bin, the bins between them noise) is left as released.
 
 The smoothed counts enter the last fit as one more measurement of the column's 1-way
 (:func:`density_measurements`; the smoothed bins one by one, the other cells as one
@@ -97,17 +99,34 @@ def smoothed(
 def density_bins(discretiser: Discretiser, name: str) -> np.ndarray:
     """Per value bin of numeric column ``name``, whether its mass is smoothed (public:
     from the fine partition alone): every bin of an interval partition but an atom's own
-    (its cells single values); none on a grid (one cell per value: teens in a household,
-    85% of them 0, are point masses whose shares need not vary smoothly, and smoothed
-    they spread to values the data never hold)."""
+    (its cells single values); on a grid (one cell per value) of more values than bins,
+    every bin but a known value's own. A grid of fewer values is a few point masses
+    whose shares need not vary smoothly (teens in a household, 85% of them 0, smoothed,
+    spread to values the data never hold); one of more is a density read in whole
+    numbers, as an interval partition's (years of experience 0-30, ages in years:
+    cps78_85's 434 rows, each bin's count under noise of 60, had been drawn at ages
+    55-57 in 35% of the rows)."""
     cells = discretiser.fine[name]
     bins = discretiser.bins
-    if cells.grid:
-        return np.zeros(bins, dtype=bool)
     coarse = cells.coarse[: cells.values]
     inside = np.bincount(coarse, minlength=bins)[:bins]
+    if cells.grid:
+        if cells.values <= bins:
+            return np.zeros(bins, dtype=bool)
+        known = np.bincount(coarse[cells.known_cells[: cells.values]], minlength=bins)[:bins]
+        return (inside > 0) & (known < inside)
     atoms = np.bincount(coarse[: cells.atoms], minlength=bins)[:bins]
     return (inside > 0) & (atoms < inside)
+
+
+def density_widths(discretiser: Discretiser, name: str) -> np.ndarray:
+    """Each value bin's width for the density: its span, on a grid its number of values
+    (an edge may lie on a value or half-way between two)."""
+    cells = discretiser.fine[name]
+    if cells.grid:
+        coarse = cells.coarse[: cells.values]
+        return np.bincount(coarse, minlength=discretiser.bins)[: discretiser.bins].astype(float)
+    return np.diff(discretiser.edges(name))
 
 
 def density_measurements(
@@ -133,7 +152,7 @@ def density_measurements(
         if not np.all(np.isfinite(sd)):
             continue  # a bin no release measures: nothing to smooth it against
         at = np.flatnonzero(smooth)
-        width = np.diff(discretiser.edges(name))
+        width = density_widths(discretiser, name)
         if not shows_data(count[at], sd[at]):
             continue  # the values between the atoms: noise alone, nothing to smooth
         target, scale, lam = smoothed(count[at], sd[at], width[at])
@@ -165,6 +184,7 @@ __all__ = [
     "MIN_BINS",
     "density_bins",
     "density_measurements",
+    "density_widths",
     "roughness",
     "smoothed",
     "smoothed_query",
