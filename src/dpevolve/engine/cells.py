@@ -132,15 +132,18 @@ def known_floor(
     of the intervals beside it is not: jtrain3's earnings of 0 (13% of 1,070 rows,
     1.9 scales) were drawn nowhere, every row of their bin [0, 7.5] spread over the
     intervals; bwght's bracketed incomes (6-13% of 555 rows each), in bins whose cells
-    weigh nothing, had been drawn at 0-2% each. Post-processing of released values and
+    weigh nothing, had been drawn at 0-2% each. Returned as shares summing to 1 (the
+    weights as given where they sum to nothing). Post-processing of released values and
     the schema; docs/engine.md, Decoding values within a bin."""
     out = np.array(weights, dtype=np.float64)
     held = cells.known_cells[inside]
     total = float(out.sum())
-    if share <= 0 or total <= 0 or not held.any() or held.all():
+    if total <= 0:
+        return out
+    out /= total
+    if share <= 0 or not held.any() or held.all():
         return out
     least = min(ATOM_SHARE / share, 1.0 / float(held.sum()))  # each one's part of the bin
-    out /= total
     out[held] = np.maximum(out[held], least)
     known = float(out[held].sum())
     rest = float(out[~held].sum())
@@ -148,7 +151,7 @@ def known_floor(
         out[~held] = 0.0
     elif rest > 0:
         out[~held] *= (1.0 - known) / rest
-    return out
+    return out / out.sum()
 
 
 def shown_span(cells: FineCells, weights: np.ndarray) -> tuple[float, float] | None:

@@ -391,8 +391,7 @@ class Discretiser:
                 continue  # the missing cell decodes to a missing value
             inside, p = self._bin_cells(column, int(b), weights, whole, shown, span, roles)
             p = p if p.sum() > 0 else even_weights(cells, inside)
-            p = known_floor(cells, inside, p, rows.size / valued_rows)
-            p = p / p.sum()
+            p = known_floor(cells, inside, p, rows.size / valued_rows)  # sums to 1
             picked = inside[rng.choice(inside.size, size=rows.size, p=p)]
             lo, hi = cells.lo[picked], cells.hi[picked]
             value = _round_to(lo + rng.random(rows.size) * (hi - lo), cells.step)
