@@ -108,14 +108,13 @@ def density_bins(discretiser: Discretiser, name: str) -> np.ndarray:
     55-57 in 35% of the rows)."""
     cells = discretiser.fine[name]
     bins = discretiser.bins
-    coarse = cells.coarse[: cells.values]
-    inside = np.bincount(coarse, minlength=bins)[:bins]
+    inside = _per_bin(discretiser, name, np.ones(cells.values, dtype=bool))
     if cells.grid:
         if cells.values <= bins:
             return np.zeros(bins, dtype=bool)
-        known = np.bincount(coarse[cells.known_cells[: cells.values]], minlength=bins)[:bins]
+        known = _per_bin(discretiser, name, cells.known_cells[: cells.values])
         return (inside > 0) & (known < inside)
-    atoms = np.bincount(coarse[: cells.atoms], minlength=bins)[:bins]
+    atoms = _per_bin(discretiser, name, np.arange(cells.values) < cells.atoms)
     return (inside > 0) & (atoms < inside)
 
 
@@ -124,9 +123,14 @@ def density_widths(discretiser: Discretiser, name: str) -> np.ndarray:
     (an edge may lie on a value or half-way between two)."""
     cells = discretiser.fine[name]
     if cells.grid:
-        coarse = cells.coarse[: cells.values]
-        return np.bincount(coarse, minlength=discretiser.bins)[: discretiser.bins].astype(float)
+        return _per_bin(discretiser, name, np.ones(cells.values, dtype=bool)).astype(float)
     return np.diff(discretiser.edges(name))
+
+
+def _per_bin(discretiser: Discretiser, name: str, which: np.ndarray) -> np.ndarray:
+    """Per value bin of ``name``, how many of its value cells ``which`` marks."""
+    coarse = discretiser.fine[name].coarse[: which.size]
+    return np.bincount(coarse[which], minlength=discretiser.bins)[: discretiser.bins]
 
 
 def density_measurements(

@@ -447,8 +447,8 @@ def released_inward(
         edges = discretiser.edges(name)
         known = known_atom_bins(cells, count, sd)
         values = shown_values(cells, (fine or {}).get(name))
-        # a value the public table holds at 5% whose own release stands out is data
-        # however the noise hides its bin's other cells: no stretch folds it away
+        # a value known to hold 5% (declared or found) whose own release stands out is
+        # data however the noise hides its bin's other cells: no stretch folds it away
         anchors = set(held_bins(count, sd)) | shown | known
         valued = {int(cells.coarse[c]) for c in values} - anchors
         held = tuple(sorted(anchors | valued))
