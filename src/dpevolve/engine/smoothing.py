@@ -190,6 +190,14 @@ def sure(noisy: np.ndarray, sigma: float, matrix: np.ndarray) -> float:
     return float(residual @ residual + 2.0 * sigma**2 * np.trace(matrix) - noisy.size * sigma**2)
 
 
+def shown_known(cells: FineCells, noisy: np.ndarray, sigma: float) -> np.ndarray:
+    """Per fine cell, whether it is a value the data are known to hold whose released
+    count ``noisy`` (noise scale ``sigma``) stands :data:`DECODE_FLOOR` scales out:
+    such a value weighs its count (step 4), and its bin is held by the folds
+    (:func:`~dpevolve.engine.tails.shown_values`)."""
+    return cells.known_cells & (np.asarray(noisy, dtype=np.float64) > DECODE_FLOOR * sigma)
+
+
 def decode_weights(
     noisy: np.ndarray, sigma: float, cells: FineCells, tails: bool = False
 ) -> np.ndarray:
@@ -221,7 +229,7 @@ def decode_weights(
             run = tail[::-1][:inner][::-1]  # the run next to the sure cells, outer first
             near[run] = np.clip(monotone(counts[run])[0], 0.0, None)
     weights = np.maximum(np.where(smoothed > floor * scale, smoothed, 0.0), near)
-    known = cells.known_cells & (counts > DECODE_FLOOR * sigma)
+    known = shown_known(cells, counts, sigma)
     weights[known] = np.maximum(weights[known], counts[known])
     return without_lone_points(weights, counts, sigma, cells)
 
@@ -287,6 +295,7 @@ __all__ = [
     "adjacent_run",
     "decode_weights",
     "monotone_apart",
+    "shown_known",
     "smoothable",
     "smoother",
     "sure",

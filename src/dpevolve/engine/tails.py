@@ -53,7 +53,7 @@ from dpevolve.engine.counts import held_bins, released_counts, shows_data
 from dpevolve.engine.discretise import Discretiser, atom_tolerance
 from dpevolve.engine.mass import KNOWN_THRESHOLD
 from dpevolve.engine.reach import end_reach, shown_reach
-from dpevolve.engine.smoothing import DECODE_FLOOR, SUPPORT
+from dpevolve.engine.smoothing import DECODE_FLOOR, SUPPORT, shown_known
 from dpevolve.engine.vacant import vacant_bins
 from dpevolve.measurements import Estimator, Measurement
 
@@ -340,9 +340,7 @@ def shown_values(cells: FineCells, fine: Measurement | None) -> tuple[int, ...]:
     brackets, 7% of the rows each, share a bin: the one shown had taken all its rows)."""
     if fine is None:
         return ()
-    noisy = np.asarray(fine.noisy, dtype=np.float64)
-    shown = cells.known_cells & (noisy > DECODE_FLOOR * float(fine.sigma))
-    return tuple(int(c) for c in np.flatnonzero(shown))
+    return tuple(int(c) for c in np.flatnonzero(shown_known(cells, fine.noisy, fine.sigma)))
 
 
 def known_atom_bins(cells: FineCells, count: np.ndarray, sd: np.ndarray) -> set[int]:
