@@ -438,6 +438,23 @@ def test_fractions_taking_few_common_values_are_listed_and_read_back(
     assert Schema.from_dict(yaml.safe_load(text)) == inferred.schema
 
 
+@pytest.mark.parametrize(
+    ("seen", "times", "listed"),
+    [(45, RARE + 7, True), (FEW_VALUES, RARE, True), (FEW_VALUES + 1, RARE, False)],
+)
+def test_a_state_level_index_of_many_common_values_is_listed(
+    seen: int, times: int, listed: bool
+) -> None:
+    """A state's index merged into its residents' rows (black_politicians' legislature
+    index: 45 values of three decimals, each held by 17 public rows or more) lists its
+    values, up to as many as a column may list; one more and the column is a range."""
+    levels = np.round(0.027 + 0.013 * np.arange(seen), 3)
+    public = pd.DataFrame({"index": np.repeat(levels, times)})
+    declared = infer_schema(public).schema["index"]
+    assert isinstance(declared, NumericColumn)
+    assert declared.values == (tuple(float(v) for v in levels) if listed else ())
+
+
 def test_whole_numbers_are_never_listed() -> None:
     """Whole numbers stay a count or a category (their own rules above), never a list."""
     public = pd.DataFrame({"kids": np.repeat([0, 1, 2, 3, 4, 5, 6], 40)})
