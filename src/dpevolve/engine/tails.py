@@ -32,7 +32,8 @@ tell from noise, and it moves in by no more than the margin.
 
 The other way round, a bin whose combined count stands
 :data:`~dpevolve.engine.smoothing.SUPPORT` noise scales out holds data
-(:func:`~dpevolve.engine.counts.held_bins`): it is never folded as beyond that span. A
+(:func:`~dpevolve.engine.counts.held_bins`): it is never folded as beyond that span; no
+end stretch takes the bins beside it the decoding weights show data in. A
 bin not folded decodes within its own cells; one at either end of the data whose cells
 show nothing, its count :data:`~dpevolve.engine.smoothing.DECODE_FLOOR` scales out,
 under a density falling from that of the bins next to it to zero, holding its count
@@ -48,7 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpevolve.engine.cells import FineCells, shown_span
+from dpevolve.engine.cells import FineCells, shown_span, weighed_beside
 from dpevolve.engine.counts import held_bins, released_counts, shows_data
 from dpevolve.engine.discretise import Discretiser, atom_tolerance
 from dpevolve.engine.mass import KNOWN_THRESHOLD
@@ -128,11 +129,12 @@ def inward(
         rows beside the empty sliver 9's own bin leaves, had folded onto 9 as an
         island past a gap).
     valued
-        Those of the ``kept`` bins kept for holding a known value the fine release
-        shows (:func:`shown_values`) and nothing more: never folded, but no anchor,
-        since 2 scales of one value say nothing of the others: a fold into one must
-        find its stretch empty (:func:`unanchored`), and a column the releases show no
-        data in otherwise stays hidden.
+        Those of the ``kept`` bins kept for what the fine release alone shows, a known
+        value (:func:`shown_values`) or the decoding weights beside a held bin
+        (:func:`~dpevolve.engine.cells.weighed_beside`): never folded, but no anchor,
+        since they say little of the bins past them: a fold into one must find its
+        stretch empty (:func:`unanchored`), and a column the releases show no data in
+        otherwise stays hidden.
     """
     mass = np.asarray(mass, dtype=np.float64)
     count = np.asarray(count, dtype=np.float64)
@@ -452,7 +454,9 @@ def released_inward(
         held = tuple(sorted(anchors | valued))
         absent = set(range(bins)) - set(public[name]) if public and name in public else ()
         no_value = {int(b) for b in np.flatnonzero(vacant)}
-        target = inward(mass[:bins], count, sd, held, absent, no_value, valued)
+        # held, no anchor, as ``valued``; a public table's bins (its weights overreach)
+        beside = set() if name in (public or {}) else weighed_beside(cells, w, held, bins)
+        target = inward(mass[:bins], count, sd, {*held, *beside}, absent, no_value, valued | beside)
         span = shown_span(cells, w)
         if span is not None:
             far = beyond_span(
