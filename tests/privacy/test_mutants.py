@@ -81,6 +81,7 @@ from dpevolve.engine import atoms, loop, model, rounds, select, tails, vacant, z
 from dpevolve.engine.atom_rules import RULE, atom_columns
 from dpevolve.engine.atoms import ATOMS, release_atoms
 from dpevolve.engine.bins import released_edges, released_support
+from dpevolve.engine.cells import weighed_beside
 from dpevolve.engine.density import density_measurements
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release
 from dpevolve.engine.points import point_measurements
@@ -367,6 +368,29 @@ def exact_shown(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(tails, "shown_values", leaky)
 
 
+def exact_beside(mp: pytest.MonkeyPatch) -> None:
+    """The bins the folds hold beside a held bin read from the exact fine counts (the
+    bins holding a row), not from the decoding weights."""
+    exact = _exact_of(mp)
+    folds = tails.released_inward
+
+    def leaky(discretiser, fitted, measurements, weights, fine=None, *args, **kw):
+        counts = {
+            id(discretiser.fine[k]): exact[id(m.noisy)]
+            for k, m in (fine or {}).items()
+            if id(m.noisy) in exact
+        }
+
+        def beside(cells, w, held, bins):
+            return weighed_beside(cells, counts.get(id(cells), w), held, bins)
+
+        with pytest.MonkeyPatch.context() as inner:
+            inner.setattr(tails, "weighed_beside", beside)
+            return folds(discretiser, fitted, measurements, weights, fine, *args, **kw)
+
+    mp.setattr(model, "released_inward", leaky)
+
+
 def exact_vacant(mp: pytest.MonkeyPatch) -> None:
     """Vacant bins read from the exact fine counts: the bins no private row lies in."""
     seen: dict[str, np.ndarray] = {}
@@ -512,6 +536,7 @@ MUTANTS = {
     "vacant-bins-from-exact-counts": exact_vacant,
     "point-bins-from-exact-counts": exact_points,
     "shown-values-from-exact-counts": exact_shown,
+    "beside-bins-from-exact-counts": exact_beside,
 }
 SELECTION = {"selection-scale-half", "selection-scale-quarter", "selection-rho-eps2-16"}
 
@@ -545,6 +570,7 @@ CAUGHT_BY: dict[str, Callable[[], list[str]]] = {
     "density-from-exact-counts": test_tails_exact.CASE.violations,
     "vacant-bins-from-exact-counts": test_tails_exact.CASE.violations,
     "shown-values-from-exact-counts": test_tails_exact.SHOWN_CASE.violations,
+    "beside-bins-from-exact-counts": test_tails_exact.BESIDE_CASE.violations,
     "point-bins-from-exact-counts": atoms_audit,
     "faint-from-exact-counts": test_faint_exact.CASE.violations,
     "parity-cut-at-private-quantiles": parity_audit,
