@@ -66,6 +66,12 @@ class FineCells:
     def grid(self) -> bool:
         return self.per_bin == 0
 
+    def bin_sums(self, values: np.ndarray, bins: int) -> np.ndarray:
+        """Per value bin (of ``bins``), the sum of ``values`` over its value cells (a
+        nullable column's missing cell left out)."""
+        weights = np.asarray(values, dtype=np.float64)[: self.values]
+        return np.bincount(self.coarse[: self.values], weights=weights, minlength=bins)[:bins]
+
     @property
     def candidates(self) -> np.ndarray:
         """Per cell, whether it is a candidate value: an atom of an interval partition
@@ -307,10 +313,7 @@ def weighed_beside(
     its own, shows the data going on past the bins the marginals hold. A run cut off
     from the held bins is left out: the weights' smoothed tails can show a noise bump
     far past the data (cps91's husbands' ages at 82-100)."""
-    per_bin = np.bincount(
-        cells.coarse[: cells.values], weights=weights[: cells.values], minlength=bins
-    )[:bins]
-    shown = per_bin > 0
+    shown = cells.bin_sums(weights, bins) > 0
     out: set[int] = set()
     for start in held:
         for step in (1, -1):

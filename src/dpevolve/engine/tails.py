@@ -224,11 +224,11 @@ def counted_weights(
         out[: cells.values] = 0.0
         return out
     coarse = cells.coarse[: cells.values]
-    weighed = np.bincount(coarse, weights=out[: cells.values], minlength=count.size + 1)
+    weighed = cells.bin_sums(out, count.size)
     # a bin the releases show data in keeps its cells' shape: smoothing lifts a bin of
     # many cells well above a precise count (Adult's weekly hours 11-21: 1,340 against
     # 1,187 +- 18)
-    over = (count <= DECODE_FLOOR * sd) & (weighed[: count.size] > count + SUPPORT * sd)
+    over = (count <= DECODE_FLOOR * sd) & (weighed > count + SUPPORT * sd)
     out[: cells.values][np.isin(coarse, np.flatnonzero(over))] = 0.0
     return out
 
@@ -388,7 +388,7 @@ def public_ends(cells: FineCells, counts: np.ndarray, bins: int) -> tuple[int, .
     total = float(values.sum())
     if total <= 0:
         return ()
-    per_bin = np.bincount(cells.coarse[: cells.values], weights=values, minlength=bins)
+    per_bin = cells.bin_sums(values, bins)
     return tuple(b for b in (0, bins - 1) if per_bin[b] >= PUBLIC_END * total)
 
 
