@@ -46,6 +46,8 @@ the last fit's smoothed 1-ways read from  the coupled tails run (D' fits another
 the exact fine counts                     model)
 vacant bins read from the exact fine      the coupled tails run (D' leaves the top
 counts (those no private row lies in)     bin empty: the model is told so)
+the bins the last refit holds empty read  the coupled tails run (D' leaves the top
+from the exact fine counts, not the folds bin empty: the refit is told so)
 point bins' counts read from the exact    the coupled atom run (a whole number's own
 fine counts                               bin holds another count in D')
 the known values a fine histogram shows   the coupled shown-value run (a declared
@@ -368,6 +370,29 @@ def exact_shown(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(tails, "shown_values", leaky)
 
 
+def exact_folded(mp: pytest.MonkeyPatch) -> None:
+    """The bins the last refit holds empty read from the exact fine counts (the bins no
+    private row lies in), not from the folds."""
+    seen: dict[str, np.ndarray] = {}
+
+    def spied(counts, clique, event, noise, *, query=None):
+        if event.label.startswith(FINE):
+            seen[clique[0]] = np.asarray(counts, dtype=np.float64)
+        return release(counts, clique, event, noise, query=query)
+
+    def leaky(discretiser, targets, model, n, sigma):
+        empty = {}
+        for name in targets:
+            cells = discretiser.fine[name]
+            counts = seen[name][: cells.values]
+            held = np.bincount(cells.coarse[: cells.values], counts, minlength=discretiser.bins)
+            empty[name] = held[: discretiser.bins] == 0
+        return vacant.empty_measurements(discretiser, empty, n, sigma, vacant.FOLDED)
+
+    mp.setattr(loop, "release", spied)
+    mp.setattr(loop, "folded_measurements", leaky)
+
+
 def exact_beside(mp: pytest.MonkeyPatch) -> None:
     """The bins the folds hold beside a held bin read from the exact fine counts (the
     bins holding a row), not from the decoding weights."""
@@ -537,6 +562,7 @@ MUTANTS = {
     "point-bins-from-exact-counts": exact_points,
     "shown-values-from-exact-counts": exact_shown,
     "beside-bins-from-exact-counts": exact_beside,
+    "folded-bins-from-exact-counts": exact_folded,
 }
 SELECTION = {"selection-scale-half", "selection-scale-quarter", "selection-rho-eps2-16"}
 
@@ -569,6 +595,7 @@ CAUGHT_BY: dict[str, Callable[[], list[str]]] = {
     "decode-span-tails-only": test_tails_exact.CASE.violations,
     "density-from-exact-counts": test_tails_exact.CASE.violations,
     "vacant-bins-from-exact-counts": test_tails_exact.CASE.violations,
+    "folded-bins-from-exact-counts": test_tails_exact.CASE.violations,
     "shown-values-from-exact-counts": test_tails_exact.SHOWN_CASE.violations,
     "beside-bins-from-exact-counts": test_tails_exact.BESIDE_CASE.violations,
     "point-bins-from-exact-counts": atoms_audit,

@@ -47,6 +47,7 @@ from dpevolve.engine.density import density_measurements
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.label_pairs import label_pairs
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release
+from dpevolve.engine.model import PublicFacts, released_model
 from dpevolve.engine.plan import Schedule, Spend
 from dpevolve.engine.points import point_measurements
 from dpevolve.engine.public import PublicInputs, warm_start
@@ -56,8 +57,9 @@ from dpevolve.engine.result import EngineResult
 from dpevolve.engine.rounds import adaptive_rounds, grouping_facts
 from dpevolve.engine.select import ABS_NOISE, candidates, weight
 from dpevolve.engine.spec import EngineSpec
+from dpevolve.engine.tails import Fold
 from dpevolve.engine.tree import Picks, spanning, tree_picks
-from dpevolve.engine.vacant import vacant_measurements
+from dpevolve.engine.vacant import folded_measurements, vacant_measurements
 from dpevolve.engine.zoom import Span, release_zoom
 from dpevolve.measurements import (
     Clique,
@@ -215,12 +217,14 @@ def run_engine(
     run.prior = tuple(vacant_measurements(run.discretiser, n, schedule.oneway))
     model = _first_fit(run, domain, build(domain, n, chosen), given, about)
     model, history = _selected(run, schedule, model)
-    model = _final_fit(run, model, fine, about)
+    public_bins = given.value_bins(run.discretiser) if given is not None else None
+    within = given.within if given is not None else None
+    public_fine = given.fine if given is not None else None
+    facts = PublicFacts(public_bins, within, public_fine)
+    model, folds = _final_fit(run, model, fine, about, facts, schedule.oneway)
     result = EngineResult(
         schema, run.discretiser, run.measurements, fine, ledger, model, n, history,
-        public_bins=given.value_bins(run.discretiser) if given is not None else None,
-        within=given.within if given is not None else None,
-        public_fine=given.fine if given is not None else None,
+        public_bins=public_bins, within=within, public_fine=public_fine, folds=folds,
     )  # fmt: skip
     if schedule.pe > 0:
         stage = StageInputs(
@@ -276,13 +280,21 @@ def _closed(run: _Run, history: list[dict[str, Any]]) -> bool:
 
 
 def _final_fit(
-    run: _Run, model: Estimator, fine: dict[str, Measurement], about: dict[str, Any]
-) -> Estimator:
+    run: _Run,
+    model: Estimator,
+    fine: dict[str, Measurement],
+    about: dict[str, Any],
+    facts: PublicFacts,
+    oneway: float,
+) -> tuple[Estimator, dict[str, Fold] | None]:
     """The last, longer fit (warm start): more iterations and the tighter tolerance where
     the model takes them (the refits before it stop at ``round_tol``), with each numeric
     column's smoothed 1-way (``EngineSpec.density_smoothing``; post-processing:
     :mod:`~dpevolve.engine.density`, its ``lambda`` per column in the ledger) and its
-    point bins' fine counts (:mod:`~dpevolve.engine.points`; post-processing)."""
+    point bins' fine counts (:mod:`~dpevolve.engine.points`; post-processing); then,
+    with ``EngineSpec.empty_folds``, fitted again with the bins its folds move held empty
+    (:func:`~dpevolve.engine.vacant.folded_measurements`), and those folds returned
+    (``facts``: a public table's, for them; ``oneway``: the 1-ways' noise scale)."""
     smoothed: list[Measurement] = []
     if run.spec.density_smoothing:
         smoothed, about["density"] = density_measurements(
@@ -293,8 +305,20 @@ def _final_fit(
         model.iterations = run.spec.final_iters
     if hasattr(model, "tol"):
         model.tol = run.spec.final_tol
-    points = point_measurements(run.discretiser, fine, int(run.source.n))
-    return model.fit([*run.fitted(), *smoothed, *points])
+    n = int(run.source.n)
+    fitted = [*run.fitted(), *smoothed, *point_measurements(run.discretiser, fine, n)]
+    model = model.fit(fitted)
+    if not run.spec.empty_folds:
+        return model, None
+    marginals = run.measurements.marginals()
+    # the folds of this fit decode the rows: read again from the refit, whose folded
+    # stretches are empty, the bins beside them would fold in turn
+    folds = dict(released_model(run.discretiser, model, n, marginals, fine, None, facts).inward)
+    targets = {name: fold.target for name, fold in folds.items()}
+    folded = folded_measurements(run.discretiser, targets, model, n, oneway)
+    if folded:
+        model = model.fit([*fitted, *folded])
+    return model, folds
 
 
 def _release_atoms(

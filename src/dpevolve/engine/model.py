@@ -129,13 +129,16 @@ def released_model(
     fine: Mapping[str, Measurement],
     refinement: Refinement | None,
     public: PublicFacts,
+    folds: Mapping[str, Fold] | None = None,
 ) -> EngineModel:
     """The model that draws rows from the releases (``marginals``, the fine histograms
     ``fine``, the fitted ``model``) and public facts alone (post-processing): per
     numeric column its decoding weights (smoothed, then kept where the bins' releases
     back them: :func:`~dpevolve.engine.tails.counted_weights`; with a public table,
     blended with its shape within each bin), its folds, and, with a public table, the
-    columns the releases show in no bin (:func:`public_ranks`)."""
+    columns the releases show in no bin (:func:`public_ranks`). ``folds``: the folds to
+    decode with where they were read already (the engine's, from the fit before the one
+    that holds their moved bins empty: docs/engine.md, Folded bins held empty)."""
     given = public.fine or {}
     weights: dict[str, np.ndarray] = {}
     hidden: dict[str, np.ndarray] = {}
@@ -152,9 +155,11 @@ def released_model(
     ends = {
         name: public_ends(discretiser.fine[name], c, discretiser.bins) for name, c in given.items()
     }
-    inward = released_inward(
-        discretiser, model, marginals, weights, fine, public.bins, counts, rows, ends
-    )
+    inward = folds
+    if inward is None:
+        inward = released_inward(
+            discretiser, model, marginals, weights, fine, public.bins, counts, rows, ends
+        )
     return EngineModel(
         discretiser, weights, model, rows, refinement, inward, public.within, hidden or None
     )

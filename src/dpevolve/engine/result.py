@@ -13,6 +13,7 @@ from dpevolve.data.schema import Schema
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.model import EngineModel, PublicFacts, released_model
 from dpevolve.engine.refine import Refinement
+from dpevolve.engine.tails import Fold
 from dpevolve.engine.within import CellValues
 from dpevolve.measurements import Estimator, Measurement, MeasurementList
 from dpevolve.privacy import Ledger
@@ -43,6 +44,10 @@ class EngineResult:
         Per numeric column, a public table's repeated values within its fine cells and
         its rows in each cell (none without one): where decoded values land
         (:mod:`~dpevolve.engine.within`).
+    folds
+        Per numeric column, the folds the rows decode with, read from the fit before the
+        last refit held their moved bins empty (``EngineSpec.empty_folds``); ``None``:
+        read from ``model``.
     """
 
     schema: Schema
@@ -57,6 +62,7 @@ class EngineResult:
     public_bins: dict[str, tuple[int, ...]] | None = None
     within: dict[str, CellValues] | None = None
     public_fine: dict[str, np.ndarray] | None = None
+    folds: dict[str, Fold] | None = None
 
     @property
     def events(self) -> tuple[Event, ...]:
@@ -74,6 +80,7 @@ class EngineResult:
         return released_model(
             self.discretiser, self.model, self.rows, self.measurements.marginals(), self.fine,
             self.refinement, PublicFacts(self.public_bins, self.within, self.public_fine),
+            self.folds,
         )  # fmt: skip
 
 

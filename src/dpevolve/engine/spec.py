@@ -154,6 +154,13 @@ class EngineSpec:
         the density, its weight chosen by Stein's unbiased risk estimate:
         :mod:`~dpevolve.engine.density`; post-processing), so the model does not keep
         each bin's noise; ``False``: the releases alone.
+    empty_folds
+        ``True``: the model is fitted once more with the bins its folds move (end
+        stretches whose rows the releases read as noise:
+        :func:`~dpevolve.engine.tails.released_inward`) held empty
+        (:func:`~dpevolve.engine.vacant.folded_measurements`; post-processing), so
+        those rows go where the releases put the column's other rows instead of piling
+        up in the bin they fold into; ``False``: they decode in that bin.
     anneal
         When a refit barely moved the chosen marginal, the next rounds divide ``sigma``
         and multiply ``epsilon`` by this (AIM: 2).
@@ -297,6 +304,7 @@ class EngineSpec:
     label_groups: int = 5
     pair_shrinkage: bool = True
     density_smoothing: bool = True
+    empty_folds: bool = True
     anneal: float = 2.0
     max_model_mb: float = 2.0
     max_candidates: int = 600
