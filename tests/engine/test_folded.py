@@ -16,7 +16,13 @@ from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine
 from dpevolve.engine.discretise import Discretiser
-from dpevolve.engine.vacant import FOLDED, SHARPNESS, folded_measurements, vacant_bins
+from dpevolve.engine.vacant import (
+    FOLDED,
+    SHARPNESS,
+    closed_ends,
+    folded_measurements,
+    vacant_bins,
+)
 from dpevolve.privacy import Budget
 from dpevolve.privacy.noise import SeededNoise
 
@@ -106,9 +112,10 @@ def _wages(rows: int, seed: int) -> tuple[pd.DataFrame, Schema]:
 def test_a_run_moves_the_folded_rows_where_the_releases_put_the_column(seed: int) -> None:
     """The same releases with and without the refit (seeded noise): the same spend and
     events (the pseudo-measurements are no release), the rows decoded with the folds
-    the fit without it reads, and the model's wages in the bins those folds move (noise
-    past the data) fewer than half as many and under 1% of the rows, its missing wages
-    as many as before within 1% of the rows (moved rows go to the values)."""
+    the fit without it reads (their ends closed), and the model's wages in the bins
+    those folds move (noise past the data) fewer than half as many and under 1% of the
+    rows, its missing wages as many as before within 1% of the rows (moved rows go to
+    the values)."""
     frame, schema = _wages(2000, 0)
 
     def run(empty: bool):
@@ -128,9 +135,9 @@ def test_a_run_moves_the_folded_rows_where_the_releases_put_the_column(seed: int
     assert not any(e.label.startswith(FOLDED) for e in on.ledger.events)
     before = off.released().inward
     assert on.folds is not None and set(on.folds) == set(before)
-    for name, fold in on.folds.items():
-        assert fold.target.tolist() == before[name].target.tolist()
     bins = on.discretiser.bins
+    for name, fold in on.folds.items():
+        assert fold.target.tolist() == closed_ends(before[name].target, bins).tolist()
     target = on.folds["wage"].target[:bins]
     moved = target != np.arange(bins)
     assert moved.any()
@@ -184,3 +191,21 @@ def test_the_rows_moved_go_to_the_values_not_to_the_missing_cell(seed: int) -> N
         return float(np.asarray(result.model.answer(("school",)))[bins])
 
     assert abs(absent(True) - absent(False)) < 0.01 * rows
+
+
+@settings(max_examples=200, deadline=None)
+@given(target=st.lists(st.integers(0, BINS), min_size=BINS + 1, max_size=BINS + 1))
+def test_a_bin_nearer_an_end_than_its_fold_folds_there_too(target: list[int]) -> None:
+    """Any targets: the bins below the bin the lowest one decodes as, and above the one
+    the highest decodes as, decode as those; every other cell as before (the missing
+    cell, and every bin where the ends fold past each other or into the missing cell)."""
+    given_target = np.asarray(target)
+    out = closed_ends(given_target, BINS)
+    low, high = target[0], target[BINS - 1]
+    for b in range(BINS + 1):
+        if low <= high < BINS and b < low:
+            assert out[b] == low
+        elif low <= high < BINS and high < b < BINS:
+            assert out[b] == high
+        else:
+            assert out[b] == given_target[b]

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -59,7 +59,7 @@ from dpevolve.engine.select import ABS_NOISE, candidates, weight
 from dpevolve.engine.spec import EngineSpec
 from dpevolve.engine.tails import Fold
 from dpevolve.engine.tree import Picks, spanning, tree_picks
-from dpevolve.engine.vacant import folded_measurements, vacant_measurements
+from dpevolve.engine.vacant import closed_ends, folded_measurements, vacant_measurements
 from dpevolve.engine.zoom import Span, release_zoom
 from dpevolve.measurements import (
     Clique,
@@ -291,9 +291,10 @@ def _final_fit(
     the model takes them (the refits before it stop at ``round_tol``), with each numeric
     column's smoothed 1-way (``EngineSpec.density_smoothing``; post-processing:
     :mod:`~dpevolve.engine.density`, its ``lambda`` per column in the ledger) and its
-    point bins' fine counts (:mod:`~dpevolve.engine.points`; post-processing); then,
-    with ``EngineSpec.empty_folds``, fitted again with the bins its folds move held empty
-    (:func:`~dpevolve.engine.vacant.folded_measurements`), and those folds returned
+    point bins' fine counts (:mod:`~dpevolve.engine.points`; post-processing). With
+    ``EngineSpec.empty_folds`` the model is fitted once more (warm start), the bins its
+    folds move held empty (:func:`~dpevolve.engine.vacant.folded_measurements`, the ends closed:
+    :func:`~dpevolve.engine.vacant.closed_ends`), and those folds are returned
     (``facts``: a public table's, for them; ``oneway``: the 1-ways' noise scale)."""
     smoothed: list[Measurement] = []
     if run.spec.density_smoothing:
@@ -313,7 +314,9 @@ def _final_fit(
     marginals = run.measurements.marginals()
     # the folds of this fit decode the rows: read again from the refit, whose folded
     # stretches are empty, the bins beside them would fold in turn
-    folds = dict(released_model(run.discretiser, model, n, marginals, fine, None, facts).inward)
+    read = released_model(run.discretiser, model, n, marginals, fine, None, facts).inward
+    bins = run.discretiser.bins
+    folds = {name: replace(f, target=closed_ends(f.target, bins)) for name, f in read.items()}
     targets = {name: fold.target for name, fold in folds.items()}
     folded = folded_measurements(run.discretiser, targets, model, n, oneway)
     if folded:

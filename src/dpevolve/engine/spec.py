@@ -155,8 +155,8 @@ class EngineSpec:
         :mod:`~dpevolve.engine.density`; post-processing), so the model does not keep
         each bin's noise; ``False``: the releases alone.
     empty_folds
-        ``True``: the model is fitted once more with the bins its folds move (end
-        stretches whose rows the releases read as noise:
+        ``True``: the model is fitted once more (warm start) with the bins its
+        folds move (end stretches whose rows the releases read as noise:
         :func:`~dpevolve.engine.tails.released_inward`) held empty
         (:func:`~dpevolve.engine.vacant.folded_measurements`; post-processing), so
         those rows go where the releases put the column's other rows instead of piling

@@ -97,6 +97,20 @@ def folded_measurements(
     return empty_measurements(discretiser, empty, n, sigma, FOLDED, missing)
 
 
+def closed_ends(target: np.ndarray, bins: int) -> np.ndarray:
+    """``target`` (the bin each cell of a column decodes as, its ``bins`` value cells
+    first) with every value bin nearer an end than the bin that end folds into folded
+    there too: a bin the model gave no rows needs no fold, but the refit that holds the
+    folded bins empty may give it some (a noise count of 54 +- 32 below data that start
+    at 10, between two bins folded inward: a refit gave it 26 rows, drawn at 4-6)."""
+    out = np.array(target, dtype=np.int64)
+    low, high = int(out[0]), int(out[bins - 1])
+    if low <= high < bins:
+        out[:low] = low
+        out[high + 1 : bins] = high
+    return out
+
+
 def empty_measurements(
     discretiser: Discretiser,
     empty: Mapping[str, np.ndarray],
