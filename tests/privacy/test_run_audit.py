@@ -106,7 +106,8 @@ class Independent:
 
     def fit(self, measurements):
         for m in measurements:
-            if len(m.clique) == 1:
+            # a grouped 1-way (a pseudo-measurement of some bins together) is no histogram
+            if len(m.clique) == 1 and not getattr(m.query, "groups", None):
                 clipped = np.clip(m.noisy, 1e-9, None)
                 self.p[self.domain.index(m.clique[0])] = clipped / clipped.sum()
         return self
