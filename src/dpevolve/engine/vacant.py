@@ -152,6 +152,7 @@ __all__ = [
     "FOLDED",
     "SHARPNESS",
     "VACANT",
+    "closed_ends",
     "empty_measurements",
     "folded_measurements",
     "vacant_bins",
