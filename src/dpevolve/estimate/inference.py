@@ -33,7 +33,7 @@ def conditionals(tree: JunctionTree, probs: Sequence[np.ndarray]) -> list[np.nda
             out.append(belief)
             continue
         mass = sum_to(belief, clique, sep, keepdims=True)
-        out.append(belief * _reciprocal(mass))
+        out.append(_ratio(belief, mass))
     return out
 
 
@@ -77,9 +77,12 @@ def clique_marginal(
     return np.transpose(values, order)
 
 
-def _reciprocal(values: np.ndarray) -> np.ndarray:
-    out = np.zeros_like(values)
-    np.divide(1.0, values, out=out, where=values > 0)
+def _ratio(part: np.ndarray, whole: np.ndarray) -> np.ndarray:
+    """``part / whole`` where ``whole`` is positive, else 0. A belief over its separator's
+    mass is at most 1; the reciprocal of a subnormal mass overflows to infinity, and
+    times a belief of 0 made NaN (a 20-row table: every later marginal NaN)."""
+    out = np.zeros(np.broadcast_shapes(part.shape, whole.shape))
+    np.divide(part, whole, out=out, where=whole > 0)
     return out
 
 
