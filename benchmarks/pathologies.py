@@ -52,7 +52,7 @@ BEYOND = 0.001
 MISSING_GAP = 0.05
 
 
-def _tables() -> dict[str, pd.DataFrame]:
+def scanned_tables() -> dict[str, pd.DataFrame]:
     """Every package table of the right size that is not a suite table."""
     out: dict[str, pd.DataFrame] = {}
     import causaldata
@@ -75,7 +75,7 @@ def _tables() -> dict[str, pd.DataFrame]:
     }
 
 
-def _label(frame: pd.DataFrame) -> str | None:
+def label_of(frame: pd.DataFrame) -> str | None:
     """The most balanced column with exactly two values (none: the table has none)."""
     best, balance = None, 0.0
     for name in frame.columns:
@@ -119,7 +119,7 @@ def findings(real: pd.DataFrame, fake: pd.DataFrame, schema: Any) -> list[dict[s
 
 
 def run(name: str, frame: pd.DataFrame, seed: int) -> dict[str, Any]:
-    label = _label(frame)
+    label = label_of(frame)
     parts = split_rows(frame)
     row: dict[str, Any] = {"table": name, "seed": seed, "label": label, "rows": len(frame)}
     try:
@@ -141,7 +141,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--out", default=str(RESULTS / "pathologies.json"))
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
-    tables = _tables()
+    tables = scanned_tables()
     if args.tables:
         wanted = set(args.tables)
         tables = {k: v for k, v in tables.items() if {k, k.split(".")[1]} & wanted}

@@ -14,7 +14,7 @@ from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.engine.cells import MARGIN, falling, shown_span, thinning
 from dpevolve.engine.counts import held_bins
 from dpevolve.engine.discretise import Discretiser
-from dpevolve.engine.reach import FALL, end_reach, shown_reach
+from dpevolve.engine.reach import EVEN, FALL, THINNING, end_reach, inner_densities, shown_reach
 from dpevolve.engine.smoothing import DECODE_FLOOR, SUPPORT, adjacent_run, decode_weights
 from dpevolve.engine.tails import beyond_span
 
@@ -230,29 +230,62 @@ def test_beyond_span_keeps_a_bin_the_releases_show_data_in() -> None:
 
 def test_end_reach_is_the_end_count_falling_from_the_pooled_density_next_to_it() -> None:
     """From the bin's inner edge outwards, a density falling linearly from that of the
-    bins next to it to zero, holding the bin's count: FALL times the even extent."""
+    bins next to it to zero, holding the bin's count: FALL times the even extent; held
+    even where that would run past the declared end and the bins further in are not
+    denser by 2 noise scales of the difference."""
     edges = np.array([0.0, 1.0, 2.0, 3.0, 3.0 + 1e-9, 4.0, 20.0])
     count = np.array([100.0, 90.0, 30.0, 500.0, 30.0, 120.0])
     sd = np.full(6, 10.0)
     # from the end bin inwards: [3, 4) holds 30 (3 scales: not yet); the atom's own bin
-    # at 3 shows no density; [2, 3) with it 60 rows over width 2 (4.2 scales): 30 a unit
+    # at 3 shows no density; [2, 3) with it 60 rows over width 2 (4.2 scales): 30 a unit,
+    # and further in [1, 2) 90 a unit: denser by 60 against a noise of 12.2
     top = end_reach(edges, count, sd, 5, top=True, atom_width=1e-6)
-    assert top == pytest.approx((4.0, 4.0 + FALL * 120.0 / 30.0))
-    # the first bin's 100 rows at the 90 a unit of the next: past its width (decoding
-    # keeps its own cells)
+    assert top == pytest.approx((4.0, 4.0 + FALL * 120.0 / 30.0, THINNING))
+    # the first bin's 100 rows at the 90 a unit of the next would thin out past the
+    # declared end, 0, and the bins past it are sparser (30 a unit): even, past its
+    # width (decoding keeps its own cells)
     bottom = end_reach(edges, count, sd, 0, top=False, atom_width=1e-6)
-    assert bottom == pytest.approx((1.0, 1.0 - FALL * 100.0 / 90.0))
+    assert bottom == pytest.approx((1.0, 1.0 - 100.0 / 90.0, EVEN))
     flipped = end_reach(-edges[::-1], count[::-1], sd, 0, top=False, atom_width=1e-6)
-    assert flipped == pytest.approx((-top[0], -top[1]))
+    assert flipped == pytest.approx((-top[0], -top[1], top[2]))
     quiet = count.copy()
     quiet[5] = 19.0  # under 2 scales: what an empty bin's noise leaves
     assert end_reach(edges, quiet, sd, 5, top=True, atom_width=1e-6) is None
     faint = count.copy()
     faint[5] = 30.0  # 3 scales: not held, yet more than noise leaves (black_politicians)
     assert end_reach(edges, faint, sd, 5, top=True, atom_width=1e-6) == pytest.approx(
-        (4.0, 4.0 + FALL * 30.0 / 30.0)
+        (4.0, 4.0 + FALL * 30.0 / 30.0, THINNING)
     )
     assert end_reach(edges, count, np.full(6, 1e3), 5, top=True) is None  # nothing stands out
+    # 300 rows in the last bin thin out to 24, past the declared 20: the bins further
+    # in denser by 60 (4.9 scales), still thinning; denser by 22 (1.8), even
+    full = count.copy()
+    full[5] = 300.0
+    assert end_reach(edges, full, sd, 5, top=True, atom_width=1e-6) == pytest.approx(
+        (4.0, 4.0 + FALL * 300.0 / 30.0, THINNING)
+    )
+    full[1] = 52.0
+    assert end_reach(edges, full, sd, 5, top=True, atom_width=1e-6) == pytest.approx(
+        (4.0, 4.0 + 300.0 / 30.0, EVEN)
+    )
+    # no second run of bins to compare with: by the declared end alone
+    alone = end_reach(edges[2:], count[2:], sd[2:], 3, top=True, atom_width=1e-6)
+    assert alone == pytest.approx((4.0, 4.0 + FALL * 120.0 / 30.0, THINNING))
+    alone = end_reach(edges[2:], full[2:], sd[2:], 3, top=True, atom_width=1e-6)
+    assert alone == pytest.approx((4.0, 4.0 + 300.0 / 30.0, EVEN))
+
+
+def test_inner_densities_pool_each_run_until_it_stands_out() -> None:
+    """Inwards from the end bin, a run pools bins (atoms' own bins passed over) until its
+    count stands 4 noise scales out; the next run starts afresh; two at most."""
+    edges = np.array([0.0, 1.0, 2.0, 3.0, 3.0 + 1e-9, 4.0, 20.0])
+    count = np.array([100.0, 90.0, 30.0, 500.0, 30.0, 120.0])
+    sd = np.full(6, 10.0)
+    runs = inner_densities(edges, count, sd, 5, top=True, atom_width=1e-6)
+    assert np.ravel(runs) == pytest.approx([30.0, np.sqrt(200.0) / 2.0, 90.0, 10.0])
+    runs = inner_densities(edges, count, sd, 0, top=False, atom_width=1e-6)
+    assert np.ravel(runs) == pytest.approx([90.0, 10.0, 30.0, np.sqrt(200.0) / 2.0])
+    assert inner_densities(edges, count, np.full(6, 1e3), 5, top=True) == []
 
 
 @settings(max_examples=100, deadline=None)
@@ -275,12 +308,38 @@ def test_a_tail_thinning_out_is_reached_no_further_than_its_data(
     if reach is not None:
         assert edges[19] == reach[0] < reach[1] <= edges[20]
         assert reach[1] <= -np.log(1e-3 * np.exp(-rate * 19)) * scale / rate + 1e-9
-    # the limit of a falling density: even, out to ``last``; the falling density from
-    # the same height reaches FALL times as far (a quarter of the bin's rows past it)
-    last = edges[19] + (rate / 2.0) * 40.0 * scale
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    length=st.floats(0.1, 40.0),
+    fill=st.floats(0.51, 1.0),
+    scale=st.floats(1.0, 50.0),
+    rows=st.integers(2_000, 50_000),
+    noise=st.floats(0.0, 2.0),
+)
+def test_data_stopping_sharply_are_reached_to_their_end_and_no_further(
+    length: float, fill: float, scale: float, rows: int, noise: float
+) -> None:
+    """Even data out to ``last``, ``length`` scales into the end bin, which they fill to
+    ``fill`` of its width (19 bins of ``scale``, the end bin out to the declared end),
+    counts as they are: a tail thinning out from their density would run past the
+    declared end and the bins further in are no denser, so the end bin's rows lie at
+    their density out to ``last`` exactly (the triangle had reached past the data by
+    half their length in the bin); with the counts off by ``noise`` noise scales, no
+    further than the triangle."""
+    last = (19.0 + length) * scale
+    edges = np.r_[np.arange(20) * scale, 19.0 * scale + length * scale / fill]
     even = rows * np.diff(np.minimum(edges, last)) / last
+    sd = np.ones(20)
     reach = end_reach(edges, even, sd, 19, top=True)
-    assert reach is not None and reach[1] == pytest.approx(edges[19] + FALL * (last - edges[19]))
+    assert reach == pytest.approx((edges[19], last, EVEN))
+    # the bins next to the end bin low by ``noise`` each, those further in high
+    off = even + noise * np.r_[np.ones(17), -np.ones(2), 0.0]
+    shifted = end_reach(edges, off, sd, 19, top=True)
+    assert shifted is not None
+    density = float(np.mean(off[17:19])) / scale
+    assert shifted[1] <= edges[19] + FALL * even[19] / density + 1e-9
 
 
 def _shown_near_the_edge(rest: float) -> tuple[Discretiser, np.ndarray, np.ndarray, float]:
@@ -305,7 +364,7 @@ def test_shown_reach_is_the_rest_of_the_count_falling_from_the_last_shown_cell()
     last = np.flatnonzero(cells.coarse == 0)[-1]
     density = 40.0 / float(cells.hi[last] - cells.lo[last])
     assert shown_reach(cells, weights, count, sd, 0, top=False) == pytest.approx(
-        (apex, apex - FALL * 60.0 / density)
+        (apex, apex - FALL * 60.0 / density, THINNING)
     )
     # no tail: the cells hold the count, or what they miss is within 2 noise scales
     for rest in (-5.0, 19.0):
@@ -367,19 +426,21 @@ def test_a_held_bin_at_the_datas_end_decodes_within_its_reach_unless_its_cells_s
     start=st.floats(0.0, 400.0),
     length=st.floats(1.0, 400.0),
     downward=st.booleans(),
+    level=st.sampled_from([THINNING, 0.3, EVEN]),
 )
 def test_a_falling_density_holds_half_its_base_times_its_height(
-    start: float, length: float, downward: bool
+    start: float, length: float, downward: bool, level: float
 ) -> None:
     """Over cells covering it, the weights of a density falling linearly from 1 at the
-    apex to 0 at the foot sum to the triangle's area, ``length / 2`` (the midpoint rule
-    is exact for a linear density, whatever the cells), and fall away from the apex."""
+    apex to ``level`` at the foot sum to the trapezoid's area, ``length (1 + level) /
+    2`` (the midpoint rule is exact for a linear density, whatever the cells), and fall
+    away from the apex; none past the foot, whatever ``level``."""
     cells = Discretiser(SCHEMA, 20, 128).fine["v"]
     inside = np.arange(cells.atoms, cells.values)
     apex = start if not downward else min(start + length, 500.0)
     foot = min(apex + length, 500.0) if not downward else max(apex - length, 0.0)
-    weights = falling(cells, inside, apex, foot)
-    assert weights.sum() == pytest.approx(abs(foot - apex) / 2.0, rel=1e-9)
+    weights = falling(cells, inside, apex, foot, level)
+    assert weights.sum() == pytest.approx(abs(foot - apex) * (1.0 + level) / 2.0, rel=1e-9)
     low, high = min(apex, foot), max(apex, foot)
     a = np.clip(cells.lo[inside], low, high)
     b = np.clip(cells.hi[inside], low, high)
@@ -388,6 +449,62 @@ def test_a_falling_density_holds_half_its_base_times_its_height(
     order = np.argsort(np.abs(0.5 * (a + b)[part] - apex))
     assert np.all(np.diff(height[order]) <= 1e-9)
     assert not weights[~part].any()  # nothing outside the triangle
+
+
+def test_an_even_reach_draws_evenly_to_its_foot_and_no_further() -> None:
+    """A grid column's end bin decoded with an even reach (cps91's ages, even to 59 in a
+    last bin declared to 65): every whole number from the apex to the foot about as
+    often, none past the foot; the same span thinning out draws each fewer times than
+    the one before."""
+    schema = Schema(
+        (NumericColumn("a", 0, 30, integer=True), CategoricalColumn("y", ("0", "1"))),
+        label="y",
+    )
+    disc = Discretiser(schema, 3, 128)
+    cells = disc.fine["a"]
+    last = int(cells.coarse[: cells.values].max())
+    edges = disc.edges("a")
+    apex, foot = float(edges[last]), float(edges[last]) + 6.0
+    codes = np.zeros((30_000, 2), dtype=np.int64)
+    codes[:, 0] = last
+    weights = np.zeros(cells.size)
+
+    def draw(level: float) -> np.ndarray:
+        reach = {"a": {last: (apex, foot, level)}}
+        frame = disc.decode(codes, np.random.default_rng(3), {"a": weights}, 30_000, reach=reach)
+        return frame["a"].to_numpy(dtype=np.float64)
+
+    values, counts = np.unique(draw(EVEN), return_counts=True)
+    assert values.tolist() == list(range(int(apex), int(foot) + 1))
+    assert counts.max() / counts.min() < 1.1
+    values, counts = np.unique(draw(THINNING), return_counts=True)
+    assert values.tolist() == list(range(int(apex), int(foot)))  # the foot weighs nothing
+    assert np.all(np.diff(counts) < 0)
+
+
+@settings(max_examples=20, deadline=None)
+@given(foot=st.floats(1.0, 24.0), level=st.sampled_from([THINNING, EVEN]))
+def test_a_known_value_past_the_reach_keeps_its_rows(foot: float, level: float) -> None:
+    """ma2019's household weights: 0 is declared (6% of the rows) and lies in the first
+    bin, [0, 25), whose cells show nothing and whose rows reach from 25 down to
+    ``foot``. The intervals are drawn within the reach, the known value wherever it
+    lies, at its floor (5% of the column's rows); before, a reach stopping short of 0
+    had dropped it."""
+    schema = Schema(
+        (NumericColumn("v", 0.0, 500.0, atoms=(0.0,)), CategoricalColumn("y", ("no", "yes"))),
+        label="y",
+    )
+    disc = Discretiser(schema, 20, 128)
+    edges = disc.edges("v")
+    codes = np.zeros((20_000, 2), dtype=np.int64)
+    reach = {"v": {0: (float(edges[1]), foot, level)}}
+    weights = np.zeros(disc.fine["v"].size)
+    out = disc.decode(codes, np.random.default_rng(5), {"v": weights}, 20_000, reach=reach)
+    values = out["v"].to_numpy(dtype=np.float64)
+    assert np.mean(values == 0.0) == pytest.approx(0.05, abs=0.01)
+    rest = values[values != 0.0]
+    cell = float(np.max(np.diff(disc.fine["v"].boundaries)))  # cells meeting the reach
+    assert rest.min() >= foot - cell and rest.max() <= edges[1]
 
 
 def test_on_a_grid_the_tail_starts_past_the_last_weighted_value() -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from tests.privacy.test_neighbours import masked_ledger, run_cli
+from tests.privacy.test_neighbours import drawn, masked_ledger, run_cli
 
 from dpevolve.data.columns import OTHER, CategoricalColumn
 from dpevolve.data.io import read_table
@@ -90,6 +90,28 @@ def _run(tmp: Path, k: int, cells: list[str], decl: dict[str, Any], mode: str) -
     return shared, validation
 
 
+def _assert_alike_until_the_draws_part(a: dict[str, Any], b: dict[str, Any]) -> None:
+    """The masked ledgers match field for field, or, where an exponential-mechanism draw
+    picked differently (a released value: the replaced row moves the scores by up to the
+    sensitivity, and coupled noise cannot cancel a near tie; every later step follows
+    the pick, see ``drawn``), their events match up to that draw and the rest of the
+    ledger but the engine's facts about its later steps."""
+    if drawn(a) == drawn(b):
+        assert a == b
+        return
+    events_a, events_b = a["events"], b["events"]
+    fork = next(
+        i
+        for i, (x, y) in enumerate(zip(events_a, events_b, strict=False))
+        if x.get("kind") == "exponential" and x.get("clique") != y.get("clique")
+    )
+    assert events_a[:fork] == events_b[:fork]
+    assert {k: v for k, v in a.items() if k not in ("events", "engine")} == {
+        k: v for k, v in b.items() if k not in ("events", "engine")
+    }
+    assert a["engine"]["spec"] == b["engine"]["spec"]
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_neighbouring_tables_read_alike(tmp_path: Path, case: str) -> None:
     decl, cells, replacement, modes = CASES[case]
@@ -99,7 +121,7 @@ def test_neighbouring_tables_read_alike(tmp_path: Path, case: str) -> None:
         folder.mkdir()
         shared_a, valid_a = _run(folder, 0, cells, decl, mode)
         shared_b, valid_b = _run(folder, 1, neighbour, decl, mode)
-        assert shared_a == shared_b
+        _assert_alike_until_the_draws_part(shared_a, shared_b)
         assert valid_a["rows_in"] == valid_b["rows_in"] == ROWS
         assert abs(valid_a["rows_out"] - valid_b["rows_out"]) <= 1, (mode, valid_a, valid_b)
         assert valid_a["rows_out"] >= ROWS - 1 and valid_b["rows_out"] >= ROWS - 1

@@ -100,7 +100,7 @@ def atom_candidates(schema: Schema, spec: EngineSpec) -> dict[str, np.ndarray]:
     if spec.atom_share <= 0:
         return out
     for column in Layout.of(schema).numeric:
-        values = candidate_values(column, max(spec.fine_cells, spec.bins))
+        values = candidate_values(column, max(spec.fine_cells, spec.numeric_bins))
         if values.size:
             out[column.name] = values
     return out

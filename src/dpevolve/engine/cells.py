@@ -180,15 +180,19 @@ def cells_within(cells: FineCells, inside: np.ndarray, span: tuple[float, float]
     return inside[meet] if meet.any() else inside[nearest_cells(cells, inside, span)]
 
 
-def falling(cells: FineCells, inside: np.ndarray, apex: float, foot: float) -> np.ndarray:
+def falling(
+    cells: FineCells, inside: np.ndarray, apex: float, foot: float, level: float = 0.0
+) -> np.ndarray:
     """Weights of the cells ``inside`` under a density falling linearly from 1 at
-    ``apex`` to zero at ``foot`` (either side of it), per unit of value: each cell's
-    part between them times the density at that part's middle (a grid's value stands
-    for its step; an atom of an interval partition for nothing)."""
+    ``apex`` to ``level`` at ``foot`` (either side of it) and zero past them, per unit
+    of value: each cell's part between them times the density at that part's middle (a
+    grid's value stands for its step; an atom of an interval partition for nothing)."""
     low, high = min(apex, foot), max(apex, foot)
     a = np.clip(cells.lo[inside], low, high)
     b = np.clip(cells.hi[inside], low, high)
-    height = np.clip(1.0 - np.abs(0.5 * (a + b) - apex) / max(high - low, 1e-300), 0.0, 1.0)
+    share = np.clip(np.abs(0.5 * (a + b) - apex) / max(high - low, 1e-300), 0.0, 1.0)
+    outside = (cells.lo[inside] > high) | (cells.hi[inside] < low)
+    height = np.where(outside, 0.0, 1.0 - (1.0 - level) * share)
     point = cells.grid | (np.asarray(inside) < cells.atoms)
     return np.asarray(height * np.where(point, cells.step or 0.0, b - a))
 
@@ -233,12 +237,17 @@ def thinning(
     weights: np.ndarray,
     apex: float,
     foot: float,
+    level: float = 0.0,
     whole: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The cells and weights of a bin at an end of the data whose rows thin out from
-    ``apex`` to ``foot`` (:func:`~dpevolve.engine.reach.end_reach`,
+    ``apex`` to ``foot``, to ``level`` of their density at the apex
+    (:func:`~dpevolve.engine.reach.end_reach`,
     :func:`~dpevolve.engine.reach.shown_reach`): where its cells
-    show nothing, its cells between them under a falling density (in a column whose
+    show nothing, its cells between them under a falling density, and its values the
+    data are known to hold (:attr:`FineCells.known_cells`) wherever they lie, at their
+    floor (:func:`known_floor`: ma2019's household weights of 0, 6% of the rows, lie
+    past the foot of the first bin's even reach, [9.4, 20]) (in a column whose
     weights lie on its whole numbers, ``whole``: :func:`whole_atoms`, the whole numbers
     between them, each at the density there); else its weights, and past the furthest
     weighted cell the density there falling to zero at ``foot``.
@@ -250,14 +259,15 @@ def thinning(
     upward = foot > apex
     edge = outer_density(cells, weights, inside, upward)
     if edge is None:
+        known = inside[cells.known_cells[inside]]  # the data hold them wherever the reach ends
         inside = cells_within(cells, inside, (min(apex, foot), max(apex, foot)))
         points = inside if whole is None else inside[np.isin(inside, whole)]
-        inside = points if points.size else inside
-        return inside, falling(cells, inside, apex, foot)
+        inside = np.union1d(points if points.size else inside, known)
+        return inside, falling(cells, inside, apex, foot, level)
     start, density = edge  # the weights' own edge (a stored ``apex`` may predate them)
     past = (cells.lo[inside] >= start) if upward else (cells.hi[inside] <= start)
     tail = np.zeros(inside.size)
-    tail[past] = density * falling(cells, inside[past], start, foot)
+    tail[past] = density * falling(cells, inside[past], start, foot, level)
     return inside, weights[inside] + tail
 
 

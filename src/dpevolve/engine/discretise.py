@@ -80,15 +80,15 @@ class BinRoles(NamedTuple):
     """What the releases say of one numeric column's bins, for decoding
     (:meth:`Discretiser.decode`; :class:`~dpevolve.engine.tails.Fold`): its end bins,
     the thin ones among them, the bins they show data in, for a bin at an end of
-    the data whose rows thin out, ``(apex, foot)``: where their density falls from its
-    height to zero (:func:`~dpevolve.engine.cells.thinning`), and the cells of the
+    the data whose rows thin out, ``(apex, foot, level)``: where their density falls from
+    its height to ``level`` of it (:func:`~dpevolve.engine.cells.thinning`), and the cells of the
     values the data are known to hold that the fine histogram shows
     (:func:`~dpevolve.engine.tails.shown_values`)."""
 
     ends: tuple[int, ...]
     thin: tuple[int, ...]
     held: tuple[int, ...]
-    reach: dict[int, tuple[float, float]]
+    reach: dict[int, tuple[float, float, float]]
     values: tuple[int, ...] = ()
 
 
@@ -303,7 +303,7 @@ class Discretiser:
         ends: Mapping[str, tuple[int, ...]] | None = None,
         thin: Mapping[str, tuple[int, ...]] | None = None,
         held: Mapping[str, tuple[int, ...]] | None = None,
-        reach: Mapping[str, Mapping[int, tuple[float, float]]] | None = None,
+        reach: Mapping[str, Mapping[int, tuple[float, float, float]]] | None = None,
         within: Mapping[str, CellValues] | None = None,
         values: Mapping[str, tuple[int, ...]] | None = None,
     ) -> pd.DataFrame:
@@ -320,7 +320,7 @@ class Discretiser:
         (among the whole numbers where the weights lie on them): the model gives it
         rows, and the folds moved those of a stretch the releases show as noise
         (:func:`~dpevolve.engine.tails.released_inward`). An end bin (``ends``: by
-        default a column's first and last) with a ``reach`` (per bin, ``(apex, foot)``:
+        default a column's first and last) with a ``reach`` (per bin, ``(apex, foot, level)``:
         :func:`~dpevolve.engine.reach.end_reach`,
         :func:`~dpevolve.engine.reach.shown_reach`) decodes under a density thinning out
         to the foot (:func:`~dpevolve.engine.cells.thinning`); a held moved end bin
@@ -424,7 +424,7 @@ class Discretiser:
             inside = np.array([int(np.nanargmin(np.abs(cells.lo - centre)))])
         tail = b in roles.ends
         if b in roles.reach:
-            inside, p = thinning(cells, inside, weights, *roles.reach[b], whole)
+            inside, p = thinning(cells, inside, weights, *roles.reach[b], whole=whole)
             return inside, p
         moved_tail = tail and column.name in self.moved
         if moved_tail and column.name in self.support:

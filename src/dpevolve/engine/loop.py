@@ -203,7 +203,7 @@ def run_engine(
         placed = released_edges(run.discretiser, fine, n, skip=edges, known=found)
         if placed:
             run.discretiser = Discretiser(
-                schema, chosen.bins, chosen.fine_cells, {**edges, **placed}, nested=placed,
+                schema, run.discretiser.bins, chosen.fine_cells, {**edges, **placed}, nested=placed,
                 atoms=atoms, support=released_support(run.discretiser, fine, n, placed),
                 zoom=run.discretiser.zoom,
             )  # fmt: skip
@@ -335,13 +335,13 @@ def _release_atoms(
     """Release the candidate counts (:mod:`~dpevolve.engine.atoms`); the atoms found
     become cells of the fine partition (post-processing: shareable, in the ledger)."""
     found = release_atoms(
-        run.source, run.discretiser.schema, sought, schedule.atoms, run.spec.bins, run.spend,
+        run.source, run.discretiser.schema, sought, schedule.atoms, run.discretiser.bins, run.spend,
         run.noise, run.ledger, run.measurements, run.backend,
     )  # fmt: skip
     if found:
-        spec = run.spec
+        before = run.discretiser
         run.discretiser = Discretiser(
-            run.discretiser.schema, spec.bins, spec.fine_cells, edges, atoms={**atoms, **found}
+            before.schema, before.bins, run.spec.fine_cells, edges, atoms={**atoms, **found}
         )
         about["released_atoms"] = found
         run.ledger.add_metadata(engine=about)
@@ -359,10 +359,10 @@ def _zoom(
     """Release finer fine histograms where the first show a column's values in a small
     part of its range (:mod:`~dpevolve.engine.zoom`); the spans go in the ledger
     (post-processing of the fine histograms: shareable)."""
-    spec, schema = run.spec, run.discretiser.schema
+    spec, schema, bins = run.spec, run.discretiser.schema, run.discretiser.bins
 
     def refine(spans: Mapping[str, list[Span]]) -> Discretiser:
-        return Discretiser(schema, spec.bins, spec.fine_cells, edges, atoms=atoms, zoom=spans)
+        return Discretiser(schema, bins, spec.fine_cells, edges, atoms=atoms, zoom=spans)
 
     run.discretiser, fine = release_zoom(
         run.source, run.discretiser, fine, refine, schedule.zoom, run.spend, run.noise,

@@ -154,11 +154,11 @@ def fit_engine(
     from dpevolve.engine.zoom import zoomable
     from dpevolve.privacy import Ledger, default_delta
 
-    chosen = EngineSpec.from_any(spec)
+    chosen = EngineSpec.from_any(spec).for_rows(int(source.n))
     given = PublicInputs.of(public, schema, chosen) if public is not None else None
     edges = given.edges if given is not None else {}
     atoms = (given.atoms or {}) if given is not None else {}
-    discretiser = Discretiser(schema, chosen.bins, chosen.fine_cells, edges, atoms=atoms)
+    discretiser = Discretiser(schema, chosen.numeric_bins, chosen.fine_cells, edges, atoms=atoms)
     sought = atom_candidates(schema, chosen) if given is None else {}
     columns, numeric = len(discretiser.domain.names), len(discretiser.numeric)
     zooms = zoomable(discretiser) if given is None else 0

@@ -17,6 +17,7 @@ from dpevolve.engine.bins import TAIL, histogram_quantile
 from dpevolve.engine.cells import FineCells
 from dpevolve.engine.counts import held_bins, released_counts
 from dpevolve.engine.discretise import Discretiser
+from dpevolve.engine.reach import THINNING
 from dpevolve.engine.refine import SAMPLE_ROWS, Refinement, block_sizes
 from dpevolve.engine.smoothing import decode_weights
 from dpevolve.engine.tails import Fold, counted_weights, public_ends, released_inward
@@ -96,7 +97,11 @@ class EngineModel:
         ends = {name: fold.ends for name, fold in folds}
         thin = {name: fold.thin for name, fold in folds}
         held = {name: fold.held for name, fold in folds}
-        reach = {name: {b: (lo, hi) for b, lo, hi in fold.reach} for name, fold in folds}
+        # a model file written before the reach had a shape holds ``(bin, apex, foot)``
+        reach = {
+            name: {r[0]: (r[1], r[2], r[3] if len(r) > 3 else THINNING) for r in fold.reach}
+            for name, fold in folds
+        }
         values = {name: fold.values for name, fold in folds}
         frame = self.discretiser.decode(
             codes, rng, dict(self.fine), self.rows, ends, thin, held, reach, self.within, values

@@ -111,7 +111,7 @@ class PublicInputs:
         edges = (
             {}
             if spec.public_bins == "off"
-            else public_edges(frame, schema, spec.bins, spec.public_bins, atoms)
+            else public_edges(frame, schema, spec.numeric_bins, spec.public_bins, atoms)
         )
         return cls(frame, schema, spec, edges, atoms=atoms)
 

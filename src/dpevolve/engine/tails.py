@@ -312,17 +312,16 @@ class Fold:
     (:func:`~dpevolve.engine.counts.held_bins`), which decode within their own cells
     whatever the fine histogram shows of them; ``reach``, per bin at either end of the
     data (an end bin, or the bin an end folds into) whose rows thin out, ``(bin, apex,
-    foot)`` (:func:`~dpevolve.engine.reach.end_reach`, :func:`~dpevolve.engine.reach.shown_reach`;
-    :func:`~dpevolve.engine.cells.thinning`). A model file written before the rows
-    thinned out holds ``(bin, low, high)``, an even span: read as a density falling
-    from ``low`` to ``high``. ``values``: the cells of :func:`shown_values`, where a
-    bin whose cells weigh nothing decodes."""
+    foot, level)`` (:func:`~dpevolve.engine.reach.end_reach`,
+    :func:`~dpevolve.engine.reach.shown_reach`; :func:`~dpevolve.engine.cells.thinning`).
+    ``values``: the cells of :func:`shown_values`, where a bin whose cells weigh nothing
+    decodes."""
 
     target: np.ndarray
     ends: tuple[int, ...]
     thin: tuple[int, ...]
     held: tuple[int, ...] = ()
-    reach: tuple[tuple[int, float, float], ...] = ()
+    reach: tuple[tuple[int, float, float, float], ...] = ()
     values: tuple[int, ...] = ()
 
 
