@@ -51,7 +51,7 @@ def end_reach(
     noise scales of the difference (a density falling towards the end), its rows lie
     at that density, held even to the foot (``level`` :data:`EVEN`), and the data stop
     there: cps91's wives' ages, even from 20 to 59 and none past, had their last bin's
-    603 rows, [46.5, 65], drawn thinning out to 65, 1.3% of all rows past 63.
+    603 rows, [46.5, 65], drawn thinning out to 65, 1.0% of all rows past 63.
     ``top``: the column's upper end (else its lower); an atom's own bin (no wider than
     ``atom_width``) shows no density. ``None`` where the end bin's count stands at most
     :data:`~dpevolve.engine.smoothing.DECODE_FLOOR` noise scales out (the bar of

@@ -44,7 +44,7 @@ class EngineSpec:
         range is loose. ``None`` (the default): :data:`BINS`, or :data:`SMALL_BINS` on a
         table of fewer than :data:`SMALL_TABLE` rows (``n``, public; :meth:`for_rows`),
         where a 1-way's noise is as large as a twentieth of the rows and most bins of 20
-        hold noise the model draws rows in (docs/engine.md, Bins: on 16 tables of 434
+        hold noise the model draws rows in (docs/engine.md, Bins: on 15 tables of 434
         to 880 rows, TV2 -0.033 +- 0.015 with 10).
     fine_share
         Share of ``rho`` for the fine 1-way histogram of every numeric column, from which
