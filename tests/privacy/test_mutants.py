@@ -48,6 +48,8 @@ vacant bins read from the exact fine      the coupled tails run (D' leaves the t
 counts (those no private row lies in)     bin empty: the model is told so)
 the bins the last refit holds empty read  the coupled tails run (D' leaves the top
 from the exact fine counts, not the folds bin empty: the refit is told so)
+the density an end bin's rows reach out   the coupled reach run (D' holds a third
+at read from the exact fine counts        fewer rows next to the end bin)
 point bins' counts read from the exact    the coupled atom run (a whole number's own
 fine counts                               bin holds another count in D')
 the known values a fine histogram shows   the coupled shown-value run (a declared
@@ -79,7 +81,7 @@ import pytest
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import NumericColumn
 from dpevolve.data.sources import FrameSource, PrivateSource
-from dpevolve.engine import atoms, loop, model, rounds, select, tails, vacant, zoom
+from dpevolve.engine import atoms, loop, model, reach, rounds, select, tails, vacant, zoom
 from dpevolve.engine.atom_rules import RULE, atom_columns
 from dpevolve.engine.atoms import ATOMS, release_atoms
 from dpevolve.engine.bins import released_edges, released_support
@@ -416,6 +418,32 @@ def exact_beside(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(model, "released_inward", leaky)
 
 
+def exact_reach(mp: pytest.MonkeyPatch) -> None:
+    """The densities next to a column's end bins, which say whether its rows thin out
+    or stop sharply, read from the exact counts of its bins (its fine histogram's)."""
+    exact = _exact_of(mp)
+    folds = tails.released_inward
+    densities = reach.inner_densities
+
+    def leaky(discretiser, fitted, measurements, weights, fine=None, *args, **kw):
+        bins = discretiser.bins
+        counts = {}
+        for name, m in (fine or {}).items():
+            if id(m.noisy) in exact:
+                cells = discretiser.fine[name]
+                per_bin = cells.bin_sums(exact[id(m.noisy)], bins)
+                counts[discretiser.edges(name).tobytes()] = per_bin
+
+        def inner(edges, count, sd, *rest):
+            return densities(edges, counts.get(edges.tobytes(), count), sd, *rest)
+
+        with pytest.MonkeyPatch.context() as patched:
+            patched.setattr(reach, "inner_densities", inner)
+            return folds(discretiser, fitted, measurements, weights, fine, *args, **kw)
+
+    mp.setattr(model, "released_inward", leaky)
+
+
 def exact_vacant(mp: pytest.MonkeyPatch) -> None:
     """Vacant bins read from the exact fine counts: the bins no private row lies in."""
     seen: dict[str, np.ndarray] = {}
@@ -563,6 +591,7 @@ MUTANTS = {
     "shown-values-from-exact-counts": exact_shown,
     "beside-bins-from-exact-counts": exact_beside,
     "folded-bins-from-exact-counts": exact_folded,
+    "reach-from-exact-counts": exact_reach,
 }
 SELECTION = {"selection-scale-half", "selection-scale-quarter", "selection-rho-eps2-16"}
 
@@ -596,6 +625,7 @@ CAUGHT_BY: dict[str, Callable[[], list[str]]] = {
     "density-from-exact-counts": test_tails_exact.CASE.violations,
     "vacant-bins-from-exact-counts": test_tails_exact.CASE.violations,
     "folded-bins-from-exact-counts": test_tails_exact.CASE.violations,
+    "reach-from-exact-counts": test_tails_exact.REACH_CASE.violations,
     "shown-values-from-exact-counts": test_tails_exact.SHOWN_CASE.violations,
     "beside-bins-from-exact-counts": test_tails_exact.BESIDE_CASE.violations,
     "point-bins-from-exact-counts": atoms_audit,

@@ -81,3 +81,25 @@ BESIDE_CASE = Case(SCHEMA, SPEC, Budget(rho=0.25), [(w, str(w % 2)) for w in ran
 
 def test_the_bins_held_beside_are_post_processing() -> None:
     assert BESIDE_CASE.violations() == []
+
+
+#: The end bin's reach (:func:`~dpevolve.engine.reach.end_reach`): rows at 0..44, two at
+#: 52 and 55, three in the bin next to the top one ([60.66, 69.12): 63, 66 and the moving
+#: record's 64 on ``D``) and one in it (75), whose fine cell stands under the decoding
+#: floor while the bin's count, every release combined, stands out: its rows reach out
+#: from 69.12 at the density of the bin next to it. Moved into the body on ``D'``, the
+#: moving record takes a third of that bin's rows: a density read from the exact counts
+#: puts the reach's foot elsewhere on each side, where the released (coupled) counts
+#: do not.
+REACH_PAIRS = [((64, "1"), (20, "1"), "error")]
+REACH_CASE = Case(
+    SCHEMA,
+    SPEC,
+    BUDGET,
+    [(w, str(w % 2)) for w in range(45)] + [(52, "0"), (55, "1"), (63, "0"), (66, "1"), (75, "0")],
+    REACH_PAIRS,
+)
+
+
+def test_the_end_bins_reach_is_post_processing() -> None:
+    assert REACH_CASE.violations() == []
