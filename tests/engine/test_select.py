@@ -25,14 +25,16 @@ from dpevolve.engine.select import (
     coarse_candidates,
     coarse_pairs,
     draw,
+    is_parity,
     parity_candidates,
     parity_neighbours,
     quantile_split,
+    query_weight,
     selection_event,
     split_grouping,
     weight,
 )
-from dpevolve.measurements import Domain, MarginalQuery
+from dpevolve.measurements import Domain, MarginalQuery, even_grouping
 from dpevolve.privacy.noise import SeededNoise
 
 
@@ -140,6 +142,36 @@ def test_parity_candidates_cut_each_column_at_its_own_quantiles() -> None:
     assert parity_candidates(domain, "y", numeric, masses, (0.5,), 3, 1) == []
     assert parity_candidates(domain, None, numeric, masses, (0.5,), 4, 1) == []
     assert parity_candidates(domain, "y", numeric, masses, (), 4, 1) == []
+
+
+@given(cuts=st.tuples(*(st.integers(1, 5) for _ in range(3))), groups=st.integers(2, 5))
+def test_a_parity_query_cuts_every_other_column_in_two(
+    cuts: tuple[int, int, int], groups: int
+) -> None:
+    """A parity query (weighed apart from the other coarse ones): the label with three
+    numerics, each cut in two; not with a column in more groups or cell by cell, nor
+    without the label, nor with two numerics only."""
+    numeric = {"a": 6, "b": 6, "c": 6}
+    grouping = [tuple(int(i >= k) for i in range(6)) for k in cuts]
+    query = MarginalQuery(("a", "b", "c", "y"), (*grouping, None))
+    assert is_parity(query, numeric, "y")
+    assert not is_parity(query, numeric, None)
+    assert not is_parity(MarginalQuery(("a", "b", "c", "y")), numeric, "y")
+    finer = MarginalQuery(("a", "b", "c", "y"), (*grouping[:2], even_grouping(6, groups), None))
+    assert is_parity(finer, numeric, "y") == (groups == 2)
+    assert not is_parity(MarginalQuery(("a", "b", "y"), (*grouping[:2], None)), numeric, "y")
+
+
+def test_a_parity_query_takes_the_parity_weight() -> None:
+    numeric = {"a": 6, "b": 6, "c": 6}
+    half = (0, 0, 0, 1, 1, 1)
+    parity = MarginalQuery(("a", "b", "c", "y"), (half, half, half, None))
+    coarse = MarginalQuery(("a", "b", "y"), (half, (0, 0, 1, 1, 2, 2), None))
+    fine = MarginalQuery(("a", "b", "c", "y"))
+    ways = (2.0, 0.25, 0.75)
+    assert query_weight(parity, "y", numeric, ways) == weight(parity.clique, "y", 2.0) * 0.75
+    assert query_weight(coarse, "y", numeric, ways) == weight(coarse.clique, "y", 2.0) * 0.25
+    assert query_weight(fine, "y", numeric, ways) == weight(fine.clique, "y", 2.0)
 
 
 @given(cuts=st.tuples(st.integers(1, 5), st.integers(1, 5)), reach=st.integers(1, 3))

@@ -59,6 +59,9 @@ decoding span from the private min/max    the coupled atom run (the end bins dec
 zoom span from the private min/max        the coupled zoom run (D' zooms into another
                                           span: another partition is counted)
 zoom release recorded as free             the coupled zoom run's release checks
+the draw's sensitivity from the fine      the coupled parity run at parity weight 4
+cliques' weights, the parity weight left  (a parity query's score moves past the
+out                                       charge)
 the noise source drawing at half the      the whole-run audit (the exact audits
 ``sigma`` asked of it                     record what is asked: they cannot see it)
 ========================================  ==========================================
@@ -81,7 +84,7 @@ import pytest
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import NumericColumn
 from dpevolve.data.sources import FrameSource, PrivateSource
-from dpevolve.engine import atoms, loop, model, reach, rounds, select, tails, vacant, zoom
+from dpevolve.engine import atoms, loop, model, reach, rounds, rules, select, tails, vacant, zoom
 from dpevolve.engine.atom_rules import RULE, atom_columns
 from dpevolve.engine.atoms import ATOMS, release_atoms
 from dpevolve.engine.bins import released_edges, released_support
@@ -103,7 +106,7 @@ from .test_engine_exact import PAIRS, engine_audit
 from .test_label_pairs_exact import exact_label_groups, label_audit
 from .test_label_tree_exact import exact_tree_groups, tree_audit
 from .test_model_file import model_file_violations
-from .test_parity_exact import moved_audit, parity_audit
+from .test_parity_exact import XOR_SPEC, moved_audit, parity_audit
 from .test_relations_exact import cut_audit, exact_groups, triangle_audit, unrecorded_closing
 from .test_run_audit import main_pair_violations
 from .test_tree_coarse_exact import coarse_audit
@@ -240,6 +243,13 @@ def private_parity(mp: pytest.MonkeyPatch) -> None:
             return self.run.counts(MarginalQuery(tuple(clique)))
 
     mp.setattr(rounds, "_pool", lambda run, label, model: pool(run, label, Exact(run)))
+
+
+def parity_weight_uncharged(mp: pytest.MonkeyPatch) -> None:
+    """The draw's sensitivity from weights no larger than a fine triple with the label
+    holds (1.5): a parity weight above it scores its queries past the charge."""
+    event = rules.AIMRule.event
+    mp.setattr(rules.AIMRule, "event", lambda self, e, w: event(self, e, np.minimum(w, 1.5)))
 
 
 def exact_moves(mp: pytest.MonkeyPatch) -> None:
@@ -569,6 +579,7 @@ MUTANTS = {
     "atom-release-unrecorded": unrecorded(ATOMS),
     "parity-cut-at-private-quantiles": private_parity,
     "parity-moves-from-exact-counts": exact_moves,
+    "parity-weight-uncharged": parity_weight_uncharged,
     "bins-read-the-private-column": column_bins,
     "decode-span-from-private-range": private_span,
     "decode-span-tails-only": private_inward,
@@ -593,6 +604,8 @@ MUTANTS = {
     "folded-bins-from-exact-counts": exact_folded,
     "reach-from-exact-counts": exact_reach,
 }
+#: The parity run with its queries weighed above every other (they set the sensitivity).
+HEAVY_PARITY = dataclasses.replace(XOR_SPEC, parity_weight=4.0)
 SELECTION = {"selection-scale-half", "selection-scale-quarter", "selection-rho-eps2-16"}
 
 
@@ -632,6 +645,7 @@ CAUGHT_BY: dict[str, Callable[[], list[str]]] = {
     "faint-from-exact-counts": test_faint_exact.CASE.violations,
     "parity-cut-at-private-quantiles": parity_audit,
     "parity-moves-from-exact-counts": moved_audit,
+    "parity-weight-uncharged": functools.partial(moved_audit, spec=HEAVY_PARITY),
     "atom-rules-from-exact-counts": WIDE_CASES[0].violations,
     "atom-rule-sensitivity-one": WIDE_CASES[1].violations,
     "n-counts-valid-rows-only": functools.partial(engine_audit, PAIRS[3:4]),

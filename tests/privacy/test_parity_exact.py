@@ -104,21 +104,25 @@ def xor_tables(here, there) -> tuple[pd.DataFrame, pd.DataFrame]:
     )
 
 
-def moved_audit(pairs=XOR_PAIRS) -> list[str]:
+def moved_audit(pairs=XOR_PAIRS, spec: EngineSpec = XOR_SPEC) -> list[str]:
     """Coupled runs on the parity table (:func:`engine_violations`), each pair named."""
     out = []
     for here, there, on_invalid in pairs:
         tables = xor_tables(here, there)
-        found = engine_violations(SCHEMA, *tables, on_invalid, XOR_SPEC, BUDGET)
+        found = engine_violations(SCHEMA, *tables, on_invalid, spec, BUDGET)
         out += [f"{here} -> {there} ({on_invalid}): {v}" for v in found]
     return out
 
 
+@pytest.mark.parametrize("parity_weight", [XOR_SPEC.parity_weight, 4.0])
 @pytest.mark.parametrize("pair", XOR_PAIRS)
-def test_the_moved_cuts_are_post_processing(pair) -> None:
+def test_the_moved_cuts_are_post_processing(pair, parity_weight) -> None:
     """The measured parity query's moved cuts (``parity_reach``) are candidates of the
-    later rounds, the same on both sides."""
-    assert moved_audit([pair]) == []
+    later rounds, the same on both sides; every draw within its charge whether the
+    parity queries' weight is the default or the largest (it then sets the draw's
+    sensitivity)."""
+    spec = dataclasses.replace(XOR_SPEC, parity_weight=parity_weight)
+    assert moved_audit([pair], spec) == []
 
 
 def test_the_parity_table_proposes_moved_cuts() -> None:

@@ -20,7 +20,7 @@ import numpy as np
 from dpevolve.engine.plan import Schedule, round_cost
 from dpevolve.engine.pool import CandidatePool
 from dpevolve.engine.rules import SELECTION_RULES
-from dpevolve.engine.select import ABS_NOISE, draw, weight
+from dpevolve.engine.select import ABS_NOISE, draw, query_weight
 from dpevolve.engine.spec import EngineSpec
 from dpevolve.engine.tree import PickRun
 from dpevolve.measurements import Clique, Domain, Estimator, MarginalQuery, selection
@@ -147,11 +147,10 @@ def _choose(
         pool.draw([q.clique for q in queries], run.spec.max_candidates, run.rng, queries),
         domain,
     )
-    weights = [
-        weight(q.clique, label, run.spec.label_weight)
-        * (run.spec.coarse_weight if q.coarse and len(q.clique) > 2 else 1.0)
-        for q in kept
-    ]
+    numeric = {c.name: run.discretiser.bins for c in run.discretiser.numeric}
+    spec = run.spec
+    ways = (spec.label_weight, spec.coarse_weight, spec.parity_weight)
+    weights = [query_weight(q, label, numeric, ways) for q in kept]
     held = run.model_cliques()
     covered = [frozenset(c) for c in held]
 

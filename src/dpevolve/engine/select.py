@@ -63,6 +63,35 @@ def weight(clique: Clique, label: str | None, label_weight: float) -> float:
     return w * label_weight if label is not None and label in clique else w
 
 
+def is_parity(query: MarginalQuery, numeric: Mapping[str, int], label: str | None) -> bool:
+    """Whether ``query`` is a parity query (public): the label with three or more other
+    columns, every one numeric and cut in two (:func:`parity_candidates`,
+    :func:`parity_neighbours`)."""
+    if label is None or label not in query.clique or query.groups is None:
+        return False
+    others = [(a, g) for a, g in zip(query.clique, query.groups, strict=True) if a != label]
+    return len(others) >= 3 and all(
+        a in numeric and _cut_of(g, numeric[a]) is not None for a, g in others
+    )
+
+
+def query_weight(
+    query: MarginalQuery,
+    label: str | None,
+    numeric: Mapping[str, int],
+    weights: tuple[float, float, float],
+) -> float:
+    """Selection weight of a candidate query: :func:`weight` of its clique (``weights``:
+    label, coarse and parity weights, in that order), times the parity weight for a
+    parity query (:func:`is_parity`) and the coarse weight for another coarse query of
+    three or more columns."""
+    label_weight, coarse_weight, parity_weight = weights
+    w = weight(query.clique, label, label_weight)
+    if is_parity(query, numeric, label):
+        return w * parity_weight
+    return w * coarse_weight if query.coarse and len(query.clique) > 2 else w
+
+
 def candidates(domain: Domain, selected: Iterable[Clique], max_order: int) -> list[Clique]:
     """Public candidates: every column and pair, plus every selected clique of 2 to
     ``max_order - 1`` columns grown by one column (triples from selected pairs, ...)."""
@@ -357,11 +386,13 @@ __all__ = [
     "coarse_pairs",
     "cut_in_two",
     "draw",
+    "is_parity",
     "numeric_grouping",
     "parity_candidates",
     "parity_neighbours",
     "quality",
     "quantile_split",
+    "query_weight",
     "scores",
     "selection_event",
     "split_grouping",

@@ -223,8 +223,10 @@ class EngineSpec:
         public), all of them are coarse candidates from the first round, not only those
         grown from selected cliques (a parity of signs shows in no smaller marginal, so
         nothing would lead the selection to it). ``0``: grown only.
-    coarse_weight
-        Selection weight of a coarse label clique relative to its fine clique's.
+    coarse_weight, parity_weight
+        Selection weight of a coarse label clique relative to its fine clique's; of a
+        parity query (:func:`~dpevolve.engine.select.is_parity`), whose fine clique is
+        never a candidate, the one that keeps its cuts apart under the draw's noise.
     pair_groups
         Numbers of equal-width groups at which every pair holding a numeric is proposed
         as well (fewer cells than the fine pair: less noise in all when ``sigma`` is
@@ -325,6 +327,7 @@ class EngineSpec:
     parity_reach: int = 2
     coarse_all: int = 10
     coarse_weight: float = 0.25
+    parity_weight: float = 0.75
     pair_groups: tuple[int, ...] = (5,)
     round_iters: int = 100
     final_iters: int = 500
@@ -432,7 +435,8 @@ class EngineSpec:
                 f"engine spec: selection must be one of {', '.join(SELECTION_RULES)}, "
                 f"got {self.selection!r}"
             )
-        for name in ("max_model_mb", "label_weight", "coarse_weight", "public_scale"):
+        positive = ("max_model_mb", "label_weight", "coarse_weight", "parity_weight")
+        for name in (*positive, "public_scale"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise InputError(f"engine spec: {name} must be a positive number, got {value!r}")
