@@ -168,10 +168,10 @@ def test_a_parity_query_takes_the_parity_weight() -> None:
     parity = MarginalQuery(("a", "b", "c", "y"), (half, half, half, None))
     coarse = MarginalQuery(("a", "b", "y"), (half, (0, 0, 1, 1, 2, 2), None))
     fine = MarginalQuery(("a", "b", "c", "y"))
-    ways = (2.0, 0.25, 0.75)
-    assert query_weight(parity, "y", numeric, ways) == weight(parity.clique, "y", 2.0) * 0.75
-    assert query_weight(coarse, "y", numeric, ways) == weight(coarse.clique, "y", 2.0) * 0.25
-    assert query_weight(fine, "y", numeric, ways) == weight(fine.clique, "y", 2.0)
+    ways = {"label_weight": 2.0, "coarse_weight": 0.25, "parity_weight": 0.75}
+    assert query_weight(parity, "y", numeric, **ways) == weight(parity.clique, "y", 2.0) * 0.75
+    assert query_weight(coarse, "y", numeric, **ways) == weight(coarse.clique, "y", 2.0) * 0.25
+    assert query_weight(fine, "y", numeric, **ways) == weight(fine.clique, "y", 2.0)
 
 
 @given(cuts=st.tuples(st.integers(1, 5), st.integers(1, 5)), reach=st.integers(1, 3))

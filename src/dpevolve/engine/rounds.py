@@ -149,8 +149,12 @@ def _choose(
     )
     numeric = {c.name: run.discretiser.bins for c in run.discretiser.numeric}
     spec = run.spec
-    ways = (spec.label_weight, spec.coarse_weight, spec.parity_weight)
-    weights = [query_weight(q, label, numeric, ways) for q in kept]
+    ways = {
+        "label_weight": spec.label_weight,
+        "coarse_weight": spec.coarse_weight,
+        "parity_weight": spec.parity_weight,
+    }
+    weights = [query_weight(q, label, numeric, **ways) for q in kept]
     held = run.model_cliques()
     covered = [frozenset(c) for c in held]
 

@@ -79,13 +79,14 @@ def query_weight(
     query: MarginalQuery,
     label: str | None,
     numeric: Mapping[str, int],
-    weights: tuple[float, float, float],
+    *,
+    label_weight: float,
+    coarse_weight: float,
+    parity_weight: float,
 ) -> float:
-    """Selection weight of a candidate query: :func:`weight` of its clique (``weights``:
-    label, coarse and parity weights, in that order), times the parity weight for a
-    parity query (:func:`is_parity`) and the coarse weight for another coarse query of
-    three or more columns."""
-    label_weight, coarse_weight, parity_weight = weights
+    """Selection weight of a candidate query: :func:`weight` of its clique, times
+    ``parity_weight`` for a parity query (:func:`is_parity`) and ``coarse_weight`` for
+    another coarse query of three or more columns (``EngineSpec``'s weights)."""
     w = weight(query.clique, label, label_weight)
     if is_parity(query, numeric, label):
         return w * parity_weight
