@@ -59,6 +59,9 @@ decoding span from the private min/max    the coupled atom run (the end bins dec
 zoom span from the private min/max        the coupled zoom run (D' zooms into another
                                           span: another partition is counted)
 zoom release recorded as free             the coupled zoom run's release checks
+the cells the last fit holds empty (a     the coupled zero run (the held cell holds 3
+rule at an atom) read from the exact      rows in D, 4 in D': held on one side only)
+counts of the released pairs
 the draw's sensitivity from the fine      the coupled parity run at parity weight 4
 cliques' weights, the parity weight left  (a parity query's score moves past the
 out                                       charge)
@@ -94,11 +97,18 @@ from dpevolve.engine.measure import FINE, count_marginals, marginal_event, relea
 from dpevolve.engine.points import point_measurements
 from dpevolve.engine.smoothing import decode_weights
 from dpevolve.engine.tails import released_inward
+from dpevolve.engine.zeros import zero_measurements
 from dpevolve.measurements import MarginalQuery
 from dpevolve.privacy import ExponentialEvent, GaussianEvent, Ledger, gaussian_sigma
 from dpevolve.privacy.noise import SeededNoise
 
-from . import test_atoms_exact, test_faint_exact, test_tails_exact, test_zoom_exact
+from . import (
+    test_atoms_exact,
+    test_faint_exact,
+    test_tails_exact,
+    test_zeros_exact,
+    test_zoom_exact,
+)
 from .conftest import MUTANT_VARIABLE
 from .exact import engine_violations, selection_audit
 from .test_atom_rules_exact import WIDE_CASES
@@ -405,6 +415,27 @@ def exact_folded(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(loop, "folded_measurements", leaky)
 
 
+def exact_zeros(mp: pytest.MonkeyPatch) -> None:
+    """The cells the last fit holds empty read from the exact counts of the released
+    pairs, not from their releases."""
+    seen: dict[tuple, np.ndarray] = {}
+
+    def spied(counts, clique, event, noise, *, query=None):
+        key = (tuple(clique), query.groups if query is not None else None)
+        seen[key] = np.asarray(counts, dtype=np.float64)
+        return release(counts, clique, event, noise, query=query)
+
+    def leaky(discretiser, marginals, fitted, n):
+        exact = [
+            dataclasses.replace(m, noisy=seen.get((m.query.clique, m.query.groups), m.noisy))
+            for m in marginals
+        ]
+        return zero_measurements(discretiser, exact, fitted, n)
+
+    mp.setattr(loop, "release", spied)
+    mp.setattr(loop, "zero_measurements", leaky)
+
+
 def exact_beside(mp: pytest.MonkeyPatch) -> None:
     """The bins the folds hold beside a held bin read from the exact fine counts (the
     bins holding a row), not from the decoding weights."""
@@ -603,6 +634,7 @@ MUTANTS = {
     "beside-bins-from-exact-counts": exact_beside,
     "folded-bins-from-exact-counts": exact_folded,
     "reach-from-exact-counts": exact_reach,
+    "zero-cells-from-exact-counts": exact_zeros,
 }
 #: The parity run with its queries weighed above every other (they set the sensitivity).
 HEAVY_PARITY = dataclasses.replace(XOR_SPEC, parity_weight=4.0)
@@ -648,6 +680,7 @@ CAUGHT_BY: dict[str, Callable[[], list[str]]] = {
     "parity-weight-uncharged": functools.partial(moved_audit, spec=HEAVY_PARITY),
     "atom-rules-from-exact-counts": WIDE_CASES[0].violations,
     "atom-rule-sensitivity-one": WIDE_CASES[1].violations,
+    "zero-cells-from-exact-counts": test_zeros_exact.CASE.violations,
     "n-counts-valid-rows-only": functools.partial(engine_audit, PAIRS[3:4]),
     "relation-groups-at-exact-counts": cut_audit,
     "label-tree-groups-at-exact-counts": tree_audit,

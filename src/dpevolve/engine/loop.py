@@ -60,6 +60,7 @@ from dpevolve.engine.spec import EngineSpec
 from dpevolve.engine.tails import Fold
 from dpevolve.engine.tree import Picks, spanning, tree_picks
 from dpevolve.engine.vacant import closed_ends, folded_measurements, vacant_measurements
+from dpevolve.engine.zeros import zero_measurements
 from dpevolve.engine.zoom import Span, release_zoom
 from dpevolve.measurements import (
     Clique,
@@ -295,7 +296,9 @@ def _final_fit(
     ``EngineSpec.empty_folds`` the model is fitted once more (warm start), the bins its
     folds move held empty (:func:`~dpevolve.engine.vacant.folded_measurements`, the ends closed:
     :func:`~dpevolve.engine.vacant.closed_ends`), and those folds are returned
-    (``facts``: a public table's, for them; ``oneway``: the 1-ways' noise scale)."""
+    (``facts``: a public table's, for them; ``oneway``: the 1-ways' noise scale). With
+    ``EngineSpec.hold_zeros`` that refit also holds empty the cells the releases show a
+    rule at (:func:`~dpevolve.engine.zeros.zero_measurements`), read from the last fit."""
     smoothed: list[Measurement] = []
     if run.spec.density_smoothing:
         smoothed, about["density"] = density_measurements(
@@ -309,9 +312,12 @@ def _final_fit(
     n = int(run.source.n)
     fitted = [*run.fitted(), *smoothed, *point_measurements(run.discretiser, fine, n)]
     model = model.fit(fitted)
-    if not run.spec.empty_folds:
-        return model, None
     marginals = run.measurements.marginals()
+    # read from the last fit: a cell's row and column held at a looser fit's counts (the
+    # rounds' last refit, before the point bins' counts) drew an atom nowhere
+    held = zero_measurements(run.discretiser, marginals, model, n) if run.spec.hold_zeros else []
+    if not run.spec.empty_folds:
+        return (model.fit([*fitted, *held]) if held else model), None
     # the folds of this fit decode the rows: read again from the refit, whose folded
     # stretches are empty, the bins beside them would fold in turn
     read = released_model(run.discretiser, model, n, marginals, fine, None, facts).inward
@@ -319,8 +325,8 @@ def _final_fit(
     folds = {name: replace(f, target=closed_ends(f.target, bins)) for name, f in read.items()}
     targets = {name: fold.target for name, fold in folds.items()}
     folded = folded_measurements(run.discretiser, targets, model, n, oneway)
-    if folded:
-        model = model.fit([*fitted, *folded])
+    if folded or held:
+        model = model.fit([*fitted, *folded, *held])
     return model, folds
 
 

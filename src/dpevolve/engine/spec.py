@@ -169,6 +169,9 @@ class EngineSpec:
         (:func:`~dpevolve.engine.vacant.folded_measurements`; post-processing), so
         those rows go where the releases put the column's other rows instead of piling
         up in the bin they fold into; ``False``: they decode in that bin.
+    hold_zeros
+        ``True``: cells of released pairs that show a rule (at an atom, a category) are
+        held empty in the last fit (:mod:`~dpevolve.engine.zeros`; post-processing).
     anneal
         When a refit barely moved the chosen marginal, the next rounds divide ``sigma``
         and multiply ``epsilon`` by this (AIM: 2).
@@ -183,11 +186,8 @@ class EngineSpec:
         Largest clique selected: 2 (pairs), 3 (plus triples grown from selected
         pairs) or 4 (plus 4-way cliques grown from selected triples).
     label_weight
-        Selection weight of cliques holding the schema's label, relative to others. The
-        label's cliques are already favoured by the coarse candidates; weighting them
-        up again (2.0) was measured at epsilon 1 against 1.0 (3 seeds, paired): Adult-15
-        tv_all 0.032 against 0.029 at the same TSTR, Person Activity TSTR 0.661 against
-        0.671, Bank-5, XOR-3 and Adult-9 within their seeds' spread.
+        Selection weight of cliques holding the schema's label, relative to others
+        (2.0 measured against 1.0: docs/engine.md, Options).
     coarse_groups
         Numbers of equal-width groups of the declared range (of the ``bins`` bins) at
         which coarse label cliques are proposed: the label with two or more other
@@ -315,6 +315,7 @@ class EngineSpec:
     pair_shrinkage: bool = True
     density_smoothing: bool = True
     empty_folds: bool = True
+    hold_zeros: bool = True
     anneal: float = 2.0
     max_model_mb: float = 2.0
     max_candidates: int = 600
