@@ -71,18 +71,23 @@ def test_single_cells_are_categories_point_bins_and_the_missing_cell() -> None:
     assert single_cells(discretiser, "wage") == frozenset({4})
 
 
+#: A count of children (a bin per value: each a single value) and a label; the rule
+#: ``y = 1`` exactly when there are children, released cell by cell.
+KIDS = Schema(
+    (NumericColumn("kids", 0, 3, integer=True), CategoricalColumn("y", ("0", "1"))),
+    label="y",
+)
+RELEASED = np.array([[100.0, 3.0], [-2.0, 40.0], [1.0, 30.0], [4.0, 22.0]])
+
+
 def test_the_releases_of_a_cell_combine_by_their_precision() -> None:
     """A pair released fine (noise 2) and grouped (noise 4, the kids 1-3 one group):
     the single cells of both combine, (kids 0, y 1) at ``(3 / 4 + 5 / 16) / (1 / 4 +
     1 / 16)`` with noise ``(1 / 4 + 1 / 16) ** -0.5``; the group of three values holds
     no single cell."""
-    schema = Schema(
-        (NumericColumn("kids", 0, 3, integer=True), CategoricalColumn("y", ("0", "1"))),
-        label="y",
-    )
-    discretiser = Discretiser(schema, 4, 64)
+    discretiser = Discretiser(KIDS, 4, 64)
     names = ("kids", "y")
-    fine = np.array([[100.0, 3.0], [-2.0, 40.0], [1.0, 30.0], [4.0, 22.0]])
+    fine = RELEASED
     coarse = np.array([[98.0, 5.0], [2.0, 95.0]])
     query = MarginalQuery(names, ((0, 1, 1, 1), None))
     released = [
@@ -115,13 +120,9 @@ def test_the_pseudo_measurement_holds_the_cell_at_zero_and_its_sides_at_the_mode
     (kids 0, y 1) released at 3 against an expectation of 60 is held: grouped apart at 0
     rows, the rest of its row and column at the model's counts of kids 0 and y 1, the
     rest of the rows after them, free, ``SHARPNESS`` times sharper than the release."""
-    schema = Schema(
-        (NumericColumn("kids", 0, 3, integer=True), CategoricalColumn("y", ("0", "1"))),
-        label="y",
-    )
-    discretiser = Discretiser(schema, 4, 64)
+    discretiser = Discretiser(KIDS, 4, 64)
     names = ("kids", "y")
-    noisy = np.array([[100.0, 3.0], [-2.0, 40.0], [1.0, 30.0], [4.0, 22.0]])
+    noisy = RELEASED
     sigma = 5.0
     released = Measurement(MarginalQuery(names), noisy, sigma, GaussianEvent(1.0, sigma))
     joint = np.array([[95.0, 6.0], [10.0, 40.0], [8.0, 30.0], [7.0, 28.0]])
