@@ -73,17 +73,6 @@ def single_cells(discretiser: Discretiser, name: str) -> frozenset[int]:
     return frozenset(cells)
 
 
-def _answer_cells(grouping: Sequence[int] | None, size: int) -> list[int | None]:
-    """Per cell of a query's answer on one axis, the one domain cell it counts, or
-    ``None`` where it groups several."""
-    if grouping is None:
-        return list(range(size))
-    members: dict[int, list[int]] = {}
-    for cell, group in enumerate(grouping):
-        members.setdefault(group, []).append(cell)
-    return [m[0] if len(m) == 1 else None for _, m in sorted(members.items())]
-
-
 def held_empty(count: float, sigma: float, expected: float) -> bool:
     """Whether a cell between two single values is held empty: its releases combined
     (``count``, noise scale ``sigma``) stand at most :data:`EMPTY` scales above zero
@@ -99,31 +88,25 @@ def shown_cells(
 ) -> dict[tuple[Clique, tuple[int, int]], tuple[float, float]]:
     """Per cell of a released 2-way marginal between two single values (its pair and
     its two domain cells), the releases that count it combined by their precision:
-    the count and its noise scale."""
+    the count and its noise scale. A released cell counts one domain cell where the
+    query's linear map (``project``) sends exactly one there, whatever its type."""
     precision: dict[tuple[Clique, tuple[int, int]], list[float]] = {}
     for released in marginals:
-        query = released.query
-        if not isinstance(query, MarginalQuery) or len(query.clique) != 2:
+        names = released.query.clique
+        if len(names) != 2 or not (np.isfinite(released.sigma) and released.sigma > 0):
             continue
-        if not (np.isfinite(released.sigma) and released.sigma > 0):
-            continue
-        names = query.clique
-        sizes = discretiser.domain.shape(names)
-        groups = query.groups or (None, None)
-        axes = [
-            [c if c is not None and c in single_cells(discretiser, a) else None for c in cells]
-            for a, cells in zip(names, map(_answer_cells, groups, sizes), strict=True)
-        ]
-        shape = query.shape(discretiser.domain)
-        noisy = np.asarray(released.noisy, dtype=np.float64).reshape(shape)
+        shape = discretiser.domain.shape(names)
+        members = released.query.project(np.ones(shape)).ravel()
+        first = released.query.project(np.arange(np.prod(shape), dtype=np.float64).reshape(shape))
+        noisy = np.asarray(released.noisy, dtype=np.float64).ravel()
+        single = [single_cells(discretiser, a) for a in names]
         weight = 1.0 / released.sigma**2
-        for i, a in enumerate(axes[0]):
-            for j, b in enumerate(axes[1]):
-                if a is None or b is None:
-                    continue
+        for k in np.flatnonzero(members == 1):
+            a, b = (int(c) for c in np.unravel_index(int(first.ravel()[k]), shape))
+            if a in single[0] and b in single[1]:
                 acc = precision.setdefault((names, (a, b)), [0.0, 0.0])
                 acc[0] += weight
-                acc[1] += weight * float(noisy[i, j])
+                acc[1] += weight * float(noisy[k])
     return {key: (total / w, w**-0.5) for key, (w, total) in precision.items()}
 
 
