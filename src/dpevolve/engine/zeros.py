@@ -91,6 +91,7 @@ def shown_cells(
     the count and its noise scale. A released cell counts one domain cell where the
     query's linear map (``project``) sends exactly one there, whatever its type."""
     precision: dict[tuple[Clique, tuple[int, int]], list[float]] = {}
+    singles: dict[str, frozenset[int]] = {}
     for released in marginals:
         names = released.query.clique
         if len(names) != 2 or not (np.isfinite(released.sigma) and released.sigma > 0):
@@ -99,7 +100,10 @@ def shown_cells(
         members = released.query.project(np.ones(shape)).ravel()
         first = released.query.project(np.arange(np.prod(shape), dtype=np.float64).reshape(shape))
         noisy = np.asarray(released.noisy, dtype=np.float64).ravel()
-        single = [single_cells(discretiser, a) for a in names]
+        for a in names:
+            if a not in singles:
+                singles[a] = single_cells(discretiser, a)
+        single = [singles[a] for a in names]
         weight = 1.0 / released.sigma**2
         for k in np.flatnonzero(members == 1):
             a, b = (int(c) for c in np.unravel_index(int(first.ravel()[k]), shape))
