@@ -7,7 +7,7 @@ with 0 hours is in the labour force. The release of that cell is noise about 0, 
 estimator keeps it non-negative and spreads the positive part of its noise, and the
 other releases that touch it, through the model's cliques: on cps91 (seed 0) 28 of the
 968 synthetic rows with 0 hours were in the labour force and 53 with hours were not,
-and a model trained on the output scored 0.991 where the real one scores 1.000. A
+and a model trained on the output scored 0.975 where the real one scores 1.000. A
 categorical pair has such cells too (a husband who is female).
 
 What (:func:`shown_cells`, :func:`held_empty`, :func:`zero_measurements`). A cell of
@@ -42,8 +42,9 @@ from dpevolve.privacy import GaussianEvent
 
 #: A cell's releases stand at most this many noise scales above zero: they show it
 #: empty. A true zero passes five times in six; a cell of one scale's rows, half the
-#: time (cps91's 92 non-working women outside a union, released beside a noise of 74,
-#: are held). Half a scale did no better on the suite (benchmarks/SUITE.md, session 64).
+#: time, where :data:`EXPECTED` lets it (at 6 scales cps91's 92 non-working women
+#: outside a union, released under a noise of 74, were held). Half a scale did no
+#: better on the suite (benchmarks/SUITE.md, session 64).
 EMPTY = 1.0
 
 #: Independence of the pair's two values would put at least this many noise scales of
