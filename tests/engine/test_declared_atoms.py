@@ -6,15 +6,18 @@ histogram from the start; the atom release still searches the column for others
 from __future__ import annotations
 
 import dataclasses
+from itertools import pairwise
 
 import numpy as np
 import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine import synthesize
 from dpevolve.engine.atoms import atom_candidates
-from dpevolve.engine.bins import known_weights, released_atoms, released_edges
+from dpevolve.engine.bins import declared_atoms, known_weights, released_atoms, released_edges
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.mass import KNOWN_THRESHOLD, THRESHOLD
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release
@@ -126,3 +129,43 @@ def test_a_declared_value_s_own_bin_holds_data_from_fewer_noise_scales() -> None
     count = np.full(20, (KNOWN_THRESHOLD + 0.1) * 30.0)
     assert known_atom_bins(cells, count, sd) == own
     assert known_atom_bins(cells, count - 6.0, sd) == set()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    counts=st.lists(st.floats(-300, 300), min_size=6, max_size=6),
+    taken=st.sets(st.sampled_from(BRACKETS.tolist())),
+)
+def test_declared_atoms_are_the_untaken_ones_largest_release_first(counts, taken) -> None:
+    schema = schema_with(tuple(BRACKETS))
+    cells = Discretiser(schema, 20, 128).fine["income"]
+    released = np.zeros(cells.size)
+    index = [cells.lo[: cells.atoms].tolist().index(v) for v in BRACKETS]
+    released[index] = counts
+    out = declared_atoms(schema.columns[0], cells, released, taken)
+    assert set(out) == set(BRACKETS.tolist()) - taken
+    shown = [released[index[BRACKETS.tolist().index(v)]] for v in out]
+    assert all(a >= b for a, b in pairwise(shown))
+
+
+def test_declared_atoms_keep_their_bins_when_the_release_shows_nothing() -> None:
+    """A release all noise (every cell at zero: no mass read, no atom shown) leaves the
+    declared brackets their bins of their own, each holding that one value; undeclared,
+    the bins stay equal-width (nothing placed)."""
+    schema = schema_with((BRACKETS[0], BRACKETS[3]))
+    base = Discretiser(schema, 20, 128)
+    cells = base.fine["income"]
+    event = marginal_event(40.0, FINE + "income")
+    nothing = np.zeros(cells.size)
+    released = {"income": release(nothing, ("income",), event, SeededNoise(0))}
+    released["income"] = dataclasses.replace(released["income"], noisy=nothing)
+    edges = released_edges(base, released, 2000)
+    placed = Discretiser(schema, 20, 128, edges, nested=edges).fine["income"]
+    values = placed.lo[: placed.atoms].tolist()
+    per_bin = np.bincount(placed.coarse[: placed.values], minlength=20)
+    for v in (BRACKETS[0], BRACKETS[3]):
+        assert per_bin[int(placed.coarse[values.index(v)])] == 1
+    plain = Discretiser(schema_with(()), 20, 128)
+    empty = np.zeros(plain.fine["income"].size)
+    unseen = dataclasses.replace(released["income"], noisy=empty)
+    assert released_edges(plain, {"income": unseen}, 2000) == {}

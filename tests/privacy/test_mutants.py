@@ -62,6 +62,8 @@ zoom release recorded as free             the coupled zoom run's release checks
 the cells the last fit holds empty (a     the coupled zero run (the held cell holds 3
 rule at an atom) read from the exact      rows in D, 4 in D': held on one side only)
 counts of the released pairs
+a declared atom given its bin only where  the coupled declared-atom run (the atom
+the exact fine counts hold it             holds a row in D, none in D')
 the draw's sensitivity from the fine      the coupled parity run at parity weight 4
 cliques' weights, the parity weight left  (a parity query's score moves past the
 out                                       charge)
@@ -104,6 +106,7 @@ from dpevolve.privacy.noise import SeededNoise
 
 from . import (
     test_atoms_exact,
+    test_declared_atoms_exact,
     test_faint_exact,
     test_tails_exact,
     test_zeros_exact,
@@ -182,6 +185,10 @@ def exact_bins(mp: pytest.MonkeyPatch) -> None:
         return released_edges(discretiser, leaked, n, mode, skip, known)
 
     mp.setattr(loop, "released_edges", edges)
+
+
+def exact_declared(mp: pytest.MonkeyPatch) -> None:
+    test_declared_atoms_exact.exact_declared(mp, _exact_of(mp))
 
 
 def exact_decoding(mp: pytest.MonkeyPatch) -> None:
@@ -603,6 +610,7 @@ MUTANTS = {
     "fine-histogram-free": free_fine,
     "fine-histogram-unrecorded": unrecorded(FINE),
     "bins-from-exact-counts": exact_bins,
+    "declared-atoms-held-in-private": exact_declared,
     "decoding-from-exact-counts": exact_decoding,
     "atom-candidates-private": private_candidates,
     "atom-sensitivity-one": atom_sensitivity_one,
@@ -681,6 +689,7 @@ CAUGHT_BY: dict[str, Callable[[], list[str]]] = {
     "atom-rules-from-exact-counts": WIDE_CASES[0].violations,
     "atom-rule-sensitivity-one": WIDE_CASES[1].violations,
     "zero-cells-from-exact-counts": test_zeros_exact.CASE.violations,
+    "declared-atoms-held-in-private": test_declared_atoms_exact.CASE.violations,
     "n-counts-valid-rows-only": functools.partial(engine_audit, PAIRS[3:4]),
     "relation-groups-at-exact-counts": cut_audit,
     "label-tree-groups-at-exact-counts": tree_audit,

@@ -226,14 +226,15 @@ def released_edges(
     :data:`THRESHOLD` noise scales above zero, the rest of the ``n`` rows, public under
     replace-one, spread evenly over the cells left); single values of the fine partition
     (declared ends, 0, every value of a grid) whose count is at least :data:`ATOM_SHARE`
-    of the rows are atoms (:func:`released_atoms`); the other masses give a histogram
+    of the rows are atoms (:func:`released_atoms`), and so is every atom the schema
+    declares (:func:`declared_atoms`); the other masses give a histogram
     quantile (intervals uniform) and :func:`loose_edges` places the bins on the fine
     partition's boundaries, so that every released fine cell lies inside one bin
     (``Discretiser(..., nested=...)``). Columns without atoms whose bins serve as they
     are (a tight range, values spread over it, or mass the noise hides) keep their
     equal-width bins (absent from the result). ``known``: atoms of the fine partition
     found by another release (:func:`dpevolve.engine.atoms.release_atoms`, largest
-    first); they take the first of the atoms' bins.
+    first); they take the first of the atoms' bins, the declared atoms the last.
     """
     out: dict[str, np.ndarray] = {}
     bins = discretiser.bins
@@ -247,9 +248,11 @@ def released_edges(
         heavy = released_atoms(cells, known_weights(cells, counts, float(measured.sigma)), n)
         given = [float(v) for v in (known or {}).get(column.name, ())]
         extra = [v for v, _ in heavy if v not in given]
-        # a given atom off the fine atoms holds at least the atom share
-        shares = [s for _, s in heavy] + [ATOM_SHARE] * (len(given) - (len(heavy) - len(extra)))
-        atoms = sorted((given + extra)[: atom_bins(bins, shares)])
+        declared = declared_atoms(column, cells, counts, given + extra)
+        # a given or declared atom the release does not show holds at least the atom share
+        unshown = len(given) - (len(heavy) - len(extra)) + len(declared)
+        shares = [s for _, s in heavy] + [ATOM_SHARE] * unshown
+        atoms = sorted((given + extra + declared)[: atom_bins(bins, shares)])
         rest = mass.copy()
         rest[np.isin(cells.lo, atoms) & (np.arange(cells.size) < cells.atoms)] = 0.0
         quantile = histogram_quantile(cells, rest)  # values only: missing left out
@@ -301,6 +304,21 @@ def atom_bins(bins: int, shares: Sequence[float] = ()) -> int:
     rest = max(0.0, 1.0 - float(sum(shares)))
     share = bins - max(1, math.ceil(rest * bins))
     return max(1, int(ATOM_BINS * bins), min(most_atoms(bins), share))
+
+
+def declared_atoms(
+    column: NumericColumn, cells: FineCells, counts: np.ndarray, taken: Collection[float]
+) -> list[float]:
+    """The column's declared atoms (the schema's ``atoms``: public) not in ``taken``,
+    the largest released count first (post-processing). Each keeps a bin of its own
+    whatever its release shows: at a small table's noise a value holding 40% of the
+    rows can stand under the bar, and sharing a bin with the interval beside it, it
+    lost its rows to that interval (a state law's share in force, 0 or 1 in 98% of 480
+    rows, noise 133 a cell: 11% of the rows drawn at 0 against 42%, 20% over 0.04 ..
+    0.09)."""
+    count = {float(v): float(c) for v, c in zip(cells.lo[: cells.atoms], counts, strict=False)}
+    rest = [float(v) for v in column.atoms if float(v) not in taken]
+    return sorted(rest, key=lambda v: -count.get(v, 0.0))
 
 
 def known_weights(cells: FineCells, counts: np.ndarray, sigma: float) -> np.ndarray:
@@ -430,6 +448,7 @@ __all__ = [
     "THRESHOLD",
     "atom_bins",
     "atom_edges",
+    "declared_atoms",
     "histogram_quantile",
     "known_weights",
     "loose_edges",
