@@ -61,24 +61,28 @@ def test_a_body_the_fine_weights_show_is_not_folded_into_its_one_held_bin() -> N
 @given(
     shown=st.lists(st.booleans(), min_size=10, max_size=10),
     held=st.sets(st.integers(0, 9), max_size=3),
+    empty=st.sets(st.integers(0, 9), max_size=3),
 )
 def test_the_bins_beside_are_the_weighed_runs_joined_to_a_held_bin(
-    shown: list[bool], held: set[int]
+    shown: list[bool], held: set[int], empty: set[int]
 ) -> None:
-    """A bin is returned exactly when it is not held, its cells weigh something, and
-    every bin between it and some held bin does too."""
+    """A bin is returned exactly when it is not held, its cells weigh something, it is
+    not shown empty, and every bin between it and some held bin is so too."""
     discretiser = Discretiser(Schema((NumericColumn("v", 0.0, 10.0),)), bins=10, fine_cells=40)
     cells = discretiser.fine["v"]
     on = np.array(shown)
     weights = np.zeros(cells.size)
     weights[: cells.values] = on[cells.coarse[: cells.values]] * 5.0
+    passable = on & ~np.isin(np.arange(10), list(empty))
 
-    def joined(b: int, h: int) -> bool:  # every bin from b up to (not into) h weighed
+    def joined(b: int, h: int) -> bool:  # every bin from b up to (not into) h passable
         span = np.arange(min(b, h), max(b, h) + 1)
-        return bool(on[span[span != h]].all())
+        return bool(passable[span[span != h]].all())
 
     expected = {b for b in range(10) if b not in held and any(joined(b, h) for h in held)}
-    assert weighed_beside(cells, weights, held, 10) == expected
+    assert weighed_beside(cells, weights, held, 10, empty) == expected
+    if not empty:
+        assert weighed_beside(cells, weights, held, 10) == expected
 
 
 def test_with_a_public_table_its_bins_not_the_weights_hold_the_data() -> None:
@@ -91,3 +95,17 @@ def test_with_a_public_table_its_bins_not_the_weights_hold_the_data() -> None:
     public = {"age": (6,)}
     folded = released_inward(discretiser, model, releases, shown, public=public, counts=counts)  # type: ignore[arg-type]
     assert (folded["age"].target[:20] == 6).all()
+
+
+def test_a_run_of_weights_through_bins_released_empty_holds_nothing_up() -> None:
+    """Weights on every bin from 31 up (the smoothing lends an empty bin weight from
+    both sides): the bins released at or below zero ([38, 41.5) at -23, [55.5, 59) at
+    -73, ...) cut the run, and the stretch past 48.5 folds into [45, 48.5) as with no
+    weights there, instead of drawing ages up to 80 where the data stop at 62."""
+    discretiser, (model, releases) = _ages()
+    counts = {"age": (np.array(AGE_COUNT), AGE_SD)}
+    everywhere = _weights(discretiser, list(range(6, 20)))
+    folded = released_inward(discretiser, model, releases, {"age": everywhere}, counts=counts)  # type: ignore[arg-type]
+    target = folded["age"].target[:20]
+    assert target[6:11].tolist() == [6, 7, 8, 9, 10]
+    assert (target[11:] == 10).all()

@@ -456,8 +456,8 @@ def exact_beside(mp: pytest.MonkeyPatch) -> None:
             if id(m.noisy) in exact
         }
 
-        def beside(cells, w, held, bins):
-            return weighed_beside(cells, counts.get(id(cells), w), held, bins)
+        def beside(cells, w, held, bins, empty=()):
+            return weighed_beside(cells, counts.get(id(cells), w), held, bins, empty)
 
         with pytest.MonkeyPatch.context() as inner:
             inner.setattr(tails, "weighed_beside", beside)

@@ -454,7 +454,8 @@ def released_inward(
         absent = set(range(bins)) - set(public[name]) if public and name in public else ()
         no_value = {int(b) for b in np.flatnonzero(vacant)}
         # held, no anchor, as ``valued``; a public table's bins (its weights overreach)
-        beside = set() if name in (public or {}) else weighed_beside(cells, w, held, bins)
+        empty = np.flatnonzero(count[:bins] <= 0.0).tolist()
+        beside = set() if name in (public or {}) else weighed_beside(cells, w, held, bins, empty)
         target = inward(mass[:bins], count, sd, {*held, *beside}, absent, no_value, valued | beside)
         span = shown_span(cells, w)
         if span is not None:
