@@ -6,9 +6,9 @@ Exact (no sampling): runs on neighbouring tables coupled by the same noisy outpu
 model and rows: an atom the schema declares (public) keeps a bin of its own whatever
 the data hold. The table: a share in force, declared with the atoms 0 and 1, its 39
 rows in [0.2, 0.8] (no atom release: only the declared atoms are single values); the
-moving record sits at the atom 0 in D (one row, 2.5%: under
-the 5% the release would call an atom) and at 0.5 in D'. A rule that kept only the
-declared atoms the private table holds would give 0 a bin in D and none in D': caught
+moving record sits at the atom 0 in D (one row, 2.5%: under the 5% the release would
+call an atom) and at 0.5 in D'. A rule that kept only the declared atoms the private
+table holds would give 0 a bin in D and none in D': caught
 (``tests/privacy/test_mutants.py``).
 """
 
