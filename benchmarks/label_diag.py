@@ -1,10 +1,11 @@
 """Which columns teach a classifier trained on the output what the real rows do not
 (issue 25, TSTR on small tables), one suite table and seed.
 
-Reruns the suite's engine as ``suite.py --seeded-noise`` does (the same split, schema
-and noise seed) and prints, for the label and each other column, the test accuracy of
-the suite's classifier (HGB) trained on that column alone and on every column but it,
-both on the output and on the real private rows. A column whose single-column score on
+Fits the default engine on the suite's split and schema with seeded noise (the seeds
+of ``pair_diag.py``; the rows drawn may differ from the suite's) and prints, for each
+column but the label, the suite's TSTR accuracy (HGB) of a classifier trained on that
+column alone and on every column but it, both on the output and on the real private
+rows. A column whose single-column score on
 the output falls below the real rows' while dropping it raises the all-column score
 carries a relation to the label that the noise made (session 66, black_politicians:
 the treatment alone scores 0.659 on either, every column 0.534-0.583 on the output).
@@ -21,36 +22,26 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.ensemble import HistGradientBoostingClassifier
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import suite_data
 
+from dpevolve.data.schema import Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine
 from dpevolve.privacy import Budget
 from dpevolve.privacy.noise import make_noise
+from dpevolve.reporting.tstr import tstr
 
 
-def features(frame: pd.DataFrame, label: str, categories: dict[str, list[str]]) -> pd.DataFrame:
-    """The columns but the label, each non-numeric one as a category of ``categories``."""
-    out = frame.drop(columns=[label]).copy()
-    for name, levels in categories.items():
-        out[name] = pd.Categorical(out[name].astype(str), categories=levels)
-    return out
-
-
-def accuracy(train: pd.DataFrame, test: pd.DataFrame, label: str, columns: list[str]) -> float:
-    """Test accuracy of the suite's classifier trained on ``columns`` of ``train``."""
-    kinds = {
-        c: sorted(set(train[c].astype(str)) | set(test[c].astype(str)))
-        for c in columns
-        if not pd.api.types.is_numeric_dtype(train[c])
-    }
-    x, x_test = features(train, label, kinds)[columns], features(test, label, kinds)[columns]
-    model = HistGradientBoostingClassifier(categorical_features="from_dtype", random_state=0)
-    model.fit(x, train[label].astype(str))
-    return float((model.predict(x_test) == test[label].astype(str)).mean())
+def accuracy(train: pd.DataFrame, parts: suite_data.Parts, columns: list[str]) -> float:
+    """The suite's TSTR accuracy (:func:`~dpevolve.reporting.tstr.tstr`) of a classifier
+    trained on ``columns`` of ``train`` and tested on the test part."""
+    label = parts.label
+    keep = [c for c in parts.schema.columns if c.name in columns or c.name == label]
+    schema = Schema(tuple(keep), label=label)
+    names = [c.name for c in keep]
+    return tstr(train[names], parts.test[names], schema, label).accuracy
 
 
 def main() -> None:
@@ -68,14 +59,14 @@ def main() -> None:
     output = fit.sample(len(parts.private), np.random.default_rng(seed))
     columns = [c for c in parts.private.columns if c != label]
     both = {"output": output, "real": parts.private}
-    every = {k: accuracy(v, parts.test, label, columns) for k, v in both.items()}
+    every = {k: accuracy(v, parts, columns) for k, v in both.items()}
     out, real = every["output"], every["real"]
     print(f"{table} seed {seed}: all columns, output {out:.3f}, real {real:.3f}")
     print(f"{'column':24s} {'alone out':>9s} {'real':>6s} {'without out':>11s} {'real':>6s}")
     for name in columns:
         rest = [c for c in columns if c != name]
-        alone = [accuracy(v, parts.test, label, [name]) for v in both.values()]
-        without = [accuracy(v, parts.test, label, rest) for v in both.values()]
+        alone = [accuracy(v, parts, [name]) for v in both.values()]
+        without = [accuracy(v, parts, rest) for v in both.values()]
         print(f"{name:24s} {alone[0]:9.3f} {alone[1]:6.3f} {without[0]:11.3f} {without[1]:6.3f}")
 
 
