@@ -5,10 +5,10 @@ Fits the default engine on the suite's split and schema with seeded noise (the s
 of ``pair_diag.py``; the rows drawn may differ from the suite's) and prints, for each
 column but the label, the suite's TSTR accuracy (HGB) of a classifier trained on that
 column alone and on every column but it, both on the output and on the real private
-rows. A column whose single-column score on
-the output falls below the real rows' while dropping it raises the all-column score
-carries a relation to the label that the noise made (session 66, black_politicians:
-the treatment alone scores 0.659 on either, every column 0.534-0.583 on the output).
+rows. A column whose single-column score on the output falls below the real rows'
+while dropping it raises the all-column score carries a relation to the label that the
+noise made (session 66, black_politicians: the treatment alone scores 0.659 on either,
+every column 0.534-0.583 on the output).
 
 Research only: reads the private part to diagnose; never shipped.
 
