@@ -143,7 +143,10 @@ def _frame(rows: int, seed: int) -> tuple[pd.DataFrame, Schema]:
 
 
 def _run(frame: pd.DataFrame, schema: Schema, on: bool, epsilon: float = 0.3):
-    spec = EngineSpec(rounds=2, pe_share=0.0, final_iters=200, density_smoothing=on)
+    # the 1-ways at their usual share (``oneway_most`` 0): the smoothing's work, alone
+    spec = EngineSpec(
+        rounds=2, pe_share=0.0, final_iters=200, density_smoothing=on, oneway_most=0.0
+    )
     return fit_engine(
         FrameSource(frame, schema),
         schema,

@@ -79,7 +79,7 @@ BASE = {
 
 @settings(max_examples=6, deadline=None)
 @given(
-    share=st.floats(0.05, 0.8),
+    share=st.floats(0.05, 0.6),  # past 0.64 the 1-ways' most share leaves no rounds
     rounds=st.integers(1, 3),
     budget=st.sampled_from([Budget(epsilon=1.0, delta=1e-5), Budget(rho=0.3)]),
 )

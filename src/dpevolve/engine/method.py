@@ -162,7 +162,7 @@ def fit_engine(
     sought = atom_candidates(schema, chosen) if given is None else {}
     columns, numeric = len(discretiser.domain.names), len(discretiser.numeric)
     zooms = zoomable(discretiser) if given is None else 0
-    plan = Plan.of(budget, chosen, columns, numeric, len(sought), zooms)
+    plan = Plan.of(budget, chosen, columns, numeric, len(sought), zooms, int(source.n))
     if ledger is None:
         delta = budget.delta if budget.delta is not None else default_delta(int(source.n))
         ledger = Ledger(delta)

@@ -12,7 +12,8 @@ the budget's ``rho`` (given, or the largest whose CKS conversion meets
 * ``zoom_share`` for the zoom (:mod:`~dpevolve.engine.zoom`), on tables without a
   public table with a numeric column whose fine partition is not one cell per value
   (what no column zooms into goes to the last adaptive round);
-* ``oneway_share`` of the rest for the first measurement of every 1-way marginal;
+* ``oneway_share`` of the rest for the first measurement of every 1-way marginal, more
+  on a small table (:func:`oneway_share`);
 * ``pe_share`` of the whole for the PE stage's votes (:mod:`~dpevolve.engine.refine`),
   on tables of at most ``pe_max_columns`` columns, at least ``pe_min_numeric`` of
   them numeric (:meth:`~dpevolve.engine.spec.EngineSpec.runs_pe`);
@@ -58,6 +59,24 @@ from dpevolve.privacy.events import Event, ExponentialEvent, GaussianEvent
 SLACK = 1.0 - 1e-9
 
 
+def oneway_share(spec: EngineSpec, columns: int, rows: int | None, rest: float) -> float:
+    """The share of ``rest`` (zCDP ``rho``) the 1-way marginals of ``columns`` columns
+    get: ``spec.oneway_share``, or as much more, up to ``spec.oneway_most``, as keeps a
+    1-way's noise scale within the mean count of a bin, ``rows / spec.numeric_bins``.
+
+    Why (docs/engine.md, Bins): on a table of a few hundred rows the 1-ways' usual share
+    leaves each bin's noise above its count (``bwght``'s 555 rows, 14 columns: 90 on
+    bins of 55), where the pairs the rest of the budget buys show nothing either. The
+    noise scale of one 1-way at share ``s`` is ``sigma_for(rest / columns) / sqrt(s)``.
+    ``rows`` is public under replace-one; ``None``: ``spec.oneway_share``.
+    """
+    if not rows or columns < 1 or rest <= 0:
+        return spec.oneway_share
+    whole = sigma_for(rest / columns)  # one 1-way's noise at the whole of ``rest``
+    needed = (whole * spec.numeric_bins / rows) ** 2
+    return max(spec.oneway_share, min(spec.oneway_most, needed))
+
+
 @dataclass(frozen=True)
 class Plan:
     """What each stage may spend (zCDP ``rho``) and the first round's parameters."""
@@ -87,15 +106,17 @@ class Plan:
         numeric: int,
         candidates: int = 0,
         zoomable: int = 0,
+        rows: int | None = None,
     ) -> Plan:
         """The split of ``budget`` for a table of ``columns`` columns, ``numeric`` of them
-        numeric, ``candidates`` of those with an atom release and ``zoomable`` that may
-        zoom (public facts)."""
+        numeric, ``candidates`` of those with an atom release, ``zoomable`` that may
+        zoom, and ``rows`` rows (public facts; ``None``: the 1-ways at ``oneway_share``)."""
         total = zcdp_budget(budget) * SLACK
         fine = spec.fine_share * total if numeric else 0.0
         atoms = spec.atom_share * total if candidates else 0.0
         zoom = spec.zoom_share * total if zoomable and fine else 0.0
-        oneway = spec.oneway_share * (total - fine - atoms - zoom)
+        rest = total - fine - atoms - zoom
+        oneway = oneway_share(spec, columns, rows, rest) * rest
         pe = spec.pe_share * total if spec.runs_pe(columns, numeric) else 0.0
         rounds = total - fine - atoms - zoom - oneway - pe
         planned = spec.planned_rounds(columns)
@@ -262,4 +283,13 @@ class Spend:
         return max(0.0, stage_limit - self.used)
 
 
-__all__ = ["SLACK", "Plan", "Schedule", "Spend", "event_rho", "round_cost", "round_parameters"]
+__all__ = [
+    "SLACK",
+    "Plan",
+    "Schedule",
+    "Spend",
+    "event_rho",
+    "oneway_share",
+    "round_cost",
+    "round_parameters",
+]

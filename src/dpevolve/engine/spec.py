@@ -66,8 +66,10 @@ class EngineSpec:
         Most cells of one fine histogram: one per value for integer (or ``decimals``)
         columns with at most this many values, else sub-bins of every bin plus the
         declared end points (and 0 inside the range) as cells of their own.
-    oneway_share
-        Share of the rest of ``rho`` for the first measurement of every 1-way marginal.
+    oneway_share, oneway_most
+        Share of the rest of ``rho`` for the first measurement of every 1-way marginal;
+        more on a small table, up to ``oneway_most`` (0: never;
+        :func:`~dpevolve.engine.plan.oneway_share`).
     rounds
         Planned selection rounds (sets the first round's noise; annealing usually ends
         the run earlier); ``None``: ``rounds_per_column`` per column, at most
@@ -296,6 +298,7 @@ class EngineSpec:
     zoom_share: float = 0.0625
     fine_cells: int = 128
     oneway_share: float = 0.06
+    oneway_most: float = 0.25
     rounds: int | None = None
     rounds_per_column: int = 16
     max_rounds: int = 120
@@ -348,12 +351,12 @@ class EngineSpec:
     selection: str = DEFAULT_RULE
 
     def __post_init__(self) -> None:
-        for name in ("fine_cells", "rounds_per_column", "max_rounds", "max_candidates"):
+        ones: tuple[str, ...] = ("fine_cells", "rounds_per_column", "max_rounds", "max_candidates")
+        ones += ("round_iters", "final_iters", "pe_rounds", "pe_candidates", "pe_pool")
+        for name in (*ones, "pe_max_columns"):
             _at_least(name, getattr(self, name), 1)
         if self.bins is not None:
             _at_least("bins", self.bins, 1)
-        _at_least("round_iters", self.round_iters, 1)
-        _at_least("final_iters", self.final_iters, 1)
         _at_least("coarse_all", self.coarse_all, 0)
         _at_least("parity_reach", self.parity_reach, 0)
         for name in ("tree_label_groups", "tree_groups"):
@@ -363,12 +366,9 @@ class EngineSpec:
         _at_least("tree_label_columns", self.tree_label_columns, 3)
         if self.rounds is not None:
             _at_least("rounds", self.rounds, 1)
-        for name in ("pe_rounds", "pe_candidates", "pe_pool", "pe_max_columns"):
-            _at_least(name, getattr(self, name), 1)
-        _at_least("relation_groups", self.relation_groups, 2)
-        _at_least("label_groups", self.label_groups, 2)
-        _at_least("relation_max_numeric", self.relation_max_numeric, 2)
-        _at_least("relation_close_max_numeric", self.relation_close_max_numeric, 2)
+        twos = ("relation_groups", "label_groups", "relation_max_numeric")
+        for name in (*twos, "relation_close_max_numeric"):
+            _at_least(name, getattr(self, name), 2)
         if type(self.relation_width) is not int or self.relation_width not in RELATION_WIDTHS:
             raise InputError(
                 f"engine spec: relation_width must be one of {RELATION_WIDTHS}, "
@@ -380,7 +380,7 @@ class EngineSpec:
                 f"got {self.tree_label_quantiles!r}"
             )
         shares: tuple[str, ...] = ("fine_share", "atom_share", "zoom_share", "oneway_share")
-        shares += ("pe_share", "tree_share")
+        shares += ("oneway_most", "pe_share", "tree_share")
         for name in (*shares, "relation_share", "label_share", "round_tol", "final_tol"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and 0.0 <= value < 1.0):
@@ -390,7 +390,7 @@ class EngineSpec:
             raise InputError(f"engine spec: pe_min_numeric must lie in [0, 1], got {value!r}")
         # the shares taken before the 1-ways
         before = self.fine_share + self.atom_share + self.zoom_share
-        if self.pe_share >= (1.0 - before) * (1.0 - self.oneway_share):
+        if self.pe_share >= (1.0 - before) * (1.0 - max(self.oneway_share, self.oneway_most)):
             raise InputError("engine spec: pe_share leaves nothing for the marginal rounds")
         if not (isinstance(self.select_share, (int, float)) and 0.0 < self.select_share < 1.0):
             raise InputError(
