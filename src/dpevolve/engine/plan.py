@@ -118,7 +118,7 @@ class Plan:
         rest = total - fine - atoms - zoom
         oneway = oneway_share(spec, columns, rows, rest) * rest
         pe = spec.pe_share * total if spec.runs_pe(columns, numeric) else 0.0
-        rounds = total - fine - atoms - zoom - oneway - pe
+        rounds = rest - oneway - pe
         planned = spec.planned_rounds(columns)
         per_round = rounds / planned
         width = spec.relation_width_for(numeric)
