@@ -400,7 +400,9 @@ def _spy_dask_counts(monkeypatch) -> list[DaskBackend]:
 
 
 def test_default_engine_counts_on_the_workers(client, monkeypatch, small_schema, small_table):
-    settings = {"epsilon": 1.0, "random_state": 5, "noise_seed": 5}
+    # the default engine, its PE stage at 10 of the 400 rows per candidate
+    chosen = get_method("adaptive", engine={"pe_candidates": 40})
+    settings = {"epsilon": 1.0, "random_state": 5, "noise_seed": 5, "method": chosen}
     local = Synthesizer(small_schema, **settings, backend="local").fit(small_table)
     assert local.resolved_method().name == "adaptive"  # the default engine
     _no_local_counting(monkeypatch)

@@ -102,7 +102,11 @@ def test_a_backend_is_one_module_over_the_interface() -> None:
 def test_a_toy_backend_runs_a_fit_bit_for_bit_like_the_reference(
     small_schema, small_table: pd.DataFrame, preset: str
 ) -> None:
-    chosen = get_method("tabpe", population=30, rounds=2) if preset == "tabpe" else preset
+    chosen = (
+        get_method("tabpe", population=30, rounds=2)
+        if preset == "tabpe"
+        else get_method("adaptive", engine={"pe_candidates": 15})  # 10 of the 150 rows each
+    )
     settings = dict(epsilon=1.0, delta=1e-5, random_state=0, noise_seed=5, method=chosen)
     table = small_table.iloc[:150]
     toy = ToyBackend()
@@ -235,7 +239,11 @@ def test_a_private_source_is_one_class_the_fit_takes(
     table = small_table.iloc[:150].reset_index(drop=True)
     with sqlite3.connect(tmp_path / "private.db") as db:
         table.to_sql("private", db, index=False)
-    chosen = get_method("tabpe", population=30, rounds=2) if preset == "tabpe" else preset
+    chosen = (
+        get_method("tabpe", population=30, rounds=2)
+        if preset == "tabpe"
+        else get_method("adaptive", engine={"pe_candidates": 15})  # 10 of the 150 rows each
+    )
     settings = dict(epsilon=1.0, delta=1e-5, random_state=0, noise_seed=5, backend="local")
     source = RowsSource(tmp_path / "private.db", small_schema)
     got = Synthesizer(small_schema, method=chosen, **settings).fit_source(source)

@@ -23,8 +23,10 @@ from dpevolve.presets import get_method
 CASES: dict[str, dict[str, Any]] = {
     "adaptive": {},
     "adaptive-public": {"public": True},
-    # the PE stage runs on the demo table's share of numeric columns
-    "adaptive-votes": {"method": get_method("adaptive", engine={"pe_min_numeric": 0.0})},
+    # the PE stage runs on the demo table's share of numeric columns, 10 rows a candidate
+    "adaptive-votes": {
+        "method": get_method("adaptive", engine={"pe_min_numeric": 0.0, "pe_candidates": 40})
+    },
     "tabpe": {"method": "tabpe"},
     "tabpe-marginals": {"method": get_method("tabpe", marginals=0.5)},
     "bfsoft": {"method": "bfsoft"},

@@ -96,7 +96,7 @@ def test_a_run_spends_its_budget_and_the_ledger_agrees(nulls_schema, standin, on
         FrameSource(table, nulls_schema, on_invalid=on_invalid),
         nulls_schema,
         budget,
-        EngineSpec(bins=4, fine_cells=12, rounds=6),
+        EngineSpec(bins=4, fine_cells=12, rounds=6, pe_candidates=40),  # 10 rows each
         noise=SeededNoise(3),
         rng=rng,
         **standin,

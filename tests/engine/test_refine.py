@@ -20,12 +20,12 @@ from dpevolve.engine.refine import (
     VOTE_LABEL,
     Correction,
     Refinement,
-    candidate_count,
     cell_ratio,
     column_cells,
     rake,
     resample,
 )
+from dpevolve.engine.spec import RECORDS_PER_CANDIDATE
 from dpevolve.errors import InputError
 from dpevolve.pe.distance import make_distance
 from dpevolve.pe.release.gaussian import GaussianRelease
@@ -66,12 +66,13 @@ def _fit(spec: EngineSpec, budget: Budget, standin, n: int = 300, seed: int = 0)
     )
 
 
-# ``pe_min_numeric: 0``: the stage runs on this table of one numeric column in three.
+# ``pe_min_numeric: 0``: the stage runs on this table of one numeric column in three;
+# 30 candidates: the 300 rows of :func:`_fit` hold 10 records for each.
 BASE = {
     "bins": 4,
     "fine_cells": 8,
     "rounds": 2,
-    "pe_candidates": 40,
+    "pe_candidates": 30,
     "pe_pool": 3,
     "pe_min_numeric": 0.0,
 }
@@ -122,7 +123,7 @@ def test_the_vote_event_is_pes_gaussian_release_at_the_hard_votes_sensitivity(st
         same = GaussianRelease(event.sigma, math.sqrt(2.0), noise=SeededNoise(0)).event()
         assert event == same  # the audited PE release, not a new mechanism
         assert event.rho == pytest.approx(0.3 * Plan.of(Budget(rho=0.2), spec, 3, 1).total / 2)
-        assert entry["population"] == candidate_count(40, 300) == 30  # 10 records each
+        assert entry["population"] == BASE["pe_candidates"]
         assert "noisy" not in entry and "ratio" not in entry
     summary = engine_summary(result.ledger.to_dict()["events"])
     assert "reweighted by 2 rounds of PE's nearest-candidate votes" in summary
@@ -282,6 +283,37 @@ def test_the_stage_runs_where_enough_columns_are_numeric(
     assert (plan.pe > 0) == (numeric >= share * columns)
     parts = plan.pe + plan.relations + plan.tree + plan.rounds + plan.fine + plan.oneway
     assert parts == pytest.approx(plan.total)
+
+
+@given(
+    rows=st.integers(0, 40_000),
+    candidates=st.integers(1, 2_000),
+    given_rows=st.booleans(),
+)
+def test_the_stage_runs_where_each_candidate_has_its_records(
+    rows: int, candidates: int, given_rows: bool
+) -> None:
+    """The stage runs only where the table holds RECORDS_PER_CANDIDATE private records
+    for each candidate (``n`` public); its share then goes to the rounds."""
+    spec = EngineSpec(pe_candidates=candidates)
+    budget = Budget(epsilon=1.0, delta=1e-5)
+    plan = Plan.of(budget, spec, 5, 3, rows=rows if given_rows else None)
+    runs = not given_rows or rows >= RECORDS_PER_CANDIDATE * candidates
+    assert (plan.pe > 0) == runs == spec.runs_pe(5, 3, rows if given_rows else None)
+    without = Plan.of(budget, EngineSpec(pe_share=0.0), 5, 3, rows=rows if given_rows else None)
+    assert plan.rounds + plan.tree + plan.relations + plan.pe == pytest.approx(
+        without.rounds + without.tree + without.relations
+    )
+
+
+def test_the_default_stage_skips_small_tables() -> None:
+    """Person Activity (21,980 private rows) keeps the stage; black_politicians (2,237)
+    and the suite's XOR-3 (6,000), whose votes cost more than they gave, do not."""
+    spec = EngineSpec()
+    assert spec.runs_pe(5, 3, 21_980)
+    assert not spec.runs_pe(14, 8, 2_237)
+    assert not spec.runs_pe(4, 3, 6_000)
+    assert spec.runs_pe(4, 3, 10_000) and not spec.runs_pe(4, 3, 9_999)
 
 
 def test_the_default_stage_skips_mostly_categorical_tables() -> None:

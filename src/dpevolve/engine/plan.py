@@ -16,7 +16,8 @@ the budget's ``rho`` (given, or the largest whose CKS conversion meets
   on a small table (:func:`oneway_share`);
 * ``pe_share`` of the whole for the PE stage's votes (:mod:`~dpevolve.engine.refine`),
   on tables of at most ``pe_max_columns`` columns, at least ``pe_min_numeric`` of
-  them numeric (:meth:`~dpevolve.engine.spec.EngineSpec.runs_pe`);
+  them numeric, and rows enough for its candidates
+  (:meth:`~dpevolve.engine.spec.EngineSpec.runs_pe`);
 * for the relations phase (:mod:`~dpevolve.engine.relations`), on tables of two to
   ``relation_max_numeric`` numeric columns
   (:meth:`~dpevolve.engine.spec.EngineSpec.runs_relations`), ``relation_share`` of
@@ -117,7 +118,7 @@ class Plan:
         zoom = spec.zoom_share * total if zoomable and fine else 0.0
         rest = total - fine - atoms - zoom
         oneway = oneway_share(spec, columns, rows, rest) * rest
-        pe = spec.pe_share * total if spec.runs_pe(columns, numeric) else 0.0
+        pe = spec.pe_share * total if spec.runs_pe(columns, numeric, rows) else 0.0
         rounds = rest - oneway - pe
         planned = spec.planned_rounds(columns)
         per_round = rounds / planned

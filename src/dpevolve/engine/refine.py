@@ -58,10 +58,6 @@ VOTE_LABEL = "pe_vote"
 #: Model draws per candidate that estimate the model's own share of each cell.
 SHARE_DRAWS = 50
 
-#: Fewest private records per candidate on average (a cell's count must not drown in
-#: the vote's noise; the shrinkage of :func:`cell_ratio` handles the rest).
-RECORDS_PER_CANDIDATE = 10
-
 #: Most output rows resampled at once (their pool is ``pe_pool`` times as many draws),
 #: and the rows of one block of a sample (docs/scale.md).
 SAMPLE_ROWS = 1 << 17
@@ -232,12 +228,6 @@ def cell_ratio(noisy: np.ndarray, expected: np.ndarray, sigma: float) -> np.ndar
     return (np.maximum(expected + keep * residual, 0.0) + sigma) / (expected + sigma)
 
 
-def candidate_count(most: int, n: int) -> int:
-    """Candidates per round: ``most``, but at least :data:`RECORDS_PER_CANDIDATE` private
-    records per candidate on average (``n`` is public), and at least 2."""
-    return max(2, min(most, n // RECORDS_PER_CANDIDATE))
-
-
 def refine(base: Draw, inputs: StageInputs, rng: np.random.Generator) -> Refinement:
     """Run the stage's vote rounds within ``inputs.rho``; see the module docstring."""
     distance = make_distance("tabpe", inputs.schema)
@@ -246,10 +236,9 @@ def refine(base: Draw, inputs: StageInputs, rng: np.random.Generator) -> Refinem
     sensitivity = vote.l2_sensitivity(1.0)
     n = int(inputs.source.n)
     corrections: list[Correction] = []
-    size = candidate_count(inputs.candidates, n)
     for t in range(inputs.rounds):
         current = Refinement(inputs.schema, tuple(corrections), inputs.pool, inputs.rake)
-        candidates = encoded_rows(resample(base, current, size, rng), inputs.schema)
+        candidates = encoded_rows(resample(base, current, inputs.candidates, rng), inputs.schema)
         sigma = gaussian_sigma(sensitivity, inputs.rho / inputs.rounds)
         release = GaussianRelease(sigma, sensitivity, noise=inputs.noise)
         event = release.event()
@@ -275,7 +264,6 @@ def refine(base: Draw, inputs: StageInputs, rng: np.random.Generator) -> Refinem
 
 
 __all__ = [
-    "RECORDS_PER_CANDIDATE",
     "SAMPLE_ROWS",
     "SHARE_DRAWS",
     "VOTE_LABEL",
@@ -283,7 +271,6 @@ __all__ = [
     "Refinement",
     "StageInputs",
     "block_sizes",
-    "candidate_count",
     "cell_ratio",
     "column_cells",
     "encoded_rows",

@@ -31,6 +31,10 @@ ADAPTIVE_BINS = ("off", "released")
 #: rows (:attr:`EngineSpec.bins`).
 BINS, SMALL_BINS, SMALL_TABLE = 20, 10, 1000
 
+#: The PE stage runs only on tables of this many private records per candidate
+#: (:meth:`EngineSpec.runs_pe`).
+RECORDS_PER_CANDIDATE = 10
+
 
 @dataclass(frozen=True)
 class EngineSpec:
@@ -70,12 +74,10 @@ class EngineSpec:
         Share of the rest of ``rho`` for the first measurement of every 1-way marginal;
         more on a small table, up to ``oneway_most`` (0: never;
         :func:`~dpevolve.engine.plan.oneway_share`).
-    rounds
+    rounds, rounds_per_column, max_rounds
         Planned selection rounds (sets the first round's noise; annealing usually ends
-        the run earlier); ``None``: ``rounds_per_column`` per column, at most
-        ``max_rounds``.
-    rounds_per_column, max_rounds
-        See ``rounds`` (AIM plans 16 per column).
+        the run earlier); ``None``: ``rounds_per_column`` per column (AIM plans 16), at
+        most ``max_rounds``.
     select_share
         Share of each round's ``rho`` spent on selection (AIM: 0.1); the rest measures.
     tree_share
@@ -150,8 +152,7 @@ class EngineSpec:
         (raised where the pairs would take more than this share). On the d = 40 wide
         table (docs/engine.md, The label pairs) TSTR +0.010 +- 0.018 over 6 seeds, the
         label then with all 8 of its columns (with 5-7 before); the suite's 16 tables
-        within their noise (TSTR +0.0001 +- 0.0029).
-        ``0``: no label pairs.
+        within their noise (TSTR +0.0001 +- 0.0029). ``0``: no label pairs.
     pair_shrinkage
         ``True``: every released coarse pair of two numeric columns (the relations
         phase's, a coarse candidate's) reaches the estimator shrunk toward its
@@ -249,8 +250,11 @@ class EngineSpec:
         Person Activity's TSTR +0.094 (0.560 to 0.655), Adult-9, Bank-5 and XOR-3 within
         their seed spread (docs/engine.md).
     pe_rounds, pe_candidates
-        The stage's vote rounds (the share split evenly) and the most candidates per
-        round (fewer on small tables: at least 10 private records per candidate).
+        The stage's vote rounds (the share split evenly) and candidates per round. It
+        runs only on tables of :data:`RECORDS_PER_CANDIDATE` private records per
+        candidate (``n`` is public): on smaller ones a vote's fewer candidates hold as
+        few rows each under the same noise, and the share is worth more to the rounds
+        (docs/engine.md, The PE stage: 2,237 and 6,000 rows, and 9 tables under 2,000).
     pe_pool
         Model draws per output row that the stage's weights resample from.
     pe_max_columns
@@ -419,37 +423,29 @@ class EngineSpec:
             raise InputError(f"engine spec: max_order must be 2, 3 or 4, got {self.max_order!r}")
         if not (isinstance(self.anneal, (int, float)) and 1.0 <= self.anneal <= 16.0):
             raise InputError(f"engine spec: anneal must lie in [1, 16], got {self.anneal!r}")
-        if self.public_bins not in PUBLIC_BINS:
-            raise InputError(
-                f"engine spec: public_bins must be off, range or quantile, got {self.public_bins!r}"
-            )
-        if self.adaptive_bins not in ADAPTIVE_BINS:
-            raise InputError(
-                f"engine spec: adaptive_bins must be off or released, got {self.adaptive_bins!r}"
-            )
-        if self.public_prior not in PUBLIC_PRIORS:
-            raise InputError(
-                f"engine spec: public_prior must be off, ones or tree, got {self.public_prior!r}"
-            )
-        if self.selection not in SELECTION_RULES:
-            raise InputError(
-                f"engine spec: selection must be one of {', '.join(SELECTION_RULES)}, "
-                f"got {self.selection!r}"
-            )
+        words = {"public_bins": PUBLIC_BINS, "adaptive_bins": ADAPTIVE_BINS}
+        words |= {"public_prior": PUBLIC_PRIORS, "selection": tuple(SELECTION_RULES)}
+        for name, allowed in words.items():
+            if getattr(self, name) not in allowed:
+                raise InputError(
+                    f"engine spec: {name} must be one of {', '.join(allowed)}, "
+                    f"got {getattr(self, name)!r}"
+                )
         positive = ("max_model_mb", "label_weight", "coarse_weight", "parity_weight")
         for name in (*positive, "public_scale"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise InputError(f"engine spec: {name} must be a positive number, got {value!r}")
 
-    def runs_pe(self, columns: int, numeric: int) -> bool:
+    def runs_pe(self, columns: int, numeric: int, rows: int | None = None) -> bool:
         """Whether the PE stage runs on a table of ``columns`` columns, ``numeric`` of them
-        numeric (public facts of the schema): ``pe_share``, ``pe_max_columns`` and
-        ``pe_min_numeric`` allow it."""
+        numeric, and ``rows`` rows (public facts; ``None``: any number): ``pe_share``,
+        ``pe_max_columns``, ``pe_min_numeric`` and ``pe_candidates`` allow it."""
         return (
             self.pe_share > 0
             and columns <= self.pe_max_columns
             and numeric >= self.pe_min_numeric * columns
+            and (rows is None or rows >= RECORDS_PER_CANDIDATE * self.pe_candidates)
         )
 
     def runs_relations(self, numeric: int) -> bool:
