@@ -18,11 +18,11 @@ from dpevolve.data.sources import FrameSource
 from dpevolve.engine import synthesize
 from dpevolve.engine.atoms import atom_candidates
 from dpevolve.engine.bins import declared_atoms, known_weights, released_atoms, released_edges
+from dpevolve.engine.counts import known_atom_bins
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.mass import KNOWN_THRESHOLD, THRESHOLD
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release
 from dpevolve.engine.spec import EngineSpec
-from dpevolve.engine.tails import known_atom_bins
 from dpevolve.privacy.noise import SeededNoise
 
 #: Log family income reported in brackets: each row holds a bracket's midpoint (the

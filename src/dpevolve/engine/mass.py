@@ -29,7 +29,7 @@ THRESHOLD = 4.0
 #: hundred empty cells that bar guards (an empty cell passes 3 scales by chance 0.13%
 #: of the time). Its bin of its own then holds data
 #: (:func:`~dpevolve.engine.bins.known_weights`,
-#: :func:`~dpevolve.engine.tails.known_atom_bins`).
+#: :func:`~dpevolve.engine.counts.known_atom_bins`).
 KNOWN_THRESHOLD = 3.0
 
 

@@ -50,9 +50,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpevolve.engine.cells import FineCells, shown_span, weighed_beside
-from dpevolve.engine.counts import held_bins, released_counts, shows_data
+from dpevolve.engine.counts import (
+    declared_atom_bins,
+    held_bins,
+    known_atom_bins,
+    released_counts,
+    shows_data,
+)
 from dpevolve.engine.discretise import Discretiser, atom_tolerance
-from dpevolve.engine.mass import KNOWN_THRESHOLD
 from dpevolve.engine.reach import end_reach, shown_reach
 from dpevolve.engine.smoothing import DECODE_FLOOR, SUPPORT, shown_known
 from dpevolve.engine.vacant import vacant_bins
@@ -344,20 +349,6 @@ def shown_values(cells: FineCells, fine: Measurement | None) -> tuple[int, ...]:
     return tuple(int(c) for c in np.flatnonzero(shown_known(cells, fine.noisy, fine.sigma)))
 
 
-def known_atom_bins(cells: FineCells, count: np.ndarray, sd: np.ndarray) -> set[int]:
-    """The bins of their own of the values the data are known to hold (declared, or
-    found by the atom release) whose count, every release combined, stands
-    :data:`~dpevolve.engine.mass.KNOWN_THRESHOLD` noise scales out: they hold data, as
-    the bins did that placed them (:func:`~dpevolve.engine.bins.known_weights`).
-    NIST's household weights of 0 (6% of the Massachusetts rows, declared) had their
-    own bin at 3.9 scales folded with the empty bins beside it into the data's body."""
-    if cells.grid:
-        return set()
-    per_bin = np.bincount(cells.coarse[: cells.values], minlength=count.size)
-    own = (int(cells.coarse[a]) for a in np.flatnonzero(cells.known_cells))
-    return {b for b in own if per_bin[b] == 1 and count[b] > KNOWN_THRESHOLD * sd[b]}
-
-
 def folded_ends(
     target: np.ndarray, mass: np.ndarray, sd: np.ndarray
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -438,9 +429,11 @@ def released_inward(
         # end bins keep the end bins' own rules unless they hold a share of its rows
         shown = set((public or {}).get(name, ())) - {0, bins - 1}
         shown |= set((held_ends or {}).get(name, ()))
-        if rows is not None and column.nullable and not shown and not shows_data(count, sd):
+        present = None if rows is None else float(rows)
+        if rows is not None and column.nullable:
             both = released_counts(discretiser, name, measurements, (fine or {}).get(name), True)
-            if faint(rows - float(both[0][-1]), float(both[1][-1])):
+            present = rows - float(both[0][-1])
+            if not shown and not shows_data(count, sd) and faint(present, float(both[1][-1])):
                 out[name] = Fold(np.full(mass.size, bins), (), ())
                 continue
         edges = discretiser.edges(name)
@@ -449,7 +442,12 @@ def released_inward(
         # a value known to hold 5% (declared or found) whose own release stands out is
         # data however the noise hides its bin's other cells: no stretch folds it away
         anchors = set(held_bins(count, sd)) | shown | known
-        valued = {int(cells.coarse[c]) for c in values} - anchors
+        # nor one declared that the releases cannot rule below that share; it anchors
+        # no fold, as a value only the fine release shows
+        declared = set()
+        if present is not None:
+            declared = declared_atom_bins(cells, column.atoms, count, sd, present)
+        valued = ({int(cells.coarse[c]) for c in values} | declared) - anchors
         held = tuple(sorted(anchors | valued))
         absent = set(range(bins)) - set(public[name]) if public and name in public else ()
         no_value = {int(b) for b in np.flatnonzero(vacant)}
@@ -492,7 +490,6 @@ __all__ = [
     "faint",
     "folded_ends",
     "inward",
-    "known_atom_bins",
     "noise",
     "released_inward",
     "shown_values",
