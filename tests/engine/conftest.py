@@ -125,6 +125,23 @@ def ks_distance(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.abs(below_a - np.searchsorted(b, grid, "right") / b.size).max())
 
 
+def with_fillers(
+    frame: pd.DataFrame,
+    columns: list[NumericColumn | CategoricalColumn],
+    fillers: int,
+    label: str,
+    rng: np.random.Generator,
+) -> tuple[pd.DataFrame, Schema]:
+    """``frame`` and its ``columns`` with ``fillers`` more numbers, uniform on [0, 100]
+    at one decimal, that spread the budget, and a binary ``label`` (no / yes)."""
+    for k in range(fillers):
+        frame[f"x{k}"] = rng.uniform(0.0, 100.0, len(frame)).round(1)
+        columns.append(NumericColumn(f"x{k}", 0.0, 100.0, decimals=1))
+    frame[label] = rng.choice(["no", "yes"], len(frame))
+    columns.append(CategoricalColumn(label, ("no", "yes")))
+    return frame, Schema(tuple(columns), label=label)
+
+
 def seeded_fit(
     frame: pd.DataFrame,
     schema: Schema,

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.engine.conftest import seeded_fit
+from tests.engine.conftest import seeded_fit, with_fillers
 
 from dpevolve.data.atoms import ATOM_SHARE
-from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
+from dpevolve.data.schema import NumericColumn, Schema
 from dpevolve.engine.cells import FineCells
 from dpevolve.engine.counts import declared_atom_bins
 from dpevolve.engine.discretise import Discretiser, atom_tolerance
@@ -78,13 +78,7 @@ def _laws(n: int, seed: int) -> tuple[pd.DataFrame, Schema]:
     kind = rng.choice(3, n, p=[0.40, 0.56, 0.04])
     law = np.where(kind == 0, 0.0, np.where(kind == 1, 1.0, rng.uniform(0.0, 1.0, n).round(3)))
     frame = pd.DataFrame({"law": law})
-    columns: list[NumericColumn | CategoricalColumn] = [_law()]
-    for k in range(30):
-        frame[f"x{k}"] = rng.uniform(0.0, 100.0, n).round(1)
-        columns.append(NumericColumn(f"x{k}", 0.0, 100.0, decimals=1))
-    frame["urban"] = rng.choice(["no", "yes"], n)
-    columns.append(CategoricalColumn("urban", ("no", "yes")))
-    return frame, Schema(tuple(columns), label="urban")
+    return with_fillers(frame, [_law()], 30, "urban", rng)
 
 
 def test_a_small_table_keeps_both_values_of_a_law_in_force_or_not() -> None:

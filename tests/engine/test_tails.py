@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from tests.engine.conftest import OneWayAnswers, ks_distance, seeded_fit
+from tests.engine.conftest import OneWayAnswers, ks_distance, seeded_fit, with_fillers
 
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
@@ -595,13 +595,10 @@ def _births(n: int, seed: int) -> tuple[pd.DataFrame, Schema]:
     frame = pd.DataFrame(
         {"parity": rng.choice([1, 2, 3, 4, 5, 6], n, p=[0.58, 0.28, 0.096, 0.025, 0.015, 0.004])}
     )
-    columns = [NumericColumn("parity", 0, 15, integer=True)]
-    for k in range(9):
-        frame[f"x{k}"] = rng.uniform(0.0, 100.0, n).round(1)
-        columns.append(NumericColumn(f"x{k}", 0.0, 100.0, decimals=1))
-    frame["male"] = rng.choice(["no", "yes"], n)
-    columns.append(CategoricalColumn("male", ("no", "yes")))
-    return frame, Schema(tuple(columns), label="male")
+    columns: list[NumericColumn | CategoricalColumn] = [
+        NumericColumn("parity", 0, 15, integer=True)
+    ]
+    return with_fillers(frame, columns, 9, "male", rng)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
