@@ -17,7 +17,14 @@ from tests.engine.conftest import OneWayAnswers, ks_distance, seeded_fit, with_f
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineSpec, fit_engine
-from dpevolve.engine.counts import group_design, held_bins, released_counts, shows_data
+from dpevolve.engine.counts import (
+    counted_weights,
+    faint,
+    group_design,
+    held_bins,
+    released_counts,
+    shows_data,
+)
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.smoothing import DECODE_FLOOR, SUPPORT
 from dpevolve.engine.tails import (
@@ -26,9 +33,8 @@ from dpevolve.engine.tails import (
     PUBLIC_END,
     Fold,
     beyond_span,
-    counted_weights,
-    faint,
     folded_ends,
+    holds_stretch,
     inward,
     noise,
     public_ends,
@@ -436,27 +442,73 @@ def test_a_column_the_noise_hides_everywhere_folds_at_most_one_bin_s_noise() -> 
     assert inward(mass, count, SD).tolist() == [2, 2, 2, 3, 4, 5, 6, 7, 7, 7]
 
 
-@settings(max_examples=50, deadline=None)
+# driving's weekend fatality rates (480 rows, seed 0): no bin 4 noise scales out, the
+# data in [1.2, 13.8], the model's 80 rows at [14, 16) drawn past them
+WEEKEND_MASS = np.array([0.0, 193.0, 205.7, 0.0, 0.0, 0.0, 0.0, 80.1, 1.2, 0.0])
+WEEKEND_COUNT = np.array([-18.3, 167.5, 190.7, -5.8, -209.7, 3.9, 90.1, 43.4, 107.2, -91.3])
+WEEKEND_SD = np.array([73.2, 73.1, 61.6, 80.8, 80.8, 80.8, 80.8, 64.2, 64.2, 61.7])
+
+
+def test_a_column_that_cannot_be_missing_folds_into_a_bin_that_can_hold_the_stretch() -> None:
+    """A column the noise hides everywhere, whose every row holds a value: its top
+    stretch (81 model rows, 243 counted by depth) folds into 4-6, released at 191 +- 62
+    with room for them under 2 noise scales; a column that may be missing keeps the
+    depth-weighted floor, and so does one whose stretch that bin cannot hold."""
+    assert not shows_data(WEEKEND_COUNT, WEEKEND_SD)
+    hidden = inward(WEEKEND_MASS, WEEKEND_COUNT, WEEKEND_SD)
+    assert hidden[7] == 7
+    certain = inward(WEEKEND_MASS, WEEKEND_COUNT, WEEKEND_SD, certain=True)
+    assert certain.tolist() == [1, 1, 2, 2, 2, 2, 2, 2, 2, 2]
+    crowded = WEEKEND_MASS.copy()
+    crowded[7] = 120.0  # 121.2 rows against the bin's room of 108.2
+    assert inward(crowded, WEEKEND_COUNT, WEEKEND_SD, certain=True)[7] == 7
+
+
+@pytest.mark.parametrize("nullable", [False, True])
+def test_the_folds_read_from_the_schema_whether_a_column_can_be_missing(nullable: bool) -> None:
+    """The weekend rates through :func:`released_inward`, one 1-way at noise 70: a
+    column that cannot be missing folds its top stretch into 4-6; one that may be (its
+    missing cell released at 0, its 480 present rows not faint) keeps the floor."""
+    column = NumericColumn("rate", 0.0, 20.0, nullable=nullable)
+    disc = Discretiser(Schema((column,)), bins=10, fine_cells=40)
+    extra = [0.0] if nullable else []
+    event = GaussianEvent(np.sqrt(2.0), 70.0, label="marginal")
+    oneway = Measurement(MarginalQuery(("rate",)), np.r_[WEEKEND_COUNT, extra], 70.0, event)
+    weights = {"rate": np.zeros(disc.fine["rate"].size)}
+    mass = OneWayAnswers(np.r_[WEEKEND_MASS, extra])
+    fold = released_inward(disc, mass, [oneway], weights, rows=480)["rate"]  # type: ignore[arg-type]
+    assert (fold.target[7] == 7) == nullable
+    assert nullable or fold.target[3:10].tolist() == [2] * 7
+
+
+@settings(max_examples=100, deadline=None)
 @given(
     st.lists(st.floats(0.0, 300.0), min_size=10, max_size=10),
     st.lists(st.floats(-300.0, 390.0), min_size=10, max_size=10),
+    st.booleans(),
 )
 def test_a_hidden_column_s_folds_stay_within_their_depth_weighted_floor(
-    mass: list[float], count: list[float]
+    mass: list[float], count: list[float], certain: bool
 ) -> None:
     """No count stands 4 noise scales out, nor does any pooled run of them (a column
-    the releases show no data in): per end, the rows folded, the k-th bin from the end
-    counted k times, stay within 2 noise scales of one bin, and a fold only moves rows
-    inwards from an end."""
+    the releases show no data in): per end, a fold only moves rows inwards from an end,
+    and the rows folded, the k-th bin from the end counted k times, stay within 2 noise
+    scales of one bin, unless the column cannot be missing (``certain``) and the bin
+    they go into stands 2 noise scales out with room under 2 scales for them."""
     m, c = np.array(mass), np.array(count)
     assume(not shows_data(c, SD))  # 390 and 390 side by side stand 5.5 scales together
-    target = inward(m, c, SD)
+    target = inward(m, c, SD, certain=certain)
     for side in (1, -1):  # folded up from the low end, down from the top
         moved = np.flatnonzero((target - np.arange(10)) * side > 0)
-        if moved.size:
-            depth = moved + 1 if side > 0 else 10 - moved
-            assert (m[moved] * depth).sum() <= DECODE_FLOOR * SIGMA + 1e-9
-            assert np.all(np.diff(moved) == 1) and (moved[0] == 0 or moved[-1] == 9)
+        if not moved.size:
+            continue
+        assert np.all(np.diff(moved) == 1) and (moved[0] == 0 or moved[-1] == 9)
+        depth = moved + 1 if side > 0 else 10 - moved
+        if (m[moved] * depth).sum() > DECODE_FLOOR * SIGMA + 1e-9:
+            into = int(target[moved[0]])
+            assert certain and holds_stretch(float(m[moved].sum()), into, m, c, SD)
+            assert c[into] > DECODE_FLOOR * SIGMA
+            assert m[moved].sum() + m[into] <= c[into] + DECODE_FLOOR * SIGMA + 1e-9
 
 
 @settings(max_examples=100, deadline=None)

@@ -1,4 +1,4 @@
-"""A faint column decoded missing (:func:`dpevolve.engine.tails.faint`) in whole
+"""A faint column decoded missing (:func:`dpevolve.engine.counts.faint`) in whole
 coupled runs.
 
 Exact (no sampling): runs on neighbouring tables coupled by the same noisy outputs

@@ -15,12 +15,12 @@ import pandas as pd
 
 from dpevolve.engine.bins import TAIL, histogram_quantile
 from dpevolve.engine.cells import FineCells
-from dpevolve.engine.counts import held_bins, released_counts
+from dpevolve.engine.counts import counted_weights, held_bins, released_counts
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.reach import THINNING
 from dpevolve.engine.refine import SAMPLE_ROWS, Refinement, block_sizes
 from dpevolve.engine.smoothing import decode_weights
-from dpevolve.engine.tails import Fold, counted_weights, public_ends, released_inward
+from dpevolve.engine.tails import Fold, public_ends, released_inward
 from dpevolve.engine.within import CellValues, public_shape
 from dpevolve.measurements import Estimator, Measurement
 
@@ -139,7 +139,7 @@ def released_model(
     """The model that draws rows from the releases (``marginals``, the fine histograms
     ``fine``, the fitted ``model``) and public facts alone (post-processing): per
     numeric column its decoding weights (smoothed, then kept where the bins' releases
-    back them: :func:`~dpevolve.engine.tails.counted_weights`; with a public table,
+    back them: :func:`~dpevolve.engine.counts.counted_weights`; with a public table,
     blended with its shape within each bin), its folds, and, with a public table, the
     columns the releases show in no bin (:func:`public_ranks`). ``folds``: the folds to
     decode with where they were read already (the engine's, from the fit before the one
