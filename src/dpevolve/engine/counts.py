@@ -169,17 +169,15 @@ def counted_weights(
     weights: np.ndarray, cells: FineCells, count: np.ndarray, sd: np.ndarray
 ) -> np.ndarray:
     """The decoding ``weights`` of a column's fine cells where the releases of its bins
-    (``count``, ``sd``: :func:`~dpevolve.engine.counts.released_counts`) can back them.
-    All are zeroed where the releases show no data
-    (:func:`shows_data`): a fine cell holds fewer rows than its
+    (``count``, ``sd``: :func:`released_counts`) can back them. All are zeroed where the
+    releases show no data (:func:`shows_data`): a fine cell holds fewer rows than its
     bin under about the same noise, so what stands out among the cells of a column whose
     bins show nothing is noise the smoothing kept (a column of 400 values among 4,000
     rows: runs of cells weighing 500-660 rows, more than the column holds, drew every
     value into them: :meth:`Discretiser.decode`, the span the weights show). A bin's are
     zeroed where its count stands within :data:`~dpevolve.engine.smoothing.DECODE_FLOOR`
     noise scales of zero and its cells weigh :data:`~dpevolve.engine.smoothing.SUPPORT`
-    scales more. Post-processing of
-    released values."""
+    scales more. Post-processing of released values."""
     out = np.array(weights, dtype=np.float64)
     count, sd = np.asarray(count, dtype=np.float64), np.asarray(sd, dtype=np.float64)
     if not shows_data(count, sd):

@@ -170,10 +170,14 @@ def inward(
             gap = not held[first] or bool(np.isin(outer, list(absent)).all())
             inner = outer[::-1]  # from the bins further in, outwards
             into = int(rest[int(np.flatnonzero(held[rest])[0])])
-            held_in = certain and holds_stretch(float(mass[outer].sum()), into, mass, count, sd)
-            if hidden and not held_in and float(mass[outer] @ depth[:k]) > DECODE_FLOOR * sd[into]:
+            moved = float(mass[outer].sum())
+            if (
+                hidden
+                and float(mass[outer] @ depth[:k]) > DECODE_FLOOR * sd[into]
+                and not (certain and holds_stretch(moved, into, mass, count, sd))
+            ):
                 continue
-            empty = unanchored(float(mass[outer].sum()), into, sd, anchors)
+            empty = unanchored(moved, into, sd, anchors)
             if noise(mass[inner], count[inner], sd[inner], gap, empty):
                 target[outer] = into
                 held[outer] = False  # the other end's stretches are sought among the rest
