@@ -226,7 +226,10 @@ class Measurement(Generic[Q]):
     stacked workload, a selection's pick); ``sigma`` is ``nan`` for a release that is
     not Gaussian noise on the answer (PubMix's sampled votes, a selection); ``event`` is
     what the release cost (the accountant composes it); ``weight`` is the estimator's
-    confidence relative to ``1 / sigma`` (1: as measured).
+    confidence relative to ``1 / sigma`` (1: as measured); ``tilt``, where given, is a
+    fixed log potential over the clique's cells that an estimator keeps beside the
+    fitted one, so that a coarse query's groups take its shape inside them
+    (post-processing of releases: :mod:`dpevolve.engine.tilt`).
     """
 
     query: Q
@@ -234,6 +237,7 @@ class Measurement(Generic[Q]):
     sigma: float
     event: Event
     weight: float = 1.0
+    tilt: np.ndarray | None = None
 
     @property
     def clique(self) -> Clique:

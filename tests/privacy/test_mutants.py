@@ -64,6 +64,8 @@ rule at an atom) read from the exact      rows in D, 4 in D': held on one side o
 counts of the released pairs
 a declared atom given its bin only where  the coupled declared-atom run (the atom
 the exact fine counts hold it             holds a row in D, none in D')
+a coarse pair's tilt within its groups    the cut tables' coupled runs (the moving
+read from the pair's exact counts         record changes the pair's association)
 the draw's sensitivity from the fine      the coupled parity run at parity weight 4
 cliques' weights, the parity weight left  (a parity query's score moves past the
 out                                       charge)
@@ -99,6 +101,7 @@ from dpevolve.engine.measure import FINE, count_marginals, marginal_event, relea
 from dpevolve.engine.points import point_measurements
 from dpevolve.engine.smoothing import decode_weights
 from dpevolve.engine.tails import released_inward
+from dpevolve.engine.tilt import pair_tilt
 from dpevolve.engine.zeros import zero_measurements
 from dpevolve.measurements import MarginalQuery
 from dpevolve.privacy import ExponentialEvent, GaussianEvent, Ledger, gaussian_sigma
@@ -375,6 +378,17 @@ def exact_density(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(loop, "density_measurements", smoothed)
 
 
+def exact_tilt(mp: pytest.MonkeyPatch) -> None:
+    """A coarse pair's tilt within its groups read from the pair's exact counts."""
+    exact = _exact_of(mp)
+
+    def leaky(measurement, values, counts):
+        noisy = exact.get(id(measurement.noisy), measurement.noisy)
+        return pair_tilt(dataclasses.replace(measurement, noisy=noisy), values, counts)
+
+    mp.setattr(loop, "pair_tilt", leaky)
+
+
 def exact_points(mp: pytest.MonkeyPatch) -> None:
     """The point bins' counts read from the exact fine counts."""
     exact = _exact_of(mp)
@@ -643,6 +657,7 @@ MUTANTS = {
     "folded-bins-from-exact-counts": exact_folded,
     "reach-from-exact-counts": exact_reach,
     "zero-cells-from-exact-counts": exact_zeros,
+    "pair-tilt-from-exact-counts": exact_tilt,
 }
 #: The parity run with its queries weighed above every other (they set the sensitivity).
 HEAVY_PARITY = dataclasses.replace(XOR_SPEC, parity_weight=4.0)
@@ -696,6 +711,7 @@ CAUGHT_BY: dict[str, Callable[[], list[str]]] = {
     "tree-coarse-groups-at-exact-counts": coarse_audit,
     "relation-closing-draws-unrecorded": triangle_audit,
     "label-pair-groups-at-exact-counts": label_audit,
+    "pair-tilt-from-exact-counts": cut_audit,
     "zoom-span-from-private-range": zoom_audit,
     "zoom-release-free": zoom_audit,
     "noise-source-half-scale": main_pair_violations,

@@ -33,6 +33,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,7 @@ from dpevolve.engine.association import shrunk
 from dpevolve.engine.atom_rules import atom_columns, release_atom_rules
 from dpevolve.engine.atoms import release_atoms
 from dpevolve.engine.bins import released_edges, released_support
+from dpevolve.engine.counts import released_counts
 from dpevolve.engine.density import density_measurements
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.label_pairs import label_pairs
@@ -58,6 +60,7 @@ from dpevolve.engine.rounds import adaptive_rounds, grouping_facts
 from dpevolve.engine.select import ABS_NOISE, candidates, weight
 from dpevolve.engine.spec import EngineSpec
 from dpevolve.engine.tails import Fold
+from dpevolve.engine.tilt import pair_tilt
 from dpevolve.engine.tree import Picks, spanning, tree_picks
 from dpevolve.engine.vacant import closed_ends, folded_measurements, vacant_measurements
 from dpevolve.engine.zeros import zero_measurements
@@ -111,18 +114,29 @@ class _Run:
     prior: tuple[Measurement, ...] = ()
     shrunk: dict[int, tuple[Measurement, Measurement]] = field(default_factory=dict)
 
-    def fitted(self) -> list[Measurement]:
+    def fitted(self, tilted: bool = False) -> list[Measurement]:
         """What the estimator reconciles: the public pseudo-measurements (free, never
-        released) and the private measurements, a pair of numbers shrunk toward its
-        association fit (``EngineSpec.pair_shrinkage``; post-processing)."""
+        released) and the private measurements, a coarse pair of numbers shrunk toward
+        its association fit (``EngineSpec.pair_shrinkage``) and, where ``tilted`` (the
+        last fits, once every pick is made), with its association carried into the bins
+        of its groups (``EngineSpec.pair_tilt``; both post-processing)."""
         released = self.measurements.marginals()
-        if not self.spec.pair_shrinkage:
-            return [*self.prior, *released]
         values = {c.name: self.discretiser.bins for c in self.discretiser.numeric}
         for m in released:
             if id(m) not in self.shrunk or self.shrunk[id(m)][0] is not m:
-                self.shrunk[id(m)] = (m, shrunk(m, values))
-        return [*self.prior, *(self.shrunk[id(m)][1] for m in released)]
+                self.shrunk[id(m)] = (m, shrunk(m, values) if self.spec.pair_shrinkage else m)
+        seen = [self.shrunk[id(m)][1] for m in released]
+        if tilted and self.spec.pair_tilt:
+
+            @cache
+            def counts(name: str) -> np.ndarray:  # as every release shows them
+                return released_counts(self.discretiser, name, released)[0]
+
+            tilts = [pair_tilt(m, values, counts) for m in released]
+            seen = [
+                s if t is None else replace(s, tilt=t) for s, t in zip(seen, tilts, strict=True)
+            ]
+        return [*self.prior, *seen]
 
     def model_cliques(self) -> list[Clique]:
         """The cliques the model holds (public ones included)."""
@@ -310,7 +324,7 @@ def _final_fit(
     if hasattr(model, "tol"):
         model.tol = run.spec.final_tol
     n = int(run.source.n)
-    fitted = [*run.fitted(), *smoothed, *point_measurements(run.discretiser, fine, n)]
+    fitted = [*run.fitted(tilted=True), *smoothed, *point_measurements(run.discretiser, fine, n)]
     model = model.fit(fitted)
     marginals = run.measurements.marginals()
     # read from the last fit: a cell's row and column held at a looser fit's counts (the

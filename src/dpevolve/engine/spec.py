@@ -159,6 +159,9 @@ class EngineSpec:
         linear-by-linear association fit
         (:mod:`~dpevolve.engine.association`: post-processing), so the noise does not
         pull a strong rank relation toward independence; ``False``: as released.
+    pair_tilt
+        ``True``: the last fits carry such a pair's association into the bins of each
+        group (:mod:`~dpevolve.engine.tilt`: post-processing); ``False``: independent.
     density_smoothing
         ``True``: each numeric column's bin counts, every release combined, reach the
         last fit smoothed as one more measurement of its 1-way (a Whittaker smoother of
@@ -320,6 +323,7 @@ class EngineSpec:
     label_share: float = 0.75
     label_groups: int = 5
     pair_shrinkage: bool = True
+    pair_tilt: bool = True
     density_smoothing: bool = True
     empty_folds: bool = True
     hold_zeros: bool = True

@@ -9,8 +9,11 @@ map, which updates the potentials by the loss gradient in marginal space:
 estimator inside AIM, McKenna et al. 2022), with Armijo steps and heavy-ball momentum
 (:mod:`dpevolve.estimate.optimize`). A first fit starts from the independent model of
 the pooled one-way estimates; a second ``fit`` with a longer list starts from the
-previous potentials and step (new cliques at zero). Sampling is forward sampling along
-the junction tree (:mod:`dpevolve.estimate.sampling`).
+previous potentials and step (new cliques at zero). A measurement's ``tilt`` is a fixed
+log potential over its clique's cells added to the fitted one: the steps of a coarse
+query's potential are constant within each group, so the fit keeps the groups' totals
+and the tilt keeps its shape inside them. Sampling is forward sampling along the
+junction tree (:mod:`dpevolve.estimate.sampling`).
 """
 
 from __future__ import annotations
@@ -181,6 +184,13 @@ class _State:
             self.stacked.size,
         )
         self.work = np.empty(self.flat.size)  # the log potentials of the step at hand
+        # fixed log potentials beside the fitted ones: a coarse target's shape within
+        # its groups, which the fit's steps (constant within each group) never change
+        self.tilts = [
+            (h, g.clique, g.tilt)
+            for g, h in zip(goals, self.homes, strict=True)
+            if g.tilt is not None
+        ]
 
     def initial_step(self) -> float:
         """A step under the loss's curvature in the potentials (about total * precision)."""
@@ -193,6 +203,14 @@ class _State:
     def evaluate(self, theta: np.ndarray) -> Evaluation[list[np.ndarray]]:
         """Loss, gradient and marginals of the model with potentials ``theta``."""
         log_potentials = self.incidence.potentials(theta, out=self.work)
+        for home, clique, tilt in self.tilts:
+            combine_into(
+                np.add,
+                self.flat.view(log_potentials, home),
+                self.flat.tree.cliques[home],
+                tilt,
+                clique,
+            )
         beliefs = self.flat.calibrate(log_potentials)
         mus = self.incidence.marginals(beliefs)
         mus *= self.total

@@ -31,12 +31,15 @@ from dpevolve.measurements import Clique, Domain, MarginalQuery, Measurement
 
 @dataclass(frozen=True)
 class Target:
-    """All measurements of one query: ``precision * ||A mu - mean||^2 + offset``."""
+    """All measurements of one query: ``precision * ||A mu - mean||^2 + offset``;
+    ``tilt``: the precision-weighted mean of their fixed log potentials over the
+    clique's cells (``None`` where none carries one)."""
 
     query: MarginalQuery
     mean: np.ndarray
     precision: float
     offset: float
+    tilt: np.ndarray | None = None
 
     @property
     def clique(self) -> Clique:
@@ -108,6 +111,10 @@ def _checked(domain: Domain, m: Measurement) -> tuple[MarginalQuery, np.ndarray,
         raise InputError(f"measurement of {list(clique)}: sigma must be positive and finite")
     if not (math.isfinite(m.weight) and m.weight >= 0):
         raise InputError(f"measurement of {list(clique)}: weight must be >= 0 and finite")
+    if m.tilt is not None and (
+        np.shape(m.tilt) != domain.shape(clique) or not np.all(np.isfinite(m.tilt))
+    ):
+        raise InputError(f"measurement of {list(clique)}: its tilt needs the clique's finite cells")
     return query, noisy, (m.weight / m.sigma) ** 2
 
 
@@ -120,17 +127,21 @@ def targets(domain: Domain, measurements: Sequence[Measurement]) -> list[Target]
     sums: dict[MarginalQuery, list] = {}
     for m in measurements:
         query, noisy, a = _checked(domain, m)
-        acc = sums.setdefault(query, [0.0, np.zeros(noisy.shape), 0.0])
+        acc = sums.setdefault(query, [0.0, np.zeros(noisy.shape), 0.0, 0.0, 0.0])
         acc[0] += a
         acc[1] = acc[1] + a * noisy
         acc[2] += a * float(np.sum(noisy**2))
+        if m.tilt is not None:
+            acc[3] += a
+            acc[4] = acc[4] + a * np.asarray(m.tilt, dtype=float)
     out = []
-    for query, (a, weighted, squares) in sums.items():
+    for query, (a, weighted, squares, tilted, tilts) in sums.items():
         if a <= 0:
             continue
         mean = weighted / a
         offset = max(squares - a * float(np.sum(mean**2)), 0.0)
-        out.append(Target(query, mean, a, offset))
+        tilt = tilts / tilted if tilted > 0 else None
+        out.append(Target(query, mean, a, offset, tilt))
     return out
 
 
