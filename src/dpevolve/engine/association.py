@@ -38,7 +38,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import NamedTuple
 
 import numpy as np
 from scipy.optimize import least_squares
@@ -75,14 +74,7 @@ def midrank_scores(margin: np.ndarray) -> np.ndarray:
     return centred / scale if scale > 0 else centred
 
 
-class AssociationFit(NamedTuple):
-    """A fitted linear-by-linear table: its ``cells`` and its association ``phi``."""
-
-    cells: np.ndarray
-    phi: float
-
-
-def association_fit(table: np.ndarray) -> AssociationFit:
+def association_fit(table: np.ndarray) -> np.ndarray:
     """The least-squares linear-by-linear association fit of a 2-way ``table`` of
     counts over ordered cells (same total as ``table``'s positive part)."""
     y = np.asarray(table, dtype=np.float64)
@@ -123,31 +115,7 @@ def association_fit(table: np.ndarray) -> AssociationFit:
         residual, start, jac=jacobian, method="trf", max_nfev=1000,
         ftol=TOLERANCE, xtol=TOLERANCE, gtol=TOLERANCE,
     )  # fmt: skip
-    return AssociationFit(cells(solution.x), float(solution.x[-1]))
-
-
-class Shrinkage(NamedTuple):
-    """A value block's association fit and the share ``keep`` of the residual the
-    shrunk table keeps (the James-Stein factor ``c``: 0 where the fit explains the
-    block up to its noise, towards 1 where it does not)."""
-
-    fit: AssociationFit
-    keep: float
-
-
-def shrinkage(block: np.ndarray, sigma: float) -> Shrinkage | None:
-    """The association fit of a released ``block`` of value cells at noise ``sigma``
-    and its James-Stein factor (module docstring); ``None`` where the block has too
-    few cells to tell the fit from its noise."""
-    rows, cols = block.shape
-    df = block.size - (rows + cols)
-    if rows < 2 or cols < 2 or df < MIN_DF or not (np.isfinite(sigma) and sigma > 0):
-        return None
-    fit = association_fit(block)
-    rss = float(((block - fit.cells) ** 2).sum())
-    if not (np.all(np.isfinite(fit.cells)) and rss > 0):
-        return None
-    return Shrinkage(fit, max(0.0, 1.0 - (df - 2) * sigma**2 / rss))
+    return cells(solution.x)
 
 
 def shrink_pair(noisy: np.ndarray, sigma: float, ordered: tuple[int, int]) -> np.ndarray:
@@ -171,10 +139,16 @@ def shrink_pair(noisy: np.ndarray, sigma: float, ordered: tuple[int, int]) -> np
     out = np.array(noisy, dtype=np.float64)
     rows, cols = ordered
     block = out[:rows, :cols]
-    found = shrinkage(block, sigma)
-    if found is not None:
-        fit = found.fit.cells
-        out[:rows, :cols] = fit + found.keep * (block - fit)
+    df = block.size - (rows + cols)
+    if rows < 2 or cols < 2 or df < MIN_DF or not (np.isfinite(sigma) and sigma > 0):
+        return out
+    fit = association_fit(block)
+    residual = block - fit
+    rss = float((residual**2).sum())
+    if not (np.all(np.isfinite(fit)) and rss > 0):
+        return out
+    keep = max(0.0, 1.0 - (df - 2) * sigma**2 / rss)
+    out[:rows, :cols] = fit + keep * residual
     return out
 
 
@@ -206,13 +180,4 @@ def shrunk(measurement: Measurement[MarginalQuery], values: Mapping[str, int]) -
     return replace(measurement, noisy=smooth)
 
 
-__all__ = [
-    "AssociationFit",
-    "Shrinkage",
-    "association_fit",
-    "midrank_scores",
-    "shrink_pair",
-    "shrinkage",
-    "shrunk",
-    "value_cells",
-]
+__all__ = ["association_fit", "midrank_scores", "shrink_pair", "shrunk", "value_cells"]
