@@ -15,20 +15,16 @@ from scipy.stats import norm
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.data.sources import FrameSource
 from dpevolve.engine import EngineResult, EngineSpec, fit_engine
-from dpevolve.engine.tilt import MOST, fine_association, grouped, pair_tilt, raked, rank_correlation
+from dpevolve.engine.tilt import MOST, fine_association, pair_tilt, raked, rank_correlation
 from dpevolve.errors import InputError
 from dpevolve.estimate import MarkovRandomField
 from dpevolve.estimate.objective import targets
-from dpevolve.measurements import Domain, MarginalQuery, Measurement
+from dpevolve.measurements import Domain, MarginalQuery, Measurement, even_grouping
 from dpevolve.privacy import Budget
 from dpevolve.privacy.events import GaussianEvent
 from dpevolve.privacy.noise import SeededNoise
 
 EVENT = GaussianEvent(1.0, 10.0)
-
-
-def _groups(bins: int, count: int) -> tuple[int, ...]:
-    return tuple(int(k) for k in np.arange(bins) * count // bins)
 
 
 @settings(max_examples=20, deadline=None)
@@ -46,23 +42,23 @@ def test_the_bins_association_is_the_one_whose_groups_the_release_shows(
     rng = np.random.default_rng(seed)
     rows, cols = rng.uniform(20, 200, bins), rng.uniform(20, 200, bins)
     cols *= rows.sum() / cols.sum()
-    groups = _groups(bins, count)
+    groups = MarginalQuery(("a", "b"), (even_grouping(bins, count), even_grouping(bins, count)))
     table = raked(phi, rows, cols)
-    seen = rank_correlation(grouped(table, groups, groups))
+    seen = rank_correlation(groups.project(table))
     assert 0 < abs(seen) < abs(rank_correlation(table))
-    assert fine_association(seen, rows, cols, groups, groups) == pytest.approx(phi, abs=0.02)
+    assert fine_association(seen, rows, cols, groups) == pytest.approx(phi, abs=0.02)
 
 
 def test_no_relation_no_tilt_and_the_strongest_is_bounded() -> None:
     rows = np.full(10, 100.0)
-    groups = _groups(10, 4)
-    assert fine_association(0.0, rows, rows, groups, groups) == 0.0
-    assert fine_association(1.0, rows, rows, groups, groups) == MOST
-    assert fine_association(-1.0, rows, rows, groups, groups) == -MOST
+    groups = MarginalQuery(("a", "b"), (even_grouping(10, 4), even_grouping(10, 4)))
+    assert fine_association(0.0, rows, rows, groups) == 0.0
+    assert fine_association(1.0, rows, rows, groups) == MOST
+    assert fine_association(-1.0, rows, rows, groups) == -MOST
 
 
 def _pair(a: int, b: int, groups: int, noisy: np.ndarray) -> Measurement:
-    query = MarginalQuery(("a", "b"), (_groups(a, groups), _groups(b, groups)))
+    query = MarginalQuery(("a", "b"), (even_grouping(a, groups), even_grouping(b, groups)))
     return Measurement(query, noisy, 10.0, EVENT)
 
 
@@ -71,7 +67,7 @@ def test_the_tilt_lies_on_the_value_cells_of_coarse_pairs_of_numbers() -> None:
     pair, a pair with a categorical and a pair in one group get no tilt."""
     counts = {"a": np.linspace(50, 150, 8), "b": np.linspace(150, 50, 6)}
     release = 100 * np.exp(np.outer(np.arange(4.0) - 1.5, np.arange(3.0) - 1.0))
-    query = MarginalQuery(("a", "b"), (_groups(8, 4), (*_groups(6, 3)[:5], 2, 3)))
+    query = MarginalQuery(("a", "b"), (even_grouping(8, 4), (*even_grouping(6, 3)[:5], 2, 3)))
     padded = np.zeros((4, 4))
     padded[:, :3] = release
     tilt = pair_tilt(Measurement(query, padded, 10.0, EVENT), {"a": 8, "b": 6}, counts.get)
@@ -80,14 +76,14 @@ def test_the_tilt_lies_on_the_value_cells_of_coarse_pairs_of_numbers() -> None:
     fine = Measurement(MarginalQuery(("a", "b")), np.ones((8, 6)), 10.0, EVENT)
     assert pair_tilt(fine, {"a": 8, "b": 6}, counts.get) is None
     assert pair_tilt(_pair(8, 6, 3, release[:3]), {"a": 8}, counts.get) is None
-    one = MarginalQuery(("a", "b"), ((0,) * 8, _groups(6, 3)))
+    one = MarginalQuery(("a", "b"), ((0,) * 8, even_grouping(6, 3)))
     lone = Measurement(one, np.ones((1, 3)), 10.0, EVENT)
     assert pair_tilt(lone, {"a": 8, "b": 6}, counts.get) is None
 
 
 def test_targets_carry_the_precision_weighted_tilt_and_check_its_shape() -> None:
     domain = Domain(("a", "b"), (4, 4))
-    query = MarginalQuery(("a", "b"), (_groups(4, 2), _groups(4, 2)))
+    query = MarginalQuery(("a", "b"), (even_grouping(4, 2), even_grouping(4, 2)))
     ones = np.ones((2, 2))
     tilt = np.arange(16.0).reshape(4, 4)
     loud = Measurement(query, ones, 20.0, EVENT, tilt=tilt)

@@ -40,7 +40,7 @@ ledger as made.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 
 import numpy as np
 from scipy.optimize import brentq
@@ -73,13 +73,6 @@ def raked(phi: float, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     return table
 
 
-def grouped(table: np.ndarray, row_groups: Sequence[int], col_groups: Sequence[int]) -> np.ndarray:
-    """``table`` summed into the groups its rows and columns fall in."""
-    into_rows = np.eye(max(row_groups) + 1)[:, list(row_groups)]
-    into_cols = np.eye(max(col_groups) + 1)[:, list(col_groups)]
-    return into_rows @ table @ into_cols.T
-
-
 def rank_correlation(table: np.ndarray) -> float:
     """Spearman's correlation of a 2-way table of counts over ordered cells (negative
     counts read as none), ties at their midranks."""
@@ -92,11 +85,7 @@ def rank_correlation(table: np.ndarray) -> float:
 
 
 def fine_association(
-    target: float,
-    rows: np.ndarray,
-    cols: np.ndarray,
-    row_groups: Sequence[int],
-    col_groups: Sequence[int],
+    target: float, rows: np.ndarray, cols: np.ndarray, groups: MarginalQuery
 ) -> float:
     """The association of the bins' table whose grouped table has rank correlation
     ``target`` (module docstring), within ``[-MOST, MOST]``.
@@ -107,13 +96,13 @@ def fine_association(
         The grouped table's rank correlation (:func:`rank_correlation`).
     rows, cols
         The bins' counts of each column (positive).
-    row_groups, col_groups
-        Each bin's group.
+    groups
+        The pair's query over its value bins: how it sums them into groups.
     """
     end = float(np.copysign(MOST, target))
 
     def excess(fine: float) -> float:
-        return rank_correlation(grouped(raked(fine, rows, cols), row_groups, col_groups)) - target
+        return rank_correlation(groups.project(raked(fine, rows, cols))) - target
 
     with np.errstate(all="ignore"):
         far = excess(end)
@@ -159,13 +148,14 @@ def pair_tilt(
         mass = np.clip(np.asarray(counts(name), dtype=np.float64)[:bins], FLOOR, None)
         masses.append(mass)
         scores.append(midrank_scores(mass))
-        groups.append(list(grouping[:bins]) if grouping is not None else list(range(bins)))
+        groups.append(tuple(grouping[:bins]) if grouping is not None else None)
         cells.append(len(grouping) if grouping is not None else size)
-    fine = fine_association(target, masses[0], masses[1], groups[0], groups[1])
+    values_only = MarginalQuery(query.clique, (groups[0], groups[1]))
+    fine = fine_association(target, masses[0], masses[1], values_only)
     tilt = np.zeros(tuple(cells))
     tilt[: values[query.clique[0]], : values[query.clique[1]]] = fine * np.outer(*scores)
     tilt.setflags(write=False)
     return tilt
 
 
-__all__ = ["FLOOR", "MOST", "fine_association", "grouped", "pair_tilt", "raked", "rank_correlation"]
+__all__ = ["FLOOR", "MOST", "fine_association", "pair_tilt", "raked", "rank_correlation"]
