@@ -91,7 +91,19 @@ import pytest
 from dpevolve.data.encoding import Layout, Records
 from dpevolve.data.schema import NumericColumn
 from dpevolve.data.sources import FrameSource, PrivateSource
-from dpevolve.engine import atoms, loop, model, reach, rounds, rules, select, tails, vacant, zoom
+from dpevolve.engine import (
+    atoms,
+    loop,
+    model,
+    reach,
+    rounds,
+    rules,
+    select,
+    tails,
+    tilt,
+    vacant,
+    zoom,
+)
 from dpevolve.engine.atom_rules import RULE, atom_columns
 from dpevolve.engine.atoms import ATOMS, release_atoms
 from dpevolve.engine.bins import released_edges, released_support
@@ -101,7 +113,7 @@ from dpevolve.engine.measure import FINE, count_marginals, marginal_event, relea
 from dpevolve.engine.points import point_measurements
 from dpevolve.engine.smoothing import decode_weights
 from dpevolve.engine.tails import released_inward
-from dpevolve.engine.tilt import pair_tilt
+from dpevolve.engine.tilt import tilts
 from dpevolve.engine.zeros import zero_measurements
 from dpevolve.measurements import MarginalQuery
 from dpevolve.privacy import ExponentialEvent, GaussianEvent, Ledger, gaussian_sigma
@@ -382,11 +394,11 @@ def exact_tilt(mp: pytest.MonkeyPatch) -> None:
     """A coarse pair's tilt within its groups read from the pair's exact counts."""
     exact = _exact_of(mp)
 
-    def leaky(measurement, values, counts):
-        noisy = exact.get(id(measurement.noisy), measurement.noisy)
-        return pair_tilt(dataclasses.replace(measurement, noisy=noisy), values, counts)
+    def leaky(measurements, values, counts):
+        seen = [dataclasses.replace(m, noisy=exact.get(id(m.noisy), m.noisy)) for m in measurements]
+        return tilts(seen, values, counts)
 
-    mp.setattr(loop, "pair_tilt", leaky)
+    mp.setattr(tilt, "tilts", leaky)
 
 
 def exact_points(mp: pytest.MonkeyPatch) -> None:

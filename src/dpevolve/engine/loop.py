@@ -33,7 +33,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cache
 from typing import Any
 
 import numpy as np
@@ -44,7 +43,6 @@ from dpevolve.engine.association import shrunk
 from dpevolve.engine.atom_rules import atom_columns, release_atom_rules
 from dpevolve.engine.atoms import release_atoms
 from dpevolve.engine.bins import released_edges, released_support
-from dpevolve.engine.counts import released_counts
 from dpevolve.engine.density import density_measurements
 from dpevolve.engine.discretise import Discretiser
 from dpevolve.engine.label_pairs import label_pairs
@@ -60,8 +58,8 @@ from dpevolve.engine.rounds import adaptive_rounds, grouping_facts
 from dpevolve.engine.select import ABS_NOISE, candidates, weight
 from dpevolve.engine.spec import EngineSpec
 from dpevolve.engine.tails import Fold
-from dpevolve.engine.tilt import pair_tilt
-from dpevolve.engine.tree import Picks, spanning, tree_picks
+from dpevolve.engine.tilt import release_tilts
+from dpevolve.engine.tree import Picks, label_tree, spanning, tree_picks
 from dpevolve.engine.vacant import closed_ends, folded_measurements, vacant_measurements
 from dpevolve.engine.zeros import zero_measurements
 from dpevolve.engine.zoom import Span, release_zoom
@@ -127,14 +125,12 @@ class _Run:
                 self.shrunk[id(m)] = (m, shrunk(m, values) if self.spec.pair_shrinkage else m)
         seen = [self.shrunk[id(m)][1] for m in released]
         if tilted and self.spec.pair_tilt:
-
-            @cache
-            def counts(name: str) -> np.ndarray:  # as every release shows them
-                return released_counts(self.discretiser, name, released)[0]
-
-            tilts = [pair_tilt(m, values, counts) for m in released]
+            domain, spec = self.discretiser.domain, self.spec
+            flags = label_tree(domain, self.discretiser.schema.label, spec.tree_label_groups,
+                               spec.tree_label_columns)  # fmt: skip
+            carried = release_tilts(self.discretiser, released, flags)
             seen = [
-                s if t is None else replace(s, tilt=t) for s, t in zip(seen, tilts, strict=True)
+                s if t is None else replace(s, tilt=t) for s, t in zip(seen, carried, strict=True)
             ]
         return [*self.prior, *seen]
 

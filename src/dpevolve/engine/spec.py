@@ -160,8 +160,8 @@ class EngineSpec:
         (:mod:`~dpevolve.engine.association`: post-processing), so the noise does not
         pull a strong rank relation toward independence; ``False``: as released.
     pair_tilt
-        ``True``: the last fits carry such a pair's association into the bins of each
-        group (:mod:`~dpevolve.engine.tilt`: post-processing); ``False``: independent.
+        ``True``: the last fits carry such a pair's (on the label tree's tables, a flag's
+        with a number) association into its groups' bins (:mod:`~dpevolve.engine.tilt`).
     density_smoothing
         ``True``: each numeric column's bin counts, every release combined, reach the
         last fit smoothed as one more measurement of its 1-way (a Whittaker smoother of

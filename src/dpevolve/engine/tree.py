@@ -102,14 +102,24 @@ def joined(
     masses: Mapping[str, np.ndarray] | None = None,
 ) -> MarginalQuery:
     """What the tree measures for a picked ``pair``: the pair cell by cell, or (``label``
-    given) the pair with the label, each numeric (``numeric`` maps its name to its bins)
-    in ``groups`` groups of its bins: of about equal mass where ``masses`` gives the
-    model's answer to the released 1-ways
-    (:func:`~dpevolve.engine.relations.quantile_grouping`, post-processing), else
-    equal-width. Public: a function of the pick and the releases before the phase."""
+    given) the pair with the label in :func:`grouped` groups. Public: a function of the
+    pick and the releases before the phase."""
     if label is None:
         return MarginalQuery(pair)
-    clique = domain.canonical((*pair, label))
+    return grouped(domain, domain.canonical((*pair, label)), numeric, groups, masses)
+
+
+def grouped(
+    domain: Domain,
+    clique: Clique,
+    numeric: Mapping[str, int],
+    groups: int,
+    masses: Mapping[str, np.ndarray] | None,
+) -> MarginalQuery:
+    """``clique`` with each numeric (``numeric`` maps its name to its bins) in ``groups``
+    groups of its bins: of about equal mass where ``masses`` gives the model's answer
+    to the released 1-ways (:func:`~dpevolve.engine.relations.quantile_grouping`,
+    post-processing), else equal-width; the other columns cell by cell."""
     grouping = tuple(_grouping(domain, a, numeric, groups, masses) for a in clique)
     return MarginalQuery(clique, grouping if any(g is not None for g in grouping) else None)
 
@@ -151,9 +161,9 @@ def coarse_pairs(
     for pair in combinations(names, 2):
         if sum(a in numeric for a in pair) != 1 or np.prod(domain.shape(pair)) <= most_cells:
             continue
-        grouping = tuple(_grouping(domain, a, numeric, groups, masses) for a in pair)
-        if any(g is not None for g in grouping):
-            out.append(MarginalQuery(pair, grouping))
+        query = grouped(domain, pair, numeric, groups, masses)
+        if query.groups is not None:
+            out.append(query)
     return out
 
 
@@ -205,6 +215,13 @@ class Picks:
     closing: int = 0
 
 
+def label_tree(domain: Domain, label: str | None, groups: int, wide: int) -> bool:
+    """Whether the tree releases its pairs with the label (``tree_label_groups`` and
+    ``tree_label_columns``: a table with a label and at least ``max(3, wide)``
+    columns; public facts of the schema)."""
+    return bool(groups) and label is not None and len(domain.names) >= max(3, wide)
+
+
 def tree_picks(
     domain: Domain,
     label: str | None,
@@ -218,12 +235,12 @@ def tree_picks(
     """The tree phase's public columns, scored pairs and what makes a pick's released
     query: every pair cell by cell (``released`` ``None``), or, with ``groups`` set, a
     ``label`` and at least ``max(3, wide)`` columns (public facts of the schema), the
-    pairs of the other columns, each released with the label (:func:`joined`;
-    ``numeric`` maps a numeric column to its bins, ``masses`` its released mass).
+    pairs of the other columns in the groups they are released in (:func:`grouped`),
+    each released with the label (:func:`joined`; ``numeric`` maps a numeric column to
+    its bins, ``masses`` its released mass).
     Without the label tree, ``coarse`` groups: :func:`coarse_pairs` beside the fine
     pairs, for those of more than ``most_cells`` cells."""
-    labelled = groups and label is not None and len(domain.names) >= max(3, wide)
-    with_label = label if labelled else None
+    with_label = label if label_tree(domain, label, groups, wide) else None
     names = [a for a in domain.names if a != with_label]
     pairs = [MarginalQuery(c) for c in combinations(names, 2)]
     if with_label is None:
@@ -234,7 +251,11 @@ def tree_picks(
     def released(pair: MarginalQuery) -> MarginalQuery:
         return joined(domain, pair.clique, with_label, numeric, groups, masses)
 
-    return names, pairs, released
+    # scored in the groups they are released in: cell by cell, a pair of numbers is
+    # hundreds of cells of noise and lost the draws to pairs of categories, and the
+    # wide tables' numbers were left related through them alone (docs/engine.md)
+    scored = [grouped(domain, q.clique, numeric, groups, masses) for q in pairs]
+    return names, scored, released
 
 
 def _scores(run: PickRun, model: Estimator, picks: Picks) -> np.ndarray:
@@ -245,7 +266,7 @@ def _scores(run: PickRun, model: Estimator, picks: Picks) -> np.ndarray:
     values = np.empty(len(picks.pairs))
     for i, q in enumerate(picks.pairs):
         a, b = q.clique
-        exact = run.counts(q)
+        exact = q.project(run.counts(MarginalQuery(q.clique)))  # grouped: from the fine
         expected = q.project(independent(ones[a], ones[b], run.source.n)).reshape(exact.shape)
         values[i] = select.quality(exact, expected, picks.sigma, float(picks.weights[i]))
     return values
@@ -403,8 +424,10 @@ __all__ = [
     "Picks",
     "bounded",
     "closing",
+    "grouped",
     "independent",
     "joined",
+    "label_tree",
     "spanning",
     "tree_picks",
 ]
