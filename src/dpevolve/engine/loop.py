@@ -58,7 +58,7 @@ from dpevolve.engine.rounds import adaptive_rounds, grouping_facts
 from dpevolve.engine.select import ABS_NOISE, candidates, weight
 from dpevolve.engine.spec import EngineSpec
 from dpevolve.engine.tails import Fold
-from dpevolve.engine.tilt import release_tilts
+from dpevolve.engine.tilt import ordered_columns, release_tilts
 from dpevolve.engine.tree import Picks, label_tree, spanning, tree_picks
 from dpevolve.engine.vacant import closed_ends, folded_measurements, vacant_measurements
 from dpevolve.engine.zeros import zero_measurements
@@ -119,7 +119,7 @@ class _Run:
         last fits, once every pick is made), with its association carried into the bins
         of its groups (``EngineSpec.pair_tilt``; both post-processing)."""
         released = self.measurements.marginals()
-        values = {c.name: self.discretiser.bins for c in self.discretiser.numeric}
+        values = ordered_columns(self.discretiser)  # the numbers' value bins
         for m in released:
             if id(m) not in self.shrunk or self.shrunk[id(m)][0] is not m:
                 self.shrunk[id(m)] = (m, shrunk(m, values) if self.spec.pair_shrinkage else m)

@@ -192,7 +192,7 @@ def associations(
         if ordered is None or min(ordered) < 2:
             continue
         others = tuple(k for k in range(noisy.ndim) if k not in (i, j))
-        summed = noisy.sum(axis=others) if others else noisy
+        summed = noisy.sum(axis=others)
         sigma = measurement.sigma * float(np.sqrt(np.prod([noisy.shape[k] for k in others])))
         rows, cols = ordered
         target = rank_correlation(shrink_pair(summed, sigma, (rows, cols))[:rows, :cols])
