@@ -66,6 +66,8 @@ a declared atom given its bin only where  the coupled declared-atom run (the ato
 the exact fine counts hold it             holds a row in D, none in D')
 a coarse pair's tilt within its groups    the cut tables' coupled runs (the moving
 read from the pair's exact counts         record changes the pair's association)
+a label's pair shrunk by a factor read    the coupled run (the moving record changes
+from its exact counts                     the pair's residual: D' fits another model)
 the draw's sensitivity from the fine      the coupled parity run at parity weight 4
 cliques' weights, the parity weight left  (a parity query's score moves past the
 out                                       charge)
@@ -93,6 +95,7 @@ from dpevolve.data.schema import NumericColumn
 from dpevolve.data.sources import FrameSource, PrivateSource
 from dpevolve.engine import (
     atoms,
+    independence,
     loop,
     model,
     reach,
@@ -401,6 +404,27 @@ def exact_tilt(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(tilt, "tilts", leaky)
 
 
+def exact_label_shrink(mp: pytest.MonkeyPatch) -> None:
+    """A pair of the label shrunk toward independence by the share of its exact
+    residual that is not noise (the oracle's factor), not its released one."""
+    exact = _exact_of(mp)
+
+    def leaky(measurement, label):
+        counts = exact.get(id(measurement.noisy))
+        clique = measurement.query.clique
+        if counts is None or label not in clique or len(clique) != 2:
+            return independence.label_shrunk(measurement, label)
+        noisy = np.asarray(measurement.noisy, dtype=np.float64)
+        truth = np.asarray(counts, dtype=np.float64).reshape(noisy.shape)
+        expected = np.outer(noisy.sum(axis=1), noisy.sum(axis=0)) / noisy.sum()
+        signal = float(((truth - np.outer(truth.sum(1), truth.sum(0)) / truth.sum()) ** 2).sum())
+        df = (noisy.shape[0] - 1) * (noisy.shape[1] - 1)
+        keep = signal / (signal + df * measurement.sigma**2)
+        return dataclasses.replace(measurement, noisy=expected + keep * (noisy - expected))
+
+    mp.setattr(loop, "label_shrunk", leaky)
+
+
 def exact_points(mp: pytest.MonkeyPatch) -> None:
     """The point bins' counts read from the exact fine counts."""
     exact = _exact_of(mp)
@@ -670,6 +694,7 @@ MUTANTS = {
     "reach-from-exact-counts": exact_reach,
     "zero-cells-from-exact-counts": exact_zeros,
     "pair-tilt-from-exact-counts": exact_tilt,
+    "label-shrink-from-exact-counts": exact_label_shrink,
 }
 #: The parity run with its queries weighed above every other (they set the sensitivity).
 HEAVY_PARITY = dataclasses.replace(XOR_SPEC, parity_weight=4.0)

@@ -45,6 +45,7 @@ from dpevolve.engine.atoms import release_atoms
 from dpevolve.engine.bins import released_edges, released_support
 from dpevolve.engine.density import density_measurements
 from dpevolve.engine.discretise import Discretiser
+from dpevolve.engine.independence import label_shrunk
 from dpevolve.engine.label_pairs import label_pairs
 from dpevolve.engine.measure import FINE, count_marginals, marginal_event, release
 from dpevolve.engine.model import PublicFacts, released_model
@@ -114,25 +115,31 @@ class _Run:
 
     def fitted(self, tilted: bool = False) -> list[Measurement]:
         """What the estimator reconciles: the public pseudo-measurements (free, never
-        released) and the private measurements, a coarse pair of numbers shrunk toward
-        its association fit (``EngineSpec.pair_shrinkage``) and, where ``tilted`` (the
-        last fits, once every pick is made), with its association carried into the bins
-        of its groups (``EngineSpec.pair_tilt``; both post-processing)."""
+        released), the private measurements as :meth:`denoised` reads them and, where
+        ``tilted`` (the last fits, once every pick is made), a pair's association carried
+        into the bins of its groups (``EngineSpec.pair_tilt``; post-processing)."""
         released = self.measurements.marginals()
-        values = ordered_columns(self.discretiser)  # the numbers' value bins
         for m in released:
             if id(m) not in self.shrunk or self.shrunk[id(m)][0] is not m:
-                self.shrunk[id(m)] = (m, shrunk(m, values) if self.spec.pair_shrinkage else m)
+                self.shrunk[id(m)] = (m, self.denoised(m))
         seen = [self.shrunk[id(m)][1] for m in released]
         if tilted and self.spec.pair_tilt:
             domain, spec = self.discretiser.domain, self.spec
             flags = label_tree(domain, self.discretiser.schema.label, spec.tree_label_groups,
                                spec.tree_label_columns)  # fmt: skip
             carried = release_tilts(self.discretiser, released, flags)
-            seen = [
-                s if t is None else replace(s, tilt=t) for s, t in zip(seen, carried, strict=True)
-            ]
+            pairs = zip(seen, carried, strict=True)
+            seen = [s if t is None else replace(s, tilt=t) for s, t in pairs]
         return [*self.prior, *seen]
+
+    def denoised(self, measurement: Measurement) -> Measurement:
+        """One release as the estimator sees it, shrunk (post-processing): a coarse pair of
+        numbers toward its association fit, a pair of the label toward independence."""
+        if self.spec.pair_shrinkage:
+            measurement = shrunk(measurement, ordered_columns(self.discretiser))
+        if self.spec.label_shrinkage:
+            measurement = label_shrunk(measurement, self.discretiser.schema.label)
+        return measurement
 
     def model_cliques(self) -> list[Clique]:
         """The cliques the model holds (public ones included)."""
@@ -298,17 +305,15 @@ def _final_fit(
     facts: PublicFacts,
     oneway: float,
 ) -> tuple[Estimator, dict[str, Fold] | None]:
-    """The last, longer fit (warm start): more iterations and the tighter tolerance where
-    the model takes them (the refits before it stop at ``round_tol``), with each numeric
-    column's smoothed 1-way (``EngineSpec.density_smoothing``; post-processing:
+    """The last, longer fit (warm start; the refits before it stop at ``round_tol``),
+    with each numeric column's smoothed 1-way (``EngineSpec.density_smoothing``:
     :mod:`~dpevolve.engine.density`, its ``lambda`` per column in the ledger) and its
-    point bins' fine counts (:mod:`~dpevolve.engine.points`; post-processing). With
-    ``EngineSpec.empty_folds`` the model is fitted once more (warm start), the bins its
-    folds move held empty (:func:`~dpevolve.engine.vacant.folded_measurements`, the ends closed:
-    :func:`~dpevolve.engine.vacant.closed_ends`), and those folds are returned
-    (``facts``: a public table's, for them; ``oneway``: the 1-ways' noise scale). With
-    ``EngineSpec.hold_zeros`` that refit also holds empty the cells the releases show a
-    rule at (:func:`~dpevolve.engine.zeros.zero_measurements`), read from the last fit."""
+    point bins' fine counts (:mod:`~dpevolve.engine.points`). With ``empty_folds`` it is
+    refitted with the bins its folds move held empty (:mod:`~dpevolve.engine.vacant`, the
+    ends closed), and those folds are returned (``facts``: a public table's, for them;
+    ``oneway``: the 1-ways' noise scale); with ``hold_zeros`` that refit also holds
+    empty the cells the releases show a rule at (:mod:`~dpevolve.engine.zeros`), read
+    from the last fit. All post-processing."""
     smoothed: list[Measurement] = []
     if run.spec.density_smoothing:
         smoothed, about["density"] = density_measurements(

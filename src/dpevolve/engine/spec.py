@@ -90,11 +90,8 @@ class EngineSpec:
         a label and at least ``tree_label_columns`` columns (public facts of the
         schema), the tree joins the other columns and measures each of its pairs with
         the label, numerics in ``g`` equal-width groups of their bins: a tree-augmented
-        naive Bayes structure, the label with every column at a resolution the noise
-        of ``d`` measurements leaves readable (docs/engine.md, measured on the wide
-        tables: d = 100 +0.015 TSTR over 3 seeds, while d = 40 lost 0.028 and Adult-9
-        0.007 on a seed, hence narrower tables keep the fine pairs). ``g`` 3 against 5:
-        d = 100 and 200 TSTR +0.0037 +- 0.0030 over 12 paired runs.
+        naive Bayes structure (docs/engine.md, The label tree on wide tables: measured
+        there, with why narrower tables keep the fine pairs and why 3 groups).
     tree_label_quantiles
         ``True``: the label tree's numeric groups hold about equal mass, cut at the
         quantiles of the model's answer to the released 1-ways (post-processing, as the
@@ -154,11 +151,14 @@ class EngineSpec:
         label then with all 8 of its columns (with 5-7 before); the suite's 16 tables
         within their noise (TSTR +0.0001 +- 0.0029). ``0``: no label pairs.
     pair_shrinkage
-        ``True``: every released coarse pair of two numeric columns (the relations
-        phase's, a coarse candidate's) reaches the estimator shrunk toward its
-        linear-by-linear association fit
+        ``True``: every released coarse pair of two numeric columns reaches the
+        estimator shrunk toward its linear-by-linear association fit
         (:mod:`~dpevolve.engine.association`: post-processing), so the noise does not
         pull a strong rank relation toward independence; ``False``: as released.
+    label_shrinkage
+        ``True``: every released pair of the label reaches the estimator shrunk toward
+        the independence of its margins by the share of its residual that is not noise
+        (:mod:`~dpevolve.engine.independence`: post-processing); ``False``: as released.
     pair_tilt
         ``True``: the last fits carry such a pair's (on the label tree's tables, a flag's
         with a number) association into its groups' bins (:mod:`~dpevolve.engine.tilt`).
@@ -185,9 +185,8 @@ class EngineSpec:
         Model-size limit of the estimator, annealed by the fraction of ``rho`` spent.
     max_candidates
         Most candidates scored in one round: beyond it, those holding the label and a
-        public random draw of the others (post-processing randomness, so the selection
-        stays an exponential mechanism over a public set); bounds a round's time on
-        wide tables.
+        public random draw of the others (post-processing randomness: the selection
+        stays an exponential mechanism over a public set).
     max_order
         Largest clique selected: 2 (pairs), 3 (plus triples grown from selected
         pairs) or 4 (plus 4-way cliques grown from selected triples).
@@ -323,6 +322,7 @@ class EngineSpec:
     label_share: float = 0.75
     label_groups: int = 5
     pair_shrinkage: bool = True
+    label_shrinkage: bool = True
     pair_tilt: bool = True
     density_smoothing: bool = True
     empty_folds: bool = True
