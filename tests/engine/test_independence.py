@@ -98,24 +98,29 @@ def test_no_relation_comes_closer_to_its_truth() -> None:
         assert np.mean(shrunk) < 0.5 * np.mean(raw)
 
 
-def _measurement(clique: tuple[str, ...], noisy: np.ndarray) -> Measurement:
+def _measurement(query: MarginalQuery, noisy: np.ndarray) -> Measurement:
     noisy.setflags(write=False)
-    return Measurement(
-        MarginalQuery(clique), noisy, 50.0, GaussianEvent(np.sqrt(2), 50.0, discrete=True)
-    )
+    return Measurement(query, noisy, 50.0, GaussianEvent(np.sqrt(2), 50.0, discrete=True))
 
 
 def test_only_the_labels_pairs_are_shrunk() -> None:
+    """A pair of the label and a category, or a number in groups, is shrunk; a number
+    at its bins, another pair, a triple, a parity's answer and a table with no label
+    are not."""
     table = np.array([[110.0, 90.0], [95.0, 105.0]])
-    pair = _measurement(("x", "y"), table.copy())
-    other = _measurement(("x", "z"), table.copy())
-    triple = _measurement(("x", "z", "y"), np.ones((2, 2, 2)))
-    shrunk = label_shrunk(pair, "y")
-    assert not np.array_equal(shrunk.noisy, pair.noisy) and not shrunk.noisy.flags.writeable
-    assert shrunk.query == pair.query and shrunk.sigma == pair.sigma
-    assert label_shrunk(other, "y") is other
-    assert label_shrunk(triple, "y") is triple
-    assert label_shrunk(pair, None) is pair
+    pair = _measurement(MarginalQuery(("x", "y")), table.copy())
+    grouped = _measurement(MarginalQuery(("u", "y"), groups=((0, 0, 1, 1), None)), table.copy())
+    fine = _measurement(MarginalQuery(("u", "y")), table.copy())
+    other = _measurement(MarginalQuery(("x", "z")), table.copy())
+    triple = _measurement(MarginalQuery(("x", "z", "y")), np.ones((2, 2, 2)))
+    parity = _measurement(MarginalQuery(("x", "y")), np.array([200.0, 200.0]))
+    for kept in (pair, grouped):
+        shrunk = label_shrunk(kept, "y", ("u",))
+        assert not np.array_equal(shrunk.noisy, kept.noisy) and not shrunk.noisy.flags.writeable
+        assert shrunk.query == kept.query and shrunk.sigma == kept.sigma
+    for left in (fine, other, triple, parity):
+        assert label_shrunk(left, "y", ("u",)) is left
+    assert label_shrunk(pair, None, ()) is pair
 
 
 def _run(shrink: bool):

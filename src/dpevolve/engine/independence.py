@@ -28,7 +28,9 @@ three times as much for a 5% flag against a 10% outcome), so it keeps more of it
 residual: a rare category's relation with the label is a large effect on its few rows
 that the counts' noise hides, and shrinking such tables by their full noise cost TSTR
 (docs/engine.md). The margins are the release's own: the 1-ways the estimator fits are
-untouched.
+untouched. A number paired at its bins (an atom's rule, a fine tree pair) is left as
+released: its cells are the bins, where a rule at an atom or an empty end bin holds
+cells the shrinkage would fill.
 
 Privacy. Post-processing of one release: a function of its noisy counts and its
 public ``sigma``; the release itself stays in the measurement list and the ledger as
@@ -37,6 +39,7 @@ made.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import replace
 
 import numpy as np
@@ -75,11 +78,21 @@ def independence_shrink(noisy: np.ndarray, sigma: float) -> np.ndarray:
     return expected + keep * residual
 
 
-def label_shrunk(measurement: Measurement[MarginalQuery], label: str | None) -> Measurement:
-    """``measurement`` as the estimator should see it: a released pair of ``label``
-    with one other column shrunk by :func:`independence_shrink`, any other as is."""
-    clique = measurement.query.clique
-    if label is None or len(clique) != 2 or label not in clique:
+def label_shrunk(
+    measurement: Measurement[MarginalQuery], label: str | None, numeric: Collection[str]
+) -> Measurement:
+    """``measurement`` as the estimator should see it: a released table of ``label``
+    and one other column shrunk by :func:`independence_shrink`, any other as is: a
+    larger clique, an answer that is not a 2-way table (a parity's), and a pair whose
+    other column is one of the ``numeric`` columns at its bins (its cells the bins,
+    where a rule at an atom or an empty end bin holds cells the shrinkage would fill)."""
+    query = measurement.query
+    clique = query.clique
+    if label is None or len(clique) != 2 or label not in clique or measurement.noisy.ndim != 2:
+        return measurement
+    other = 1 - clique.index(label)
+    grouped = query.groups is not None and query.groups[other] is not None
+    if clique[other] in numeric and not grouped:
         return measurement
     smooth = independence_shrink(measurement.noisy, measurement.sigma)
     smooth.setflags(write=False)

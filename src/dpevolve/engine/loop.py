@@ -138,7 +138,8 @@ class _Run:
         if self.spec.pair_shrinkage:
             measurement = shrunk(measurement, ordered_columns(self.discretiser))
         if self.spec.label_shrinkage:
-            measurement = label_shrunk(measurement, self.discretiser.schema.label)
+            numeric = [c.name for c in self.discretiser.numeric]
+            measurement = label_shrunk(measurement, self.discretiser.schema.label, numeric)
         return measurement
 
     def model_cliques(self) -> list[Clique]:
