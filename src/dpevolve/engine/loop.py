@@ -313,8 +313,7 @@ def _final_fit(
     refitted with the bins its folds move held empty (:mod:`~dpevolve.engine.vacant`, the
     ends closed), and those folds are returned (``facts``: a public table's, for them;
     ``oneway``: the 1-ways' noise scale); with ``hold_zeros`` that refit also holds
-    empty the cells the releases show a rule at (:mod:`~dpevolve.engine.zeros`), read
-    from the last fit. All post-processing."""
+    empty the cells the releases show a rule at (:mod:`~dpevolve.engine.zeros`)."""
     smoothed: list[Measurement] = []
     if run.spec.density_smoothing:
         smoothed, about["density"] = density_measurements(
