@@ -14,7 +14,15 @@ from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
 from dpevolve.engine.cells import MARGIN, falling, shown_span, thinning
 from dpevolve.engine.counts import held_bins
 from dpevolve.engine.discretise import Discretiser
-from dpevolve.engine.reach import EVEN, FALL, THINNING, end_reach, inner_densities, shown_reach
+from dpevolve.engine.reach import (
+    EVEN,
+    FALL,
+    THINNING,
+    end_reach,
+    inner_densities,
+    reaching,
+    shown_reach,
+)
 from dpevolve.engine.smoothing import DECODE_FLOOR, SUPPORT, adjacent_run, decode_weights
 from dpevolve.engine.tails import beyond_span
 
@@ -230,9 +238,10 @@ def test_beyond_span_keeps_a_bin_the_releases_show_data_in() -> None:
 
 def test_end_reach_is_the_end_count_falling_from_the_pooled_density_next_to_it() -> None:
     """From the bin's inner edge outwards, a density falling linearly from that of the
-    bins next to it to zero, holding the bin's count: FALL times the even extent; held
-    even where that would run past the declared end and the bins further in are not
-    denser by 2 noise scales of the difference."""
+    bins next to it to zero, holding the part of the bin's count its noise does not
+    explain (``reaching``): FALL times the even extent; held even where that would run past
+    the declared end and the bins further in are not denser by 2 noise scales of the
+    difference."""
     edges = np.array([0.0, 1.0, 2.0, 3.0, 3.0 + 1e-9, 4.0, 20.0])
     count = np.array([100.0, 90.0, 30.0, 500.0, 30.0, 120.0])
     sd = np.full(6, 10.0)
@@ -240,12 +249,12 @@ def test_end_reach_is_the_end_count_falling_from_the_pooled_density_next_to_it()
     # at 3 shows no density; [2, 3) with it 60 rows over width 2 (4.2 scales): 30 a unit,
     # and further in [1, 2) 90 a unit: denser by 60 against a noise of 12.2
     top = end_reach(edges, count, sd, 5, top=True, atom_width=1e-6)
-    assert top == pytest.approx((4.0, 4.0 + FALL * 120.0 / 30.0, THINNING))
-    # the first bin's 100 rows at the 90 a unit of the next would thin out past the
-    # declared end, 0, and the bins past it are sparser (30 a unit): even, past its
-    # width (decoding keeps its own cells)
+    assert top == pytest.approx((4.0, 4.0 + FALL * reaching(120.0, 10.0) / 30.0, THINNING))
+    # the first bin's 100 rows (96 past the noise) at the 90 a unit of the next would
+    # thin out past the declared end, 0, and the bins past it are sparser (30 a unit):
+    # even, past its width (decoding keeps its own cells)
     bottom = end_reach(edges, count, sd, 0, top=False, atom_width=1e-6)
-    assert bottom == pytest.approx((1.0, 1.0 - 100.0 / 90.0, EVEN))
+    assert bottom == pytest.approx((1.0, 1.0 - reaching(100.0, 10.0) / 90.0, EVEN))
     flipped = end_reach(-edges[::-1], count[::-1], sd, 0, top=False, atom_width=1e-6)
     assert flipped == pytest.approx((-top[0], -top[1], top[2]))
     quiet = count.copy()
@@ -254,25 +263,42 @@ def test_end_reach_is_the_end_count_falling_from_the_pooled_density_next_to_it()
     faint = count.copy()
     faint[5] = 30.0  # 3 scales: not held, yet more than noise leaves (black_politicians)
     assert end_reach(edges, faint, sd, 5, top=True, atom_width=1e-6) == pytest.approx(
-        (4.0, 4.0 + FALL * 30.0 / 30.0, THINNING)
+        (4.0, 4.0 + FALL * reaching(30.0, 10.0) / 30.0, THINNING)
     )
+    # just past the bar, the reach starts from nothing (no jump from the bin's own cells)
+    faint[5] = 20.0 + 1e-6
+    assert end_reach(edges, faint, sd, 5, top=True, atom_width=1e-6)[1] == pytest.approx(4.0)
     assert end_reach(edges, count, np.full(6, 1e3), 5, top=True) is None  # nothing stands out
     # 300 rows in the last bin thin out to 24, past the declared 20: the bins further
     # in denser by 60 (4.9 scales), still thinning; denser by 22 (1.8), even
     full = count.copy()
     full[5] = 300.0
     assert end_reach(edges, full, sd, 5, top=True, atom_width=1e-6) == pytest.approx(
-        (4.0, 4.0 + FALL * 300.0 / 30.0, THINNING)
+        (4.0, 4.0 + FALL * reaching(300.0, 10.0) / 30.0, THINNING)
     )
     full[1] = 52.0
     assert end_reach(edges, full, sd, 5, top=True, atom_width=1e-6) == pytest.approx(
-        (4.0, 4.0 + 300.0 / 30.0, EVEN)
+        (4.0, 4.0 + reaching(300.0, 10.0) / 30.0, EVEN)
     )
     # no second run of bins to compare with: by the declared end alone
     alone = end_reach(edges[2:], count[2:], sd[2:], 3, top=True, atom_width=1e-6)
-    assert alone == pytest.approx((4.0, 4.0 + FALL * 120.0 / 30.0, THINNING))
+    assert alone == pytest.approx((4.0, 4.0 + FALL * reaching(120.0, 10.0) / 30.0, THINNING))
     alone = end_reach(edges[2:], full[2:], sd[2:], 3, top=True, atom_width=1e-6)
-    assert alone == pytest.approx((4.0, 4.0 + 300.0 / 30.0, EVEN))
+    assert alone == pytest.approx((4.0, 4.0 + reaching(300.0, 10.0) / 30.0, EVEN))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.floats(0.1, 1e4), st.floats(1.0, 50.0))
+def test_reaching_is_nothing_at_the_bar_and_the_count_far_past_it(sd: float, scales: float) -> None:
+    """The rows an end bin's count reaches out with: none at the folds' bar of 2 noise
+    scales, growing with the count, never more than it, all but (2 / scales)^2 of it."""
+    count = scales * sd
+    out = reaching(count, sd)
+    assert 0.0 <= out <= count
+    assert reaching(2.0 * sd, sd) == pytest.approx(0.0, abs=1e-9 * sd)
+    assert reaching(1.01 * count, sd) >= out
+    if scales >= 2.0:
+        assert out == pytest.approx(count * (1.0 - (2.0 / scales) ** 2))
 
 
 def test_inner_densities_pool_each_run_until_it_stands_out() -> None:
@@ -331,9 +357,11 @@ def test_data_stopping_sharply_are_reached_to_their_end_and_no_further(
     last = (19.0 + length) * scale
     edges = np.r_[np.arange(20) * scale, 19.0 * scale + length * scale / fill]
     even = rows * np.diff(np.minimum(edges, last)) / last
-    sd = np.ones(20)
+    exact = end_reach(edges, even, np.full(20, 1e-9), 19, top=True)
+    assert exact == pytest.approx((edges[19], last, EVEN))
+    sd = np.ones(20)  # the part of the count its noise explains reaches no further
     reach = end_reach(edges, even, sd, 19, top=True)
-    assert reach == pytest.approx((edges[19], last, EVEN))
+    assert reach is not None and reach[1] <= last + 1e-9
     # the bins next to the end bin low by ``noise`` each, those further in high
     off = even + noise * np.r_[np.ones(17), -np.ones(2), 0.0]
     shifted = end_reach(edges, off, sd, 19, top=True)
@@ -364,8 +392,8 @@ def test_shown_reach_is_the_rest_of_the_count_falling_from_the_last_shown_cell()
     last = np.flatnonzero(cells.coarse == 0)[-1]
     density = 40.0 / float(cells.hi[last] - cells.lo[last])
     assert shown_reach(cells, weights, count, sd, 0, top=False) == pytest.approx(
-        (apex, apex - FALL * 60.0 / density, THINNING)
-    )
+        (apex, apex - FALL * reaching(60.0, 10.0) / density, THINNING)
+    )  # the part of the 60 rows the cells miss that the noise does not explain
     # no tail: the cells hold the count, or what they miss is within 2 noise scales
     for rest in (-5.0, 19.0):
         _, _, near, _ = _shown_near_the_edge(rest)
