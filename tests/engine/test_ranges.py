@@ -239,9 +239,9 @@ def test_beyond_span_keeps_a_bin_the_releases_show_data_in() -> None:
 def test_end_reach_is_the_end_count_falling_from_the_pooled_density_next_to_it() -> None:
     """From the bin's inner edge outwards, a density falling linearly from that of the
     bins next to it to zero, holding the part of the bin's count its noise does not
-    explain (``reaching``): FALL times the even extent; held even where that would run past
-    the declared end and the bins further in are not denser by 2 noise scales of the
-    difference."""
+    explain (``reaching``): FALL times the even extent; held even, the whole count, where
+    that would run past the declared end and the bins further in are not denser by 2
+    noise scales of the difference."""
     edges = np.array([0.0, 1.0, 2.0, 3.0, 3.0 + 1e-9, 4.0, 20.0])
     count = np.array([100.0, 90.0, 30.0, 500.0, 30.0, 120.0])
     sd = np.full(6, 10.0)
@@ -250,11 +250,11 @@ def test_end_reach_is_the_end_count_falling_from_the_pooled_density_next_to_it()
     # and further in [1, 2) 90 a unit: denser by 60 against a noise of 12.2
     top = end_reach(edges, count, sd, 5, top=True, atom_width=1e-6)
     assert top == pytest.approx((4.0, 4.0 + FALL * reaching(120.0, 10.0) / 30.0, THINNING))
-    # the first bin's 100 rows (96 past the noise) at the 90 a unit of the next would
+    # the first bin's 100 rows at the 90 a unit of the next would
     # thin out past the declared end, 0, and the bins past it are sparser (30 a unit):
     # even, past its width (decoding keeps its own cells)
     bottom = end_reach(edges, count, sd, 0, top=False, atom_width=1e-6)
-    assert bottom == pytest.approx((1.0, 1.0 - reaching(100.0, 10.0) / 90.0, EVEN))
+    assert bottom == pytest.approx((1.0, 1.0 - 100.0 / 90.0, EVEN))
     flipped = end_reach(-edges[::-1], count[::-1], sd, 0, top=False, atom_width=1e-6)
     assert flipped == pytest.approx((-top[0], -top[1], top[2]))
     quiet = count.copy()
@@ -278,13 +278,13 @@ def test_end_reach_is_the_end_count_falling_from_the_pooled_density_next_to_it()
     )
     full[1] = 52.0
     assert end_reach(edges, full, sd, 5, top=True, atom_width=1e-6) == pytest.approx(
-        (4.0, 4.0 + reaching(300.0, 10.0) / 30.0, EVEN)
+        (4.0, 4.0 + 300.0 / 30.0, EVEN)
     )
     # no second run of bins to compare with: by the declared end alone
     alone = end_reach(edges[2:], count[2:], sd[2:], 3, top=True, atom_width=1e-6)
     assert alone == pytest.approx((4.0, 4.0 + FALL * reaching(120.0, 10.0) / 30.0, THINNING))
     alone = end_reach(edges[2:], full[2:], sd[2:], 3, top=True, atom_width=1e-6)
-    assert alone == pytest.approx((4.0, 4.0 + reaching(300.0, 10.0) / 30.0, EVEN))
+    assert alone == pytest.approx((4.0, 4.0 + 300.0 / 30.0, EVEN))
 
 
 @settings(max_examples=100, deadline=None)
@@ -357,11 +357,9 @@ def test_data_stopping_sharply_are_reached_to_their_end_and_no_further(
     last = (19.0 + length) * scale
     edges = np.r_[np.arange(20) * scale, 19.0 * scale + length * scale / fill]
     even = rows * np.diff(np.minimum(edges, last)) / last
-    exact = end_reach(edges, even, np.full(20, 1e-9), 19, top=True)
-    assert exact == pytest.approx((edges[19], last, EVEN))
-    sd = np.ones(20)  # the part of the count its noise explains reaches no further
+    sd = np.ones(20)
     reach = end_reach(edges, even, sd, 19, top=True)
-    assert reach is not None and reach[1] <= last + 1e-9
+    assert reach == pytest.approx((edges[19], last, EVEN))
     # the bins next to the end bin low by ``noise`` each, those further in high
     off = even + noise * np.r_[np.ones(17), -np.ones(2), 0.0]
     shifted = end_reach(edges, off, sd, 19, top=True)

@@ -8,14 +8,15 @@ its inner edge, the rest of its rows past that run (:func:`shown_reach`). The de
 draws under that density (:func:`~dpevolve.engine.cells.thinning`);
 :func:`~dpevolve.engine.tails.released_inward` says which bins are ends.
 
-A reach's length counts the rows of the bin's count that its noise does not explain
+A tail's length counts the rows of the bin's count that its noise does not explain
 (:func:`reaching`): at the folds' bar (:data:`~dpevolve.engine.smoothing.DECODE_FLOOR`
 noise scales) a bin is no end of the data and its rows stay by the bins next to it, so
 just past the bar the reach starts from nothing rather than from twice the noise. An
-end bin holding no row, released 2.1-2.3 scales up, had drawn 1.0-1.4% of a run's rows
+end bin holding no row, released 2.0-2.3 scales up, had drawn 1.0-1.4% of a run's rows
 beyond the data by more than a tenth of their range (twoyear's university credits,
 black_politicians' median household incomes, cps91's husbands' earnings with
-``--public``).
+``--public``). An even reach keeps the whole count: it is taken where the count is too
+large for a tail within the declared range, data the releases show plainly.
 """
 
 from __future__ import annotations
@@ -71,10 +72,10 @@ def end_reach(
     it holds more rows than a tail thinning out from that density fits in: unless the bins
     further in are denser than those next to it by
     :data:`~dpevolve.engine.smoothing.DECODE_FLOOR` noise scales of the difference (a
-    density falling towards the end), its rows lie at that density, held even to the foot
-    (``level`` :data:`EVEN`), and the data stop there: cps91's wives' ages, even from 20 to
-    59 and none past, had their last bin's 603 rows, [46.5, 65], drawn thinning out to 65,
-    1.0% of all rows past 63.
+    density falling towards the end), its rows, all of the count, lie at that density, held
+    even to the foot (``level`` :data:`EVEN`), and the data stop there: cps91's wives' ages,
+    even from 20 to 59 and none past, had their last bin's 603 rows, [46.5, 65], drawn
+    thinning out to 65, 1.0% of all rows past 63.
     ``top``: the column's upper end (else its lower); an atom's own bin (no wider than
     ``atom_width``) shows no density. ``None`` where the end bin's count stands at most
     :data:`~dpevolve.engine.smoothing.DECODE_FLOOR` noise scales out (the bar of
@@ -93,7 +94,9 @@ def end_reach(
     room = abs(float(edges[-1] if top else edges[0]) - edge)  # to the declared end
     thins = bool(further) and further[0][0] - near > DECODE_FLOOR * np.hypot(near_sd, further[0][1])
     level = EVEN if FALL * float(count[end]) / near > room and not thins else THINNING
-    extent = FALL * reaching(float(count[end]), float(sd[end])) / (near * (1.0 + level))
+    # an even reach is taken where the count is too large for a tail: its rows are data
+    rows = float(count[end]) if level == EVEN else reaching(float(count[end]), float(sd[end]))
+    extent = FALL * rows / (near * (1.0 + level))
     return edge, edge + extent if top else edge - extent, level
 
 
