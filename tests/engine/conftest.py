@@ -149,14 +149,15 @@ def seeded_fit(
     seed: int,
     epsilon: float = 1.0,
     public: pd.DataFrame | None = None,
+    spec: EngineSpec | None = None,
 ) -> EngineResult:
-    """The default engine on ``frame`` at ``(epsilon, 1e-5)``, its noise seeded (a
-    seeded twin of the secure noise: tests only)."""
+    """The engine (``spec``, else the default) on ``frame`` at ``(epsilon, 1e-5)``, its
+    noise seeded (a seeded twin of the secure noise: tests only)."""
     return fit_engine(
         FrameSource(frame, schema),
         schema,
         Budget(epsilon=epsilon, delta=1e-5),
-        EngineSpec(),
+        spec or EngineSpec(),
         noise=make_noise(noise_seed),
         rng=np.random.default_rng(seed),
         public=public,

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.engine.conftest import seeded_fit
 
 from dpevolve.data.schema import CategoricalColumn, NumericColumn, Schema
-from dpevolve.data.sources import FrameSource
-from dpevolve.engine import EngineSpec, fit_engine
+from dpevolve.engine import EngineSpec
 from dpevolve.engine.association import (
     association_fit,
     midrank_scores,
@@ -22,9 +22,7 @@ from dpevolve.engine.association import (
     value_cells,
 )
 from dpevolve.measurements import MarginalQuery, Measurement
-from dpevolve.privacy import Budget
 from dpevolve.privacy.events import GaussianEvent
-from dpevolve.privacy.noise import SeededNoise
 
 
 def _model_table(rows: int, cols: int, phi: float, total: float = 5000.0) -> np.ndarray:
@@ -191,14 +189,7 @@ def _run(shrink: bool):
         label="y",
     )
     spec = EngineSpec(rounds=2, pe_share=0.0, final_iters=100, pair_shrinkage=shrink)
-    return fit_engine(
-        FrameSource(frame, schema),
-        schema,
-        Budget(epsilon=1.0, delta=1e-5),
-        spec,
-        noise=SeededNoise(0),
-        rng=np.random.default_rng(0),
-    )
+    return seeded_fit(frame, schema, 0, 0, spec=spec)
 
 
 def test_the_estimator_sees_the_shrunk_pair_the_ledger_the_release() -> None:

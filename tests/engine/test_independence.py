@@ -10,15 +10,13 @@ import numpy as np
 import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.engine.conftest import seeded_fit
 
 from dpevolve.data.schema import CategoricalColumn, Schema
-from dpevolve.data.sources import FrameSource
-from dpevolve.engine import EngineSpec, fit_engine
+from dpevolve.engine import EngineSpec
 from dpevolve.engine.independence import independence_shrink, label_shrunk
 from dpevolve.measurements import MarginalQuery, Measurement
-from dpevolve.privacy import Budget
 from dpevolve.privacy.events import GaussianEvent
-from dpevolve.privacy.noise import SeededNoise
 
 
 def _independent(rows: np.ndarray, cols: np.ndarray, total: float) -> np.ndarray:
@@ -146,14 +144,7 @@ def _run(shrink: bool):
         label="y",
     )
     spec = EngineSpec(rounds=2, pe_share=0.0, final_iters=200, label_shrinkage=shrink)
-    return fit_engine(
-        FrameSource(frame, schema),
-        schema,
-        Budget(epsilon=0.3, delta=1e-5),
-        spec,
-        noise=SeededNoise(0),
-        rng=np.random.default_rng(0),
-    )
+    return seeded_fit(frame, schema, 0, 0, epsilon=0.3, spec=spec)
 
 
 def _dependence(result, column: str) -> float:
